@@ -1,0 +1,24 @@
+#include "common/clock.h"
+
+namespace sojourn {
+
+Clock& Clock::Real() {
+  static RealClock* clock = new RealClock();
+  return *clock;
+}
+
+void RealClock::SleepUntil(absl::Time deadline, absl::Mutex* mu, bool* woken) {
+  // The caller holds *mu; *woken is guarded by it and set by whoever wants the
+  // sleeper to return early (shutdown).
+  mu->AwaitWithDeadline(absl::Condition(woken), deadline);
+}
+
+void FakeClock::SleepUntil(absl::Time deadline, absl::Mutex* mu, bool* woken) {
+  // Wait (in short real-time slices, never observed by test assertions) until
+  // the test has advanced the fake time past the deadline or woke us.
+  while (!*woken && Now() < deadline) {
+    mu->AwaitWithTimeout(absl::Condition(woken), absl::Milliseconds(1));
+  }
+}
+
+}  // namespace sojourn
