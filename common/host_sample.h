@@ -1,0 +1,41 @@
+// The canonical host sample of DESIGN.md ("Trace formats"): one measurement
+// of one host. Every importer produces it, the monitor streams it, the
+// statemgr stores it, and the models consume it.
+#ifndef SOJOURN_COMMON_HOST_SAMPLE_H_
+#define SOJOURN_COMMON_HOST_SAMPLE_H_
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace sojourn {
+
+struct HostSample {
+  // Unix seconds, UTC.
+  int64_t unix_seconds = 0;
+  // Host CPU load (excluding guest processes) as a fraction 0..1 of the machine.
+  double cpu_load = 0.0;
+  // Free memory in MiB; NaN when unknown.
+  double free_mem_mb = std::numeric_limits<double>::quiet_NaN();
+  // Pages swapped in/out per second since the previous sample; NaN when unknown.
+  double swap_in_per_s = std::numeric_limits<double>::quiet_NaN();
+  double swap_out_per_s = std::numeric_limits<double>::quiet_NaN();
+
+  bool has_free_mem() const { return !std::isnan(free_mem_mb); }
+};
+
+// All samples of one host, in time order.
+struct HostTrace {
+  std::string host;
+  std::vector<HostSample> samples;
+  // Nominal sampling period of the source (seconds); 0 when unknown.
+  int64_t period_seconds = 0;
+  // Total memory of the host in MiB when the source says it (0 when unknown).
+  double total_mem_mb = 0;
+};
+
+}  // namespace sojourn
+
+#endif  // SOJOURN_COMMON_HOST_SAMPLE_H_

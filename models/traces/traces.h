@@ -1,0 +1,46 @@
+// Importers of host traces into the canonical sample format (DESIGN.md,
+// "Trace formats"). Pure library: no gRPC types.
+//
+// Every importer reports bad input as absl::InvalidArgumentError whose message
+// names the file, the line and the reason, e.g.
+//   "trace.csv:17: timestamp 1372629600 is earlier than the previous row of host vm1"
+#ifndef SOJOURN_MODELS_TRACES_TRACES_H_
+#define SOJOURN_MODELS_TRACES_TRACES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/host_sample.h"
+
+namespace sojourn::traces {
+
+enum class TraceFormat { kAuto, kCanonical, kGwa, kAvailabilityMatrix };
+
+// Parses "canonical", "gwa", "availability-matrix" or "auto".
+absl::StatusOr<TraceFormat> ParseTraceFormat(const std::string& name);
+
+struct ImportOptions {
+  TraceFormat format = TraceFormat::kAuto;
+  // availability-matrix: Unix time of column 0 and the probe period. The
+  // default start is 1999-07-06 00:00 UTC (the shared Microsoft trace).
+  int64_t start_unix_seconds = 931219200;
+  int64_t period_seconds = 3600;
+  // Keep at most this many hosts (0 = all), in the order of the source.
+  int max_hosts = 0;
+};
+
+// Reads a trace from PATH: a canonical CSV (optionally .gz/.xz), a Grid
+// Workloads Archive per-VM directory or .tar.xz/.tar.gz of per-VM CSVs, or an
+// availability matrix (one host per line of 0/1 values, optionally .gz).
+// kAuto picks the format from the path and the first line.
+absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
+                                                   const ImportOptions& options);
+
+// Writes traces as canonical CSV (header host,timestamp,cpu_load,free_mem_mb).
+absl::Status WriteCanonicalCsv(const std::vector<HostTrace>& traces, const std::string& path);
+
+}  // namespace sojourn::traces
+
+#endif  // SOJOURN_MODELS_TRACES_TRACES_H_
