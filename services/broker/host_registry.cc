@@ -1,0 +1,55 @@
+#include "services/broker/host_registry.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace sojourn::broker {
+
+absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& request) {
+  if (request.host().empty()) return absl::InvalidArgumentError("host is required");
+  if (request.statemgr_address().empty()) {
+    return absl::InvalidArgumentError("statemgr_address is required");
+  }
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  absl::MutexLock l(&mu_);
+  auto [it, inserted] = hosts_.try_emplace(request.host());
+  sojourn::v1::RegisteredHost& h = it->second;
+  if (inserted) h.set_registered_unix_seconds(now);
+  h.set_host(request.host());
+  h.set_statemgr_address(request.statemgr_address());
+  *h.mutable_attributes() = request.attributes();
+  h.set_last_heartbeat_unix_seconds(now);
+  return absl::OkStatus();
+}
+
+absl::Status HostRegistry::Heartbeat(const std::string& host) {
+  absl::MutexLock l(&mu_);
+  auto it = hosts_.find(host);
+  if (it == hosts_.end()) {
+    return absl::NotFoundError(absl::StrCat("host '", host, "' is not registered; register first"));
+  }
+  it->second.set_last_heartbeat_unix_seconds(absl::ToUnixSeconds(clock_.Now()));
+  return absl::OkStatus();
+}
+
+sojourn::v1::RegisteredHost HostRegistry::WithLiveness(const sojourn::v1::RegisteredHost& h) const {
+  sojourn::v1::RegisteredHost out = h;
+  out.set_live(clock_.Now() - absl::FromUnixSeconds(h.last_heartbeat_unix_seconds()) <= ttl_);
+  return out;
+}
+
+absl::StatusOr<sojourn::v1::RegisteredHost> HostRegistry::Get(const std::string& host) const {
+  absl::MutexLock l(&mu_);
+  auto it = hosts_.find(host);
+  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+  return WithLiveness(it->second);
+}
+
+std::vector<sojourn::v1::RegisteredHost> HostRegistry::List() const {
+  absl::MutexLock l(&mu_);
+  std::vector<sojourn::v1::RegisteredHost> out;
+  out.reserve(hosts_.size());
+  for (const auto& [name, h] : hosts_) out.push_back(WithLiveness(h));
+  return out;
+}
+
+}  // namespace sojourn::broker

@@ -1,0 +1,102 @@
+#include "services/convert.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace sojourn {
+
+v1::HostSample ToProto(const HostSample& s) {
+  v1::HostSample p;
+  p.set_unix_seconds(s.unix_seconds);
+  p.set_cpu_load_ratio(s.cpu_load);
+  if (!std::isnan(s.free_mem_mb)) p.set_free_mem_mb(s.free_mem_mb);
+  if (!std::isnan(s.swap_in_per_s)) p.set_swap_in_pages_per_second(s.swap_in_per_s);
+  if (!std::isnan(s.swap_out_per_s)) p.set_swap_out_pages_per_second(s.swap_out_per_s);
+  return p;
+}
+
+HostSample FromProto(const v1::HostSample& p) {
+  HostSample s;
+  s.unix_seconds = p.unix_seconds();
+  s.cpu_load = p.cpu_load_ratio();
+  if (p.has_free_mem_mb()) s.free_mem_mb = p.free_mem_mb();
+  if (p.has_swap_in_pages_per_second()) s.swap_in_per_s = p.swap_in_pages_per_second();
+  if (p.has_swap_out_pages_per_second()) s.swap_out_per_s = p.swap_out_pages_per_second();
+  return s;
+}
+
+v1::HostState ToProto(availability::HostState s) {
+  return static_cast<v1::HostState>(static_cast<int>(s));
+}
+
+absl::StatusOr<availability::HostState> FromProto(v1::HostState s) {
+  int v = static_cast<int>(s);
+  if (v < 1 || v > 5) return absl::InvalidArgumentError(absl::StrCat("invalid host state ", v));
+  return static_cast<availability::HostState>(v);
+}
+
+v1::DayType ToProto(availability::DayType d) {
+  return d == availability::DayType::kWeekend ? v1::DAY_TYPE_WEEKEND : v1::DAY_TYPE_WEEKDAY;
+}
+
+v1::SojournStats ToProto(const availability::SojournStats& stats) {
+  v1::SojournStats p;
+  p.set_step_seconds(stats.step_seconds);
+  p.set_window_steps(stats.window_steps);
+  p.set_windows(static_cast<int32_t>(stats.num_windows));
+  p.set_total_weight(stats.total_weight);
+  for (double w : stats.initial) p.add_initial_weight(w);
+  auto emit = [&p](const availability::StateSojourns& s, int from, bool first) {
+    for (const auto& [key, count] : s.completed) {
+      v1::SojournCount* c = p.add_sojourns();
+      c->set_from_state(static_cast<v1::HostState>(from));
+      c->set_to_state(static_cast<v1::HostState>(key.first));
+      c->set_length_steps(key.second);
+      c->set_count(count);
+      c->set_first_in_window(first);
+    }
+    for (const auto& [length, count] : s.censored) {
+      v1::SojournCount* c = p.add_sojourns();
+      c->set_from_state(static_cast<v1::HostState>(from));
+      c->set_to_state(v1::HOST_STATE_UNSPECIFIED);
+      c->set_length_steps(length);
+      c->set_count(count);
+      c->set_first_in_window(first);
+    }
+  };
+  for (int i = 1; i <= 5; ++i) {
+    emit(stats.ordinary[i], i, false);
+    emit(stats.first[i], i, true);
+  }
+  return p;
+}
+
+absl::StatusOr<availability::SojournStats> FromProto(const v1::SojournStats& p) {
+  availability::SojournStats stats;
+  stats.step_seconds = p.step_seconds();
+  stats.window_steps = p.window_steps();
+  stats.num_windows = p.windows();
+  stats.total_weight = p.total_weight();
+  if (p.initial_weight_size() > 6) return absl::InvalidArgumentError("too many initial weights");
+  for (int i = 0; i < p.initial_weight_size(); ++i) stats.initial[i] = p.initial_weight(i);
+  for (const v1::SojournCount& c : p.sojourns()) {
+    int from = static_cast<int>(c.from_state());
+    int to = static_cast<int>(c.to_state());
+    if (from < 1 || from > 5 || to < 0 || to > 5 || to == from || c.length_steps() < 0 ||
+        !(c.count() >= 0) || !std::isfinite(c.count())) {
+      return absl::InvalidArgumentError(absl::StrCat("invalid sojourn count: from ", from, " to ",
+                                                     to, " length ", c.length_steps()));
+    }
+    availability::StateSojourns& s = c.first_in_window() ? stats.first[from] : stats.ordinary[from];
+    if (to == 0) {
+      s.censored[c.length_steps()] += c.count();
+    } else {
+      if (c.length_steps() < 1) return absl::InvalidArgumentError("completed sojourn of length 0");
+      s.completed[{to, c.length_steps()}] += c.count();
+    }
+  }
+  return stats;
+}
+
+}  // namespace sojourn

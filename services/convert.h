@@ -1,0 +1,31 @@
+// Conversions between the protobuf contracts and the model libraries' types.
+// Used at the service edges only.
+#ifndef SOJOURN_SERVICES_CONVERT_H_
+#define SOJOURN_SERVICES_CONVERT_H_
+
+#include "absl/status/statusor.h"
+#include "common/host_sample.h"
+#include "models/availability/sojourn_stats.h"
+#include "models/availability/state.h"
+#include "models/availability/window.h"
+#include "sojourn/v1/common.pb.h"
+#include "sojourn/v1/statemgr.pb.h"
+
+namespace sojourn {
+
+v1::HostSample ToProto(const HostSample& s);
+HostSample FromProto(const v1::HostSample& p);
+
+v1::HostState ToProto(availability::HostState s);
+// INVALID_ARGUMENT for UNSPECIFIED or unknown values.
+absl::StatusOr<availability::HostState> FromProto(v1::HostState s);
+
+v1::DayType ToProto(availability::DayType d);
+
+v1::SojournStats ToProto(const availability::SojournStats& stats);
+// INVALID_ARGUMENT when a count names an impossible state or length.
+absl::StatusOr<availability::SojournStats> FromProto(const v1::SojournStats& p);
+
+}  // namespace sojourn
+
+#endif  // SOJOURN_SERVICES_CONVERT_H_

@@ -1,0 +1,66 @@
+// Buffers samples of one host and streams them to its state manager with
+// PushSamples. A sample leaves the buffer only once the state manager has
+// acknowledged it as persisted; while the state manager is unreachable the
+// sender backs off exponentially (1 s doubling to 60 s) and keeps buffering
+// (up to max_buffer samples, dropping the oldest beyond that).
+#ifndef SOJOURN_SERVICES_MONITOR_SAMPLE_SENDER_H_
+#define SOJOURN_SERVICES_MONITOR_SAMPLE_SENDER_H_
+
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/host_sample.h"
+#include "sojourn/v1/statemgr.grpc.pb.h"
+
+namespace sojourn::monitor {
+
+struct SenderConfig {
+  std::string host;
+  std::string statemgr_address;
+  sojourn::v1::HostAttributes attributes;
+  int64_t period_seconds = 6;
+  size_t max_buffer = 200000;
+  size_t batch_size = 2000;
+  absl::Duration min_backoff = absl::Seconds(1);
+  absl::Duration max_backoff = absl::Seconds(60);
+};
+
+// Thread-safe.
+class SampleSender {
+ public:
+  SampleSender(const SenderConfig& config, Clock& clock);
+
+  void Add(const HostSample& sample);
+  // Sends every buffered sample in one stream now, ignoring the backoff.
+  absl::Status Flush();
+  // Flushes unless a previous failure's backoff has not yet passed. Returns
+  // the flush status (OK when skipped).
+  absl::Status MaybeFlush();
+
+  size_t unacknowledged() const;
+  int64_t acknowledged() const;
+  bool connected() const;
+  const SenderConfig& config() const { return config_; }
+
+ private:
+  const SenderConfig config_;
+  Clock& clock_;
+  std::unique_ptr<sojourn::v1::StateManager::Stub> stub_;
+  absl::Mutex flush_mu_;  // one stream at a time
+  mutable absl::Mutex mu_;
+  std::deque<HostSample> buffer_ ABSL_GUARDED_BY(mu_);
+  int64_t acknowledged_ ABSL_GUARDED_BY(mu_) = 0;
+  bool connected_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Duration backoff_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
+  absl::Time next_try_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+};
+
+}  // namespace sojourn::monitor
+
+#endif  // SOJOURN_SERVICES_MONITOR_SAMPLE_SENDER_H_

@@ -1,0 +1,69 @@
+// predictor: temporal reliability (TR), TR curves and MTTF for any host
+// registered with the broker, from the statistics of its state manager.
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "common/metrics.h"
+#include "common/server.h"
+#include "common/thread_pool.h"
+#include "services/predictor/availability_predictor.h"
+#include "services/predictor/predictor_service.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:7402", "gRPC listen address (port 0 = any free port)");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9402",
+          "HTTP address serving /metrics for Prometheus (empty = off)");
+ABSL_FLAG(std::string, port_file, "", "write the bound gRPC and metrics ports to this file");
+ABSL_FLAG(std::string, broker, "127.0.0.1:7401",
+          "broker address, used to find each host's state manager");
+ABSL_FLAG(int, utc_offset_seconds, 0,
+          "local time of the hosts minus UTC, seconds (day types and clock windows use it)");
+ABSL_FLAG(int, history_days, 0, "use the most recent N days of a day type (0 = all)");
+ABSL_FLAG(int, min_history_windows, 3, "fewer training windows than this mark low_history");
+ABSL_FLAG(bool, paper_estimator, false,
+          "use the paper-literal estimator (drops censored sojourns) instead of sojourn's");
+ABSL_FLAG(int, threads, 4, "worker threads for predictions");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "predictor: computes a host's temporal reliability TR (probability of staying usable "
+      "through a window), the TR curve and MTTF by the semi-Markov method.\n"
+      "usage: predictor [--flags]; see --help");
+  absl::ParseCommandLine(argc, argv);
+  sojourn::BlockTerminationSignals();
+
+  sojourn::predictor::AvailabilityPredictorConfig config;
+  config.broker_address = absl::GetFlag(FLAGS_broker);
+  config.utc_offset_seconds = absl::GetFlag(FLAGS_utc_offset_seconds);
+  config.history_days = absl::GetFlag(FLAGS_history_days);
+  config.min_history_windows = absl::GetFlag(FLAGS_min_history_windows);
+  if (absl::GetFlag(FLAGS_paper_estimator)) {
+    config.estimator.censoring_aware = false;
+    config.estimator.first_sojourn_kernel = false;
+  }
+  if (config.history_days < 0 || std::abs(config.utc_offset_seconds) > 14 * 3600) {
+    SOJOURN_LOG(ERROR, "--history_days must be >= 0 and --utc_offset_seconds within +-14 h");
+    return 2;
+  }
+  sojourn::predictor::AvailabilityPredictor predictor(config, sojourn::Clock::Real());
+  sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
+  sojourn::predictor::PredictorService service(predictor, pool);
+  sojourn::Metrics metrics("predictor");
+  sojourn::ServerOptions options;
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
+  options.port_file = absl::GetFlag(FLAGS_port_file);
+  auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
+  if (!server.ok()) {
+    SOJOURN_LOG(ERROR, "%s", server.status().ToString());
+    return 1;
+  }
+  SOJOURN_LOG(INFO, "predictor serving on %s (metrics :%d), broker %s", (*server)->address(),
+              (*server)->metrics_port(), config.broker_address);
+  sojourn::WaitForTerminationSignal();
+  (*server)->Shutdown(absl::Seconds(5));
+  return 0;
+}

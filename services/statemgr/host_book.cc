@@ -1,0 +1,232 @@
+#include "services/statemgr/host_book.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace sojourn::statemgr {
+
+using availability::HostState;
+using availability::StateSeries;
+
+HostBook::HostBook(const HostBookConfig& config, SampleStore& store, Clock& clock)
+    : config_(config), store_(store), clock_(clock) {}
+
+absl::Status HostBook::Load() {
+  absl::MutexLock l(&mu_);
+  return store_.ForEachHost(
+      [this](const std::string& host, const HostMeta& meta, std::vector<HostSample> samples)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            Host& h = hosts_[host];
+            h.meta = meta;
+            h.samples = std::move(samples);
+          });
+}
+
+int64_t HostBook::PeriodOf(const Host& h) const {
+  return h.meta.period_seconds > 0 ? h.meta.period_seconds : config_.default_period_seconds;
+}
+
+availability::ClassifierConfig HostBook::ClassifierFor(const Host& h) const {
+  availability::ClassifierConfig c = config_.classifier;
+  c.revocation_gap_seconds =
+      std::max<int64_t>(c.revocation_gap_seconds, (PeriodOf(h) * 3 + 1) / 2);
+  return c;
+}
+
+std::shared_ptr<const StateSeries> HostBook::SeriesOf(const Host& h) const {
+  if (h.series == nullptr) {
+    // Grid points on multiples of the period since the epoch: aligned to local
+    // midnight for any whole-period UTC offset.
+    h.series = std::make_shared<const StateSeries>(
+        availability::ClassifyToGrid(h.samples, ClassifierFor(h), PeriodOf(h), 0));
+  }
+  return h.series;
+}
+
+HostInfo HostBook::InfoOf(const std::string& name, const Host& h) const {
+  HostInfo info;
+  info.host = name;
+  info.meta = h.meta;
+  info.samples = static_cast<int64_t>(h.samples.size());
+  if (h.samples.empty()) return info;
+  info.first_unix = h.samples.front().unix_seconds;
+  info.last_unix = h.samples.back().unix_seconds;
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  auto series = SeriesOf(h);
+  if (now - info.last_unix > ClassifierFor(h).revocation_gap_seconds) {
+    // Nothing heard for longer than the revocation gap: the host is gone now.
+    info.state = HostState::kS5;
+    info.state_since_unix = info.last_unix;
+    return info;
+  }
+  if (series->states.empty()) {
+    availability::StateClassifier c(ClassifierFor(h));
+    for (const HostSample& s : h.samples) info.state = c.Add(s);
+    info.state_since_unix = info.first_unix;
+    return info;
+  }
+  size_t k = series->states.size() - 1;
+  info.state = series->states[k];
+  while (k > 0 && series->states[k - 1] == info.state) --k;
+  info.state_since_unix = series->start_unix + static_cast<int64_t>(k) * series->step_seconds;
+  return info;
+}
+
+absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
+                                              const std::vector<HostSample>& samples,
+                                              const HostMeta* meta) {
+  absl::MutexLock append_lock(&append_mu_);
+  int64_t last = INT64_MIN;
+  int64_t gap = 0;
+  HostMeta new_meta;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    auto it = hosts_.find(host);
+    if (it != hosts_.end()) {
+      if (!it->second.samples.empty()) last = it->second.samples.back().unix_seconds;
+      new_meta = it->second.meta;
+      gap = ClassifierFor(it->second).revocation_gap_seconds;
+    }
+  }
+  if (meta != nullptr) {
+    new_meta.attributes = meta->attributes;
+    if (meta->period_seconds > 0) new_meta.period_seconds = meta->period_seconds;
+  }
+  AppendResult result;
+  std::vector<HostSample> fresh;
+  for (const HostSample& s : samples) {
+    if (s.unix_seconds <= last) {
+      ++result.duplicates;
+      continue;
+    }
+    fresh.push_back(s);
+    last = s.unix_seconds;
+  }
+  result.last_persisted_unix = last == INT64_MIN ? 0 : last;
+  if (fresh.empty() && meta == nullptr) return result;
+  RETURN_IF_ERROR(store_.Append(host, fresh, meta != nullptr ? &new_meta : nullptr));
+  {
+    absl::MutexLock l(&mu_);
+    Host& h = hosts_[host];
+    if (gap == 0) gap = ClassifierFor(h).revocation_gap_seconds;
+    if (!fresh.empty() && !h.samples.empty() &&
+        fresh.front().unix_seconds - h.samples.back().unix_seconds > gap) {
+      const int64_t from = h.samples.back().unix_seconds;
+      const int64_t length = fresh.front().unix_seconds - from;
+      absl::Status s = store_.RecordRevocation(host, from, length);
+      SOJOURN_LOG(INFO, "host %s: revocation (S5) of %d s recorded after a gap in samples", host,
+                  length);
+      if (!s.ok()) SOJOURN_LOG(WARNING, "recording revocation: %s", s.ToString());
+    }
+    h.meta = new_meta;
+    h.samples.insert(h.samples.end(), fresh.begin(), fresh.end());
+    if (!fresh.empty()) h.series.reset();
+  }
+  result.persisted = static_cast<int64_t>(fresh.size());
+  return result;
+}
+
+std::vector<HostInfo> HostBook::List() const {
+  absl::MutexLock l(&mu_);
+  std::vector<HostInfo> out;
+  for (const auto& [name, h] : hosts_) out.push_back(InfoOf(name, h));
+  return out;
+}
+
+absl::StatusOr<HostInfo> HostBook::Info(const std::string& host) const {
+  absl::MutexLock l(&mu_);
+  auto it = hosts_.find(host);
+  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+  return InfoOf(host, it->second);
+}
+
+absl::StatusOr<WindowStatsResult> HostBook::WindowStats(const std::string& host,
+                                                        const availability::WindowSpec& spec,
+                                                        int64_t end_unix) const {
+  WindowStatsResult out;
+  std::shared_ptr<const StateSeries> series;
+  {
+    // The series is built under the lock (once per new batch of samples);
+    // counting windows happens outside it.
+    absl::MutexLock l(&mu_);
+    auto it = hosts_.find(host);
+    if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+    series = SeriesOf(it->second);
+    out.info = InfoOf(host, it->second);
+  }
+  out.stats.step_seconds = series->step_seconds;
+  if (series->states.empty()) {
+    out.whole_history_fallback = true;
+    return out;
+  }
+  const int64_t end = end_unix > 0 ? end_unix : out.info.last_unix;
+  const std::vector<size_t> starts = availability::HistoryWindowStarts(*series, spec, end);
+  const int steps = availability::WindowSteps(*series, spec);
+  for (size_t s : starts) {
+    availability::AccumulateWindow(&series->states[s], static_cast<size_t>(steps) + 1, &out.stats);
+    out.window_starts_unix.push_back(series->start_unix +
+                                     static_cast<int64_t>(s) * series->step_seconds);
+  }
+  if (starts.empty()) {
+    // No same-clock window fits yet (a new host): estimate from the whole
+    // history as one window, and say so.
+    out.whole_history_fallback = true;
+    availability::AccumulateWindow(series->states.data(), series->states.size(), &out.stats);
+  }
+  out.stats.step_seconds = series->step_seconds;
+  return out;
+}
+
+absl::StatusOr<std::vector<StateInterval>> HostBook::Intervals(const std::string& host,
+                                                               int64_t start_unix,
+                                                               int64_t end_unix,
+                                                               int64_t* step) const {
+  std::shared_ptr<const StateSeries> series;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = hosts_.find(host);
+    if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+    series = SeriesOf(it->second);
+  }
+  *step = series->step_seconds;
+  std::vector<StateInterval> out;
+  for (size_t k = 0; k < series->states.size(); ++k) {
+    const int64_t t = series->start_unix + static_cast<int64_t>(k) * series->step_seconds;
+    if (t < start_unix || (end_unix > 0 && t >= end_unix)) continue;
+    if (!out.empty() && out.back().state == series->states[k]) {
+      out.back().end_unix = t + series->step_seconds;
+    } else {
+      out.push_back({series->states[k], t, t + series->step_seconds});
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<HostSample>> HostBook::Series(const std::string& host,
+                                                         int64_t start_unix, int64_t end_unix,
+                                                         size_t max_samples,
+                                                         bool* truncated) const {
+  absl::ReaderMutexLock l(&mu_);
+  auto it = hosts_.find(host);
+  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+  const auto& samples = it->second.samples;
+  auto lo = std::lower_bound(samples.begin(), samples.end(), start_unix,
+                             [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });
+  std::vector<HostSample> out;
+  *truncated = false;
+  for (auto p = lo; p != samples.end(); ++p) {
+    if (end_unix > 0 && p->unix_seconds >= end_unix) break;
+    if (out.size() >= max_samples) {
+      *truncated = true;
+      break;
+    }
+    out.push_back(*p);
+  }
+  return out;
+}
+
+}  // namespace sojourn::statemgr

@@ -1,0 +1,118 @@
+// The state manager's view of its hosts: every sample in memory (persisted
+// through SampleStore first), the five-state classification on a regular grid,
+// and the per-window statistics the predictor asks for.
+#ifndef SOJOURN_SERVICES_STATEMGR_HOST_BOOK_H_
+#define SOJOURN_SERVICES_STATEMGR_HOST_BOOK_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/host_sample.h"
+#include "models/availability/sojourn_stats.h"
+#include "models/availability/state.h"
+#include "models/availability/window.h"
+#include "services/statemgr/sample_store.h"
+
+namespace sojourn::statemgr {
+
+struct HostBookConfig {
+  // Classifier thresholds (paper 000 section 4 defaults). The revocation gap
+  // of a host is max(classifier.revocation_gap_seconds, 1.5 x its period), so
+  // one missed sample of a slow source is a revocation and jitter is not.
+  availability::ClassifierConfig classifier;
+  // Sampling period assumed for a host whose sender does not say (seconds).
+  int64_t default_period_seconds = 6;
+};
+
+struct AppendResult {
+  int64_t persisted = 0;
+  int64_t duplicates = 0;
+  int64_t last_persisted_unix = 0;
+};
+
+struct HostInfo {
+  std::string host;
+  int64_t first_unix = 0;
+  int64_t last_unix = 0;
+  int64_t samples = 0;
+  availability::HostState state = availability::HostState::kS5;
+  int64_t state_since_unix = 0;
+  HostMeta meta;
+};
+
+struct WindowStatsResult {
+  availability::SojournStats stats;
+  std::vector<int64_t> window_starts_unix;
+  bool whole_history_fallback = false;
+  HostInfo info;
+};
+
+struct StateInterval {
+  availability::HostState state;
+  int64_t start_unix;
+  int64_t end_unix;
+};
+
+// A HostBook is safe for concurrent use.
+class HostBook {
+ public:
+  // `store` and `clock` must outlive the HostBook.
+  HostBook(const HostBookConfig& config, SampleStore& store, Clock& clock);
+
+  // Loads every stored host (call once, before serving).
+  absl::Status Load();
+
+  // Persists the new samples of `host` (timestamps after its last persisted
+  // sample; older ones are counted as duplicates), then adds them in memory.
+  // Samples must be in time order. `meta` (may be null) replaces the host's
+  // attributes. A gap since the last persisted sample longer than the
+  // revocation gap is recorded as a revocation (S5).
+  absl::StatusOr<AppendResult> Append(const std::string& host,
+                                      const std::vector<HostSample>& samples,
+                                      const HostMeta* meta);
+
+  std::vector<HostInfo> List() const;
+  absl::StatusOr<HostInfo> Info(const std::string& host) const;
+
+  // Statistics of the same-clock windows of `spec` ending by `end_unix`
+  // (0 = the last sample). NOT_FOUND for an unknown host.
+  absl::StatusOr<WindowStatsResult> WindowStats(const std::string& host,
+                                                const availability::WindowSpec& spec,
+                                                int64_t end_unix) const;
+  absl::StatusOr<std::vector<StateInterval>> Intervals(const std::string& host, int64_t start_unix,
+                                                       int64_t end_unix, int64_t* step) const;
+  absl::StatusOr<std::vector<HostSample>> Series(const std::string& host, int64_t start_unix,
+                                                 int64_t end_unix, size_t max_samples,
+                                                 bool* truncated) const;
+
+ private:
+  struct Host {
+    HostMeta meta;
+    std::vector<HostSample> samples;
+    // Classification of `samples` on the host's grid; rebuilt lazily.
+    mutable std::shared_ptr<const availability::StateSeries> series;
+  };
+  int64_t PeriodOf(const Host& h) const;
+  availability::ClassifierConfig ClassifierFor(const Host& h) const;
+  std::shared_ptr<const availability::StateSeries> SeriesOf(const Host& h) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  HostInfo InfoOf(const std::string& name, const Host& h) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const HostBookConfig config_;
+  SampleStore& store_;
+  Clock& clock_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, Host> hosts_ ABSL_GUARDED_BY(mu_);
+  // Serialises Append so the store and memory see the same order.
+  absl::Mutex append_mu_;
+};
+
+}  // namespace sojourn::statemgr
+
+#endif  // SOJOURN_SERVICES_STATEMGR_HOST_BOOK_H_

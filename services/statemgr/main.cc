@@ -1,0 +1,104 @@
+// statemgr: persists a host's samples in RocksDB, classifies them into the
+// five availability states and serves per-window statistics.
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "common/metrics.h"
+#include "common/server.h"
+#include "services/statemgr/host_book.h"
+#include "services/statemgr/registrar.h"
+#include "services/statemgr/sample_store.h"
+#include "services/statemgr/statemgr_service.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:7403", "gRPC listen address (port 0 = any free port)");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9403",
+          "HTTP address serving /metrics for Prometheus (empty = off)");
+ABSL_FLAG(std::string, port_file, "", "write the bound gRPC and metrics ports to this file");
+ABSL_FLAG(std::string, db_path, "./statemgr-db", "RocksDB directory (created if missing)");
+ABSL_FLAG(bool, sync_writes, true,
+          "fsync every acknowledged batch (off: survives a process kill, not a power loss)");
+ABSL_FLAG(double, th1, 0.20, "CPU load below this is S1 (paper 000 section 4)");
+ABSL_FLAG(double, th2, 0.60, "CPU load above this for longer than --grace_seconds is S3");
+ABSL_FLAG(int64_t, grace_seconds, 60, "load spikes above --th2 shorter than this stay S1/S2");
+ABSL_FLAG(double, working_set_mb, 256, "free memory below this guest working set (MiB) is S4");
+ABSL_FLAG(int64_t, revocation_gap_seconds, 60,
+          "no sample for longer than this is S5 (at least 1.5 sampling periods of the host)");
+ABSL_FLAG(int64_t, default_period_seconds, 6,
+          "state grid step for hosts whose monitor does not report its period");
+ABSL_FLAG(std::string, broker, "",
+          "broker address; when set, every host held is registered there and kept alive");
+ABSL_FLAG(std::string, advertise_address, "",
+          "address the broker and predictor use to reach this state manager (default: --listen "
+          "with the bound port)");
+ABSL_FLAG(int64_t, heartbeat_seconds, 10, "how often hosts are re-registered with the broker");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "statemgr: stores host samples in RocksDB, classifies the five availability states and "
+      "serves window statistics to the predictor.\nusage: statemgr [--flags]; see --help");
+  absl::ParseCommandLine(argc, argv);
+  sojourn::BlockTerminationSignals();
+
+  sojourn::statemgr::HostBookConfig config;
+  config.classifier.th1 = absl::GetFlag(FLAGS_th1);
+  config.classifier.th2 = absl::GetFlag(FLAGS_th2);
+  config.classifier.grace_seconds = absl::GetFlag(FLAGS_grace_seconds);
+  config.classifier.guest_working_set_mb = absl::GetFlag(FLAGS_working_set_mb);
+  config.classifier.revocation_gap_seconds = absl::GetFlag(FLAGS_revocation_gap_seconds);
+  config.default_period_seconds = absl::GetFlag(FLAGS_default_period_seconds);
+  if (!(config.classifier.th1 > 0 && config.classifier.th1 <= config.classifier.th2 &&
+        config.classifier.th2 <= 1) || config.default_period_seconds <= 0 ||
+      config.classifier.grace_seconds < 0 || config.classifier.revocation_gap_seconds <= 0) {
+    SOJOURN_LOG(ERROR, "invalid thresholds: need 0 < th1 <= th2 <= 1, periods > 0");
+    return 2;
+  }
+
+  auto store = sojourn::statemgr::SampleStore::Open(absl::GetFlag(FLAGS_db_path),
+                                                    absl::GetFlag(FLAGS_sync_writes));
+  if (!store.ok()) {
+    SOJOURN_LOG(ERROR, "%s", store.status().ToString());
+    return 1;
+  }
+  sojourn::Clock& clock = sojourn::Clock::Real();
+  sojourn::statemgr::HostBook book(config, **store, clock);
+  if (absl::Status s = book.Load(); !s.ok()) {
+    SOJOURN_LOG(ERROR, "loading history: %s", s.ToString());
+    return 1;
+  }
+  sojourn::Metrics metrics("statemgr");
+  sojourn::statemgr::StateManagerService service(book, metrics);
+  sojourn::ServerOptions options;
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
+  options.port_file = absl::GetFlag(FLAGS_port_file);
+  auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
+  if (!server.ok()) {
+    SOJOURN_LOG(ERROR, "%s", server.status().ToString());
+    return 1;
+  }
+  SOJOURN_LOG(INFO, "statemgr serving on %s (metrics :%d), %d hosts loaded from %s",
+              (*server)->address(), (*server)->metrics_port(), book.List().size(),
+              absl::GetFlag(FLAGS_db_path));
+
+  std::unique_ptr<sojourn::statemgr::Registrar> registrar;
+  if (!absl::GetFlag(FLAGS_broker).empty()) {
+    sojourn::statemgr::RegistrarConfig rc;
+    rc.broker_address = absl::GetFlag(FLAGS_broker);
+    rc.advertise_address = absl::GetFlag(FLAGS_advertise_address).empty()
+                               ? (*server)->address()
+                               : absl::GetFlag(FLAGS_advertise_address);
+    rc.period = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_seconds));
+    registrar = std::make_unique<sojourn::statemgr::Registrar>(rc, book, clock);
+    registrar->Start();
+  }
+
+  sojourn::WaitForTerminationSignal();
+  if (registrar) registrar->Stop();
+  (*server)->Shutdown(absl::Seconds(5));
+  return 0;
+}

@@ -1,0 +1,58 @@
+#include "services/statemgr/registrar.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "common/logging.h"
+
+namespace sojourn::statemgr {
+
+Registrar::Registrar(const RegistrarConfig& config, HostBook& book, Clock& clock)
+    : config_(config), book_(book), clock_(clock) {
+  stub_ = sojourn::v1::Broker::NewStub(
+      grpc::CreateChannel(config_.broker_address, grpc::InsecureChannelCredentials()));
+}
+
+Registrar::~Registrar() { Stop(); }
+
+void Registrar::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void Registrar::Stop() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+int Registrar::RegisterAll() {
+  int ok = 0;
+  for (const HostInfo& info : book_.List()) {
+    sojourn::v1::RegisterHostRequest req;
+    req.set_host(info.host);
+    req.set_statemgr_address(config_.advertise_address);
+    *req.mutable_attributes() = info.meta.attributes;
+    sojourn::v1::RegisterHostResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    grpc::Status s = stub_->RegisterHost(&ctx, req, &resp);
+    if (s.ok()) {
+      ++ok;
+    } else {
+      SOJOURN_LOG(WARNING, "registering %s with broker %s: %s", info.host,
+                  config_.broker_address, s.error_message());
+    }
+  }
+  return ok;
+}
+
+void Registrar::Run() {
+  absl::MutexLock l(&mu_);
+  while (!stopping_) {
+    mu_.Unlock();
+    RegisterAll();
+    mu_.Lock();
+    clock_.SleepUntil(clock_.Now() + config_.period, &mu_, &stopping_);
+  }
+}
+
+}  // namespace sojourn::statemgr

@@ -1,0 +1,64 @@
+// Durable storage of host samples in RocksDB.
+//
+// Layout (one key space, ordered):
+//   "s" 0x00 <host> 0x00 <8-byte big-endian unix seconds>  -> HostSample proto
+//   "m" 0x00 <host>                                         -> StoredHostMeta proto
+//   "r" 0x00 <host> 0x00 <8-byte big-endian unix seconds>  -> revocation gap (8-byte seconds)
+// Host names are non-empty and contain no NUL byte (the service checks).
+#ifndef SOJOURN_SERVICES_STATEMGR_SAMPLE_STORE_H_
+#define SOJOURN_SERVICES_STATEMGR_SAMPLE_STORE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/host_sample.h"
+#include "sojourn/v1/common.pb.h"
+
+namespace rocksdb {
+class DB;
+}
+
+namespace sojourn::statemgr {
+
+struct HostMeta {
+  sojourn::v1::HostAttributes attributes;
+  int64_t period_seconds = 0;
+};
+
+// A SampleStore is safe for concurrent use (RocksDB is).
+class SampleStore {
+ public:
+  // Opens (creating if needed) the database at `path`. With `sync_writes`,
+  // every Append is fsync'ed before it returns (survives power loss, not only
+  // a process kill).
+  static absl::StatusOr<std::unique_ptr<SampleStore>> Open(const std::string& path,
+                                                           bool sync_writes);
+  ~SampleStore();
+
+  // Writes the samples (and the meta, when given) of one host atomically.
+  absl::Status Append(const std::string& host, const std::vector<HostSample>& samples,
+                      const HostMeta* meta);
+  // Records that `host` was revoked from `from_unix` for `gap_seconds`.
+  absl::Status RecordRevocation(const std::string& host, int64_t from_unix, int64_t gap_seconds);
+
+  // Calls `fn` for every stored host with its meta and samples in time order.
+  absl::Status ForEachHost(
+      const std::function<void(const std::string& host, const HostMeta& meta,
+                               std::vector<HostSample> samples)>& fn) const;
+  // Revocations of a host: (from_unix, gap_seconds), oldest first.
+  absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> Revocations(
+      const std::string& host) const;
+
+ private:
+  SampleStore(std::unique_ptr<rocksdb::DB> db, bool sync_writes);
+  std::unique_ptr<rocksdb::DB> db_;
+  bool sync_writes_;
+};
+
+}  // namespace sojourn::statemgr
+
+#endif  // SOJOURN_SERVICES_STATEMGR_SAMPLE_STORE_H_

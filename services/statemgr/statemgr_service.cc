@@ -1,0 +1,229 @@
+#include "services/statemgr/statemgr_service.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "services/convert.h"
+
+namespace sojourn::statemgr {
+namespace {
+
+using sojourn::v1::PushSamplesRequest;
+using sojourn::v1::PushSamplesResponse;
+
+constexpr int64_t kMaxWindowSeconds = 7 * 86400;
+
+absl::Status ValidateHostName(const std::string& host) {
+  if (host.empty()) return absl::InvalidArgumentError("host is required");
+  if (host.size() > 255 || host.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError("host name must be 1..255 bytes without NUL");
+  }
+  return absl::OkStatus();
+}
+
+// Reads batches of samples; each batch is persisted before the next is read,
+// so the final response acknowledges only durable samples.
+class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
+ public:
+  PushReactor(HostBook& book, Metrics& metrics, PushSamplesResponse* response)
+      : book_(book), metrics_(metrics), response_(response) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      if (messages_ == 0) {
+        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "empty stream: send at least one PushSamplesRequest"));
+      } else {
+        Finish(grpc::Status::OK);
+      }
+      return;
+    }
+    ++messages_;
+    absl::Status s = Handle();
+    if (!s.ok()) {
+      metrics_.Increment("sojourn_statemgr_rejected_batches_total", "Sample batches rejected",
+                         {});
+      Finish(ToGrpcStatus(s));
+      return;
+    }
+    request_.Clear();
+    StartRead(&request_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status Handle() {
+    RETURN_IF_ERROR(ValidateHostName(request_.host()));
+    std::vector<HostSample> samples;
+    samples.reserve(request_.samples_size());
+    int64_t prev = INT64_MIN;
+    for (int i = 0; i < request_.samples_size(); ++i) {
+      HostSample s = FromProto(request_.samples(i));
+      if (!std::isfinite(s.cpu_load) || s.cpu_load < 0 || s.cpu_load > 1.05) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sample ", i, " of host ", request_.host(), ": cpu_load_ratio ", s.cpu_load,
+            " is outside [0, 1]"));
+      }
+      s.cpu_load = std::min(s.cpu_load, 1.0);
+      if (s.has_free_mem() && (!std::isfinite(s.free_mem_mb) || s.free_mem_mb < 0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sample ", i, " of host ", request_.host(), ": negative free_mem_mb"));
+      }
+      if (s.unix_seconds <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sample ", i, " of host ", request_.host(), ": timestamp must be > 0"));
+      }
+      if (s.unix_seconds < prev) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sample ", i, " of host ", request_.host(), " is out of time order"));
+      }
+      prev = s.unix_seconds;
+      samples.push_back(s);
+    }
+    if (request_.period_seconds() < 0) {
+      return absl::InvalidArgumentError("period_seconds must be >= 0");
+    }
+    HostMeta meta;
+    meta.attributes = request_.attributes();
+    meta.period_seconds = request_.period_seconds();
+    const bool has_meta = request_.has_attributes() || request_.period_seconds() > 0;
+    auto result = book_.Append(request_.host(), samples, has_meta ? &meta : nullptr);
+    if (!result.ok()) return result.status();
+    response_->set_persisted_samples(response_->persisted_samples() + result->persisted);
+    response_->set_duplicate_samples(response_->duplicate_samples() + result->duplicates);
+    (*response_->mutable_last_persisted_unix_seconds())[request_.host()] =
+        result->last_persisted_unix;
+    metrics_.Increment("sojourn_statemgr_samples_persisted_total", "Samples written to RocksDB",
+                       {}, static_cast<double>(result->persisted));
+    metrics_.Increment("sojourn_statemgr_samples_duplicate_total",
+                       "Samples received again and not stored", {},
+                       static_cast<double>(result->duplicates));
+    return absl::OkStatus();
+  }
+
+  HostBook& book_;
+  Metrics& metrics_;
+  PushSamplesResponse* response_;
+  PushSamplesRequest request_;
+  int64_t messages_ = 0;
+};
+
+void FillStatus(const HostInfo& info, sojourn::v1::HostStatus* out) {
+  out->set_host(info.host);
+  out->set_first_sample_unix_seconds(info.first_unix);
+  out->set_last_sample_unix_seconds(info.last_unix);
+  out->set_sample_count(info.samples);
+  out->set_current_state(ToProto(info.state));
+  out->set_state_since_unix_seconds(info.state_since_unix);
+  *out->mutable_attributes() = info.meta.attributes;
+  out->set_period_seconds(info.meta.period_seconds);
+}
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(s));
+  return reactor;
+}
+
+}  // namespace
+
+grpc::ServerReadReactor<PushSamplesRequest>* StateManagerService::PushSamples(
+    grpc::CallbackServerContext* /*context*/, PushSamplesResponse* response) {
+  return new PushReactor(book_, metrics_, response);
+}
+
+grpc::ServerUnaryReactor* StateManagerService::ListHosts(
+    grpc::CallbackServerContext* context, const sojourn::v1::ListHostsRequest* /*request*/,
+    sojourn::v1::ListHostsResponse* response) {
+  std::vector<HostInfo> hosts = book_.List();
+  metrics_.Set("sojourn_statemgr_hosts", "Hosts held by this state manager", {},
+               static_cast<double>(hosts.size()));
+  for (const HostInfo& info : hosts) FillStatus(info, response->add_hosts());
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* StateManagerService::GetStateIntervals(
+    grpc::CallbackServerContext* context, const sojourn::v1::GetStateIntervalsRequest* request,
+    sojourn::v1::GetStateIntervalsResponse* response) {
+  if (absl::Status s = ValidateHostName(request->host()); !s.ok()) return Done(context, s);
+  if (request->end_unix_seconds() != 0 &&
+      request->end_unix_seconds() < request->start_unix_seconds()) {
+    return Done(context, absl::InvalidArgumentError("end_unix_seconds is before start"));
+  }
+  int64_t step = 0;
+  auto intervals = book_.Intervals(request->host(), request->start_unix_seconds(),
+                                   request->end_unix_seconds(), &step);
+  if (!intervals.ok()) return Done(context, intervals.status());
+  response->set_step_seconds(step);
+  for (const StateInterval& i : *intervals) {
+    auto* out = response->add_intervals();
+    out->set_state(ToProto(i.state));
+    out->set_start_unix_seconds(i.start_unix);
+    out->set_end_unix_seconds(i.end_unix);
+  }
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
+    grpc::CallbackServerContext* context, const sojourn::v1::GetWindowStatsRequest* request,
+    sojourn::v1::GetWindowStatsResponse* response) {
+  if (absl::Status s = ValidateHostName(request->host()); !s.ok()) return Done(context, s);
+  if (request->length_seconds() <= 0 || request->length_seconds() > kMaxWindowSeconds) {
+    return Done(context, absl::InvalidArgumentError(absl::StrCat(
+                             "length_seconds must be in (0, ", kMaxWindowSeconds, "], got ",
+                             request->length_seconds())));
+  }
+  if (request->start_second_of_day() < 0 || request->start_second_of_day() >= 86400) {
+    return Done(context, absl::InvalidArgumentError("start_second_of_day must be in [0, 86400)"));
+  }
+  if (request->history_days() < 0) {
+    return Done(context, absl::InvalidArgumentError("history_days must be >= 0"));
+  }
+  if (std::abs(request->utc_offset_seconds()) > 14 * 3600) {
+    return Done(context, absl::InvalidArgumentError("utc_offset_seconds must be within +-14 h"));
+  }
+  availability::WindowSpec spec;
+  spec.day_type = request->day_type() == sojourn::v1::DAY_TYPE_WEEKEND
+                      ? availability::DayType::kWeekend
+                      : availability::DayType::kWeekday;
+  spec.start_second_of_day = request->start_second_of_day();
+  spec.length_seconds = request->length_seconds();
+  spec.history_days = request->history_days();
+  spec.utc_offset_seconds = request->utc_offset_seconds();
+  auto result = book_.WindowStats(request->host(), spec, request->end_unix_seconds());
+  if (!result.ok()) return Done(context, result.status());
+  *response->mutable_stats() = ToProto(result->stats);
+  response->set_current_state(ToProto(result->info.state));
+  response->set_state_since_unix_seconds(result->info.state_since_unix);
+  response->set_last_sample_unix_seconds(result->info.last_unix);
+  for (int64_t t : result->window_starts_unix) response->add_window_start_unix_seconds(t);
+  response->set_whole_history_fallback(result->whole_history_fallback);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* StateManagerService::GetSeries(
+    grpc::CallbackServerContext* context, const sojourn::v1::GetSeriesRequest* request,
+    sojourn::v1::GetSeriesResponse* response) {
+  if (absl::Status s = ValidateHostName(request->host()); !s.ok()) return Done(context, s);
+  if (request->max_samples() < 0) {
+    return Done(context, absl::InvalidArgumentError("max_samples must be >= 0"));
+  }
+  bool truncated = false;
+  const size_t max = request->max_samples() == 0 ? 100000 : request->max_samples();
+  auto samples = book_.Series(request->host(), request->start_unix_seconds(),
+                              request->end_unix_seconds(), max, &truncated);
+  if (!samples.ok()) return Done(context, samples.status());
+  for (const HostSample& s : *samples) *response->add_samples() = ToProto(s);
+  response->set_truncated(truncated);
+  return Done(context, absl::OkStatus());
+}
+
+}  // namespace sojourn::statemgr

@@ -1,0 +1,278 @@
+// sojourn: command-line client of a sojourn cluster.
+//
+//   sojourn hosts [--json]
+//   sojourn availability --host H --window 2h [--history-days N] [--curve N] [--json]
+//   sojourn rank --duration 4h [--cpu 1.0] [--memory-mb 512] [--policy P] [--json]
+//
+// Addresses: --broker (env SOJOURN_BROKER, default 127.0.0.1:7401) and
+// --predictor (env SOJOURN_PREDICTOR, default 127.0.0.1:7402).
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "common/cli_util.h"
+#include "sojourn/v1/broker.grpc.pb.h"
+#include "sojourn/v1/predictor.grpc.pb.h"
+
+namespace {
+
+constexpr char kProgram[] = "sojourn";
+
+const char kUsage[] =
+    "usage: sojourn COMMAND [options]\n"
+    "\n"
+    "Command-line client of a sojourn cluster (see README.md).\n"
+    "\n"
+    "commands:\n"
+    "  hosts                      list the hosts registered with the broker\n"
+    "  availability --host H --window DURATION [--history-days N] [--curve N]\n"
+    "                             temporal reliability TR of host H over the next DURATION,\n"
+    "                             MTTF, and N points of the TR curve\n"
+    "  rank --duration DURATION [--cpu SHARE] [--memory-mb MB] [--policy tr]\n"
+    "                             rank every host for a job of that length and needs\n"
+    "\n"
+    "common options:\n"
+    "  --json                     print the answer as JSON (proto field names)\n"
+    "  --broker ADDR              broker address (env SOJOURN_BROKER, default 127.0.0.1:7401)\n"
+    "  --predictor ADDR           predictor address (env SOJOURN_PREDICTOR, default "
+    "127.0.0.1:7402)\n"
+    "  --timeout SECONDS          per-call deadline (default 30)\n"
+    "\n"
+    "DURATION: 2h, 90m, 45s, 1h30m or seconds. Exit codes: 0 ok, 2 bad usage or rejected\n"
+    "request, 1 cluster unreachable or other failure.\n";
+
+struct Args {
+  std::map<std::string, std::string> values;
+  std::set<std::string> flags;
+};
+
+Args Parse(int argc, char** argv, const std::set<std::string>& with_value,
+           const std::set<std::string>& boolean) {
+  Args a;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (arg.rfind("--", 0) != 0) sojourn::DieUsage(kProgram, "unexpected argument '" + arg + "'");
+    std::string key = arg.substr(2), value;
+    bool has_value = false;
+    if (auto eq = key.find('='); eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+      has_value = true;
+    }
+    if (boolean.count(key)) {
+      if (has_value) sojourn::DieUsage(kProgram, "--" + key + " takes no value");
+      a.flags.insert(key);
+    } else if (with_value.count(key)) {
+      if (!has_value) {
+        if (i + 1 >= argc) sojourn::DieUsage(kProgram, "--" + key + " needs a value");
+        value = argv[++i];
+      }
+      a.values[key] = value;
+    } else {
+      sojourn::DieUsage(kProgram, "unknown option --" + key + " (try --help)");
+    }
+  }
+  return a;
+}
+
+std::string Address(const Args& a, const std::string& key, const char* env, const char* def) {
+  if (auto it = a.values.find(key); it != a.values.end()) return it->second;
+  const char* e = std::getenv(env);
+  return e != nullptr && *e ? e : def;
+}
+
+int Fail(const grpc::Status& s, const std::string& what) {
+  std::fprintf(stderr, "%s: %s: %s\n", kProgram, what.c_str(), s.error_message().c_str());
+  switch (s.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return sojourn::kExitUsage;
+    default:
+      return 1;
+  }
+}
+
+void PrintJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opt;
+  opt.add_whitespace = true;
+  opt.preserve_proto_field_names = true;
+  opt.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opt);
+  std::fputs(out.c_str(), stdout);
+}
+
+std::string StateShort(sojourn::v1::HostState s) {
+  int v = static_cast<int>(s);
+  return v >= 1 && v <= 5 ? absl::StrCat("S", v) : "-";
+}
+
+std::string Hours(double seconds) { return absl::StrFormat("%.2fh", seconds / 3600.0); }
+
+std::chrono::system_clock::time_point Deadline(const Args& a) {
+  double t = 30;
+  if (auto it = a.values.find("timeout"); it != a.values.end()) {
+    if (!absl::SimpleAtod(it->second, &t) || t <= 0) {
+      sojourn::DieUsage(kProgram, "--timeout must be a positive number of seconds");
+    }
+  }
+  return std::chrono::system_clock::now() +
+         std::chrono::milliseconds(static_cast<int64_t>(t * 1000));
+}
+
+absl::Duration DurationArg(const Args& a, const std::string& key) {
+  auto it = a.values.find(key);
+  if (it == a.values.end()) sojourn::DieUsage(kProgram, "--" + key + " is required");
+  auto d = sojourn::ParsePositiveDuration(it->second);
+  if (!d.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--", key, ": ", d.status().message()));
+  return *d;
+}
+
+double NumberArg(const Args& a, const std::string& key, double def) {
+  auto it = a.values.find(key);
+  if (it == a.values.end()) return def;
+  double v = 0;
+  if (!absl::SimpleAtod(it->second, &v) || !(v >= 0)) {
+    sojourn::DieUsage(kProgram, "--" + key + " must be a number >= 0, got '" + it->second + "'");
+  }
+  return v;
+}
+
+const std::set<std::string> kCommon = {"broker", "predictor", "timeout"};
+
+std::set<std::string> With(std::set<std::string> s) {
+  s.insert(kCommon.begin(), kCommon.end());
+  return s;
+}
+
+int Hosts(int argc, char** argv) {
+  Args a = Parse(argc, argv, With({}), {"json"});
+  auto stub = sojourn::v1::Broker::NewStub(grpc::CreateChannel(
+      Address(a, "broker", "SOJOURN_BROKER", "127.0.0.1:7401"), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(a));
+  sojourn::v1::BrokerListHostsResponse resp;
+  grpc::Status s = stub->ListHosts(&ctx, {}, &resp);
+  if (!s.ok()) return Fail(s, "listing hosts");
+  if (a.flags.count("json")) {
+    PrintJson(resp);
+    return 0;
+  }
+  std::printf("%-24s %-6s %-22s %6s %10s %9s  %s\n", "HOST", "LIVE", "STATEMGR", "CORES",
+              "MEM_MB", "MHZ", "LAST_HEARTBEAT");
+  for (const auto& h : resp.hosts()) {
+    std::printf("%-24s %-6s %-22s %6d %10.0f %9.0f  %s\n", h.host().c_str(),
+                h.live() ? "yes" : "no", h.statemgr_address().c_str(), h.attributes().cpu_cores(),
+                h.attributes().total_mem_mb(), h.attributes().cpu_mhz(),
+                absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
+                                 absl::FromUnixSeconds(h.last_heartbeat_unix_seconds()),
+                                 absl::UTCTimeZone())
+                    .c_str());
+  }
+  return 0;
+}
+
+int Availability(int argc, char** argv) {
+  Args a = Parse(argc, argv, With({"host", "window", "history-days", "curve"}), {"json"});
+  if (!a.values.count("host")) sojourn::DieUsage(kProgram, "--host is required");
+  sojourn::v1::PredictAvailabilityRequest req;
+  req.set_host(a.values["host"]);
+  req.set_window_seconds(absl::ToInt64Seconds(DurationArg(a, "window")));
+  req.set_history_days(static_cast<int>(NumberArg(a, "history-days", 0)));
+  req.set_curve_points(static_cast<int>(NumberArg(a, "curve", 0)));
+  auto stub = sojourn::v1::Predictor::NewStub(
+      grpc::CreateChannel(Address(a, "predictor", "SOJOURN_PREDICTOR", "127.0.0.1:7402"),
+                          grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(a));
+  sojourn::v1::PredictAvailabilityResponse resp;
+  grpc::Status s = stub->PredictAvailability(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s, "predicting availability of " + req.host());
+  if (a.flags.count("json")) {
+    PrintJson(resp);
+    return 0;
+  }
+  std::printf("host %s: TR over %s = %.4f, MTTF %s (restricted to the window)\n",
+              resp.host().c_str(), Hours(req.window_seconds()).c_str(), resp.tr_ratio(),
+              Hours(resp.mttf_seconds()).c_str());
+  std::printf("state now %s, %s, %d history windows%s, step %llds, method %s\n",
+              StateShort(resp.initial_state()).c_str(),
+              resp.day_type() == sojourn::v1::DAY_TYPE_WEEKEND ? "weekend" : "weekday",
+              resp.history_windows(), resp.low_history() ? " (LOW HISTORY)" : "",
+              static_cast<long long>(resp.step_seconds()), resp.method().c_str());
+  for (const auto& p : resp.curve()) {
+    std::printf("  +%-8s TR %.4f\n", Hours(p.offset_seconds()).c_str(), p.tr_ratio());
+  }
+  return 0;
+}
+
+int Rank(int argc, char** argv) {
+  Args a = Parse(argc, argv, With({"duration", "cpu", "memory-mb", "policy"}), {"json"});
+  sojourn::v1::RankHostsRequest req;
+  req.mutable_job()->set_duration_seconds(absl::ToInt64Seconds(DurationArg(a, "duration")));
+  req.mutable_job()->set_cpu_share_ratio(NumberArg(a, "cpu", 1.0));
+  req.mutable_job()->set_memory_mb(NumberArg(a, "memory-mb", 0));
+  if (a.values.count("policy")) req.set_policy(a.values["policy"]);
+  auto stub = sojourn::v1::Broker::NewStub(grpc::CreateChannel(
+      Address(a, "broker", "SOJOURN_BROKER", "127.0.0.1:7401"), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(a));
+  sojourn::v1::RankHostsResponse resp;
+  grpc::Status s = stub->RankHosts(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s, "ranking hosts");
+  if (a.flags.count("json")) {
+    PrintJson(resp);
+    return 0;
+  }
+  std::printf("policy %s, job %s, %.2f CPU, %.0f MiB\n", resp.policy().c_str(),
+              Hours(req.job().duration_seconds()).c_str(), req.job().cpu_share_ratio(),
+              req.job().memory_mb());
+  std::printf("%4s  %-24s %7s %9s %5s %5s  %s\n", "RANK", "HOST", "TR", "MTTF", "STATE", "HIST",
+              "REASON");
+  for (const auto& h : resp.hosts()) {
+    std::printf("%4s  %-24s %7s %9s %5s %5s  %s\n",
+                h.rank() > 0 ? absl::StrCat(h.rank()).c_str() : "-", h.host().c_str(),
+                h.has_tr_ratio() ? absl::StrFormat("%.4f", h.tr_ratio()).c_str() : "-",
+                h.has_mttf_seconds() ? Hours(h.mttf_seconds()).c_str() : "-",
+                StateShort(h.current_state()).c_str(),
+                h.has_tr_ratio() ? absl::StrCat(h.history_windows(), h.low_history() ? "*" : "").c_str()
+                                 : "-",
+                h.reason().c_str());
+  }
+  std::printf("(HIST = training windows behind the TR; * = low history)\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return sojourn::kExitUsage;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (cmd == "hosts") return Hosts(argc - 2, argv + 2);
+  if (cmd == "availability") return Availability(argc - 2, argv + 2);
+  if (cmd == "rank") return Rank(argc - 2, argv + 2);
+  sojourn::DieUsage(kProgram, "unknown command '" + cmd + "' (try --help)");
+}

@@ -1,0 +1,155 @@
+// sojourn-replay: feeds hosts of a recorded trace to a state manager, as if
+// their monitors were running. The trace is shifted by whole weeks (keeping
+// weekdays and clock times) so that it ends after now: everything up to now is
+// loaded at once as history, the rest is streamed when its time comes, and
+// the trace then repeats (shifted by its length rounded up to whole weeks).
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_split.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "common/server.h"
+#include "models/traces/traces.h"
+#include "services/monitor/sample_sender.h"
+
+ABSL_FLAG(std::string, trace, "", "trace file (canonical CSV, optionally .gz/.xz); required");
+ABSL_FLAG(std::string, format, "auto", "trace format: auto, canonical, gwa, availability-matrix");
+ABSL_FLAG(std::string, statemgr, "127.0.0.1:7404", "state manager receiving the replayed hosts");
+ABSL_FLAG(std::string, hosts, "", "comma-separated hosts to replay (default: all)");
+ABSL_FLAG(bool, follow, true,
+          "after loading the history, keep streaming the rest of the trace in real time");
+ABSL_FLAG(bool, shift, true, "shift the trace by whole weeks so that it ends after now");
+
+namespace {
+constexpr int64_t kWeek = 7 * 86400;
+}
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "sojourn-replay: replays recorded hosts into a state manager (history first, then live).\n"
+      "usage: sojourn-replay --trace FILE [--statemgr ADDR] [--hosts a,b] [--follow]");
+  absl::ParseCommandLine(argc, argv);
+  sojourn::BlockTerminationSignals();
+  if (absl::GetFlag(FLAGS_trace).empty()) {
+    std::fprintf(stderr, "sojourn-replay: --trace is required\n");
+    return 2;
+  }
+  sojourn::traces::ImportOptions io;
+  auto format = sojourn::traces::ParseTraceFormat(absl::GetFlag(FLAGS_format));
+  if (!format.ok()) {
+    std::fprintf(stderr, "sojourn-replay: %s\n", std::string(format.status().message()).c_str());
+    return 2;
+  }
+  io.format = *format;
+  auto traces = sojourn::traces::ImportTrace(absl::GetFlag(FLAGS_trace), io);
+  if (!traces.ok()) {
+    std::fprintf(stderr, "sojourn-replay: %s\n", std::string(traces.status().message()).c_str());
+    return 2;
+  }
+  std::vector<std::string> wanted = absl::StrSplit(absl::GetFlag(FLAGS_hosts), ',', absl::SkipEmpty());
+  std::vector<sojourn::HostTrace> hosts;
+  for (auto& t : *traces) {
+    if (t.samples.empty()) continue;
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), t.host) != wanted.end()) {
+      hosts.push_back(std::move(t));
+    }
+  }
+  if (hosts.empty()) {
+    std::fprintf(stderr, "sojourn-replay: no matching host with samples in %s\n",
+                 absl::GetFlag(FLAGS_trace).c_str());
+    return 2;
+  }
+  sojourn::Clock& clock = sojourn::Clock::Real();
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const auto& h : hosts) {
+    first = std::min(first, h.samples.front().unix_seconds);
+    last = std::max(last, h.samples.back().unix_seconds);
+  }
+  const int64_t now = absl::ToUnixSeconds(clock.Now());
+  int64_t shift = 0;
+  if (absl::GetFlag(FLAGS_shift) && last < now) shift = ((now - last) / kWeek + 1) * kWeek;
+  const int64_t span = ((last - first) / kWeek + 1) * kWeek;
+
+  std::vector<std::unique_ptr<sojourn::monitor::SampleSender>> senders;
+  for (const auto& h : hosts) {
+    sojourn::monitor::SenderConfig sc;
+    sc.host = h.host;
+    sc.statemgr_address = absl::GetFlag(FLAGS_statemgr);
+    sc.attributes.set_total_mem_mb(h.total_mem_mb);
+    sc.period_seconds = h.period_seconds > 0 ? h.period_seconds : 300;
+    sc.batch_size = 5000;
+    senders.push_back(std::make_unique<sojourn::monitor::SampleSender>(sc, clock));
+  }
+  // History: everything up to now, in one stream per host.
+  std::vector<size_t> next(hosts.size(), 0);
+  int64_t loaded = 0;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    while (next[i] < hosts[i].samples.size() &&
+           hosts[i].samples[next[i]].unix_seconds + shift <= now) {
+      sojourn::HostSample s = hosts[i].samples[next[i]++];
+      s.unix_seconds += shift;
+      senders[i]->Add(s);
+      ++loaded;
+    }
+    absl::Status st = senders[i]->Flush();
+    if (!st.ok()) {
+      SOJOURN_LOG(ERROR, "loading history of %s: %s", hosts[i].host, st.ToString());
+      return 1;
+    }
+  }
+  SOJOURN_LOG(INFO, "replay: loaded %d samples of %d hosts as history (trace shifted by %d weeks)",
+              loaded, hosts.size(), shift / kWeek);
+  if (!absl::GetFlag(FLAGS_follow)) return 0;
+
+  // Live part: a thread waits for SIGTERM/SIGINT while this one streams.
+  absl::Mutex mu;
+  bool stopping = false;
+  std::thread waiter([&] {
+    sojourn::WaitForTerminationSignal();
+    absl::MutexLock l(&mu);
+    stopping = true;
+  });
+  absl::MutexLock l(&mu);
+  while (!stopping) {
+    bool all_done = true;
+    for (size_t i = 0; i < hosts.size(); ++i) all_done &= next[i] >= hosts[i].samples.size();
+    if (all_done) {
+      // Repeat the trace, shifted by its span in whole weeks.
+      shift += span;
+      std::fill(next.begin(), next.end(), 0);
+    }
+    int64_t due = INT64_MAX;
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      if (next[i] < hosts[i].samples.size()) {
+        due = std::min(due, hosts[i].samples[next[i]].unix_seconds + shift);
+      }
+    }
+    clock.SleepUntil(absl::FromUnixSeconds(due), &mu, &stopping);
+    if (stopping) break;
+    const int64_t t_now = absl::ToUnixSeconds(clock.Now());
+    mu.Unlock();
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      bool added = false;
+      while (next[i] < hosts[i].samples.size() &&
+             hosts[i].samples[next[i]].unix_seconds + shift <= t_now) {
+        sojourn::HostSample s = hosts[i].samples[next[i]++];
+        s.unix_seconds += shift;
+        senders[i]->Add(s);
+        added = true;
+      }
+      if (added) (void)senders[i]->MaybeFlush();
+    }
+    mu.Lock();
+  }
+  waiter.detach();
+  return 0;
+}
