@@ -37,6 +37,11 @@ struct ImportOptions {
 // kAuto picks the format from the path and the first line.
 absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
                                                    const ImportOptions& options);
+// The same; `*format_used` (if not null) receives the format that was read
+// (never kAuto), so callers can pick format-specific defaults.
+absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
+                                                   const ImportOptions& options,
+                                                   TraceFormat* format_used);
 
 // Writes traces as canonical CSV (header host,timestamp,cpu_load,free_mem_mb).
 absl::Status WriteCanonicalCsv(const std::vector<HostTrace>& traces, const std::string& path);

@@ -70,6 +70,7 @@ absl::StatusOr<sojourn::v1::RankHostsResponse> RankHosts(
     sojourn::v1::PredictAvailabilityRequest preq;
     preq.set_host(h.host());
     preq.set_window_seconds(job.duration_seconds());
+    preq.set_statemgr_address(h.statemgr_address());
     auto p = tr_source.Predict(preq);
     if (!p.ok()) {
       r.set_reason(absl::StrCat("no prediction: ", p.status().message()));

@@ -19,8 +19,10 @@ constexpr int64_t kMaxWindowSeconds = 7 * 86400;
 AvailabilityPredictor::AvailabilityPredictor(const AvailabilityPredictorConfig& config,
                                              Clock& clock)
     : config_(config), clock_(clock) {
-  broker_ = sojourn::v1::Broker::NewStub(
-      grpc::CreateChannel(config_.broker_address, grpc::InsecureChannelCredentials()));
+  if (!config_.broker_address.empty()) {
+    broker_ = sojourn::v1::Broker::NewStub(
+        grpc::CreateChannel(config_.broker_address, grpc::InsecureChannelCredentials()));
+  }
 }
 
 absl::StatusOr<std::string> AvailabilityPredictor::StatemgrAddress(const std::string& host) {
@@ -61,8 +63,16 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
       request.curve_points() > 100000) {
     return absl::InvalidArgumentError("history_days must be >= 0, curve_points in [0, 100000]");
   }
-  auto address = StatemgrAddress(request.host());
-  if (!address.ok()) return address.status();
+  absl::StatusOr<std::string> address = request.statemgr_address();
+  if (request.statemgr_address().empty()) {
+    if (config_.broker_address.empty()) {
+      return absl::FailedPreconditionError(
+          "no broker configured (--broker) to find the host's state manager; pass "
+          "statemgr_address");
+    }
+    address = StatemgrAddress(request.host());
+    if (!address.ok()) return address.status();
+  }
 
   const int64_t start = request.start_unix_seconds() > 0 ? request.start_unix_seconds()
                                                          : absl::ToUnixSeconds(clock_.Now());

@@ -18,7 +18,8 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9402",
           "HTTP address serving /metrics for Prometheus (empty = off)");
 ABSL_FLAG(std::string, port_file, "", "write the bound gRPC and metrics ports to this file");
 ABSL_FLAG(std::string, broker, "127.0.0.1:7401",
-          "broker address, used to find each host's state manager");
+          "broker address, used to find a host's state manager when a request does not name it "
+          "(empty = requests must carry statemgr_address)");
 ABSL_FLAG(int, utc_offset_seconds, 0,
           "local time of the hosts minus UTC, seconds (day types and clock windows use it)");
 ABSL_FLAG(int, history_days, 0, "use the most recent N days of a day type (0 = all)");

@@ -172,10 +172,18 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(const std::string& host,
                                      static_cast<int64_t>(s) * series->step_seconds);
   }
   if (starts.empty()) {
-    // No same-clock window fits yet (a new host): estimate from the whole
-    // history as one window, and say so.
+    // No same-clock window fits yet (a new host): estimate from windows of
+    // the requested length at any clock time, every quarter window, over the
+    // whole history (one window when the history is shorter), and say so.
+    // One window over everything would keep only the path up to the first
+    // failure (S3..S5 are absorbing) and ignore every later sojourn.
     out.whole_history_fallback = true;
-    availability::AccumulateWindow(series->states.data(), series->states.size(), &out.stats);
+    const size_t n = series->states.size();
+    const size_t len = std::min<size_t>(static_cast<size_t>(steps) + 1, n);
+    const size_t stride = std::max<size_t>(1, len / 4);
+    for (size_t s = 0; s + len <= n; s += stride) {
+      availability::AccumulateWindow(&series->states[s], len, &out.stats);
+    }
   }
   out.stats.step_seconds = series->step_seconds;
   return out;

@@ -1,5 +1,7 @@
 // statemgr: persists a host's samples in RocksDB, classifies them into the
 // five availability states and serves per-window statistics.
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 
@@ -34,7 +36,7 @@ ABSL_FLAG(std::string, broker, "",
           "broker address; when set, every host held is registered there and kept alive");
 ABSL_FLAG(std::string, advertise_address, "",
           "address the broker and predictor use to reach this state manager (default: --listen "
-          "with the bound port)");
+          "with the bound port; this host's name when --listen is a wildcard address)");
 ABSL_FLAG(int64_t, heartbeat_seconds, 10, "how often hosts are re-registered with the broker");
 
 int main(int argc, char** argv) {
@@ -89,9 +91,20 @@ int main(int argc, char** argv) {
   if (!absl::GetFlag(FLAGS_broker).empty()) {
     sojourn::statemgr::RegistrarConfig rc;
     rc.broker_address = absl::GetFlag(FLAGS_broker);
-    rc.advertise_address = absl::GetFlag(FLAGS_advertise_address).empty()
-                               ? (*server)->address()
-                               : absl::GetFlag(FLAGS_advertise_address);
+    rc.advertise_address = absl::GetFlag(FLAGS_advertise_address);
+    if (rc.advertise_address.empty()) {
+      // Listening on a wildcard address: peers on other machines must dial
+      // this host by name, not 127.0.0.1.
+      const std::string listen = absl::GetFlag(FLAGS_listen);
+      const std::string host = listen.substr(0, listen.rfind(':'));
+      if (host == "0.0.0.0" || host == "[::]" || host.empty()) {
+        char name[256] = {0};
+        gethostname(name, sizeof(name) - 1);
+        rc.advertise_address = std::string(name) + ":" + std::to_string((*server)->port());
+      } else {
+        rc.advertise_address = (*server)->address();
+      }
+    }
     rc.period = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_seconds));
     registrar = std::make_unique<sojourn::statemgr::Registrar>(rc, book, clock);
     registrar->Start();

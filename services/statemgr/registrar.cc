@@ -27,6 +27,9 @@ void Registrar::Stop() {
 int Registrar::RegisterAll() {
   int ok = 0;
   for (const HostInfo& info : book_.List()) {
+    // A host known only from a sender's hello (no sample yet) is not offered
+    // to the broker: nothing could be predicted for it.
+    if (info.samples == 0) continue;
     sojourn::v1::RegisterHostRequest req;
     req.set_host(info.host);
     req.set_statemgr_address(config_.advertise_address);

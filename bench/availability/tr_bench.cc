@@ -1,0 +1,142 @@
+// Benchmarks of issue 3: the TR curve by the FFT solver and by the direct
+// O(M^2) recursion of paper 000 eq. 3/4 at M = 600, 6000, 60000, 604800, and
+// kernel estimation from a realistic number of training windows.
+//
+//   availability_tr_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "models/availability/kernel.h"
+#include "models/availability/predict.h"
+#include "models/availability/sojourn_stats.h"
+#include "models/availability/tr.h"
+
+namespace sojourn::availability {
+namespace {
+
+// A dense kernel: every pmf has support 1..M (the worst case for the solver;
+// an estimated kernel from windows of M steps has at most this support).
+SemiMarkovKernel DenseKernel(int M, bool first) {
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  auto row = [&](std::vector<int> targets, double sum) {
+    KernelRow r;
+    double total = 0;
+    for (int j : targets) {
+      std::vector<double> pmf(M);
+      double w = 1.0;
+      for (double& p : pmf) {
+        p = w * u(rng);
+        w *= 0.999;
+        total += p;
+      }
+      r[j] = std::move(pmf);
+    }
+    for (auto& [j, pmf] : r) {
+      for (double& p : pmf) p *= sum / total;
+    }
+    return r;
+  };
+  SemiMarkovKernel k;
+  k.rows[1] = row({2, 3, 4, 5}, 0.97);
+  k.rows[2] = row({1, 3, 4, 5}, 0.95);
+  if (first) {
+    k.first_rows[1] = row({2, 3, 4, 5}, 0.6);
+    k.first_rows[2] = row({1, 3, 4, 5}, 0.7);
+  }
+  return k;
+}
+
+void BM_TrCurveFft(benchmark::State& state) {
+  const int M = static_cast<int>(state.range(0));
+  const SemiMarkovKernel k = DenseKernel(M, false);
+  for (auto _ : state) benchmark::DoNotOptimize(TrCurve(k, HostState::kS1, M));
+}
+BENCHMARK(BM_TrCurveFft)->Arg(600)->Arg(6000)->Arg(60000)->Arg(604800)->Unit(benchmark::kMillisecond);
+
+void BM_TrCurveFftFirstSojournKernel(benchmark::State& state) {
+  const int M = static_cast<int>(state.range(0));
+  const SemiMarkovKernel k = DenseKernel(M, true);
+  for (auto _ : state) benchmark::DoNotOptimize(TrCurve(k, HostState::kS1, M));
+}
+BENCHMARK(BM_TrCurveFftFirstSojournKernel)
+    ->Arg(600)->Arg(6000)->Arg(60000)->Arg(604800)->Unit(benchmark::kMillisecond);
+
+// The direct recursion is O(M^2): ~4 s at M = 60000 and would take ~7 min at
+// 604800, so it stops at 60000.
+void BM_TrCurveDirect(benchmark::State& state) {
+  const int M = static_cast<int>(state.range(0));
+  const SemiMarkovKernel k = DenseKernel(M, false);
+  for (auto _ : state) benchmark::DoNotOptimize(TrCurveDirect(k, HostState::kS1, M));
+}
+BENCHMARK(BM_TrCurveDirect)->Arg(600)->Arg(6000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TrCurveDirect)->Arg(60000)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// Synthetic host: S1/S2 sojourns of a few minutes to hours with rare failures,
+// sampled every 6 s as in paper 000 (a 10 h window is 6000 steps).
+std::vector<HostState> SyntheticWindow(std::mt19937_64& rng, int steps) {
+  std::vector<HostState> w;
+  w.reserve(steps + 1);
+  std::geometric_distribution<int> hold1(1.0 / 600), hold2(1.0 / 150);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  HostState s = u(rng) < 0.7 ? HostState::kS1 : HostState::kS2;
+  while (static_cast<int>(w.size()) <= steps) {
+    const int len = 1 + (s == HostState::kS1 ? hold1(rng) : hold2(rng));
+    for (int i = 0; i < len && static_cast<int>(w.size()) <= steps; ++i) w.push_back(s);
+    const double r = u(rng);
+    if (r < 0.02) {
+      s = HostState::kS3;
+    } else if (r < 0.03) {
+      s = HostState::kS5;
+    } else {
+      s = s == HostState::kS1 ? HostState::kS2 : HostState::kS1;
+    }
+    if (IsFailure(s)) {
+      while (static_cast<int>(w.size()) <= steps) w.push_back(s);
+    }
+  }
+  return w;
+}
+
+// Accumulating the sojourns of `windows` training windows of 6000 steps and
+// estimating the kernel (the paper's "computation of Q and H", 29 ms for 10 h).
+void BM_AccumulateAndEstimate(benchmark::State& state) {
+  const int windows = static_cast<int>(state.range(0));
+  const int steps = 6000;
+  std::mt19937_64 rng(7);
+  std::vector<std::vector<HostState>> data;
+  for (int i = 0; i < windows; ++i) data.push_back(SyntheticWindow(rng, steps));
+  EstimatorOptions opt;
+  opt.censoring_aware = state.range(1) != 0;
+  for (auto _ : state) {
+    SojournStats stats;
+    stats.step_seconds = 6;
+    for (const auto& w : data) AccumulateWindow(w.data(), w.size(), &stats);
+    benchmark::DoNotOptimize(EstimateKernel(stats, opt));
+  }
+}
+BENCHMARK(BM_AccumulateAndEstimate)
+    ->Args({20, 0})->Args({20, 1})->Args({60, 1})->Unit(benchmark::kMicrosecond);
+
+// End to end for the predictor: stats of 20 windows -> TR(1..6000).
+void BM_PredictFromStats(benchmark::State& state) {
+  const int steps = 6000;
+  std::mt19937_64 rng(7);
+  SojournStats stats;
+  stats.step_seconds = 6;
+  for (int i = 0; i < 20; ++i) {
+    const auto w = SyntheticWindow(rng, steps);
+    AccumulateWindow(w.data(), w.size(), &stats);
+  }
+  const EstimatorOptions opt;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(PredictFromStats(stats, HostState::kS1, steps, opt));
+  }
+}
+BENCHMARK(BM_PredictFromStats)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace sojourn::availability
+
+BENCHMARK_MAIN();

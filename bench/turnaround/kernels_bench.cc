@@ -1,0 +1,152 @@
+// Cost of one turnaround estimate per kernel (issue 4 acceptance 1: <= 1 ms
+// median with 10,000 history records, < 10 ms with 1,000,000), on the
+// in-memory and the RocksDB HistDB.
+//
+// History: 2,000 users x 5 executables x 3 sizes; the estimated job's
+// application holds 1 % of all records (10,000 at 1M) so the kernels read a
+// full window. Snapshots: "paper" = 64 nodes, 75 % local load, MPL 4,
+// 5 running and 4 waiting jobs (section 6.1.1); "sdsc" = 128 dedicated nodes,
+// 30 running and 30 waiting jobs (the SDSC-SP2 replay's mean queue).
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "benchmark/benchmark.h"
+#include "models/turnaround/estimator.h"
+#include "models/turnaround/hist_db_rocksdb.h"
+
+namespace sojourn::turnaround {
+namespace {
+
+JobSpec Spec(std::mt19937_64& rng, int64_t id) {
+  JobSpec j;
+  j.job_id = id;
+  j.user = static_cast<int32_t>(rng() % 2000);
+  j.executable = static_cast<int32_t>(rng() % 5);
+  j.procs = 1 << (rng() % 3);
+  j.queue = static_cast<int32_t>(rng() % 4);
+  j.requested_time = 3600;
+  j.cpu_fraction = 0.9;
+  return j;
+}
+
+JobSpec HotApp(int64_t id) {
+  JobSpec j;
+  j.job_id = id;
+  j.user = 7;
+  j.executable = 3;
+  j.procs = 4;
+  j.queue = 1;
+  j.requested_time = 3600;
+  j.cpu_fraction = 0.9;
+  return j;
+}
+
+void Fill(HistDb& db, int64_t n) {
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int64_t i = 0; i < n; ++i) {
+    JobRecord r;
+    r.spec = (i % 100 == 0) ? HotApp(i) : Spec(rng, i);
+    r.wait_time = static_cast<int64_t>(600 * u(rng));
+    r.exec_time = static_cast<int64_t>(100 + 3000 * u(rng));
+    r.cpu_time_per_task = r.exec_time * 0.9;
+    r.cpu_ahead = 50000 * u(rng);
+    r.cpu_backwards = 50000 * u(rng);
+    r.shared_tasks = static_cast<int32_t>(rng() % 4);
+    r.max_local_cpu = r.shared_tasks ? 0.2 : 0;
+    if (!db.Put(r).ok()) std::abort();
+  }
+}
+
+HistDb& Store(int64_t n, bool rocks) {
+  static auto* stores = new std::map<std::pair<int64_t, bool>, std::unique_ptr<HistDb>>();
+  auto key = std::make_pair(n, rocks);
+  auto it = stores->find(key);
+  if (it != stores->end()) return *it->second;
+  std::unique_ptr<HistDb> db;
+  if (rocks) {
+    std::string dir = "/tmp/sojourn_turnaround_bench_" + std::to_string(::getpid()) + "_" + std::to_string(n);
+    std::filesystem::remove_all(dir);
+    auto opened = RocksHistDb::Open(dir, {});
+    if (!opened.ok()) std::abort();
+    db = *std::move(opened);
+  } else {
+    db = std::make_unique<InMemoryHistDb>();
+  }
+  Fill(*db, n);
+  auto& slot = (*stores)[key];
+  slot = std::move(db);
+  return *slot;
+}
+
+EstimateRequest Request(bool sdsc) {
+  std::mt19937_64 rng(2);
+  EstimateRequest req;
+  ClusterSnapshot& s = req.snapshot;
+  s.now = 100000;
+  const int nodes = sdsc ? 128 : 64;
+  const int running = sdsc ? 30 : 5;
+  const int waiting = sdsc ? 30 : 4;
+  s.nodes.resize(nodes);
+  s.policy.job_selection = JobSelection::kEasyBackfilling;
+  s.policy.node_selection = sdsc ? NodeSelection::kNormal : NodeSelection::kUniform;
+  s.policy.mpl_limit = sdsc ? 1 : 4;
+  if (!sdsc) {
+    for (int n = 0; n < nodes * 3 / 4; ++n) s.nodes[n] = {0.2, 1};
+  }
+  int next = 0;
+  for (int r = 0; r < running; ++r) {
+    RunningJob j;
+    j.spec = Spec(rng, 1000000 + r);
+    j.start_time = s.now - static_cast<int64_t>(rng() % 2000);
+    for (int k = 0; k < j.spec.procs; ++k) j.nodes.push_back((next++) % nodes);
+    s.running.push_back(j);
+  }
+  for (int w = 0; w < waiting; ++w) {
+    JobSpec j = Spec(rng, 2000000 + w);
+    j.procs = sdsc ? 16 : 8;  // keep them queued
+    s.waiting.push_back(j);
+  }
+  req.job = HotApp(3000000);
+  req.job.submit_time = s.now;
+  return req;
+}
+
+// Args: kernel, records, rocksdb (0/1), sdsc snapshot (0/1).
+void BM_Estimate(benchmark::State& state) {
+  const Kernel kernel = static_cast<Kernel>(state.range(0));
+  HistDb& db = Store(state.range(1), state.range(2) != 0);
+  TurnaroundEstimator est(db, {});
+  const EstimateRequest req = Request(state.range(3) != 0);
+  for (auto _ : state) {
+    auto e = est.EstimateWith(kernel, req);
+    if (!e.ok()) state.SkipWithError(std::string(e.status().message()).c_str());
+    benchmark::DoNotOptimize(e);
+  }
+  state.SetLabel(std::string(KernelName(kernel)) + (state.range(2) ? "/rocksdb" : "/memory") +
+                 (state.range(3) ? "/sdsc" : "/paper"));
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  for (int64_t records : {10000, 1000000}) {
+    for (int rocks : {0, 1}) {
+      for (int sdsc : {0, 1}) {
+        for (int k = 0; k < 3; ++k) b->Args({k, records, rocks, sdsc});
+      }
+    }
+  }
+}
+BENCHMARK(BM_Estimate)
+    ->Apply(Args)
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
+
+}  // namespace
+}  // namespace sojourn::turnaround
+
+BENCHMARK_MAIN();

@@ -1,0 +1,97 @@
+// Discrete-time semi-Markov kernel (paper 000 section 6) and its estimation
+// from SojournStats.
+//
+// K_ij(l) = Q_i(j) H_ij(l): probability that a process that has just entered
+// state i stays there exactly l >= 1 steps and then enters j. A row may sum to
+// less than 1: the rest is the probability of no transition within the
+// horizon (the process stays in i).
+#ifndef SOJOURN_MODELS_AVAILABILITY_KERNEL_H_
+#define SOJOURN_MODELS_AVAILABILITY_KERNEL_H_
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "models/availability/sojourn_stats.h"
+
+namespace sojourn::availability {
+
+struct EstimatorOptions {
+  // true: holding times censored by the window end are used (discrete
+  // cause-specific hazards, i.e. the Aalen-Johansen / Kaplan-Meier estimate).
+  // false = paper-literal (000 section 6.2): transition counting over completed
+  // sojourns only, the unfinished last sojourn of every window is dropped.
+  bool censoring_aware = true;
+  // true: each window's first sojourn (already in progress at the window
+  // start) gets its own kernel, used for the first step of the TR recursion.
+  // false = paper: the first sojourn is treated as entered at the window start
+  // and pooled into the ordinary kernel.
+  bool first_sojourn_kernel = true;
+  // The first-sojourn kernel of a state is used only if at least this many
+  // windows (weight) started in that state; otherwise the ordinary kernel is.
+  double min_first_sojourn_windows = 1;
+
+  // ---- Issue 7 improvements (all off by default unless stated) ----
+  // Shrinkage: PredictFromStats adds its `prior` statistics (e.g. the same
+  // cell pooled over similar hosts, or this host's other start hours) as
+  // pseudo-observations worth this many windows, so a host with few windows
+  // leans on the prior and one with many on its own data. 0 = off.
+  double prior_windows = 0;
+  // Recency weighting (CollectStats): the k-th newest training window
+  // (k = 0, 1, ...) gets weight 0.5^(k / recency_half_life_windows). 0 = off.
+  double recency_half_life_windows = 0;
+  // Other-day-type borrowing (CollectStats): when fewer than
+  // borrow_below_windows windows of the requested day type exist, the other
+  // day type's windows at the same clock time are added with weight
+  // other_day_type_weight. 0 = off.
+  int borrow_below_windows = 0;
+  double other_day_type_weight = 0;
+  // Neighbouring start times (CollectStats): the host's windows starting
+  // neighbor_offset_seconds earlier and later (same day type and length) are
+  // added with weight neighbor_window_weight. 0 = off.
+  double neighbor_window_weight = 0;
+  int64_t neighbor_offset_seconds = 3600;
+  // Age conditioning: when > 0, CollectStats splits the training windows'
+  // first sojourns by whether the initial state had lasted less than this
+  // many seconds before the window start, and PredictFromStats, given the
+  // host's current age in its state, uses the matching first-sojourn data,
+  // shrunk towards all first sojourns with weight age_prior_windows. 0 = off.
+  int64_t recent_age_seconds = 0;
+  double age_prior_windows = 3;
+  // Blend with the empirical window frequency of the training windows that
+  // started in the same state (PredictFromStats): TR = (1 - w) TR_smp + w
+  // TR_freq. 0 = pure SMP.
+  double frequency_weight = 0;
+};
+
+// to-state -> pmf, pmf[l-1] = K_ij(l) for l = 1..pmf.size().
+using KernelRow = std::map<int, std::vector<double>>;
+
+struct SemiMarkovKernel {
+  // Step d of the discrete time (seconds); 0 when unknown.
+  int64_t step_seconds = 0;
+  // from-state -> row. States 3, 4 and 5 are absorbing whatever their rows
+  // say; any other state without a row never leaves.
+  std::map<int, KernelRow> rows;
+  // First-sojourn kernel: G_ij(l) = P(first transition after l steps, to j |
+  // in state i at step 0, entered at an unknown earlier time). A state absent
+  // here uses its ordinary row for the first sojourn.
+  std::map<int, KernelRow> first_rows;
+
+  // K_ij(l) (0 outside the stored range).
+  double At(int i, int j, int l) const;
+  // Q_i(j) = sum_l K_ij(l), and the row sum sum_j Q_i(j).
+  double Q(int i, int j) const;
+  double RowSum(int i) const;
+};
+
+inline bool IsAbsorbingState(int s) { return s >= 3 && s <= 5; }
+
+// Estimates the kernel of transient states 1 and 2 (and, with
+// opt.first_sojourn_kernel, their first-sojourn kernels). States with no data
+// get no row (they never leave). step_seconds is copied from stats.
+SemiMarkovKernel EstimateKernel(const SojournStats& stats, const EstimatorOptions& opt);
+
+}  // namespace sojourn::availability
+
+#endif  // SOJOURN_MODELS_AVAILABILITY_KERNEL_H_

@@ -1,0 +1,63 @@
+// The ONE entry point both the predictor service and sojourn-eval use to turn
+// training statistics into a TR curve, so they agree; and the helper that
+// collects those statistics from a host's state series.
+#ifndef SOJOURN_MODELS_AVAILABILITY_PREDICT_H_
+#define SOJOURN_MODELS_AVAILABILITY_PREDICT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "models/availability/kernel.h"
+#include "models/availability/sojourn_stats.h"
+#include "models/availability/state.h"
+#include "models/availability/window.h"
+
+namespace sojourn::availability {
+
+struct TrPrediction {
+  // tr[m-1] = TR(m), m = 1..M.
+  std::vector<double> tr;
+  // MttfSteps(tr) * stats.step_seconds (restricted to the horizon; 0 when the
+  // initial state is a failure).
+  double mttf_seconds = 0;
+  int windows_used = 0;
+  // Fewer than 3 training windows, or no sojourn observed in `init`.
+  bool low_history = false;
+};
+
+// Estimates the kernel from `stats` with `opt` and computes TR(1..M) from
+// `init`. With opt.prior_windows > 0 and a non-empty `prior`, the prior's
+// counts are added first, scaled to weigh opt.prior_windows windows in total
+// (shrinkage, issue 7). With opt.frequency_weight > 0 the curve is blended
+// with the empirical frequency of the training windows that started in
+// `init` (when there are any). `prior` may be null; it is only read.
+// `init_age_seconds` is how long the host has already been in `init` (it may
+// be capped at opt.recent_age_seconds; -1 = unknown; from a series use
+// InitialAgeSteps * step); with opt.recent_age_seconds > 0 and a known age it
+// selects the age-conditioned first-sojourn data.
+TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
+                              const EstimatorOptions& opt, const SojournStats* prior = nullptr,
+                              int64_t init_age_seconds = -1);
+
+// Statistics of the training windows of `spec` that end by `end_unix`
+// (HistoryWindowStarts), each window states[s .. s + L] with L =
+// WindowSteps(series, spec). With opt.recent_age_seconds > 0 each window's
+// first sojourn is also filed by age (InitialAgeSteps). Applies
+// opt.recency_half_life_windows, the neighbouring start times and the
+// other-day-type borrowing of `opt`.
+// `exclude`, if set, drops windows by start index (e.g. windows touching a
+// global monitoring outage).
+SojournStats CollectStats(const StateSeries& series, const WindowSpec& spec, int64_t end_unix,
+                          const EstimatorOptions& opt,
+                          const std::function<bool(size_t start)>& exclude = nullptr);
+
+// The empirical window frequency TR_freq(1..M | init) of `stats` (fraction of
+// the windows that started in init with no failure by step m); empty when no
+// window started in init. Steps beyond the windows' length keep the last value.
+std::vector<double> WindowFrequencyCurve(const SojournStats& stats, HostState init, int M);
+
+}  // namespace sojourn::availability
+
+#endif  // SOJOURN_MODELS_AVAILABILITY_PREDICT_H_

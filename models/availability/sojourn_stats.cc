@@ -1,0 +1,114 @@
+#include "models/availability/sojourn_stats.h"
+
+#include <algorithm>
+
+namespace sojourn::availability {
+
+double StateSojourns::total_completed() const {
+  double t = 0;
+  for (const auto& [key, c] : completed) t += c;
+  return t;
+}
+
+double StateSojourns::total_censored() const {
+  double t = 0;
+  for (const auto& [len, c] : censored) t += c;
+  return t;
+}
+
+void SojournStats::Merge(const SojournStats& other, double scale) {
+  if (step_seconds == 0) step_seconds = other.step_seconds;
+  window_steps = std::max(window_steps, other.window_steps);
+  for (int i = 0; i < 6; ++i) {
+    for (const auto& [key, c] : other.ordinary[i].completed) ordinary[i].completed[key] += scale * c;
+    for (const auto& [len, c] : other.ordinary[i].censored) ordinary[i].censored[len] += scale * c;
+    for (const auto& [key, c] : other.first[i].completed) first[i].completed[key] += scale * c;
+    for (const auto& [len, c] : other.first[i].censored) first[i].censored[len] += scale * c;
+    initial[i] += scale * other.initial[i];
+    for (const auto& [step, c] : other.first_failure[i]) first_failure[i][step] += scale * c;
+    for (int b = 0; b < 2; ++b) {
+      for (const auto& [key, c] : other.first_by_age[b][i].completed) {
+        first_by_age[b][i].completed[key] += scale * c;
+      }
+      for (const auto& [len, c] : other.first_by_age[b][i].censored) {
+        first_by_age[b][i].censored[len] += scale * c;
+      }
+      initial_by_age[b][i] += scale * other.initial_by_age[b][i];
+    }
+  }
+  num_windows += other.num_windows;
+  total_weight += scale * other.total_weight;
+}
+
+bool SojournStats::operator==(const SojournStats& o) const {
+  for (int i = 0; i < 6; ++i) {
+    if (ordinary[i].completed != o.ordinary[i].completed ||
+        ordinary[i].censored != o.ordinary[i].censored ||
+        first[i].completed != o.first[i].completed || first[i].censored != o.first[i].censored ||
+        first_failure[i] != o.first_failure[i] ||
+        first_by_age[0][i].completed != o.first_by_age[0][i].completed ||
+        first_by_age[0][i].censored != o.first_by_age[0][i].censored ||
+        first_by_age[1][i].completed != o.first_by_age[1][i].completed ||
+        first_by_age[1][i].censored != o.first_by_age[1][i].censored) {
+      return false;
+    }
+  }
+  return step_seconds == o.step_seconds && window_steps == o.window_steps &&
+         num_windows == o.num_windows && total_weight == o.total_weight && initial == o.initial &&
+         initial_by_age == o.initial_by_age;
+}
+
+void AccumulateWindow(const HostState* states, size_t n, SojournStats* stats) {
+  AccumulateWindow(states, n, 1.0, stats);
+}
+
+int64_t InitialAgeSteps(const std::vector<HostState>& states, size_t index, int64_t cap) {
+  int64_t age = 0;
+  while (age < cap) {
+    if (index < static_cast<size_t>(age) + 1) return -1;
+    if (states[index - age - 1] != states[index]) break;
+    ++age;
+  }
+  return age;
+}
+
+void AccumulateWindow(const HostState* states, size_t n, double weight, SojournStats* stats,
+                      int age_bucket) {
+  if (n == 0 || weight <= 0) return;
+  stats->num_windows += 1;
+  stats->total_weight += weight;
+  stats->window_steps = std::max(stats->window_steps, static_cast<int>(n - 1));
+  const int init = StateIndex(states[0]);
+  stats->initial[init] += weight;
+  const bool aged = age_bucket == 0 || age_bucket == 1;
+  if (aged) stats->initial_by_age[age_bucket][init] += weight;
+  if (!IsFailure(states[0])) {
+    for (size_t k = 1; k < n; ++k) {
+      if (IsFailure(states[k])) {
+        stats->first_failure[init][static_cast<int>(k)] += weight;
+        break;
+      }
+    }
+  }
+  size_t entry = 0;  // index where the current sojourn was entered
+  while (!IsFailure(states[entry])) {
+    const int from = StateIndex(states[entry]);
+    StateSojourns& bucket = entry == 0 ? stats->first[from] : stats->ordinary[from];
+    size_t b = entry + 1;
+    while (b < n && states[b] == states[entry]) ++b;
+    StateSojourns* aged_bucket =
+        (entry == 0 && aged) ? &stats->first_by_age[age_bucket][from] : nullptr;
+    if (b == n) {
+      bucket.censored[static_cast<int>(n - 1 - entry)] += weight;
+      if (aged_bucket) aged_bucket->censored[static_cast<int>(n - 1 - entry)] += weight;
+      return;
+    }
+    bucket.completed[{StateIndex(states[b]), static_cast<int>(b - entry)}] += weight;
+    if (aged_bucket) {
+      aged_bucket->completed[{StateIndex(states[b]), static_cast<int>(b - entry)}] += weight;
+    }
+    entry = b;
+  }
+}
+
+}  // namespace sojourn::availability

@@ -1,0 +1,88 @@
+// Sufficient statistics of the sojourns seen in a set of training windows:
+// what the statemgr serves and the predictor consumes, and the input of every
+// kernel estimator in kernel.h.
+//
+// Within one window states[0..n-1] (states[0] = the state at the window
+// start), a sojourn in a transient state i (S1 or S2) is a maximal run of
+// equal states. Its length in steps is (index where the state changes) -
+// (index where it was entered). A sojourn that reaches the window end without
+// a change is censored at length (n-1) - entry index (its holding time is
+// longer than that). The FIRST sojourn of a window was entered before the
+// window started; it is kept separately (its length is counted from the
+// window start). Sojourns after the first failure state are ignored (S3..S5
+// are absorbing for a guest).
+#ifndef SOJOURN_MODELS_AVAILABILITY_SOJOURN_STATS_H_
+#define SOJOURN_MODELS_AVAILABILITY_SOJOURN_STATS_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "models/availability/state.h"
+
+namespace sojourn::availability {
+
+// Sojourns of one state. Counts are doubles so windows can be weighted
+// (e.g. recency weighting); unweighted accumulation adds 1 per sojourn.
+struct StateSojourns {
+  // (to-state 1..5, length in steps >= 1) -> count of completed sojourns.
+  std::map<std::pair<int, int>, double> completed;
+  // censored length in steps (>= 0) -> count of sojourns still running at the
+  // window end.
+  std::map<int, double> censored;
+
+  bool empty() const { return completed.empty() && censored.empty(); }
+  double total_completed() const;
+  double total_censored() const;
+};
+
+struct SojournStats {
+  // Grid step of the windows (seconds); 0 when unknown. Used for MTTF in seconds.
+  int64_t step_seconds = 0;
+  // Length of the windows in steps (the largest seen; 0 when no window).
+  int window_steps = 0;
+  // Indexed by state 1..5 (index 0 unused; only 1 and 2 are ever filled).
+  // ordinary[i]: sojourns entered inside a window; first[i]: each window's first sojourn.
+  std::array<StateSojourns, 6> ordinary;
+  std::array<StateSojourns, 6> first;
+  // Number of windows (unweighted) and their total weight.
+  int64_t num_windows = 0;
+  double total_weight = 0;
+  // Weight of windows by initial state 1..5 (index 0 unused).
+  std::array<double, 6> initial{};
+  // Weight of windows by initial state (1..5) and the step (1..n-1) of their
+  // first failure state; windows without a failure are initial[i] minus these.
+  // Gives the empirical window frequency TR_freq(m | i).
+  std::array<std::map<int, double>, 6> first_failure;
+  // Age conditioning (issue 7): the first sojourns again, split by whether the
+  // initial state had lasted fewer than EstimatorOptions::recent_age_seconds
+  // before the window start ("recent", index 1) or not ("settled",
+  // index 0). Windows of unknown age are in neither. initial_by_age likewise.
+  std::array<std::array<StateSojourns, 6>, 2> first_by_age;
+  std::array<std::array<double, 6>, 2> initial_by_age{};
+
+  // Adds every count of `other` (scaled by `scale`) to this.
+  void Merge(const SojournStats& other, double scale = 1.0);
+  bool operator==(const SojournStats& o) const;
+};
+
+// Adds one window: states[0..n-1], n >= 1 (states[0] is the initial state at
+// the window start; a window of L steps has n = L + 1 states).
+void AccumulateWindow(const HostState* states, size_t n, SojournStats* stats);
+// Same with every count multiplied by `weight` (> 0). `age_bucket` is 1 when
+// the initial state was entered recently before the window start, 0 when not,
+// -1 when unknown (see SojournStats::first_by_age).
+void AccumulateWindow(const HostState* states, size_t n, double weight, SojournStats* stats,
+                      int age_bucket = -1);
+
+// Number of consecutive grid points before `index` with the same state as
+// states[index], counting at most `cap`; -1 when the series starts before
+// `cap` equal points were seen (the age is unknown but below cap).
+int64_t InitialAgeSteps(const std::vector<HostState>& states, size_t index, int64_t cap);
+
+}  // namespace sojourn::availability
+
+#endif  // SOJOURN_MODELS_AVAILABILITY_SOJOURN_STATS_H_

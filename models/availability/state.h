@@ -1,0 +1,96 @@
+// The five-state availability model of paper 000 section 4 (paper 001 section
+// III.C) and the classifier that maps host samples onto it.
+//
+//   S1  host CPU load < Th1: the guest runs at default priority
+//   S2  Th1 <= load <= Th2: the guest runs at lowest priority
+//   S3  load > Th2 for longer than the grace period (1 min): guest terminated
+//   S4  free memory below the guest's working set: guest terminated
+//   S5  the host is revoked (no monitoring sample for longer than a gap)
+//
+// S3..S5 are unrecoverable for a guest (absorbing in the SMP of section 6).
+// Transient load spikes above Th2 that are shorter than the grace period stay
+// in the state the host was in before the spike (S1 or S2), as section 4 says.
+#ifndef SOJOURN_MODELS_AVAILABILITY_STATE_H_
+#define SOJOURN_MODELS_AVAILABILITY_STATE_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "common/host_sample.h"
+
+namespace sojourn::availability {
+
+enum class HostState : uint8_t { kS1 = 1, kS2 = 2, kS3 = 3, kS4 = 4, kS5 = 5 };
+
+// S3..S5 are absorbing for a guest.
+inline bool IsFailure(HostState s) { return s >= HostState::kS3; }
+inline int StateIndex(HostState s) { return static_cast<int>(s); }
+
+// Classifier thresholds; defaults are paper 000 section 4's.
+struct ClassifierConfig {
+  // CPU load thresholds (fractions of the machine).
+  double th1 = 0.20;
+  double th2 = 0.60;
+  // Load above th2 for longer than this (seconds) gives S3; shorter spikes stay
+  // S1/S2. A sample's load is taken to describe the interval since the previous
+  // sample (monitors report averages), so with 300 s samples one sample above
+  // th2 already lasts 300 s > 60 s and gives S3.
+  int64_t grace_seconds = 60;
+  // Free memory below this (MiB) gives S4. Unknown free memory never gives S4.
+  double guest_working_set_mb = 256;
+  // No sample for longer than this (seconds) gives S5 until samples resume.
+  int64_t revocation_gap_seconds = 60;
+};
+
+// Online classifier: the statemgr feeds it one sample at a time, in time
+// order. Not thread-safe (one instance per host).
+class StateClassifier {
+ public:
+  explicit StateClassifier(const ClassifierConfig& config);
+
+  // Adds a sample (its time must not be before the previous sample's; an
+  // out-of-order sample is ignored and the current state returned) and
+  // returns the state at s.unix_seconds.
+  HostState Add(const sojourn::HostSample& s);
+
+  // State at `unix_seconds` >= the last sample's time: S5 when more than the
+  // revocation gap has passed since the last sample (or no sample was added
+  // yet), else the state of the last sample.
+  HostState StateAt(int64_t unix_seconds) const;
+
+  // The state returned by the last Add (S5 before the first sample).
+  HostState current() const { return current_; }
+  std::optional<int64_t> last_sample_unix() const { return last_unix_; }
+
+ private:
+  ClassifierConfig config_;
+  HostState current_ = HostState::kS5;
+  // The S1/S2 state before the current load spike (spikes keep it).
+  HostState base_ = HostState::kS1;
+  std::optional<int64_t> last_unix_;
+  // Start of the current run of load > th2, if the last sample was above th2.
+  std::optional<int64_t> high_since_;
+};
+
+// A regular grid of states: states[k] is the state at start_unix + k*step_seconds.
+struct StateSeries {
+  int64_t start_unix = 0;
+  int64_t step_seconds = 0;
+  std::vector<HostState> states;
+};
+
+// Classifies a time-sorted sample series onto a grid of `step_seconds` whose
+// points are aligned to `grid_origin_unix` (e.g. local midnight): the grid
+// runs from the first grid point at or after the first sample to the last
+// grid point at or before the last sample, and each point gets the state of
+// StateClassifier after all samples at or before it (so gaps longer than the
+// revocation gap are S5). Returns an empty series for no samples or a
+// non-positive step.
+StateSeries ClassifyToGrid(const std::vector<sojourn::HostSample>& samples,
+                           const ClassifierConfig& cfg, int64_t step_seconds,
+                           int64_t grid_origin_unix);
+
+}  // namespace sojourn::availability
+
+#endif  // SOJOURN_MODELS_AVAILABILITY_STATE_H_

@@ -1,0 +1,911 @@
+#include "models/baselines/availability_backtest.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <cmath>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "models/availability/kernel.h"
+#include "models/availability/predict.h"
+#include "models/availability/sojourn_stats.h"
+#include "models/availability/window.h"
+#include "models/baselines/baselines.h"
+
+namespace sojourn::backtest {
+namespace {
+
+using availability::HostState;
+using availability::IsFailure;
+
+constexpr int64_t kDay = 86400;
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+enum Method {
+  kSmp,
+  kSmpPaper,
+  kWindowFrequency,
+  kLast,
+  kBm,
+  kAr,
+  kMa,
+  kArma,
+  kAvailQuantile,
+  kOnFraction,
+  kNumMethods
+};
+const char* const kMethodNames[kNumMethods] = {"smp", "smp_paper", "window_frequency", "last",
+                                               "bm",  "ar",        "ma",               "arma",
+                                               "avail_quantile", "on_fraction"};
+
+bool IsTs(int m) { return m >= kLast && m <= kArma; }
+baselines::TsKind TsKindOf(int m) {
+  switch (m) {
+    case kLast: return baselines::TsKind::kLast;
+    case kBm: return baselines::TsKind::kBm;
+    case kAr: return baselines::TsKind::kAr;
+    case kMa: return baselines::TsKind::kMa;
+    default: return baselines::TsKind::kArma;
+  }
+}
+
+availability::EstimatorOptions SmpPaperOptions() {
+  availability::EstimatorOptions o;
+  o.censoring_aware = false;
+  o.first_sojourn_kernel = false;
+  return o;
+}
+
+// One host's classified grid and everything the methods precompute on it.
+struct HostGrid {
+  int index = 0;
+  int64_t start_unix = 0;
+  availability::StateSeries series;
+  std::vector<double> level;       // load level for the time-series models (1 = failure)
+  std::vector<uint8_t> outage;     // global monitoring outage at this point
+  std::vector<int32_t> fail_next;  // first failure index >= i (n if none)
+  std::vector<int32_t> outage_next;
+  std::vector<int32_t> up_since;   // steps since the current up run started
+  std::vector<float> on_fraction;  // BOINC on-fraction after observing point i
+  int64_t first_day = 0, last_day = 0, split_day = 0;
+  int64_t split_idx = 0;
+  bool busy = false;
+
+  int64_t n() const { return static_cast<int64_t>(series.states.size()); }
+  int64_t MidnightIdx(int64_t day, int64_t step, int off) const {
+    return FloorDiv(day * kDay - off - start_unix, step);
+  }
+  // Largest L (steps, <= max_steps) such that points s..s+L are inside the
+  // series, before `limit` (exclusive) and not in an outage. -1 if s itself
+  // is unusable.
+  int64_t ValidSteps(int64_t s, int64_t max_steps, int64_t limit) const {
+    if (s < 0 || s >= n() || s >= limit || outage[s]) return -1;
+    int64_t last = std::min({static_cast<int64_t>(outage_next[s]) - 1, n() - 1, limit - 1});
+    return std::min(max_steps, last - s);
+  }
+};
+
+struct Grids {
+  std::vector<HostGrid> hosts;  // only hosts with a non-empty grid
+  int64_t outage_points = 0;
+  int64_t grid_points = 0;
+};
+
+Grids BuildGrids(const std::vector<HostTrace>& traces, const BacktestConfig& cfg) {
+  Grids g;
+  const int64_t step = cfg.step_seconds;
+  const int off = cfg.utc_offset_seconds;
+  for (size_t h = 0; h < traces.size(); ++h) {
+    availability::StateSeries series =
+        availability::ClassifyToGrid(traces[h].samples, cfg.classifier, step, -off);
+    if (series.states.empty()) continue;
+    HostGrid hg;
+    hg.index = static_cast<int>(h);
+    hg.start_unix = series.start_unix;
+    hg.series = std::move(series);
+    const int64_t n = hg.n();
+    hg.level.resize(n);
+    const auto& samples = traces[h].samples;
+    size_t j = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t t = hg.start_unix + i * step;
+      while (j + 1 < samples.size() && samples[j + 1].unix_seconds <= t) ++j;
+      if (IsFailure(hg.series.states[i])) {
+        hg.level[i] = 1.0;
+      } else {
+        // S1/S2 (including transient spikes kept there): at most Th2.
+        const double load = std::clamp(samples[j].cpu_load, 0.0, cfg.classifier.th2);
+        hg.level[i] = load;
+      }
+    }
+    g.hosts.push_back(std::move(hg));
+  }
+  if (g.hosts.empty()) return g;
+
+  // Global outages: fewer than outage_fraction of all hosts reporting.
+  int64_t gstart = g.hosts[0].start_unix, gend = gstart;
+  for (const HostGrid& hg : g.hosts) {
+    gstart = std::min(gstart, hg.start_unix);
+    gend = std::max(gend, hg.start_unix + (hg.n() - 1) * step);
+  }
+  const int64_t gn = (gend - gstart) / step + 1;
+  std::vector<int32_t> reporting(gn, 0);
+  for (const HostGrid& hg : g.hosts) {
+    const int64_t o = (hg.start_unix - gstart) / step;
+    for (int64_t i = 0; i < hg.n(); ++i) {
+      if (hg.series.states[i] != HostState::kS5) ++reporting[o + i];
+    }
+  }
+  std::vector<uint8_t> gout(gn, 0);
+  if (cfg.outage_fraction > 0) {
+    const double need = cfg.outage_fraction * static_cast<double>(g.hosts.size());
+    for (int64_t i = 0; i < gn; ++i) {
+      gout[i] = reporting[i] < need;
+      g.outage_points += gout[i];
+    }
+  }
+  g.grid_points = gn;
+
+  const double w_step = static_cast<double>(step);
+  for (HostGrid& hg : g.hosts) {
+    const int64_t n = hg.n();
+    const int64_t o = (hg.start_unix - gstart) / step;
+    hg.outage.resize(n);
+    for (int64_t i = 0; i < n; ++i) hg.outage[i] = gout[o + i];
+    hg.fail_next.resize(n + 1);
+    hg.outage_next.resize(n + 1);
+    hg.fail_next[n] = static_cast<int32_t>(n);
+    hg.outage_next[n] = static_cast<int32_t>(n);
+    for (int64_t i = n - 1; i >= 0; --i) {
+      hg.fail_next[i] = IsFailure(hg.series.states[i]) ? static_cast<int32_t>(i) : hg.fail_next[i + 1];
+      hg.outage_next[i] = hg.outage[i] ? static_cast<int32_t>(i) : hg.outage_next[i + 1];
+    }
+    hg.up_since.resize(n);
+    int64_t run_start = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (IsFailure(hg.series.states[i])) {
+        run_start = i + 1;
+        hg.up_since[i] = 0;
+      } else {
+        hg.up_since[i] = static_cast<int32_t>(i - run_start);
+      }
+    }
+    hg.on_fraction.resize(n);
+    baselines::OnFraction of;
+    for (int64_t i = 0; i < n; ++i) {
+      // BOINC only accounts time while it can observe; skip monitoring outages.
+      if (i > 0 && !hg.outage[i]) of.Observe(!IsFailure(hg.series.states[i]), w_step);
+      hg.on_fraction[i] = static_cast<float>(of.value());
+    }
+    const int off2 = cfg.utc_offset_seconds;
+    hg.first_day = FloorDiv(hg.start_unix + off2, kDay);
+    hg.last_day = FloorDiv(hg.start_unix + (n - 1) * step + off2, kDay);
+    const int64_t ndays = hg.last_day - hg.first_day + 1;
+    hg.split_day =
+        hg.first_day + static_cast<int64_t>(std::floor(static_cast<double>(ndays) * cfg.train_ratio));
+    hg.split_idx = std::clamp<int64_t>(hg.MidnightIdx(hg.split_day, step, off2), 0, n);
+    int64_t failures = 0;
+    for (int64_t i = 1; i < n; ++i) {
+      if (!IsFailure(hg.series.states[i - 1]) && IsFailure(hg.series.states[i]) && !hg.outage[i]) ++failures;
+    }
+    hg.busy = static_cast<double>(failures) * cfg.busy_days_per_failure >= static_cast<double>(ndays);
+  }
+  return g;
+}
+
+int DayTypeIndex(int64_t day, int off) {
+  return availability::DayTypeOf(day * kDay - off, off) == availability::DayType::kWeekend ? 1 : 0;
+}
+
+struct TrainWindow {
+  int64_t start;
+  int64_t steps;  // length in steps (the longest window, M)
+};
+
+availability::WindowSpec SpecOf(int dt, int hour, const BacktestConfig& cfg) {
+  availability::WindowSpec spec;
+  spec.day_type = dt == 0 ? availability::DayType::kWeekday : availability::DayType::kWeekend;
+  spec.start_second_of_day = int64_t{hour} * 3600;
+  spec.length_seconds = int64_t{cfg.max_window_hours} * 3600;
+  spec.history_days = cfg.history_days;
+  spec.utc_offset_seconds = cfg.utc_offset_seconds;
+  return spec;
+}
+
+int64_t SplitUnix(const HostGrid& hg, const BacktestConfig& cfg) {
+  return hg.split_day * kDay - cfg.utc_offset_seconds;
+}
+
+// A training window touching a global monitoring outage is excluded.
+std::function<bool(size_t)> OutageExclude(const HostGrid& hg, int64_t steps) {
+  return [&hg, steps](size_t s) {
+    return static_cast<int64_t>(hg.outage_next[s]) <= static_cast<int64_t>(s) + steps;
+  };
+}
+
+// The training windows of (day type, hour) that every method uses: the
+// library's same-clock history windows (availability::HistoryWindowStarts) of
+// the longest length ending by the split, minus those touching an outage;
+// newest first.
+std::vector<TrainWindow> TrainingWindows(const HostGrid& hg, int dt, int hour, int64_t max_steps,
+                                         const BacktestConfig& cfg) {
+  std::vector<TrainWindow> out;
+  auto exclude = OutageExclude(hg, max_steps);
+  for (size_t s : availability::HistoryWindowStarts(hg.series, SpecOf(dt, hour, cfg),
+                                                    SplitUnix(hg, cfg))) {
+    if (exclude(s)) continue;
+    out.push_back({static_cast<int64_t>(s), max_steps});
+  }
+  return out;
+}
+
+struct Accum {
+  int n_test = 0, n_survived = 0;
+  double sum_pred[kNumMethods] = {};
+  double brier[kNumMethods] = {};
+};
+
+struct HostOutput {
+  std::vector<CellResult> cells;
+  int64_t without_history = 0;
+  std::vector<std::vector<ReliabilityBin>> reliability;
+};
+
+// Pooled prior statistics [day type][hour] (may be null).
+using PooledStats = std::array<std::array<availability::SojournStats, 24>, 2>;
+
+// The SMP training statistics of every start hour of day type `dt`.
+std::array<availability::SojournStats, 24> HourStats(const HostGrid& hg, int dt,
+                                                     const BacktestConfig& cfg,
+                                                     const availability::EstimatorOptions& opt) {
+  std::array<availability::SojournStats, 24> out;
+  const int64_t steps = int64_t{cfg.max_window_hours} * (3600 / cfg.step_seconds);
+  for (int hour = 0; hour < 24; ++hour) {
+    out[hour] = availability::CollectStats(hg.series, SpecOf(dt, hour, cfg), SplitUnix(hg, cfg),
+                                           opt, OutageExclude(hg, steps));
+  }
+  return out;
+}
+
+HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
+                        const std::vector<int>& methods, const PooledStats* pooled) {
+  HostOutput out;
+  const int bins = cfg.reliability_bins;
+  out.reliability.assign(kNumMethods, std::vector<ReliabilityBin>(bins));
+  const int64_t step = cfg.step_seconds;
+  const int off = cfg.utc_offset_seconds;
+  const int64_t sph = 3600 / step;
+  const int H = cfg.max_window_hours;
+  const int64_t M = H * sph;
+  bool want[kNumMethods] = {};
+  for (int m : methods) want[m] = true;
+  bool want_ts = false;
+  for (int m = kLast; m <= kArma; ++m) want_ts |= want[m];
+  // Age conditioning of smp: ages are looked up to this many steps.
+  const int64_t age_cap_steps =
+      cfg.smp_options.recent_age_seconds > 0 ? (cfg.smp_options.recent_age_seconds + step - 1) / step
+                                             : 0;
+
+  // HTCondor: completed availability intervals of the training half.
+  std::vector<bool> up(hg.split_idx);
+  for (int64_t i = 0; i < hg.split_idx; ++i) up[i] = !IsFailure(hg.series.states[i]);
+  const baselines::AvailIntervalSurvival aq(baselines::CompletedUpIntervals(up));
+
+  for (int dt = 0; dt < 2; ++dt) {
+    if (!cfg.day_types.empty()) {
+      const std::string name = dt == 0 ? "weekday" : "weekend";
+      if (std::find(cfg.day_types.begin(), cfg.day_types.end(), name) == cfg.day_types.end()) {
+        continue;
+      }
+    }
+    std::array<availability::SojournStats, 24> smp_stats, paper_stats;
+    if (want[kSmp]) smp_stats = HourStats(hg, dt, cfg, cfg.smp_options);
+    if (want[kSmpPaper]) paper_stats = HourStats(hg, dt, cfg, SmpPaperOptions());
+    // Test days of this type, chronological.
+    std::vector<int64_t> test_days;
+    for (int64_t d = hg.split_day; d <= hg.last_day; ++d) {
+      if (DayTypeIndex(d, off) == dt) test_days.push_back(d);
+    }
+    for (int hour = 0; hour < 24; ++hour) {
+      struct TestWindow {
+        int64_t s, steps;
+        bool scored;
+      };
+      std::vector<TestWindow> tests;
+      bool any_scored = false;
+      for (int64_t d : test_days) {
+        const int64_t s = hg.MidnightIdx(d, step, off) + hour * sph;
+        const int64_t v = hg.ValidSteps(s, M, hg.n());
+        if (v < 0) continue;
+        const bool scored = v >= sph && !IsFailure(hg.series.states[s]);
+        tests.push_back({s, v, scored});
+        any_scored |= scored;
+      }
+      if (!any_scored) continue;
+      std::vector<TrainWindow> train = TrainingWindows(hg, dt, hour, M, cfg);
+      Accum acc[2][32];
+      // A cell needs a training window that started in S1 or S2: a window
+      // that starts in a failure state carries nothing for a guest (the SMP
+      // statistics ignore it, and the frequency of survival from a failure is
+      // meaningless), so without one every method would only fall back to a
+      // constant. Such cells are dropped for every method and counted.
+      bool any_up_train = false;
+      for (const TrainWindow& w : train) any_up_train |= !IsFailure(hg.series.states[w.start]);
+      if (!any_up_train) {
+        // Count the cells that would have been scored.
+        bool seen[2][32] = {};
+        for (const TestWindow& t : tests) {
+          if (!t.scored) continue;
+          const int init = static_cast<int>(hg.series.states[t.s]) - 1;
+          for (int L = 1; L <= H && L * sph <= t.steps; ++L) seen[init][L] = true;
+        }
+        for (int i = 0; i < 2; ++i) {
+          for (int L = 1; L <= H; ++L) out.without_history += seen[i][L];
+        }
+        continue;
+      }
+
+      // sojourn's SMP: one TR curve per initial state, from the library's
+      // CollectStats + PredictFromStats (what the predictor service runs).
+      std::vector<double> paper_curve[2];  // [init-1]
+      // smp curves by (init-1, the host's age in its initial state): the age
+      // only matters with age conditioning (recent_age_seconds > 0), so
+      // without it there is one curve per initial state.
+      std::map<int64_t, std::vector<double>> smp_curves[2];
+      const availability::SojournStats* prior = nullptr;
+      availability::SojournStats hours_prior;
+      if (want[kSmp] && cfg.smp_options.prior_windows > 0) {
+        if (cfg.smp_prior == "hours") {
+          for (int h2 = 0; h2 < 24; ++h2) {
+            if (h2 != hour) hours_prior.Merge(smp_stats[h2]);
+          }
+          prior = &hours_prior;
+        } else if (pooled != nullptr) {
+          prior = &(*pooled)[dt][hour];
+        }
+      }
+      auto smp_curve = [&](int i, int64_t age_seconds) -> const std::vector<double>& {
+        auto it = smp_curves[i].find(age_seconds);
+        if (it == smp_curves[i].end()) {
+          it = smp_curves[i]
+                   .emplace(age_seconds,
+                            availability::PredictFromStats(
+                                smp_stats[hour], static_cast<HostState>(i + 1),
+                                static_cast<int>(M), cfg.smp_options, prior, age_seconds)
+                                .tr)
+                   .first;
+        }
+        return it->second;
+      };
+      if (want[kSmpPaper]) {
+        bool need_init[2] = {};
+        for (const TestWindow& t : tests) {
+          if (t.scored) need_init[static_cast<int>(hg.series.states[t.s]) - 1] = true;
+        }
+        for (int i = 0; i < 2; ++i) {
+          if (!need_init[i]) continue;
+          paper_curve[i] = availability::PredictFromStats(paper_stats[hour],
+                                                          static_cast<HostState>(i + 1),
+                                                          static_cast<int>(M), SmpPaperOptions())
+                               .tr;
+        }
+      }
+
+      // Window frequency (issue 7): the fraction of the cell's training
+      // windows that survived (no S3/S4/S5 in samples 1..M), among those that
+      // started in the cell's initial state, or, when none did, among those
+      // that started in S1 or S2 (there is at least one, see above).
+      double wf[2][32];
+      for (int i = 0; i < 2; ++i) {
+        for (int L = 1; L <= H; ++L) {
+          int64_t n_same = 0, s_same = 0, n_up = 0, s_up = 0;
+          for (const TrainWindow& w : train) {
+            if (w.steps < L * sph) continue;
+            const HostState st = hg.series.states[w.start];
+            if (IsFailure(st)) continue;
+            const bool surv = hg.fail_next[w.start + 1] > w.start + L * sph;
+            ++n_up;
+            s_up += surv;
+            if (static_cast<int>(st) == i + 1) {
+              ++n_same;
+              s_same += surv;
+            }
+          }
+          wf[i][L] = n_same > 0 ? static_cast<double>(s_same) / n_same
+                     : n_up > 0 ? static_cast<double>(s_up) / n_up
+                                : 0.5;
+        }
+      }
+
+      // Time-series models (paper 000 section 8.2.1): the series is the
+      // concatenation of the same-clock windows on previous days of the type;
+      // fitted on the training windows, then filtered through the test days in
+      // order (each day's sample 0 is observed before its window is forecast).
+      std::vector<baselines::TsModel> ts_models(kNumMethods);
+      if (want_ts) {
+        std::vector<double> series;
+        for (auto it = train.rbegin(); it != train.rend(); ++it) {
+          for (int64_t k = 0; k <= it->steps; ++k) series.push_back(hg.level[it->start + k]);
+        }
+        for (int m = kLast; m <= kArma; ++m) {
+          if (!want[m]) continue;
+          baselines::TsSpec spec;
+          spec.kind = TsKindOf(m);
+          ts_models[m] = baselines::FitTsModel(spec, series);
+        }
+      }
+
+      for (const TestWindow& t : tests) {
+        int ts_surv[kNumMethods] = {};
+        if (want_ts) {
+          for (int m = kLast; m <= kArma; ++m) {
+            if (!want[m]) continue;
+            ts_models[m].Observe(hg.level[t.s]);
+            if (t.scored) {
+              ts_surv[m] = baselines::ForecastSurvivalSteps(ts_models[m].Forecast(static_cast<int>(M)),
+                                                            cfg.classifier.th2);
+            }
+            for (int64_t k = 1; k <= t.steps; ++k) ts_models[m].Observe(hg.level[t.s + k]);
+          }
+        }
+        if (!t.scored) continue;
+        const int i = static_cast<int>(hg.series.states[t.s]) - 1;
+        const std::vector<double>* smp_tr = nullptr;
+        if (want[kSmp]) {
+          // How long the host has been in its initial state (capped; -1 =
+          // unknown), as the predictor service passes it.
+          int64_t age_seconds = -1;
+          if (age_cap_steps > 0) {
+            const int64_t a = availability::InitialAgeSteps(
+                hg.series.states, static_cast<size_t>(t.s), age_cap_steps);
+            if (a >= 0) age_seconds = a * step;
+          }
+          smp_tr = &smp_curve(i, age_seconds);
+        }
+        for (int L = 1; L <= H && L * sph <= t.steps; ++L) {
+          const int64_t m_steps = L * sph;
+          const bool survived = hg.fail_next[t.s + 1] > t.s + m_steps;
+          const double o = survived ? 1.0 : 0.0;
+          Accum& a = acc[i][L];
+          ++a.n_test;
+          a.n_survived += survived;
+          for (int m : methods) {
+            double p = 0;
+            switch (m) {
+              case kSmp: p = (*smp_tr)[m_steps - 1]; break;
+              case kSmpPaper: p = paper_curve[i][m_steps - 1]; break;
+              case kWindowFrequency: p = wf[i][L]; break;
+              case kAvailQuantile: p = aq.Tr(hg.up_since[t.s], m_steps); break;
+              case kOnFraction: p = hg.on_fraction[t.s]; break;
+              default: p = ts_surv[m] >= m_steps ? 1.0 : 0.0; break;
+            }
+            p = std::clamp(p, 0.0, 1.0);
+            a.sum_pred[m] += p;
+            a.brier[m] += (p - o) * (p - o);
+            const int b = std::min(bins - 1, static_cast<int>(p * bins));
+            ReliabilityBin& rb = out.reliability[m][b];
+            ++rb.n;
+            rb.sum_pred += p;
+            rb.sum_outcome += o;
+          }
+        }
+      }
+      for (int i = 0; i < 2; ++i) {
+        for (int L = 1; L <= H; ++L) {
+          const Accum& a = acc[i][L];
+          if (a.n_test == 0) continue;
+          CellResult c;
+          c.host = hg.index;
+          c.day_type = dt;
+          c.hour = hour;
+          c.hours = L;
+          c.init = i + 1;
+          c.n_test = a.n_test;
+          c.n_survived = a.n_survived;
+          c.pred.assign(methods.size(), 0);
+          c.brier_sum.assign(methods.size(), 0);
+          for (size_t k = 0; k < methods.size(); ++k) {
+            c.pred[k] = a.sum_pred[methods[k]] / a.n_test;
+            c.brier_sum[k] = a.brier[methods[k]];
+          }
+          out.cells.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<int>> ResolveMethods(const std::vector<std::string>& names) {
+  std::vector<int> out;
+  if (names.empty()) {
+    for (int m = 0; m < kNumMethods; ++m) out.push_back(m);
+    return out;
+  }
+  for (const std::string& n : names) {
+    int found = -1;
+    for (int m = 0; m < kNumMethods; ++m) {
+      if (n == kMethodNames[m]) found = m;
+    }
+    if (found < 0) return absl::InvalidArgumentError(absl::StrCat("unknown method '", n, "'"));
+    if (std::find(out.begin(), out.end(), found) == out.end()) out.push_back(found);
+  }
+  return out;
+}
+
+absl::Status ValidateConfig(const BacktestConfig& c) {
+  if (c.step_seconds <= 0 || 3600 % c.step_seconds != 0) {
+    return absl::InvalidArgumentError("the grid step must divide 3600 s");
+  }
+  if (c.max_window_hours < 1 || c.max_window_hours > 31) {
+    return absl::InvalidArgumentError("the longest window must be 1..31 hours");
+  }
+  if (!(c.train_ratio > 0 && c.train_ratio < 1)) {
+    return absl::InvalidArgumentError("the training ratio must be in (0, 1)");
+  }
+  if (c.history_days < 0) return absl::InvalidArgumentError("history days must be >= 0");
+  if (c.reliability_bins < 1) return absl::InvalidArgumentError("reliability bins must be >= 1");
+  if (c.smp_prior != "hosts" && c.smp_prior != "hours") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown prior source '", c.smp_prior, "' (expected hosts or hours)"));
+  }
+  for (const std::string& d : c.day_types) {
+    if (d != "weekday" && d != "weekend") {
+      return absl::InvalidArgumentError(absl::StrCat("unknown day type '", d, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const std::vector<std::string>& AllMethods() {
+  static const auto* names = new std::vector<std::string>(kMethodNames, kMethodNames + kNumMethods);
+  return *names;
+}
+
+absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
+                                           const BacktestConfig& config) {
+  if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  absl::StatusOr<std::vector<int>> methods = ResolveMethods(config.methods);
+  if (!methods.ok()) return methods.status();
+  Grids grids = BuildGrids(traces, config);
+
+  BacktestResult r;
+  for (int m : *methods) r.methods.push_back(kMethodNames[m]);
+  for (const HostTrace& t : traces) r.hosts.push_back(t.host);
+  r.busy.assign(traces.size(), false);
+  for (const HostGrid& hg : grids.hosts) r.busy[hg.index] = hg.busy;
+  r.outage_points = grids.outage_points;
+  r.grid_points = grids.grid_points;
+
+  // Shrinkage prior pooled over all hosts (issue 7), only when it is used.
+  std::unique_ptr<PooledStats> pooled;
+  const bool want_smp =
+      std::find(methods->begin(), methods->end(), static_cast<int>(kSmp)) != methods->end();
+  if (want_smp && config.smp_options.prior_windows > 0 && config.smp_prior == "hosts") {
+    pooled = std::make_unique<PooledStats>();
+    for (const HostGrid& hg : grids.hosts) {
+      for (int dt = 0; dt < 2; ++dt) {
+        auto hs = HourStats(hg, dt, config, config.smp_options);
+        for (int hour = 0; hour < 24; ++hour) (*pooled)[dt][hour].Merge(hs[hour]);
+      }
+    }
+  }
+
+  std::vector<HostOutput> outputs(grids.hosts.size());
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+  std::mutex progress_mu;
+  auto worker = [&]() {
+    while (true) {
+      const size_t i = next.fetch_add(1);
+      if (i >= grids.hosts.size()) return;
+      outputs[i] = EvaluateHost(grids.hosts[i], config, *methods, pooled.get());
+      const size_t d = done.fetch_add(1) + 1;
+      if (config.progress) {
+        std::lock_guard<std::mutex> lock(progress_mu);
+        config.progress(static_cast<double>(d) / static_cast<double>(grids.hosts.size()));
+      }
+    }
+  };
+  const int nthreads = std::max(1, std::min(config.threads, 2));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < nthreads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+
+  const int bins = config.reliability_bins;
+  r.reliability.assign(methods->size(), std::vector<ReliabilityBin>(bins));
+  r.reliability_busy.assign(methods->size(), std::vector<ReliabilityBin>(bins));
+  for (size_t h = 0; h < outputs.size(); ++h) {
+    HostOutput& o = outputs[h];
+    r.cells_without_history += o.without_history;
+    const bool busy = grids.hosts[h].busy;
+    for (size_t k = 0; k < methods->size(); ++k) {
+      for (int b = 0; b < bins; ++b) {
+        const ReliabilityBin& src = o.reliability[(*methods)[k]][b];
+        for (ReliabilityBin* dst :
+             {&r.reliability[k][b], busy ? &r.reliability_busy[k][b] : nullptr}) {
+          if (dst == nullptr) continue;
+          dst->n += src.n;
+          dst->sum_pred += src.sum_pred;
+          dst->sum_outcome += src.sum_outcome;
+        }
+      }
+    }
+    for (CellResult& c : o.cells) r.cells.push_back(std::move(c));
+  }
+  return r;
+}
+
+
+MethodSummary SummarizeMethod(const BacktestResult& r, size_t m, bool busy_only,
+                              int min_test_windows) {
+  MethodSummary s;
+  std::map<std::array<int, 3>, std::pair<double, int>> groups;
+  double brier = 0;
+  for (const CellResult& c : r.cells) {
+    if (busy_only && !r.busy[c.host]) continue;
+    brier += c.brier_sum[m];
+    s.windows += c.n_test;
+    if (c.n_test < min_test_windows || c.n_survived == 0) {
+      ++s.cells_dropped;
+      continue;
+    }
+    const double emp = c.emp();
+    auto& g = groups[{c.day_type, c.hours, c.hour}];
+    g.first += std::fabs(c.pred[m] - emp) / emp;
+    ++g.second;
+    ++s.cells;
+  }
+  s.brier = s.windows > 0 ? brier / static_cast<double>(s.windows) : 0;
+  if (groups.empty()) return s;
+  double sum = 0, worst = 0;
+  std::map<std::pair<int, int>, std::pair<double, int>> per_length;
+  for (const auto& [key, g] : groups) {
+    const double e = g.first / g.second;
+    sum += e;
+    worst = std::max(worst, e);
+    auto& pl = per_length[{key[0], key[1]}];
+    pl.first += e;
+    ++pl.second;
+  }
+  double worst_len = 0;
+  for (const auto& [key, pl] : per_length) worst_len = std::max(worst_len, pl.first / pl.second);
+  s.acc_grand = 1 - sum / static_cast<double>(groups.size());
+  s.acc_paper_style = 1 - worst_len;
+  s.acc_worst = 1 - worst;
+  return s;
+}
+
+std::array<std::vector<LengthSummary>, 2> SummarizeByLength(const BacktestResult& r, size_t m,
+                                                            int max_window_hours,
+                                                            int min_test_windows) {
+  std::array<std::vector<LengthSummary>, 2> out;
+  // [dt][L][hour] -> sum, count ; brier per [dt][L]
+  std::vector<std::vector<std::array<double, 24>>> sum(2), cnt(2);
+  std::vector<std::vector<double>> bsum(2), bn(2);
+  for (int dt = 0; dt < 2; ++dt) {
+    sum[dt].assign(max_window_hours + 1, {});
+    cnt[dt].assign(max_window_hours + 1, {});
+    bsum[dt].assign(max_window_hours + 1, 0);
+    bn[dt].assign(max_window_hours + 1, 0);
+    out[dt].assign(max_window_hours, {});
+  }
+  for (const CellResult& c : r.cells) {
+    if (c.hours > max_window_hours) continue;
+    bsum[c.day_type][c.hours] += c.brier_sum[m];
+    bn[c.day_type][c.hours] += c.n_test;
+    if (c.n_test < min_test_windows || c.n_survived == 0) continue;
+    sum[c.day_type][c.hours][c.hour] += std::fabs(c.pred[m] - c.emp()) / c.emp();
+    cnt[c.day_type][c.hours][c.hour] += 1;
+  }
+  for (int dt = 0; dt < 2; ++dt) {
+    for (int L = 1; L <= max_window_hours; ++L) {
+      LengthSummary& ls = out[dt][L - 1];
+      double total = 0;
+      int hours = 0;
+      ls.min_rel_err = std::numeric_limits<double>::infinity();
+      ls.max_rel_err = 0;
+      for (int h = 0; h < 24; ++h) {
+        if (cnt[dt][L][h] == 0) continue;
+        const double e = sum[dt][L][h] / cnt[dt][L][h];
+        total += e;
+        ++hours;
+        ls.min_rel_err = std::min(ls.min_rel_err, e);
+        ls.max_rel_err = std::max(ls.max_rel_err, e);
+        ls.n += static_cast<int64_t>(cnt[dt][L][h]);
+      }
+      if (hours == 0) ls.min_rel_err = 0;
+      ls.avg_rel_err = hours > 0 ? total / hours : 0;
+      ls.brier = bn[dt][L] > 0 ? bsum[dt][L] / bn[dt][L] : 0;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+nlohmann::json SummaryJson(const MethodSummary& s) {
+  return {{"acc_grand", s.acc_grand},         {"acc_paper_style", s.acc_paper_style},
+          {"acc_worst", s.acc_worst},         {"brier", s.brier},
+          {"cells", s.cells},                 {"cells_dropped", s.cells_dropped},
+          {"windows", s.windows}};
+}
+
+nlohmann::json ReliabilityJson(const std::vector<ReliabilityBin>& bins) {
+  nlohmann::json out = nlohmann::json::array();
+  const int n = static_cast<int>(bins.size());
+  for (int b = 0; b < n; ++b) {
+    const ReliabilityBin& rb = bins[b];
+    nlohmann::json j = {{"bin_lo", static_cast<double>(b) / n},
+                        {"bin_hi", static_cast<double>(b + 1) / n},
+                        {"n", rb.n}};
+    if (rb.n > 0) {
+      j["mean_pred"] = rb.sum_pred / rb.n;
+      j["observed"] = rb.sum_outcome / rb.n;
+    } else {
+      j["mean_pred"] = nullptr;
+      j["observed"] = nullptr;
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& config) {
+  nlohmann::json j;
+  const char* dt_names[2] = {"weekday", "weekend"};
+  for (size_t m = 0; m < r.methods.size(); ++m) {
+    const std::string& name = r.methods[m];
+    auto by_len = SummarizeByLength(r, m, config.max_window_hours, config.min_test_windows);
+    for (int dt = 0; dt < 2; ++dt) {
+      for (int L = 1; L <= config.max_window_hours; ++L) {
+        const LengthSummary& ls = by_len[dt][L - 1];
+        j["summary"][name][dt_names[dt]][std::to_string(L)] = {
+            {"avg_rel_err", ls.avg_rel_err}, {"min_rel_err", ls.min_rel_err},
+            {"max_rel_err", ls.max_rel_err}, {"brier", ls.brier},
+            {"n", ls.n}};
+      }
+    }
+    j["overall"][name] = SummaryJson(SummarizeMethod(r, m, false, config.min_test_windows));
+    j["overall_busy"][name] = SummaryJson(SummarizeMethod(r, m, true, config.min_test_windows));
+    j["reliability"][name] = ReliabilityJson(r.reliability[m]);
+    j["reliability_busy"][name] = ReliabilityJson(r.reliability_busy[m]);
+  }
+  int64_t busy = 0;
+  for (bool b : r.busy) busy += b;
+  j["protocol"] = {{"step_seconds", config.step_seconds},
+                   {"utc_offset_seconds", config.utc_offset_seconds},
+                   {"max_window_hours", config.max_window_hours},
+                   {"history_days", config.history_days},
+                   {"train_ratio", config.train_ratio},
+                   {"outage_fraction", config.outage_fraction},
+                   {"min_test_windows", config.min_test_windows},
+                   {"th1", config.classifier.th1},
+                   {"th2", config.classifier.th2},
+                   {"grace_seconds", config.classifier.grace_seconds},
+                   {"guest_working_set_mb", config.classifier.guest_working_set_mb},
+                   {"revocation_gap_seconds", config.classifier.revocation_gap_seconds}};
+  j["hosts"] = r.hosts.size();
+  j["busy_hosts"] = busy;
+  j["cells_without_history"] = r.cells_without_history;
+  j["outage_grid_points"] = r.outage_points;
+  j["grid_points"] = r.grid_points;
+  return j;
+}
+
+absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& traces,
+                                              const BacktestConfig& config,
+                                              const std::vector<int>& injections,
+                                              const std::vector<int>& window_hours,
+                                              uint64_t seed) {
+  if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  for (int w : window_hours) {
+    if (w < 1 || w > config.max_window_hours) {
+      return absl::InvalidArgumentError(absl::StrCat("noise window of ", w, " h is out of range"));
+    }
+  }
+  for (int k : injections) {
+    if (k < 0) return absl::InvalidArgumentError("noise injections must be >= 0");
+  }
+  Grids grids = BuildGrids(traces, config);
+  const int64_t step = config.step_seconds;
+  const int64_t sph = 3600 / step;
+  const int64_t M = config.max_window_hours * sph;
+  const int kHour = 8;
+  const std::vector<std::string> names = {"smp", "smp_paper", "window_frequency"};
+  NoiseResult res;
+  res.injections = injections;
+  res.window_hours = window_hours;
+  std::map<std::string, std::vector<std::vector<double>>> sums;
+  for (const std::string& n : names) {
+    sums[n].assign(injections.size(), std::vector<double>(window_hours.size(), 0));
+    res.hosts[n].assign(injections.size(), std::vector<int>(window_hours.size(), 0));
+  }
+  // `windows[w]` replaces the states of train[w] (the noisy copies).
+  auto predict = [&](const std::vector<TrainWindow>& train,
+                     const std::vector<std::vector<HostState>>& windows, const std::string& method,
+                     int64_t m_steps) -> double {
+    if (method == "window_frequency") {
+      int64_t n = 0, s = 0;
+      for (size_t w = 0; w < train.size(); ++w) {
+        if (train[w].steps < m_steps) continue;
+        const HostState* st = windows[w].data();
+        if (st[0] != HostState::kS1) continue;
+        bool surv = true;
+        for (int64_t k = 1; k <= m_steps; ++k) surv &= !IsFailure(st[k]);
+        ++n;
+        s += surv;
+      }
+      return n > 0 ? static_cast<double>(s) / n : 0.5;
+    }
+    availability::SojournStats stats;
+    stats.step_seconds = step;
+    for (size_t w = 0; w < train.size(); ++w) {
+      availability::AccumulateWindow(windows[w].data(), windows[w].size(), &stats);
+    }
+    auto opt = method == "smp" ? config.smp_options : SmpPaperOptions();
+    return availability::PredictFromStats(stats, HostState::kS1, static_cast<int>(m_steps), opt)
+        .tr[m_steps - 1];
+  };
+  for (const HostGrid& hg : grids.hosts) {
+    std::vector<TrainWindow> train = TrainingWindows(hg, 0, kHour, M, config);
+    if (train.empty()) continue;
+    std::vector<std::vector<HostState>> clean;
+    for (const TrainWindow& w : train) {
+      clean.emplace_back(hg.series.states.begin() + w.start, hg.series.states.begin() + w.start + w.steps + 1);
+    }
+    for (size_t ki = 0; ki < injections.size(); ++ki) {
+      // One occurrence per training weekday log, newest day first (cycling
+      // when there are more occurrences than days), starting in the hour
+      // after 08:00, lasting 60..1800 s.
+      std::mt19937_64 rng(seed + 1000003ull * static_cast<uint64_t>(hg.index) + ki);
+      std::vector<std::vector<HostState>> noisy = clean;
+      std::uniform_int_distribution<int64_t> at(1, sph);
+      std::uniform_int_distribution<int64_t> len(60, 1800);
+      for (int k = 0; k < injections[ki]; ++k) {
+        std::vector<HostState>& win = noisy[static_cast<size_t>(k) % noisy.size()];
+        const int64_t a = at(rng);
+        const int64_t steps = std::max<int64_t>(1, (len(rng) + step / 2) / step);
+        for (int64_t x = a; x < a + steps && x < static_cast<int64_t>(win.size()); ++x) {
+          win[x] = HostState::kS3;
+        }
+      }
+      for (size_t wi = 0; wi < window_hours.size(); ++wi) {
+        const int64_t m_steps = window_hours[wi] * sph;
+        for (const std::string& n : names) {
+          const double c = predict(train, clean, n, m_steps);
+          if (!(c > 0)) continue;
+          const double p = predict(train, noisy, n, m_steps);
+          sums[n][ki][wi] += std::fabs(p - c) / c;
+          res.hosts[n][ki][wi] += 1;
+        }
+      }
+    }
+  }
+  for (const std::string& n : names) {
+    res.discrepancy[n].assign(injections.size(), std::vector<double>(window_hours.size(), 0));
+    for (size_t ki = 0; ki < injections.size(); ++ki) {
+      for (size_t wi = 0; wi < window_hours.size(); ++wi) {
+        const int cnt = res.hosts[n][ki][wi];
+        res.discrepancy[n][ki][wi] = cnt > 0 ? sums[n][ki][wi] / cnt : 0;
+      }
+    }
+  }
+  return res;
+}
+
+}  // namespace sojourn::backtest

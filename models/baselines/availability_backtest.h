@@ -1,0 +1,175 @@
+// Backtest of availability predictors on host traces under the fixed protocol
+// of issue 7 (which refines the method of paper 000 section 8.2):
+//
+//  * Each host's grid of states is split by local calendar day at the
+//    midpoint (split = floor(ndays * train_ratio); 0.5 gives ndays / 2): the
+//    first days train, the rest test. The day type of a window is the type of
+//    its start day; windows may run past midnight.
+//  * A cell is (host, day type, start hour 0..23, window length 1..H hours,
+//    initial state S1/S2). Training windows: the same-clock windows of the
+//    longest length H on the most recent `history_days` training days of the
+//    type (0 = all) that end inside the training half
+//    (availability::HistoryWindowStarts / CollectStats, as the predictor
+//    service collects them). Test windows: those on test days starting in
+//    the cell's initial state; empirical TR = fraction with no S3/S4/S5 in
+//    samples 1..M (M = T / d; sample 0 fixes the initial state).
+//  * Windows that touch a global monitoring outage (fewer than
+//    `outage_fraction` of the hosts reporting) are excluded, training and
+//    test alike (a test window is scored for the lengths that end before the
+//    outage). Cells without a training window that starts in S1 or S2 are
+//    dropped for every method (no method has data there; counted).
+//  * Relative error |pred - emp| / emp over cells with >= min_test_windows
+//    test windows and emp > 0; pooled Brier over all test windows.
+//
+// One TR curve per (host, day type, start hour, initial state) gives every
+// window length. Methods: "smp" (availability::CollectStats + PredictFromStats
+// with BacktestConfig::smp_options, library defaults unless changed),
+// "smp_paper" (paper-literal options), "window_frequency",
+// "last", "bm", "ar", "ma", "arma", "avail_quantile", "on_fraction".
+#ifndef SOJOURN_MODELS_BASELINES_AVAILABILITY_BACKTEST_H_
+#define SOJOURN_MODELS_BASELINES_AVAILABILITY_BACKTEST_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/host_sample.h"
+#include "models/availability/kernel.h"
+#include "models/availability/state.h"
+#include "nlohmann/json.hpp"
+
+namespace sojourn::backtest {
+
+// Every method the backtest knows, in report order.
+const std::vector<std::string>& AllMethods();
+
+struct BacktestConfig {
+  availability::ClassifierConfig classifier;
+  // Options of the "smp" method (library defaults; "smp_paper" always uses the
+  // paper-literal options: no censoring, no first-sojourn kernel).
+  availability::EstimatorOptions smp_options;
+  // Source of the shrinkage prior when smp_options.prior_windows > 0:
+  // "hosts" = the same (day type, start hour) pooled over all hosts' training
+  // windows; "hours" = this host's other start hours of the same day type.
+  std::string smp_prior = "hosts";
+  // Grid step d (seconds); must divide 3600.
+  int64_t step_seconds = 300;
+  // Local time = UTC + this; the grid is aligned to local midnight.
+  int utc_offset_seconds = 0;
+  int max_window_hours = 10;
+  // Most recent training days of the type used (0 = all).
+  int history_days = 0;
+  // Fraction of each host's calendar days used for training.
+  double train_ratio = 0.5;
+  // A grid point where fewer than this fraction of all hosts report (state not
+  // S5) is a global monitoring outage; 0 disables outage exclusion.
+  double outage_fraction = 0.5;
+  int min_test_windows = 3;
+  // Busy host: at least one S1/S2 -> S3/S4/S5 transition per this many days.
+  double busy_days_per_failure = 4.0;
+  // Only these day types (both when empty): "weekday", "weekend".
+  std::vector<std::string> day_types;
+  // Methods to evaluate (AllMethods() when empty).
+  std::vector<std::string> methods;
+  int threads = 2;
+  int reliability_bins = 10;
+  // Progress callback (fraction done), may be empty.
+  std::function<void(double)> progress;
+};
+
+// Per-cell result (one window length of one TR curve).
+struct CellResult {
+  int host = 0;      // index into the trace vector
+  int day_type = 0;  // 0 weekday, 1 weekend
+  int hour = 0;
+  int hours = 0;     // window length in hours
+  int init = 1;      // 1 or 2
+  int n_test = 0;
+  int n_survived = 0;
+  std::vector<double> pred;       // per method: the cell's predicted TR (mean over test windows)
+  std::vector<double> brier_sum;  // per method: sum over test windows of (p - outcome)^2
+  double emp() const { return n_test > 0 ? static_cast<double>(n_survived) / n_test : 0; }
+};
+
+struct ReliabilityBin {
+  int64_t n = 0;
+  double sum_pred = 0;
+  double sum_outcome = 0;
+};
+
+struct BacktestResult {
+  std::vector<std::string> methods;
+  std::vector<std::string> hosts;
+  std::vector<bool> busy;
+  // Cells with >= 1 test window and >= 1 training window starting in S1/S2.
+  std::vector<CellResult> cells;
+  // Cells with test windows but no training window starting in S1/S2
+  // (dropped for every method).
+  int64_t cells_without_history = 0;
+  // Per method, per bin (all hosts and busy hosts).
+  std::vector<std::vector<ReliabilityBin>> reliability;
+  std::vector<std::vector<ReliabilityBin>> reliability_busy;
+  int64_t outage_points = 0;  // grid points flagged as global outage
+  int64_t grid_points = 0;
+};
+
+// Runs the protocol on `traces` with up to 2 threads (over hosts). Fails on a
+// bad configuration (step not dividing 3600 s, unknown method or day type, ...).
+absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
+                                           const BacktestConfig& config);
+
+// Aggregates of one method over a set of cells (issue 7 "Report per method").
+struct MethodSummary {
+  double acc_grand = 0;        // 1 - mean over (day type, length, hour) of the group error
+  double acc_paper_style = 0;  // 1 - largest per-(day type, length) average over hours
+  double acc_worst = 0;        // 1 - largest single (day type, length, hour) error
+  double brier = 0;            // pooled over test windows
+  int64_t cells = 0;           // cells with a relative error
+  int64_t cells_dropped = 0;   // cells with < min_test_windows test windows or emp == 0
+  int64_t windows = 0;         // test windows in the Brier score
+};
+struct LengthSummary {
+  double avg_rel_err = 0, min_rel_err = 0, max_rel_err = 0, brier = 0;
+  int64_t n = 0;  // cells with a relative error
+};
+
+// Summaries of method index `m` over the cells of hosts with busy[h] (or all
+// hosts when busy_only is false).
+MethodSummary SummarizeMethod(const BacktestResult& r, size_t m, bool busy_only,
+                              int min_test_windows);
+// [day_type][hours] (hours 1..H at index hours-1).
+std::array<std::vector<LengthSummary>, 2> SummarizeByLength(const BacktestResult& r, size_t m,
+                                                            int max_window_hours,
+                                                            int min_test_windows);
+
+// The whole report as JSON: summary, overall, overall_busy, reliability,
+// reliability_busy, and protocol metadata.
+nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& config);
+
+// Fig. 14 of paper 000 (section 8.3): inject k unavailability occurrences
+// (S3, holding time uniform in [60, 1800] s, starting at a random grid point in
+// the hour after 08:00) into the training weekday logs of each host, one per
+// log, newest log first (cycling when k exceeds the number of logs), and
+// report the prediction discrepancy |TR_noisy - TR_clean| / TR_clean averaged
+// over hosts (with TR_clean > 0) for windows of `window_hours` starting at
+// 08:00 in S1, for smp, smp_paper and window_frequency.
+struct NoiseResult {
+  std::vector<int> injections;
+  std::vector<int> window_hours;
+  // [method][injection index][window index]: mean discrepancy; hosts used.
+  std::map<std::string, std::vector<std::vector<double>>> discrepancy;
+  std::map<std::string, std::vector<std::vector<int>>> hosts;
+};
+absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& traces,
+                                              const BacktestConfig& config,
+                                              const std::vector<int>& injections,
+                                              const std::vector<int>& window_hours,
+                                              uint64_t seed);
+
+}  // namespace sojourn::backtest
+
+#endif  // SOJOURN_MODELS_BASELINES_AVAILABILITY_BACKTEST_H_

@@ -1,0 +1,611 @@
+// Trace importers. Every reader loads the (decompressed) file into memory and
+// parses it with std::from_chars: the 281 MB of the shared GWA tarball parse in
+// a few seconds, most of it xz decompression.
+#include "models/traces/traces.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <lzma.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include "absl/strings/string_view.h"
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/status.h"
+
+namespace sojourn::traces {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+absl::Status LineError(const std::string& file, size_t line, const std::string& reason) {
+  return absl::InvalidArgumentError(absl::StrCat(file, ":", line, ": ", reason));
+}
+
+// ---------------------------------------------------------------- reading
+
+absl::StatusOr<std::string> ReadPlain(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
+  std::string data;
+  in.seekg(0, std::ios::end);
+  data.resize(static_cast<size_t>(in.tellg()));
+  in.seekg(0);
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  if (!in) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  return data;
+}
+
+absl::StatusOr<std::string> ReadGzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
+  gzbuffer(f, 1 << 17);
+  std::string data;
+  char buf[1 << 16];
+  while (true) {
+    int n = gzread(f, buf, sizeof(buf));
+    if (n < 0) {
+      int err = 0;
+      std::string msg = gzerror(f, &err);
+      gzclose(f);
+      return absl::DataLossError(absl::StrCat(path, ": gzip error: ", msg));
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<size_t>(n));
+  }
+  gzclose(f);
+  return data;
+}
+
+absl::StatusOr<std::string> DecodeXz(const std::string& path, const std::string& compressed) {
+  lzma_stream strm = LZMA_STREAM_INIT;
+  if (lzma_stream_decoder(&strm, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK) {
+    return absl::InternalError(absl::StrCat(path, ": cannot initialise the xz decoder"));
+  }
+  std::string out;
+  std::vector<uint8_t> buf(1 << 20);
+  strm.next_in = reinterpret_cast<const uint8_t*>(compressed.data());
+  strm.avail_in = compressed.size();
+  lzma_ret ret = LZMA_OK;
+  while (ret == LZMA_OK) {
+    strm.next_out = buf.data();
+    strm.avail_out = buf.size();
+    ret = lzma_code(&strm, LZMA_FINISH);
+    out.append(reinterpret_cast<const char*>(buf.data()), buf.size() - strm.avail_out);
+  }
+  lzma_end(&strm);
+  if (ret != LZMA_STREAM_END) {
+    return absl::DataLossError(absl::StrCat(path, ": xz decoding failed (code ", ret, ")"));
+  }
+  return out;
+}
+
+// Whole file, decompressed according to its name (.gz, .xz).
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  if (absl::EndsWith(path, ".gz")) return ReadGzip(path);
+  ASSIGN_OR_RETURN(std::string raw, ReadPlain(path));
+  if (absl::EndsWith(path, ".xz")) return DecodeXz(path, raw);
+  return raw;
+}
+
+// Iterates over lines (without the trailing \r\n or \n); line numbers from 1.
+class LineReader {
+ public:
+  explicit LineReader(absl::string_view text) : text_(text) {}
+  bool Next(absl::string_view* line) {
+    if (pos_ >= text_.size()) return false;
+    size_t end = text_.find('\n', pos_);
+    if (end == absl::string_view::npos) end = text_.size();
+    absl::string_view l = text_.substr(pos_, end - pos_);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    pos_ = end + 1;
+    ++line_no_;
+    *line = l;
+    return true;
+  }
+  size_t line_no() const { return line_no_; }
+
+ private:
+  absl::string_view text_;
+  size_t pos_ = 0;
+  size_t line_no_ = 0;
+};
+
+absl::string_view Trim(absl::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+bool ParseDouble(absl::string_view s, double* v) {
+  s = Trim(s);
+  if (s.empty()) return false;
+  if (s.front() == '+') s.remove_prefix(1);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*v);
+}
+
+// Integer Unix seconds; a value written as a float with an integral value
+// ("1372629804.0") is accepted too.
+bool ParseTimestamp(absl::string_view s, int64_t* v) {
+  s = Trim(s);
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  if (ec == std::errc() && p == s.data() + s.size()) return true;
+  double d;
+  if (!ParseDouble(s, &d) || d != std::floor(d) || std::fabs(d) > 9e15) return false;
+  *v = static_cast<int64_t>(d);
+  return true;
+}
+
+// Splits `line` at every occurrence of `sep` into `out` (reused).
+void SplitInto(absl::string_view line, char sep, std::vector<absl::string_view>* out) {
+  out->clear();
+  size_t start = 0;
+  while (true) {
+    size_t p = line.find(sep, start);
+    if (p == absl::string_view::npos) {
+      out->push_back(line.substr(start));
+      return;
+    }
+    out->push_back(line.substr(start, p - start));
+    start = p + 1;
+  }
+}
+
+// ---------------------------------------------------------------- canonical
+
+absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
+                                                      absl::string_view text, int max_hosts) {
+  LineReader reader(text);
+  absl::string_view line;
+  if (!reader.Next(&line)) return LineError(file, 1, "empty file: expected a header row");
+  std::vector<absl::string_view> fields;
+  SplitInto(line, ',', &fields);
+  int col_host = -1, col_ts = -1, col_load = -1, col_mem = -1;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    std::string name = absl::AsciiStrToLower(std::string(Trim(fields[i])));
+    if (name == "host") col_host = static_cast<int>(i);
+    if (name == "timestamp") col_ts = static_cast<int>(i);
+    if (name == "cpu_load") col_load = static_cast<int>(i);
+    if (name == "free_mem_mb") col_mem = static_cast<int>(i);
+  }
+  if (col_host < 0) {
+    return LineError(file, 1,
+                     "header has no 'host' column (expected host,timestamp,cpu_load,free_mem_mb)");
+  }
+  if (col_ts < 0) return LineError(file, 1, "header has no 'timestamp' column");
+  if (col_load < 0) return LineError(file, 1, "header has no 'cpu_load' column");
+  const size_t ncols = fields.size();
+
+  std::vector<HostTrace> traces;
+  std::unordered_map<std::string, size_t> index;
+  while (reader.Next(&line)) {
+    if (Trim(line).empty()) continue;
+    const size_t ln = reader.line_no();
+    SplitInto(line, ',', &fields);
+    if (fields.size() != ncols) {
+      return LineError(file, ln,
+                       absl::StrFormat("expected %d fields, found %d", ncols, fields.size()));
+    }
+    std::string host(Trim(fields[col_host]));
+    if (host.empty()) return LineError(file, ln, "empty host");
+    HostSample s;
+    if (!ParseTimestamp(fields[col_ts], &s.unix_seconds)) {
+      return LineError(file, ln, absl::StrCat("timestamp '", fields[col_ts],
+                                              "' is not an integer number of Unix seconds"));
+    }
+    if (!ParseDouble(fields[col_load], &s.cpu_load)) {
+      return LineError(file, ln, absl::StrCat("cpu_load '", fields[col_load], "' is not a number"));
+    }
+    if (col_mem >= 0 && !Trim(fields[col_mem]).empty() &&
+        !ParseDouble(fields[col_mem], &s.free_mem_mb)) {
+      return LineError(file, ln,
+                       absl::StrCat("free_mem_mb '", fields[col_mem], "' is not a number"));
+    }
+    auto it = index.find(host);
+    if (it == index.end()) {
+      if (max_hosts > 0 && static_cast<int>(traces.size()) >= max_hosts) continue;
+      it = index.emplace(host, traces.size()).first;
+      traces.emplace_back();
+      traces.back().host = host;
+    }
+    HostTrace& t = traces[it->second];
+    if (!t.samples.empty() && s.unix_seconds < t.samples.back().unix_seconds) {
+      return LineError(file, ln,
+                       absl::StrFormat("timestamp %d is earlier than the previous row of host %s (%d)",
+                                       s.unix_seconds, host, t.samples.back().unix_seconds));
+    }
+    t.samples.push_back(s);
+  }
+  for (HostTrace& t : traces) {
+    // The nominal period: the median spacing of the samples.
+    std::vector<int64_t> d;
+    for (size_t i = 1; i < t.samples.size(); ++i) {
+      d.push_back(t.samples[i].unix_seconds - t.samples[i - 1].unix_seconds);
+    }
+    if (!d.empty()) {
+      std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+      t.period_seconds = d[d.size() / 2];
+    }
+  }
+  return traces;
+}
+
+// ---------------------------------------------------------------- GWA
+
+struct GwaFile {
+  std::vector<HostSample> samples;
+  double total_mem_mb = 0;
+};
+
+// One GWA per-VM CSV: header line, fields separated by ";\t" (a bare ';' is
+// accepted too). Timestamps are Unix seconds despite the "[ms]" label.
+absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view text) {
+  LineReader reader(text);
+  absl::string_view line;
+  if (!reader.Next(&line)) return LineError(file, 1, "empty file: expected a header row");
+  std::vector<absl::string_view> fields;
+  SplitInto(line, ';', &fields);
+  int col_ts = -1, col_cpu_pct = -1, col_mem_cap = -1, col_mem_use = -1;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    std::string name = absl::AsciiStrToLower(std::string(Trim(fields[i])));
+    if (absl::StartsWith(name, "timestamp")) col_ts = static_cast<int>(i);
+    if (absl::StartsWith(name, "cpu usage [%]")) col_cpu_pct = static_cast<int>(i);
+    if (absl::StartsWith(name, "memory capacity provisioned")) col_mem_cap = static_cast<int>(i);
+    if (absl::StartsWith(name, "memory usage")) col_mem_use = static_cast<int>(i);
+  }
+  if (col_ts < 0) return LineError(file, 1, "header has no 'Timestamp' column");
+  if (col_cpu_pct < 0) return LineError(file, 1, "header has no 'CPU usage [%]' column");
+  const int max_col = std::max({col_ts, col_cpu_pct, col_mem_cap, col_mem_use});
+  GwaFile out;
+  out.samples.reserve(text.size() / 150);
+  while (reader.Next(&line)) {
+    if (Trim(line).empty()) continue;
+    const size_t ln = reader.line_no();
+    SplitInto(line, ';', &fields);
+    if (static_cast<int>(fields.size()) <= max_col) {
+      return LineError(file, ln,
+                       absl::StrFormat("expected at least %d fields, found %d", max_col + 1,
+                                       fields.size()));
+    }
+    HostSample s;
+    if (!ParseTimestamp(fields[col_ts], &s.unix_seconds)) {
+      return LineError(file, ln, absl::StrCat("timestamp '", Trim(fields[col_ts]),
+                                              "' is not an integer number of Unix seconds"));
+    }
+    double pct;
+    if (!ParseDouble(fields[col_cpu_pct], &pct)) {
+      return LineError(file, ln,
+                       absl::StrCat("CPU usage [%] '", Trim(fields[col_cpu_pct]), "' is not a number"));
+    }
+    s.cpu_load = pct / 100.0;
+    if (col_mem_cap >= 0 && col_mem_use >= 0) {
+      double cap, use;
+      if (!ParseDouble(fields[col_mem_cap], &cap)) {
+        return LineError(file, ln, absl::StrCat("memory capacity '", Trim(fields[col_mem_cap]),
+                                                "' is not a number"));
+      }
+      if (!ParseDouble(fields[col_mem_use], &use)) {
+        return LineError(file, ln, absl::StrCat("memory usage '", Trim(fields[col_mem_use]),
+                                                "' is not a number"));
+      }
+      s.free_mem_mb = (cap - use) / 1024.0;
+      out.total_mem_mb = std::max(out.total_mem_mb, cap / 1024.0);
+    }
+    if (!out.samples.empty() && s.unix_seconds < out.samples.back().unix_seconds) {
+      return LineError(file, ln,
+                       absl::StrFormat("timestamp %d is earlier than the previous row (%d)",
+                                       s.unix_seconds, out.samples.back().unix_seconds));
+    }
+    out.samples.push_back(s);
+  }
+  return out;
+}
+
+// Collects the per-month files of each VM (same file name = same VM) and
+// concatenates them in time order.
+class GwaCollector {
+ public:
+  absl::Status Add(const std::string& file, const std::string& vm, absl::string_view text) {
+    ASSIGN_OR_RETURN(GwaFile f, ParseGwaCsv(file, text));
+    auto it = index_.find(vm);
+    if (it == index_.end()) {
+      it = index_.emplace(vm, parts_.size()).first;
+      parts_.push_back({vm, {}});
+    }
+    if (!f.samples.empty()) parts_[it->second].second.push_back({file, std::move(f)});
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<HostTrace>> Finish(int max_hosts) {
+    std::vector<HostTrace> out;
+    for (auto& [vm, files] : parts_) {
+      if (max_hosts > 0 && static_cast<int>(out.size()) >= max_hosts) break;
+      std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
+        return a.second.samples.front().unix_seconds < b.second.samples.front().unix_seconds;
+      });
+      HostTrace t;
+      t.host = vm;
+      t.period_seconds = 300;
+      for (size_t i = 0; i < files.size(); ++i) {
+        const GwaFile& f = files[i].second;
+        if (!t.samples.empty() && f.samples.front().unix_seconds < t.samples.back().unix_seconds) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              files[i].first, ":2: VM ", vm, " overlaps in time with ", files[i - 1].first));
+        }
+        t.samples.insert(t.samples.end(), f.samples.begin(), f.samples.end());
+        t.total_mem_mb = std::max(t.total_mem_mb, f.total_mem_mb);
+      }
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+
+ private:
+  std::unordered_map<std::string, size_t> index_;
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, GwaFile>>>> parts_;
+};
+
+std::string VmIdOf(const std::string& path) { return fs::path(path).stem().string(); }
+
+absl::StatusOr<std::vector<HostTrace>> ImportGwaDirectory(const std::string& dir, int max_hosts) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->is_regular_file() && absl::EndsWith(it->path().string(), ".csv")) {
+      files.push_back(it->path().string());
+    }
+  }
+  if (ec) return absl::NotFoundError(absl::StrCat(dir, ": cannot list directory: ", ec.message()));
+  if (files.empty()) return absl::InvalidArgumentError(absl::StrCat(dir, ": no .csv files"));
+  std::sort(files.begin(), files.end());
+  GwaCollector collector;
+  for (const std::string& f : files) {
+    ASSIGN_OR_RETURN(std::string text, ReadPlain(f));
+    RETURN_IF_ERROR(collector.Add(f, VmIdOf(f), text));
+  }
+  return collector.Finish(max_hosts);
+}
+
+absl::StatusOr<std::vector<HostTrace>> ImportGwaArchive(const std::string& path, int max_hosts) {
+  std::unique_ptr<archive, int (*)(archive*)> a(archive_read_new(), archive_read_free);
+  archive_read_support_filter_all(a.get());
+  archive_read_support_format_all(a.get());
+  if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open archive: ", archive_error_string(a.get())));
+  }
+  GwaCollector collector;
+  archive_entry* entry;
+  std::string text;
+  int n = 0;
+  while (true) {
+    int r = archive_read_next_header(a.get(), &entry);
+    if (r == ARCHIVE_EOF) break;
+    if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+      return absl::DataLossError(absl::StrCat(path, ": ", archive_error_string(a.get())));
+    }
+    if (archive_entry_filetype(entry) != AE_IFREG) continue;
+    std::string name = archive_entry_pathname(entry);
+    if (!absl::EndsWith(name, ".csv")) continue;
+    int64_t size = archive_entry_size(entry);
+    text.clear();
+    if (size > 0) text.reserve(static_cast<size_t>(size));
+    char buf[1 << 16];
+    while (true) {
+      la_ssize_t got = archive_read_data(a.get(), buf, sizeof(buf));
+      if (got < 0) {
+        return absl::DataLossError(
+            absl::StrCat(path, "/", name, ": ", archive_error_string(a.get())));
+      }
+      if (got == 0) break;
+      text.append(buf, static_cast<size_t>(got));
+    }
+    RETURN_IF_ERROR(collector.Add(absl::StrCat(path, "/", name), VmIdOf(name), text));
+    ++n;
+  }
+  if (n == 0) return absl::InvalidArgumentError(absl::StrCat(path, ": archive holds no .csv files"));
+  return collector.Finish(max_hosts);
+}
+
+// ---------------------------------------------------------------- matrix
+
+absl::StatusOr<std::vector<HostTrace>> ParseAvailabilityMatrix(const std::string& file,
+                                                               absl::string_view text,
+                                                               const ImportOptions& opt) {
+  if (opt.period_seconds <= 0) {
+    return absl::InvalidArgumentError("availability matrix: period must be positive");
+  }
+  LineReader reader(text);
+  absl::string_view line;
+  std::vector<HostTrace> out;
+  size_t width = 0;
+  while (reader.Next(&line)) {
+    const size_t ln = reader.line_no();
+    if (Trim(line).empty()) continue;
+    if (opt.max_hosts > 0 && static_cast<int>(out.size()) >= opt.max_hosts) break;
+    HostTrace t;
+    t.host = absl::StrCat("row", ln - 1);
+    t.period_seconds = opt.period_seconds;
+    size_t col = 0;
+    size_t i = 0;
+    while (i < line.size()) {
+      char c = line[i];
+      if (c == ' ' || c == '\t' || c == ',' || c == ';') {
+        ++i;
+        continue;
+      }
+      size_t j = i;
+      while (j < line.size() && line[j] != ' ' && line[j] != '\t' && line[j] != ',' &&
+             line[j] != ';') {
+        ++j;
+      }
+      absl::string_view tok = line.substr(i, j - i);
+      if (tok != "0" && tok != "1") {
+        return LineError(file, ln,
+                         absl::StrCat("column ", col + 1, ": '", tok, "' is not 0 or 1"));
+      }
+      if (tok == "1") {
+        HostSample s;
+        s.unix_seconds = opt.start_unix_seconds + static_cast<int64_t>(col) * opt.period_seconds;
+        s.cpu_load = 0.0;
+        s.free_mem_mb = kNaN;
+        t.samples.push_back(s);
+      }
+      ++col;
+      i = j;
+    }
+    if (width == 0) width = col;
+    if (col != width) {
+      return LineError(file, ln,
+                       absl::StrFormat("%d values, but the first row has %d", col, width));
+    }
+    out.push_back(std::move(t));
+  }
+  if (out.empty()) return LineError(file, 1, "availability matrix has no rows");
+  return out;
+}
+
+bool LooksLikeMatrixLine(absl::string_view line) {
+  bool any = false;
+  for (char c : line) {
+    if (c == '0' || c == '1') {
+      any = true;
+    } else if (c != ' ' && c != '\t' && c != ',' && c != ';' && c != '\r') {
+      return false;
+    }
+  }
+  return any;
+}
+
+bool IsArchiveName(const std::string& path) {
+  return absl::StrContains(path, ".tar") || absl::EndsWith(path, ".tgz") ||
+         absl::EndsWith(path, ".txz");
+}
+
+}  // namespace
+
+absl::StatusOr<TraceFormat> ParseTraceFormat(const std::string& name) {
+  if (name == "auto") return TraceFormat::kAuto;
+  if (name == "canonical") return TraceFormat::kCanonical;
+  if (name == "gwa") return TraceFormat::kGwa;
+  if (name == "availability-matrix") return TraceFormat::kAvailabilityMatrix;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown trace format '", name, "' (expected canonical, gwa, availability-matrix or auto)"));
+}
+
+absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
+                                                   const ImportOptions& options) {
+  return ImportTrace(path, options, nullptr);
+}
+
+absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
+                                                   const ImportOptions& options,
+                                                   TraceFormat* format_used) {
+  TraceFormat unused;
+  if (format_used == nullptr) format_used = &unused;
+  std::error_code ec;
+  const bool is_dir = fs::is_directory(path, ec);
+  if (!is_dir && !fs::exists(path, ec)) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file or directory"));
+  }
+  TraceFormat format = options.format;
+  if (is_dir) {
+    if (format != TraceFormat::kAuto && format != TraceFormat::kGwa) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": a directory can only be read as a GWA trace"));
+    }
+    *format_used = TraceFormat::kGwa;
+    return ImportGwaDirectory(path, options.max_hosts);
+  }
+  if (IsArchiveName(path) && (format == TraceFormat::kAuto || format == TraceFormat::kGwa)) {
+    *format_used = TraceFormat::kGwa;
+    return ImportGwaArchive(path, options.max_hosts);
+  }
+  ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
+  if (format == TraceFormat::kAuto) {
+    LineReader reader(text);
+    absl::string_view first;
+    if (!reader.Next(&first)) return LineError(path, 1, "empty file");
+    std::string lower = absl::AsciiStrToLower(std::string(first));
+    if (absl::StrContains(lower, "host") && absl::StrContains(lower, "timestamp")) {
+      format = TraceFormat::kCanonical;
+    } else if (absl::StrContains(lower, "timestamp") && absl::StrContains(lower, ";")) {
+      format = TraceFormat::kGwa;
+    } else if (LooksLikeMatrixLine(first)) {
+      format = TraceFormat::kAvailabilityMatrix;
+    } else {
+      return LineError(path, 1,
+                       "cannot tell the trace format from the first line (use --format)");
+    }
+  }
+  *format_used = format;
+  switch (format) {
+    case TraceFormat::kCanonical:
+      return ParseCanonical(path, text, options.max_hosts);
+    case TraceFormat::kAvailabilityMatrix:
+      return ParseAvailabilityMatrix(path, text, options);
+    case TraceFormat::kGwa: {
+      GwaCollector collector;
+      RETURN_IF_ERROR(collector.Add(path, VmIdOf(path), text));
+      return collector.Finish(options.max_hosts);
+    }
+    case TraceFormat::kAuto:
+      break;
+  }
+  return absl::InternalError("unreachable trace format");
+}
+
+absl::Status WriteCanonicalCsv(const std::vector<HostTrace>& traces, const std::string& path) {
+  std::string out = "host,timestamp,cpu_load,free_mem_mb\n";
+  for (const HostTrace& t : traces) {
+    if (t.host.find_first_of(",\n\r") != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("host name '", t.host, "' contains a comma or newline"));
+    }
+    for (const HostSample& s : t.samples) {
+      absl::StrAppend(&out, t.host, ",", s.unix_seconds, ",", absl::StrFormat("%.6g", s.cpu_load),
+                      ",");
+      if (s.has_free_mem()) absl::StrAppend(&out, absl::StrFormat("%.6g", s.free_mem_mb));
+      out.push_back('\n');
+    }
+  }
+  if (absl::EndsWith(path, ".gz")) {
+    gzFile f = gzopen(path.c_str(), "wb");
+    if (f == nullptr) return absl::UnavailableError(absl::StrCat(path, ": cannot create file"));
+    int n = gzwrite(f, out.data(), static_cast<unsigned>(out.size()));
+    int rc = gzclose(f);
+    if (n != static_cast<int>(out.size()) || rc != Z_OK) {
+      return absl::DataLossError(absl::StrCat(path, ": write error"));
+    }
+    return absl::OkStatus();
+  }
+  std::ofstream o(path, std::ios::binary);
+  if (!o) return absl::UnavailableError(absl::StrCat(path, ": cannot create file"));
+  o.write(out.data(), static_cast<std::streamsize>(out.size()));
+  o.close();
+  if (!o) return absl::DataLossError(absl::StrCat(path, ": write error"));
+  return absl::OkStatus();
+}
+
+}  // namespace sojourn::traces

@@ -1,0 +1,216 @@
+#include "models/turnaround/cluster_model.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace sojourn::turnaround {
+
+ClusterModel::ClusterModel(int num_nodes, const SchedulingPolicy& policy)
+    : policy_(policy), nodes_(static_cast<size_t>(std::max(num_nodes, 0))) {
+  if (policy_.mpl_limit < 1) policy_.mpl_limit = 1;
+  free_nodes_ = size();
+}
+
+void ClusterModel::SetLocal(int n, double cpu, int tasks) {
+  nodes_[n].local_cpu = cpu;
+  nodes_[n].local_tasks = tasks;
+}
+
+void ClusterModel::Place(int key, const std::vector<int>& nodes, double cpu_fraction) {
+  const bool cpu_bound = cpu_fraction >= kCpuBoundThreshold;
+  for (int n : nodes) {
+    SimNode& node = nodes_[n];
+    const bool had_slot = HasSlot(n);
+    node.jobs.push_back(key);
+    node.paral_cpu += cpu_fraction;
+    node.cpu_bound_tasks += cpu_bound;
+    if (had_slot && !HasSlot(n)) --free_nodes_;
+  }
+}
+
+void ClusterModel::Remove(int key, const std::vector<int>& nodes, double cpu_fraction) {
+  const bool cpu_bound = cpu_fraction >= kCpuBoundThreshold;
+  for (int n : nodes) {
+    SimNode& node = nodes_[n];
+    auto it = std::find(node.jobs.begin(), node.jobs.end(), key);
+    if (it == node.jobs.end()) continue;
+    const bool had_slot = HasSlot(n);
+    node.jobs.erase(it);
+    node.paral_cpu = std::max(0.0, node.paral_cpu - cpu_fraction);
+    if (node.jobs.empty()) node.paral_cpu = 0;
+    node.cpu_bound_tasks -= cpu_bound;
+    if (!had_slot && HasSlot(n)) ++free_nodes_;
+  }
+}
+
+std::vector<int> ClusterModel::SelectNodes(int procs, double cpu_fraction,
+                                           const std::vector<char>* excluded) const {
+  if (procs <= 0 || procs > free_nodes_) return {};
+  if (policy_.node_selection == NodeSelection::kUniform) {
+    std::vector<int> chosen = SelectUniform(procs, cpu_fraction, excluded);
+    if (!chosen.empty()) return chosen;
+  }
+  return SelectNormal(procs, excluded);
+}
+
+// Normal: only the resource usage level matters; take the least loaded nodes
+// that still respect the social contract (the MPL limit).
+std::vector<int> ClusterModel::SelectNormal(int procs, const std::vector<char>* excluded) const {
+  std::vector<int> eligible;
+  eligible.reserve(nodes_.size());
+  for (int n = 0; n < size(); ++n) {
+    if (HasSlot(n) && (excluded == nullptr || !(*excluded)[n])) eligible.push_back(n);
+  }
+  if (static_cast<int>(eligible.size()) < procs) return {};
+  auto load = [&](int n) { return nodes_[n].paral_cpu + nodes_[n].local_cpu; };
+  std::partial_sort(eligible.begin(), eligible.begin() + procs, eligible.end(), [&](int x, int y) {
+    if (load(x) != load(y)) return load(x) < load(y);
+    if (nodes_[x].paral_tasks() != nodes_[y].paral_tasks()) {
+      return nodes_[x].paral_tasks() < nodes_[y].paral_tasks();
+    }
+    return x < y;
+  });
+  eligible.resize(procs);
+  std::sort(eligible.begin(), eligible.end());
+  return eligible;
+}
+
+// Uniform: (a) put tasks of a different resource-bound kind together and
+// (b) give every task of the job the same co-residents, so the tasks progress
+// jointly. Nodes are grouped by the set of parallel jobs they hold.
+std::vector<int> ClusterModel::SelectUniform(int procs, double cpu_fraction,
+                                             const std::vector<char>* excluded) const {
+  const bool cpu_bound = cpu_fraction >= kCpuBoundThreshold;
+  // Group the eligible nodes by a hash of their (sorted) parallel jobs.
+  std::vector<std::pair<uint64_t, int>> sig;
+  sig.reserve(nodes_.size());
+  for (int n = 0; n < size(); ++n) {
+    if (!HasSlot(n) || (excluded != nullptr && (*excluded)[n])) continue;
+    int ids[16];
+    const int m = std::min<int>(16, nodes_[n].paral_tasks());
+    for (int i = 0; i < m; ++i) ids[i] = nodes_[n].jobs[i];
+    std::sort(ids, ids + m);
+    uint64_t h = 1469598103934665603ull ^ static_cast<uint64_t>(nodes_[n].paral_tasks());
+    for (int i = 0; i < m; ++i) h = (h ^ static_cast<uint64_t>(ids[i] + 1)) * 1099511628211ull;
+    sig.emplace_back(h, n);
+  }
+  std::sort(sig.begin(), sig.end());
+  size_t best_begin = 0, best_end = 0;
+  double best_score = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < sig.size();) {
+    size_t j = i;
+    while (j < sig.size() && sig[j].first == sig[i].first) ++j;
+    if (static_cast<int>(j - i) >= procs) {
+      const SimNode& any = nodes_[sig[i].second];
+      const int same_kind = cpu_bound ? any.cpu_bound_tasks : any.paral_tasks() - any.cpu_bound_tasks;
+      // Mixing kinds first, then fewer co-residents, then lower parallel CPU.
+      const double score = (same_kind > 0 ? 1e6 : 0) + 1e3 * any.paral_tasks() + any.paral_cpu;
+      if (score < best_score) best_score = score, best_begin = i, best_end = j;
+    }
+    i = j;
+  }
+  if (best_end == best_begin) return {};
+  std::vector<int> chosen;
+  chosen.reserve(best_end - best_begin);
+  for (size_t i = best_begin; i < best_end; ++i) chosen.push_back(sig[i].second);
+  std::partial_sort(chosen.begin(), chosen.begin() + procs, chosen.end(), [&](int x, int y) {
+    if (nodes_[x].local_cpu != nodes_[y].local_cpu) return nodes_[x].local_cpu < nodes_[y].local_cpu;
+    return x < y;
+  });
+  chosen.resize(procs);
+  std::sort(chosen.begin(), chosen.end());
+  return chosen;
+}
+
+int ClusterModel::MplMax(const std::vector<int>& nodes) const {
+  int m = 0;
+  for (int n : nodes) m = std::max(m, nodes_[n].paral_tasks() + nodes_[n].local_tasks);
+  return m;
+}
+
+double ClusterModel::CpuMax(const std::vector<int>& nodes) const {
+  double m = 0;
+  for (int n : nodes) m = std::max(m, nodes_[n].paral_cpu + nodes_[n].local_cpu);
+  return m;
+}
+
+int ClusterModel::SharedTasks(const std::vector<int>& nodes) const {
+  int s = 0;
+  for (int n : nodes) s += std::max(0, nodes_[n].paral_tasks() - 1) + nodes_[n].local_tasks;
+  return s;
+}
+
+std::vector<StartDecision> SelectJobsToStart(ClusterModel& cluster,
+                                             const std::vector<QueuedJob>& queue,
+                                             const std::vector<PlacedJob>& running, double now) {
+  std::vector<StartDecision> started;
+  size_t i = 0;
+  // FCFS part: start heads in order while they fit.
+  for (; i < queue.size(); ++i) {
+    const QueuedJob& q = queue[i];
+    if (q.procs > cluster.size()) continue;  // can never run here
+    if (q.procs > cluster.free_nodes()) break;
+    std::vector<int> nodes = cluster.SelectNodes(q.procs, q.cpu_fraction, nullptr);
+    if (nodes.empty()) break;
+    cluster.Place(q.key, nodes, q.cpu_fraction);
+    started.push_back({static_cast<int>(i), std::move(nodes)});
+  }
+  if (cluster.policy().job_selection != JobSelection::kEasyBackfilling || i >= queue.size()) {
+    return started;
+  }
+  // EASY: reservation for the blocked head from the expected ends of the
+  // running jobs (requested times, as the real scheduler knows them).
+  const QueuedJob& head = queue[i];
+  const int limit = cluster.policy().mpl_limit;
+  std::vector<int> slots(cluster.size());
+  int free_count = 0;
+  for (int n = 0; n < cluster.size(); ++n) {
+    slots[n] = limit - cluster.node(n).paral_tasks();
+    free_count += slots[n] > 0;
+  }
+  std::vector<std::pair<double, const std::vector<int>*>> ends;
+  ends.reserve(running.size() + started.size());
+  for (const PlacedJob& r : running) ends.emplace_back(std::max(now, r.expected_end), r.nodes);
+  for (const StartDecision& d : started) {
+    ends.emplace_back(now + std::max(0.0, queue[d.queue_index].requested_time), &d.nodes);
+  }
+  std::sort(ends.begin(), ends.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
+  double shadow = std::numeric_limits<double>::infinity();
+  for (const auto& [end, nodes] : ends) {
+    if (free_count >= head.procs) break;
+    for (int n : *nodes) {
+      if (++slots[n] == 1) ++free_count;
+    }
+    if (free_count >= head.procs) shadow = end;
+  }
+  if (free_count >= head.procs && shadow == std::numeric_limits<double>::infinity()) shadow = now;
+  // Reserve for the head the nodes that free up by the shadow time, the
+  // currently busy ones first, so the currently free nodes stay "extra".
+  std::vector<char> reserved(cluster.size(), 0);
+  {
+    std::vector<int> cand;
+    for (int n = 0; n < cluster.size(); ++n) {
+      if (slots[n] > 0) cand.push_back(n);
+    }
+    std::stable_sort(cand.begin(), cand.end(), [&](int x, int y) {
+      const bool fx = cluster.node(x).paral_tasks() < limit;
+      const bool fy = cluster.node(y).paral_tasks() < limit;
+      return fx < fy;
+    });
+    for (int k = 0; k < static_cast<int>(cand.size()) && k < head.procs; ++k) reserved[cand[k]] = 1;
+  }
+  for (size_t j = i + 1; j < queue.size(); ++j) {
+    const QueuedJob& q = queue[j];
+    if (q.procs > cluster.free_nodes()) continue;
+    const bool ends_in_time = now + std::max(0.0, q.requested_time) <= shadow;
+    std::vector<int> nodes =
+        cluster.SelectNodes(q.procs, q.cpu_fraction, ends_in_time ? nullptr : &reserved);
+    if (nodes.empty()) continue;
+    cluster.Place(q.key, nodes, q.cpu_fraction);
+    started.push_back({static_cast<int>(j), std::move(nodes)});
+  }
+  return started;
+}
+
+}  // namespace sojourn::turnaround

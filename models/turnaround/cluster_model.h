@@ -1,0 +1,104 @@
+// The cluster as the scheduler sees it (paper 002, sections 3 and 4.2): per
+// node the local load (CPU_local, MPL_local) and the parallel tasks placed on
+// it (CPU_paral, MPL_paral), the Normal and Uniform node selection policies
+// under a multiprogramming limit, and FCFS / EASY-backfilling job selection.
+// Used by both the kernels' internal simulation (Algorithm 3) and the off-line
+// simulator (section 5), so that both schedule identically.
+#ifndef SOJOURN_MODELS_TURNAROUND_CLUSTER_MODEL_H_
+#define SOJOURN_MODELS_TURNAROUND_CLUSTER_MODEL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "models/turnaround/job.h"
+
+namespace sojourn::turnaround {
+
+// A job whose CPU(J) is at least this is computation bound, else
+// communication bound (the Uniform policy mixes the two kinds on a node).
+inline constexpr double kCpuBoundThreshold = 0.5;
+
+struct SimNode {
+  double local_cpu = 0;  // CPU_local(n)
+  int local_tasks = 0;   // MPL_local(n)
+  double paral_cpu = 0;  // CPU_paral(n)
+  std::vector<int> jobs;  // keys of the parallel jobs with a task here (MPL_paral = size)
+  int cpu_bound_tasks = 0;
+  int paral_tasks() const { return static_cast<int>(jobs.size()); }
+};
+
+// Not thread-safe; one instance per simulation.
+class ClusterModel {
+ public:
+  ClusterModel(int num_nodes, const SchedulingPolicy& policy);
+
+  int size() const { return static_cast<int>(nodes_.size()); }
+  const SimNode& node(int n) const { return nodes_[n]; }
+  const SchedulingPolicy& policy() const { return policy_; }
+  void SetLocal(int n, double cpu, int tasks);
+
+  // Places one task of job `key` on each of `nodes` (may exceed the MPL
+  // limit: a snapshot reflects what the real cluster did).
+  void Place(int key, const std::vector<int>& nodes, double cpu_fraction);
+  void Remove(int key, const std::vector<int>& nodes, double cpu_fraction);
+
+  // Nodes with at least one free parallel slot (MPL_paral < limit).
+  int free_nodes() const { return free_nodes_; }
+
+  // Node Selection Policy (section 3). Returns `procs` distinct nodes with a
+  // free slot, or an empty vector if there are not enough. `excluded` (may be
+  // null) marks nodes that must not be used.
+  std::vector<int> SelectNodes(int procs, double cpu_fraction,
+                               const std::vector<char>* excluded) const;
+
+  // Equation (4): max over nodes(J) of MPL_paral(n) + MPL_local(n).
+  int MplMax(const std::vector<int>& nodes) const;
+  // Equation (8): max over nodes(J) of CPU_paral(n) + CPU_local(n).
+  double CpuMax(const std::vector<int>& nodes) const;
+  // Algorithm 4 line 1: tasks (other parallel tasks and local tasks) sharing
+  // some node with a job placed on `nodes`.
+  int SharedTasks(const std::vector<int>& nodes) const;
+
+ private:
+  std::vector<int> SelectNormal(int procs, const std::vector<char>* excluded) const;
+  std::vector<int> SelectUniform(int procs, double cpu_fraction,
+                                 const std::vector<char>* excluded) const;
+  bool HasSlot(int n) const { return nodes_[n].paral_tasks() < policy_.mpl_limit; }
+
+  SchedulingPolicy policy_;
+  std::vector<SimNode> nodes_;
+  int free_nodes_ = 0;
+};
+
+// A waiting job as the job selection policy sees it.
+struct QueuedJob {
+  int key = -1;
+  int procs = 1;
+  double requested_time = 0;  // used for EASY reservations, as a real scheduler does
+  double cpu_fraction = 1;
+};
+
+// A running job as the job selection policy sees it.
+struct PlacedJob {
+  int key = -1;
+  const std::vector<int>* nodes = nullptr;
+  double expected_end = 0;  // start + requested time (never before `now`)
+};
+
+struct StartDecision {
+  int queue_index = -1;
+  std::vector<int> nodes;
+};
+
+// Job Selection Policy (section 3) at time `now`: FCFS starts queue heads
+// while they fit; EASY then backfills later jobs that neither delay the
+// head's reservation (computed from the running jobs' expected ends) nor use
+// its reserved nodes. Started jobs are placed in `cluster`; the decisions are
+// returned in start order. Jobs larger than the cluster are never started.
+std::vector<StartDecision> SelectJobsToStart(ClusterModel& cluster,
+                                             const std::vector<QueuedJob>& queue,
+                                             const std::vector<PlacedJob>& running, double now);
+
+}  // namespace sojourn::turnaround
+
+#endif  // SOJOURN_MODELS_TURNAROUND_CLUSTER_MODEL_H_

@@ -1,0 +1,159 @@
+// CISNE's turnaround prediction engine (paper 002, section 4): the
+// Historical (Algorithms 1-2), Simulation (Algorithm 3 with equations 1-12)
+// and Hybrid (Algorithm 4) kernels, plus the baselines user_estimate,
+// last_two (Tsafrir et al.) and template_mean (Smith et al.), over a HistDB.
+//
+// A request carries the job, the queue and the cluster snapshot; the result
+// has each kernel's waiting, execution and turnaround time with an interval.
+// No gRPC types: the predictor's EstimateTurnaround and job-event RPCs are
+// thin adapters over TurnaroundEstimator.
+//
+//   InMemoryHistDb db;  // or RocksHistDb::Open(dir, {})
+//   TurnaroundEstimator est(db, EstimatorOptions{});
+//   est.OnSubmitted(job, snapshot_at_submit);   // job events feed HistDB
+//   ASSIGN_OR_RETURN(TurnaroundResult r, est.Estimate({job, snapshot}));
+//   r.hybrid.turnaround.point, r.hybrid.turnaround.lo, ...
+#ifndef SOJOURN_MODELS_TURNAROUND_ESTIMATOR_H_
+#define SOJOURN_MODELS_TURNAROUND_ESTIMATOR_H_
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "models/turnaround/hist_db.h"
+#include "models/turnaround/job.h"
+
+namespace sojourn::turnaround {
+
+enum class Kernel {
+  kHistorical = 0,
+  kSimulation = 1,
+  kHybrid = 2,
+  kUserEstimate = 3,
+  kLastTwo = 4,
+  kTemplateMean = 5,
+};
+inline constexpr int kNumKernels = 6;
+// "historical", "simulation", "hybrid", "user_estimate", "last_two", "template_mean".
+const char* KernelName(Kernel k);
+
+// RemTime approaches of section 4.2.2 and CPUtime_cur approaches of 4.2.3.
+enum class RemTimeMethod { kProp, kMpl, kCpu };
+enum class CpuTimeMethod { kMpl, kCpu };
+
+struct EstimatorOptions {
+  // Algorithm 2 line 5: relative |CPUtime_ahead| difference for "similar".
+  // Default 0.05 (the paper's 5 %).
+  double similarity_threshold = 0.05;
+  // Newest records read from one template per estimate; bounds the cost of an
+  // estimate whatever the size of HistDB. Default 500 (the paper reads about
+  // 50 records per search out of 10,000).
+  int history_window = 500;
+  // Simulation kernel: the paper's final choice, RemTime by MPL (eq. 3-5) and
+  // CPUtime_cur by CPU (eq. 11-12).
+  RemTimeMethod remtime = RemTimeMethod::kMpl;
+  CpuTimeMethod cputime = CpuTimeMethod::kCpu;
+  // Intervals: central coverage target (0.8 = 10th..90th percentile) of the
+  // recent log-residuals of each kernel; until `min_calibration` outcomes are
+  // known the interval comes from the matched history (Historical) or is
+  // [point/2, 2*point].
+  double interval_coverage = 0.8;
+  int calibration_window = 2000;
+  int min_calibration = 30;
+};
+
+struct TimeEstimate {
+  double point = 0;  // seconds
+  double lo = 0;
+  double hi = 0;
+};
+
+struct KernelEstimate {
+  TimeEstimate wait;
+  TimeEstimate exec;
+  TimeEstimate turnaround;
+  // True if the job's own history (any template level) was used.
+  bool from_history = false;
+  // Template level the history came from, when from_history.
+  TemplateLevel level = TemplateLevel::kUserExecutableProcs;
+  // History records matched (Historical: the SimilarJobList size).
+  int matched = 0;
+};
+
+struct EstimateRequest {
+  JobSpec job;
+  ClusterSnapshot snapshot;
+};
+
+struct TurnaroundResult {
+  KernelEstimate historical;
+  KernelEstimate simulation;
+  KernelEstimate hybrid;
+};
+
+// Thread-safe: estimates may run concurrently; events and estimates may
+// interleave. `db` must outlive the estimator.
+class TurnaroundEstimator {
+ public:
+  TurnaroundEstimator(HistDb& db, const EstimatorOptions& options);
+
+  // The three CISNE kernels for one job. InvalidArgument on a malformed
+  // request (procs < 1, node indices outside the snapshot).
+  absl::StatusOr<TurnaroundResult> Estimate(const EstimateRequest& request);
+  // One kernel (CISNE kernel or baseline).
+  absl::StatusOr<KernelEstimate> EstimateWith(Kernel kernel, const EstimateRequest& request);
+
+  // Job events (section 4.1, "information collected by CISNE on runtime").
+  // `snapshot` is the queue/cluster state at the event, without the job
+  // itself in `waiting` or `running`. Unknown job ids on start/finish are
+  // NotFound. Pending jobs live in HistDB, so they survive a restart.
+  absl::Status OnSubmitted(const JobSpec& job, const ClusterSnapshot& snapshot);
+  absl::Status OnStarted(int64_t job_id, int64_t start_time, const std::vector<int32_t>& nodes,
+                         const ClusterSnapshot& snapshot);
+  // `cpu_time_per_task` < 0 when unknown. Appends the finished record to
+  // HistDB and feeds the interval calibration with the estimates made for
+  // this job.
+  absl::Status OnFinished(int64_t job_id, int64_t finish_time, double cpu_time_per_task);
+  // Drops a job that left the queue without running (cancelled).
+  absl::Status OnCancelled(int64_t job_id);
+
+  // CPU time (all tasks) HistDB expects `job` to use: getCPUtime of
+  // Algorithm 1 line 3, falling back to coarser templates, then to the
+  // requested time x procs.
+  absl::StatusOr<double> ExpectedCpuTime(const JobSpec& job) const;
+
+  const EstimatorOptions& options() const { return options_; }
+  HistDb& db() const { return db_; }
+
+ private:
+  struct Calibrator {
+    std::deque<double> residuals;  // log1p(observed) - log1p(predicted)
+    int since_refresh = 0;
+    double q_lo = 0, q_hi = 0;
+    bool ready = false;
+  };
+  using Predictions = std::array<std::array<double, 3>, kNumKernels>;  // [kernel][wait,exec,turn]
+
+  absl::StatusOr<KernelEstimate> Run(Kernel kernel, const EstimateRequest& request);
+  void ApplyInterval(Kernel kernel, KernelEstimate* e);
+  void Remember(int64_t job_id, Kernel kernel, const KernelEstimate& e);
+
+  HistDb& db_;
+  EstimatorOptions options_;
+  absl::Mutex mu_;
+  std::array<std::array<Calibrator, 3>, kNumKernels> calibrators_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, Predictions> predictions_ ABSL_GUARDED_BY(mu_);
+};
+
+// Validates a request (procs >= 1, node indices inside the snapshot).
+absl::Status ValidateRequest(const EstimateRequest& request);
+
+}  // namespace sojourn::turnaround
+
+#endif  // SOJOURN_MODELS_TURNAROUND_ESTIMATOR_H_

@@ -1,0 +1,64 @@
+// Backtests of the turnaround kernels on an SWF log (issue 4):
+//  - replay: the log's own waits and runtimes are the truth; every job is
+//    estimated at its submit time from the history of jobs finished before
+//    it and the queue/cluster reconstructed from the log;
+//  - simulate: the log drives the off-line simulator (section 5) on a
+//    configured non-dedicated cluster; the simulated times are the truth.
+// Both feed HistDB through the same job events as the predictor.
+#ifndef SOJOURN_MODELS_TURNAROUND_EVALUATION_H_
+#define SOJOURN_MODELS_TURNAROUND_EVALUATION_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "models/turnaround/estimator.h"
+#include "models/turnaround/hist_db.h"
+#include "models/turnaround/metrics.h"
+#include "models/turnaround/swf.h"
+
+namespace sojourn::turnaround {
+
+enum class EvalMode { kReplay, kSimulate };
+
+struct EvalConfig {
+  EvalMode mode = EvalMode::kReplay;
+  // replay: the policy the kernels assume the site used (MPL 1, dedicated);
+  // simulate: the simulated cluster's policy.
+  SchedulingPolicy policy{JobSelection::kEasyBackfilling, NodeSelection::kNormal, 1};
+  // simulate only: cluster size (job sizes are scaled by nodes / MaxNodes of
+  // the log header) and share of nodes with a local user.
+  int nodes = 64;
+  double local_load = 0.75;
+  uint64_t seed = 1;
+  // Use only the first max_jobs jobs of the log (0 = all).
+  int64_t max_jobs = 0;
+  EstimatorOptions estimator;
+  // Called about every 5 % of the jobs with a one-line progress message.
+  std::function<void(const std::string&)> progress;
+};
+
+struct EvalReport {
+  // [kernel][metric], metric 0 turnaround, 1 wait, 2 exec.
+  std::array<std::array<MetricSummary, 3>, kNumKernels> summary{};
+  std::array<double, kNumKernels> cost_us_mean{};
+  std::array<double, kNumKernels> cost_us_median{};
+  int64_t jobs_in_log = 0;
+  int64_t jobs_estimated = 0;
+  int64_t jobs_scored = 0;
+  int64_t estimate_failures = 0;
+  int cluster_nodes = 0;
+  double mean_queue_length = 0;  // waiting jobs seen at submit
+  double seconds = 0;            // wall time of the run
+};
+
+inline constexpr const char* kMetricNames[3] = {"turnaround", "wait", "exec"};
+
+absl::StatusOr<EvalReport> RunEvaluation(const SwfLog& log, const EvalConfig& config, HistDb& db);
+
+}  // namespace sojourn::turnaround
+
+#endif  // SOJOURN_MODELS_TURNAROUND_EVALUATION_H_

@@ -1,0 +1,74 @@
+// HistDB (paper 002, section 4.1, Fig. 3): the job-history repository of the
+// Historical and Hybrid kernels. Records are indexed per template (see
+// TemplateKey): an estimate reads only the records of the job's own
+// application (or of the coarser template it falls back to), newest first,
+// never the whole store.
+//
+// Implementations: InMemoryHistDb (tests, evaluation) and RocksHistDb
+// (hist_db_rocksdb.h, the predictor's persistent store).
+#ifndef SOJOURN_MODELS_TURNAROUND_HIST_DB_H_
+#define SOJOURN_MODELS_TURNAROUND_HIST_DB_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "models/turnaround/job.h"
+
+namespace sojourn::turnaround {
+
+// A HistDb is safe for concurrent use from multiple threads.
+class HistDb {
+ public:
+  virtual ~HistDb() = default;
+
+  // Appends a finished job's record and indexes it under every template level.
+  virtual absl::Status Put(const JobRecord& record) = 0;
+
+  // The newest `limit` records of template `key`, newest first.
+  virtual absl::StatusOr<std::vector<JobRecord>> Recent(const TemplateKey& key, int limit) const = 0;
+
+  // Running sums over template `key` (all zero when it has no record).
+  virtual absl::StatusOr<TemplateStats> Stats(const TemplateKey& key) const = 0;
+
+  // Number of finished-job records.
+  virtual int64_t size() const = 0;
+
+  // Jobs submitted or running but not finished yet (the queue/cluster state
+  // recorded at submit and at start waits here until the job finishes).
+  virtual absl::Status PutPending(const JobRecord& record) = 0;
+  // NotFound if `job_id` is not pending.
+  virtual absl::StatusOr<JobRecord> GetPending(int64_t job_id) const = 0;
+  virtual absl::Status ErasePending(int64_t job_id) = 0;
+};
+
+// Heap-backed HistDb.
+class InMemoryHistDb final : public HistDb {
+ public:
+  absl::Status Put(const JobRecord& record) override;
+  absl::StatusOr<std::vector<JobRecord>> Recent(const TemplateKey& key, int limit) const override;
+  absl::StatusOr<TemplateStats> Stats(const TemplateKey& key) const override;
+  int64_t size() const override;
+  absl::Status PutPending(const JobRecord& record) override;
+  absl::StatusOr<JobRecord> GetPending(int64_t job_id) const override;
+  absl::Status ErasePending(int64_t job_id) override;
+
+ private:
+  struct Template {
+    TemplateStats stats;
+    std::vector<uint32_t> records;  // indices into records_, oldest first
+  };
+  mutable absl::Mutex mu_;
+  std::vector<JobRecord> records_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<TemplateKey, Template> templates_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, JobRecord> pending_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sojourn::turnaround
+
+#endif  // SOJOURN_MODELS_TURNAROUND_HIST_DB_H_

@@ -1,0 +1,62 @@
+#include "absl/strings/str_cat.h"
+#include "models/turnaround/hist_db.h"
+
+namespace sojourn::turnaround {
+
+absl::Status InMemoryHistDb::Put(const JobRecord& record) {
+  absl::MutexLock lock(&mu_);
+  const uint32_t index = static_cast<uint32_t>(records_.size());
+  records_.push_back(record);
+  for (int level = 0; level < kNumTemplateLevels; ++level) {
+    Template& t = templates_[TemplateKey::For(record.spec, static_cast<TemplateLevel>(level))];
+    t.stats.Add(record);
+    t.records.push_back(index);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<JobRecord>> InMemoryHistDb::Recent(const TemplateKey& key,
+                                                              int limit) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<JobRecord> out;
+  auto it = templates_.find(key);
+  if (it == templates_.end()) return out;
+  const auto& idx = it->second.records;
+  const size_t n = std::min<size_t>(idx.size(), limit < 0 ? 0 : static_cast<size_t>(limit));
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.push_back(records_[idx[idx.size() - 1 - i]]);
+  return out;
+}
+
+absl::StatusOr<TemplateStats> InMemoryHistDb::Stats(const TemplateKey& key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = templates_.find(key);
+  if (it == templates_.end()) return TemplateStats{};
+  return it->second.stats;
+}
+
+int64_t InMemoryHistDb::size() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(records_.size());
+}
+
+absl::Status InMemoryHistDb::PutPending(const JobRecord& record) {
+  absl::MutexLock lock(&mu_);
+  pending_[record.spec.job_id] = record;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobRecord> InMemoryHistDb::GetPending(int64_t job_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = pending_.find(job_id);
+  if (it == pending_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, " is not pending"));
+  return it->second;
+}
+
+absl::Status InMemoryHistDb::ErasePending(int64_t job_id) {
+  absl::MutexLock lock(&mu_);
+  pending_.erase(job_id);
+  return absl::OkStatus();
+}
+
+}  // namespace sojourn::turnaround

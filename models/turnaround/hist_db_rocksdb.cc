@@ -1,0 +1,365 @@
+#include "models/turnaround/hist_db_rocksdb.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+#include "rocksdb/table.h"
+#include "rocksdb/cache.h"
+#include "rocksdb/write_batch.h"
+
+namespace sojourn::turnaround {
+namespace {
+
+constexpr uint8_t kRecordVersion = 1;
+
+// RocksDB status -> absl status, once at this edge (STYLE.md "Errors").
+absl::Status FromRocks(const rocksdb::Status& s, const char* what) {
+  if (s.ok()) return absl::OkStatus();
+  std::string msg = absl::StrCat("histdb ", what, ": ", s.ToString());
+  if (s.IsNotFound()) return absl::NotFoundError(msg);
+  if (s.IsCorruption()) return absl::DataLossError(msg);
+  if (s.IsInvalidArgument()) return absl::InvalidArgumentError(msg);
+  if (s.IsIOError() || s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) {
+    return absl::UnavailableError(msg);
+  }
+  return absl::InternalError(msg);
+}
+
+class Writer {
+ public:
+  void U8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void I32(int32_t v) { Fixed(static_cast<uint32_t>(v), 4); }
+  void I64(int64_t v) { Fixed(static_cast<uint64_t>(v), 8); }
+  void F64(double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    Fixed(bits, 8);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  void Fixed(uint64_t v, int bytes) {  // little-endian, host independent
+    for (int i = 0; i < bytes; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+  bool U8(uint8_t* v) {
+    if (pos_ + 1 > in_.size()) return false;
+    *v = static_cast<uint8_t>(in_[pos_++]);
+    return true;
+  }
+  bool I32(int32_t* v) {
+    uint64_t u;
+    if (!Fixed(&u, 4)) return false;
+    *v = static_cast<int32_t>(static_cast<uint32_t>(u));
+    return true;
+  }
+  bool I64(int64_t* v) {
+    uint64_t u;
+    if (!Fixed(&u, 8)) return false;
+    *v = static_cast<int64_t>(u);
+    return true;
+  }
+  bool F64(double* v) {
+    uint64_t u;
+    if (!Fixed(&u, 8)) return false;
+    std::memcpy(v, &u, 8);
+    return true;
+  }
+  bool done() const { return pos_ == in_.size(); }
+
+ private:
+  bool Fixed(uint64_t* v, int bytes) {
+    if (pos_ + bytes > in_.size()) return false;
+    uint64_t r = 0;
+    for (int i = 0; i < bytes; ++i) r |= static_cast<uint64_t>(static_cast<uint8_t>(in_[pos_ + i])) << (8 * i);
+    pos_ += bytes;
+    *v = r;
+    return true;
+  }
+  const std::string& in_;
+  size_t pos_ = 0;
+};
+
+void PutBe(std::string* s, uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+uint64_t GetBe(const char* p, int bytes) {
+  uint64_t r = 0;
+  for (int i = 0; i < bytes; ++i) r = (r << 8) | static_cast<uint8_t>(p[i]);
+  return r;
+}
+
+std::string TemplateSuffix(const TemplateKey& k) {
+  std::string s;
+  s.push_back(static_cast<char>(k.level));
+  // Offset by 2^31 so that -1 sorts before 0 (order is irrelevant for lookups
+  // but keeps keys readable in dumps).
+  PutBe(&s, static_cast<uint32_t>(k.a) ^ 0x80000000u, 4);
+  PutBe(&s, static_cast<uint32_t>(k.b) ^ 0x80000000u, 4);
+  PutBe(&s, static_cast<uint32_t>(k.c) ^ 0x80000000u, 4);
+  return s;
+}
+std::string IndexPrefix(const TemplateKey& k) { return "i" + TemplateSuffix(k); }
+std::string StatsKey(const TemplateKey& k) { return "s" + TemplateSuffix(k); }
+std::string RecordKey(uint64_t seq) {
+  std::string s = "j";
+  PutBe(&s, seq, 8);
+  return s;
+}
+std::string PendingKey(int64_t job_id) {
+  std::string s = "p";
+  PutBe(&s, static_cast<uint64_t>(job_id) ^ (1ull << 63), 8);
+  return s;
+}
+const char kSeqKey[] = "mseq";
+
+std::string EncodeStats(const TemplateStats& t) {
+  Writer w;
+  w.U8(kRecordVersion);
+  w.I64(t.count);
+  w.F64(t.sum_exec);
+  w.F64(t.sum_wait);
+  w.I64(t.cpu_count);
+  w.F64(t.sum_cpu_per_task);
+  w.F64(t.sum_cpu_total);
+  w.F64(t.sum_cpu_fraction);
+  w.I64(t.isolated_cpu_count);
+  return w.Take();
+}
+
+absl::StatusOr<TemplateStats> DecodeStats(const std::string& bytes) {
+  Reader r(bytes);
+  TemplateStats t;
+  uint8_t version;
+  if (!r.U8(&version) || version != kRecordVersion || !r.I64(&t.count) || !r.F64(&t.sum_exec) ||
+      !r.F64(&t.sum_wait) || !r.I64(&t.cpu_count) || !r.F64(&t.sum_cpu_per_task) ||
+      !r.F64(&t.sum_cpu_total) || !r.F64(&t.sum_cpu_fraction) || !r.I64(&t.isolated_cpu_count) ||
+      !r.done()) {
+    return absl::DataLossError("histdb: corrupt template stats");
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string EncodeJobRecord(const JobRecord& r) {
+  Writer w;
+  w.U8(kRecordVersion);
+  const JobSpec& s = r.spec;
+  w.I64(s.job_id);
+  w.I64(s.submit_time);
+  w.I32(s.user);
+  w.I32(s.group);
+  w.I32(s.executable);
+  w.I32(s.queue);
+  w.I32(s.procs);
+  w.I64(s.requested_time);
+  w.F64(s.cpu_fraction);
+  w.I64(r.wait_time);
+  w.I64(r.exec_time);
+  w.F64(r.cpu_time_per_task);
+  w.F64(r.cpu_ahead);
+  w.F64(r.cpu_backwards);
+  w.I32(r.queue_len_submit);
+  w.I32(r.queue_len_start);
+  w.I32(r.shared_tasks);
+  w.F64(r.max_local_cpu);
+  w.I64(r.start_time);
+  w.U8(static_cast<uint8_t>(r.job_selection));
+  w.U8(static_cast<uint8_t>(r.node_selection));
+  return w.Take();
+}
+
+absl::StatusOr<JobRecord> DecodeJobRecord(const std::string& bytes) {
+  Reader rd(bytes);
+  JobRecord r;
+  JobSpec& s = r.spec;
+  uint8_t version = 0, jsel = 0, nsel = 0;
+  bool ok = rd.U8(&version) && version == kRecordVersion && rd.I64(&s.job_id) &&
+            rd.I64(&s.submit_time) && rd.I32(&s.user) && rd.I32(&s.group) &&
+            rd.I32(&s.executable) && rd.I32(&s.queue) && rd.I32(&s.procs) &&
+            rd.I64(&s.requested_time) && rd.F64(&s.cpu_fraction) && rd.I64(&r.wait_time) &&
+            rd.I64(&r.exec_time) && rd.F64(&r.cpu_time_per_task) && rd.F64(&r.cpu_ahead) &&
+            rd.F64(&r.cpu_backwards) && rd.I32(&r.queue_len_submit) &&
+            rd.I32(&r.queue_len_start) && rd.I32(&r.shared_tasks) && rd.F64(&r.max_local_cpu) &&
+            rd.I64(&r.start_time) && rd.U8(&jsel) && rd.U8(&nsel) && rd.done() && jsel <= 1 &&
+            nsel <= 1;
+  if (!ok) return absl::DataLossError("histdb: corrupt job record");
+  r.job_selection = static_cast<JobSelection>(jsel);
+  r.node_selection = static_cast<NodeSelection>(nsel);
+  return r;
+}
+
+RocksHistDb::RocksHistDb(std::unique_ptr<rocksdb::DB> db, int recent_cache_templates)
+    : db_(std::move(db)), recent_cache_templates_(recent_cache_templates) {}
+RocksHistDb::~RocksHistDb() = default;
+
+absl::StatusOr<std::unique_ptr<RocksHistDb>> RocksHistDb::Open(const std::string& path,
+                                                               const RocksHistDbOptions& options) {
+  rocksdb::Options opts;
+  opts.create_if_missing = options.create_if_missing;
+  opts.IncreaseParallelism(2);
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = rocksdb::NewLRUCache(static_cast<size_t>(options.block_cache_mb) << 20);
+  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(opts, path, &raw);
+  std::unique_ptr<rocksdb::DB> db(raw);  // own at once (STYLE.md)
+  if (!s.ok()) return FromRocks(s, "open");
+  auto store = std::unique_ptr<RocksHistDb>(
+      new RocksHistDb(std::move(db), std::max(0, options.recent_cache_templates)));
+  std::string seq;
+  s = store->db_->Get(rocksdb::ReadOptions(), kSeqKey, &seq);
+  if (s.ok()) {
+    if (seq.size() != 8) return absl::DataLossError("histdb: corrupt sequence number");
+    absl::MutexLock lock(&store->mu_);
+    store->next_seq_ = GetBe(seq.data(), 8);
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "read sequence");
+  }
+  return store;
+}
+
+absl::StatusOr<TemplateStats> RocksHistDb::StatsLocked(const TemplateKey& key) const {
+  auto it = stats_cache_.find(key);
+  if (it != stats_cache_.end()) return it->second;
+  std::string bytes;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), StatsKey(key), &bytes);
+  TemplateStats stats;
+  if (s.ok()) {
+    auto decoded = DecodeStats(bytes);
+    if (!decoded.ok()) return decoded.status();
+    stats = *decoded;
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "read stats");
+  }
+  stats_cache_[key] = stats;
+  return stats;
+}
+
+absl::Status RocksHistDb::Put(const JobRecord& record) {
+  absl::MutexLock lock(&mu_);
+  const uint64_t seq = next_seq_;
+  rocksdb::WriteBatch batch;
+  batch.Put(RecordKey(seq), EncodeJobRecord(record));
+  std::vector<std::pair<TemplateKey, TemplateStats>> updated;
+  for (int level = 0; level < kNumTemplateLevels; ++level) {
+    TemplateKey key = TemplateKey::For(record.spec, static_cast<TemplateLevel>(level));
+    std::string index = IndexPrefix(key);
+    PutBe(&index, ~seq, 8);
+    batch.Put(index, "");
+    auto stats = StatsLocked(key);
+    if (!stats.ok()) return stats.status();
+    stats->Add(record);
+    batch.Put(StatsKey(key), EncodeStats(*stats));
+    updated.emplace_back(key, *stats);
+  }
+  std::string seq_bytes;
+  PutBe(&seq_bytes, seq + 1, 8);
+  batch.Put(kSeqKey, seq_bytes);
+  rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &batch);
+  if (!s.ok()) {
+    // The cache may hold sums the disk does not; drop it so it is re-read.
+    stats_cache_.clear();
+    return FromRocks(s, "write");
+  }
+  for (auto& [key, stats] : updated) {
+    stats_cache_[key] = stats;
+    recent_cache_.erase(key);
+  }
+  next_seq_ = seq + 1;
+  ++version_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<JobRecord>> RocksHistDb::Recent(const TemplateKey& key,
+                                                           int limit) const {
+  std::vector<JobRecord> out;
+  if (limit <= 0) return out;
+  uint64_t version;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = recent_cache_.find(key);
+    if (it != recent_cache_.end() &&
+        (limit <= it->second.limit ||
+         static_cast<int>(it->second.records.size()) < it->second.limit)) {
+      const auto& recs = it->second.records;
+      out.assign(recs.begin(), recs.begin() + std::min<size_t>(recs.size(), limit));
+      return out;
+    }
+    version = version_;
+  }
+  const std::string prefix = IndexPrefix(key);
+  std::string upper = prefix;
+  upper.back() = static_cast<char>(static_cast<uint8_t>(upper.back()) + 1);
+  // The last byte of the prefix is c's low byte; incrementing it could wrap at
+  // 0xff, so fall back to a prefix check in that case.
+  const bool bounded = static_cast<uint8_t>(prefix.back()) != 0xff;
+  rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions ro;
+  if (bounded) ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+  std::vector<std::string> keys;
+  for (it->Seek(prefix); it->Valid() && static_cast<int>(keys.size()) < limit; it->Next()) {
+    rocksdb::Slice k = it->key();
+    if (k.size() != prefix.size() + 8 || !k.starts_with(prefix)) break;
+    keys.push_back(RecordKey(~GetBe(k.data() + prefix.size(), 8)));
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "scan");
+  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<std::string> values;
+  std::vector<rocksdb::Status> st = db_->MultiGet(rocksdb::ReadOptions(), slices, &values);
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!st[i].ok()) return FromRocks(st[i], "read record");
+    auto rec = DecodeJobRecord(values[i]);
+    if (!rec.ok()) return rec.status();
+    out.push_back(*std::move(rec));
+  }
+  if (recent_cache_templates_ > 0) {
+    absl::MutexLock lock(&mu_);
+    if (version == version_) {
+      if (static_cast<int>(recent_cache_.size()) >= recent_cache_templates_) recent_cache_.clear();
+      recent_cache_[key] = RecentEntry{limit, out};
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<TemplateStats> RocksHistDb::Stats(const TemplateKey& key) const {
+  absl::MutexLock lock(&mu_);
+  return StatsLocked(key);
+}
+
+int64_t RocksHistDb::size() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(next_seq_);
+}
+
+absl::Status RocksHistDb::PutPending(const JobRecord& record) {
+  return FromRocks(db_->Put(rocksdb::WriteOptions(), PendingKey(record.spec.job_id),
+                            EncodeJobRecord(record)),
+                   "write pending");
+}
+
+absl::StatusOr<JobRecord> RocksHistDb::GetPending(int64_t job_id) const {
+  std::string bytes;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), PendingKey(job_id), &bytes);
+  if (s.IsNotFound()) return absl::NotFoundError(absl::StrCat("job ", job_id, " is not pending"));
+  if (!s.ok()) return FromRocks(s, "read pending");
+  return DecodeJobRecord(bytes);
+}
+
+absl::Status RocksHistDb::ErasePending(int64_t job_id) {
+  return FromRocks(db_->Delete(rocksdb::WriteOptions(), PendingKey(job_id)), "erase pending");
+}
+
+}  // namespace sojourn::turnaround

@@ -1,0 +1,83 @@
+// RocksDB-backed HistDB: job history that survives a predictor restart.
+//
+// Layout (one column family, all integers big-endian so keys sort):
+//   'j' seq                          -> encoded JobRecord (the record itself)
+//   'i' level a b c (~seq)           -> ""   (template index, newest first)
+//   's' level a b c                  -> encoded TemplateStats
+//   'p' job_id                       -> encoded JobRecord (pending job)
+//   'm' "seq"                        -> next sequence number
+// Recent() iterates one template prefix only, so an estimate never reads the
+// records of unrelated applications.
+#ifndef SOJOURN_MODELS_TURNAROUND_HIST_DB_ROCKSDB_H_
+#define SOJOURN_MODELS_TURNAROUND_HIST_DB_ROCKSDB_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "models/turnaround/hist_db.h"
+
+namespace rocksdb {
+class DB;
+}
+
+namespace sojourn::turnaround {
+
+struct RocksHistDbOptions {
+  // Create the database if `path` does not hold one. Default true.
+  bool create_if_missing = true;
+  // Block cache in MiB. Default 64.
+  int block_cache_mb = 64;
+  // Templates whose newest records are kept in memory for Recent() (0 = no
+  // cache). Default 4096.
+  int recent_cache_templates = 4096;
+};
+
+// Thread-safe; one instance per database directory (RocksDB locks it).
+class RocksHistDb final : public HistDb {
+ public:
+  // Opens or creates the store in directory `path`. Unavailable/Internal on
+  // RocksDB errors (e.g. the directory is locked by another process).
+  static absl::StatusOr<std::unique_ptr<RocksHistDb>> Open(const std::string& path,
+                                                           const RocksHistDbOptions& options);
+  ~RocksHistDb() override;
+
+  absl::Status Put(const JobRecord& record) override;
+  absl::StatusOr<std::vector<JobRecord>> Recent(const TemplateKey& key, int limit) const override;
+  absl::StatusOr<TemplateStats> Stats(const TemplateKey& key) const override;
+  int64_t size() const override;
+  absl::Status PutPending(const JobRecord& record) override;
+  absl::StatusOr<JobRecord> GetPending(int64_t job_id) const override;
+  absl::Status ErasePending(int64_t job_id) override;
+
+ private:
+  RocksHistDb(std::unique_ptr<rocksdb::DB> db, int recent_cache_templates);
+  absl::StatusOr<TemplateStats> StatsLocked(const TemplateKey& key) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::unique_ptr<rocksdb::DB> db_;
+  const int recent_cache_templates_;
+  mutable absl::Mutex mu_;
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable absl::flat_hash_map<TemplateKey, TemplateStats> stats_cache_ ABSL_GUARDED_BY(mu_);
+  // Read cache of Recent(): per template the records read and the limit they
+  // were read with. Put() drops the entries of the templates it changes; a
+  // read that raced with a Put (version_ moved) is not cached.
+  struct RecentEntry {
+    int limit = 0;
+    std::vector<JobRecord> records;
+  };
+  mutable absl::flat_hash_map<TemplateKey, RecentEntry> recent_cache_ ABSL_GUARDED_BY(mu_);
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Record codec, exposed for tests.
+std::string EncodeJobRecord(const JobRecord& r);
+absl::StatusOr<JobRecord> DecodeJobRecord(const std::string& bytes);
+
+}  // namespace sojourn::turnaround
+
+#endif  // SOJOURN_MODELS_TURNAROUND_HIST_DB_ROCKSDB_H_

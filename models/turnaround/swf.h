@@ -1,0 +1,101 @@
+// Importer for the Standard Workload Format (SWF v2.2) of the Parallel
+// Workloads Archive: header comments (`; Key: value`) and 18 integer fields
+// per job, -1 meaning unknown. Plain files and .gz are both accepted.
+#ifndef SOJOURN_MODELS_TURNAROUND_SWF_H_
+#define SOJOURN_MODELS_TURNAROUND_SWF_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "models/turnaround/job.h"
+
+namespace sojourn::turnaround {
+
+// One SWF job line; every field is -1 when unknown.
+struct SwfJob {
+  int64_t line = 0;  // 1-based line number in the file
+  int64_t job_number = -1;
+  int64_t submit_time = -1;
+  int64_t wait_time = -1;
+  int64_t run_time = -1;
+  int64_t allocated_procs = -1;
+  double avg_cpu_time = -1;  // per processor
+  double used_memory_kb = -1;
+  int64_t requested_procs = -1;
+  int64_t requested_time = -1;
+  int64_t requested_memory_kb = -1;
+  int64_t status = -1;
+  int64_t user = -1;
+  int64_t group = -1;
+  int64_t executable = -1;
+  int64_t queue = -1;
+  int64_t partition = -1;
+  int64_t preceding_job = -1;
+  int64_t think_time = -1;
+
+  // Processors the job used: allocated, else requested, else -1.
+  int64_t procs() const { return allocated_procs > 0 ? allocated_procs : requested_procs; }
+  // True when both the wait and the run time are known (turnaround truth).
+  bool has_turnaround() const { return wait_time >= 0 && run_time >= 0; }
+};
+
+// Header fields the importer understands; `fields` keeps every `Key: value`
+// line verbatim (repeated keys such as Queue are joined with '\n').
+struct SwfHeader {
+  std::string version;
+  int64_t unix_start_time = -1;
+  int64_t time_zone = 0;  // seconds offset of TimeZone, 0 if absent
+  std::string time_zone_string;
+  int64_t max_jobs = -1;
+  int64_t max_records = -1;
+  int64_t max_nodes = -1;
+  int64_t max_procs = -1;
+  int64_t max_runtime = -1;
+  int64_t max_memory = -1;
+  bool allow_overuse = false;
+  int64_t max_queues = -1;
+  int64_t max_partitions = -1;
+  std::map<std::string, std::string> fields;
+
+  // Cluster size for simulation: MaxNodes, else MaxProcs, else -1.
+  int64_t cluster_size() const { return max_nodes > 0 ? max_nodes : max_procs; }
+};
+
+struct SwfIssue {
+  int64_t line = 0;
+  std::string reason;
+};
+
+struct SwfLog {
+  SwfHeader header;
+  std::vector<SwfJob> jobs;
+  // Malformed job lines that were skipped (OnMalformed::kSkip).
+  std::vector<SwfIssue> skipped;
+};
+
+struct SwfReadOptions {
+  enum class OnMalformed { kReject, kSkip };
+  // kReject: the first malformed job line fails the read with
+  // InvalidArgumentError "<path>:<line>: <reason>". kSkip: it is recorded in
+  // SwfLog::skipped and reading continues.
+  OnMalformed on_malformed = OnMalformed::kReject;
+  // Stop after this many job lines (0 = all).
+  int64_t max_jobs = 0;
+};
+
+// Reads PATH (plain or gzip). NotFound if it cannot be opened.
+absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& options);
+// Parses SWF text already in memory; `name` is used in error messages.
+absl::StatusOr<SwfLog> ParseSwf(const std::string& text, const std::string& name,
+                                const SwfReadOptions& options);
+
+// The job as the predictor sees it at submit time (no wait/run/cpu truth).
+// Procs are clamped to >= 1; the CPU fraction is left unknown.
+JobSpec ToJobSpec(const SwfJob& job);
+
+}  // namespace sojourn::turnaround
+
+#endif  // SOJOURN_MODELS_TURNAROUND_SWF_H_

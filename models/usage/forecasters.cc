@@ -1,0 +1,341 @@
+#include "models/usage/forecasters.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace sojourn::usage {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double Clamp01(double v) { return std::min(1.0, std::max(0.0, v)); }
+
+// Last known value before `now`, looking back at most one day.
+double LastValue(const std::vector<double>& series, int64_t now, DowntimePolicy downtime) {
+  for (int64_t b = now - 1; b >= std::max<int64_t>(0, now - kBinsPerDay); --b) {
+    const double v = HistoryValue(series, b, downtime);
+    if (!std::isnan(v)) return v;
+  }
+  return kNaN;
+}
+
+bool ForecastUpa(const std::vector<double>& series, int64_t now, int horizon,
+                 DowntimePolicy downtime, const UsagePatterns& patterns, double* out) {
+  if (patterns.empty()) return false;
+  const bool variational = patterns.options.normalization == Normalization::kVariational;
+  // window[i] = bin now - 288 + i: 24 h of history, then the forecast as it is
+  // produced (chaining, section 2.2 (b)).
+  std::vector<double> window(kBinsPerDay + horizon, kNaN);
+  int valid_history = 0;
+  for (int i = 0; i < kBinsPerDay; ++i) {
+    window[i] = HistoryValue(series, now - kBinsPerDay + i, downtime);
+    if (!std::isnan(window[i])) ++valid_history;
+  }
+  if (valid_history == 0) return false;
+  int produced = 0;
+  int phase = static_cast<int>(((now % kBinsPerDay) + kBinsPerDay) % kBinsPerDay);
+  while (produced < horizon) {
+    const double* recent = window.data() + produced;
+    double a = 0;
+    if (variational) {
+      int n = 0;
+      for (int i = 0; i < kBinsPerDay; ++i) {
+        if (!std::isnan(recent[i])) {
+          a += recent[i];
+          ++n;
+        }
+      }
+      a /= n;
+    }
+    // Nearest prototype over bins [phase, phase + 288) (section 2.2).
+    size_t best = 0;
+    double best_d = std::numeric_limits<double>::infinity();
+    for (size_t c = 0; c < patterns.prototypes.size(); ++c) {
+      const double* proto = patterns.prototypes[c].data() + phase;
+      double d = 0;
+      for (int i = 0; i < kBinsPerDay; ++i) {
+        const double x = recent[i];
+        if (std::isnan(x)) continue;
+        const double e = x - a - proto[i];
+        d += e * e;
+      }
+      if (d < best_d) {
+        best_d = d;
+        best = c;
+      }
+    }
+    const double* future = patterns.prototypes[best].data() + phase + kBinsPerDay;
+    const int steps = std::min(kBinsPerDay - phase, horizon - produced);
+    for (int j = 0; j < steps; ++j) {
+      const double v = Clamp01(future[j] + a);
+      out[produced + j] = v;
+      window[kBinsPerDay + produced + j] = v;
+    }
+    produced += steps;
+    phase = 0;
+  }
+  return true;
+}
+
+}  // namespace
+
+const char* ForecasterName(Forecaster f) {
+  switch (f) {
+    case Forecaster::kUpa:
+      return "upa";
+    case Forecaster::kLast4:
+      return "last4";
+    case Forecaster::kPersist:
+      return "persist";
+    case Forecaster::kSameTimeYesterday:
+      return "same_time_yesterday";
+  }
+  return "?";
+}
+
+absl::StatusOr<Forecaster> ParseForecaster(absl::string_view name) {
+  const std::string n = absl::AsciiStrToLower(name);
+  for (Forecaster f : kAllForecasters) {
+    if (n == ForecasterName(f)) return f;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown forecaster '", name, "' (upa, last4, persist or same_time_yesterday)"));
+}
+
+double HistoryValue(const std::vector<double>& series, int64_t b, DowntimePolicy downtime) {
+  if (b < 0 || b >= static_cast<int64_t>(series.size())) return kNaN;
+  const double v = series[b];
+  if (std::isnan(v) && downtime == DowntimePolicy::kFullUse) return 1.0;
+  return v;
+}
+
+bool Forecast(Forecaster f, const std::vector<double>& series, int64_t now, int horizon,
+              DowntimePolicy downtime, const UsagePatterns* patterns, double* out) {
+  if (horizon <= 0) return true;
+  switch (f) {
+    case Forecaster::kUpa:
+      return patterns != nullptr && ForecastUpa(series, now, horizon, downtime, *patterns, out);
+    case Forecaster::kPersist: {
+      const double v = LastValue(series, now, downtime);
+      if (std::isnan(v)) return false;
+      std::fill(out, out + horizon, v);
+      return true;
+    }
+    case Forecaster::kLast4: {
+      // Section 4.2: "the average of the last four hours".
+      double sum = 0;
+      int n = 0;
+      for (int64_t b = now - 4 * kBinsPerHour; b < now; ++b) {
+        const double v = HistoryValue(series, b, downtime);
+        if (!std::isnan(v)) {
+          sum += v;
+          ++n;
+        }
+      }
+      const double v = n > 0 ? sum / n : LastValue(series, now, downtime);
+      if (std::isnan(v)) return false;
+      std::fill(out, out + horizon, v);
+      return true;
+    }
+    case Forecaster::kSameTimeYesterday: {
+      const double fallback = LastValue(series, now, downtime);
+      if (std::isnan(fallback)) return false;
+      for (int i = 0; i < horizon; ++i) {
+        const double v = HistoryValue(series, now - kBinsPerDay + (i % kBinsPerDay), downtime);
+        out[i] = std::isnan(v) ? fallback : v;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+bool StaysAvailable(const double* use, int bins, double alpha) {
+  for (int i = 0; i < bins; ++i) {
+    if (!(1.0 - use[i] >= alpha)) return false;
+  }
+  return true;
+}
+
+double DecisionError(const double* pred, const double* actual) {
+  int wrong = 0, total = 0;
+  double max_p = 0, max_a = 0;
+  int done = 0;
+  for (int eta_minutes : kEtaMinutes) {
+    const int bins = eta_minutes * 60 / static_cast<int>(kBinSeconds);
+    for (; done < bins; ++done) {
+      if (std::isnan(actual[done])) return kNaN;
+      max_p = std::max(max_p, pred[done]);
+      max_a = std::max(max_a, actual[done]);
+    }
+    for (int i = 0; i < kNumAlphas; ++i) {
+      const double alpha = Alpha(i);
+      wrong += ((1.0 - max_p >= alpha) != (1.0 - max_a >= alpha)) ? 1 : 0;
+      ++total;
+    }
+  }
+  return static_cast<double>(wrong) / total;
+}
+
+bool DecisionErrorsByEta(const double* pred, const double* actual,
+                         std::array<double, kEtaMinutes.size()>* wrong) {
+  std::array<double, kEtaMinutes.size()> out;
+  double max_p = 0, max_a = 0;
+  int done = 0;
+  for (size_t e = 0; e < kEtaMinutes.size(); ++e) {
+    const int bins = kEtaMinutes[e] * 60 / static_cast<int>(kBinSeconds);
+    for (; done < bins; ++done) {
+      if (std::isnan(actual[done])) return false;
+      max_p = std::max(max_p, pred[done]);
+      max_a = std::max(max_a, actual[done]);
+    }
+    int w = 0;
+    for (int i = 0; i < kNumAlphas; ++i) {
+      const double alpha = Alpha(i);
+      w += ((1.0 - max_p >= alpha) != (1.0 - max_a >= alpha)) ? 1 : 0;
+    }
+    out[e] = static_cast<double>(w) / kNumAlphas;
+  }
+  *wrong = out;
+  return true;
+}
+
+int EtaIndexFor(int horizon_bins) {
+  int best = 0;
+  for (size_t e = 0; e < kEtaMinutes.size(); ++e) {
+    if (kEtaMinutes[e] * 60 / static_cast<int>(kBinSeconds) <= horizon_bins)
+      best = static_cast<int>(e);
+  }
+  return best;
+}
+
+MethodChoice DataAgeRule(const std::vector<double>& series, int64_t now, int64_t first, int horizon,
+                         DowntimePolicy downtime, const UsagePatterns* patterns,
+                         const AdaptiveOptions& options) {
+  MethodChoice c;
+  if (first >= now) first = -1;
+  const double hours = first < 0 ? 0.0 : static_cast<double>(now - first) / kBinsPerHour;
+  const double days = hours / 24.0;
+  if (days > options.upa_min_days && patterns != nullptr && !patterns->empty()) {
+    c.method = Forecaster::kUpa;
+    c.why = absl::StrFormat("data-age rule: %.1f days of data (> %g)", days, options.upa_min_days);
+    // Idle rule (section 4.2): idle for two hours and UPA predicts idle
+    // predominance for the job's duration -> prefer last4.
+    const int idle_bins = static_cast<int>(std::lround(options.idle_hours * kBinsPerHour));
+    bool idle = idle_bins > 0 && now >= idle_bins;
+    for (int64_t b = now - idle_bins; idle && b < now; ++b) {
+      const double v = HistoryValue(series, b, downtime);
+      idle = !std::isnan(v) && v <= options.idle_use;
+    }
+    if (idle && horizon > 0) {
+      std::vector<double> pred(horizon);
+      if (Forecast(Forecaster::kUpa, series, now, horizon, downtime, patterns, pred.data())) {
+        const int idle_pred = static_cast<int>(std::count_if(
+            pred.begin(), pred.end(), [&](double v) { return v <= options.idle_use; }));
+        if (2 * idle_pred > horizon) {
+          c.method = Forecaster::kLast4;
+          c.why =
+              absl::StrFormat("idle rule: idle for %gh and UPA predicts idleness for %d of %d bins",
+                              options.idle_hours, idle_pred, horizon);
+        }
+      }
+    }
+  } else if (hours > options.last4_min_hours) {
+    c.method = Forecaster::kLast4;
+    c.why =
+        absl::StrFormat("data-age rule: %.1f days of data%s", days,
+                        (patterns == nullptr || patterns->empty()) && days > options.upa_min_days
+                            ? " but no use patterns yet"
+                            : "");
+  } else {
+    c.method = Forecaster::kPersist;
+    c.why = absl::StrFormat("data-age rule: %.1f hours of data (<= %g)", hours,
+                            options.last4_min_hours);
+  }
+  return c;
+}
+
+RecentErrorTable::RecentErrorTable(const std::vector<double>& series, DowntimePolicy downtime,
+                                   int64_t first, int64_t limit, const SelectorOptions& options,
+                                   const std::function<const UsagePatterns*(int64_t)>& patterns_for)
+    : first_(first),
+      step_(std::max(1, options.step_bins)),
+      window_bins_(options.window_days * kBinsPerDay) {
+  limit = std::min<int64_t>(limit, static_cast<int64_t>(series.size()));
+  const int64_t points =
+      limit - kTestHorizonBins >= first ? (limit - kTestHorizonBins - first) / step_ + 1 : 0;
+  for (int f = 0; f < kNumForecasters; ++f) {
+    for (auto& v : sum_[f]) v.assign(points + 1, 0.0);
+    count_[f].assign(points + 1, 0);
+  }
+  std::vector<double> pred(kTestHorizonBins), actual(kTestHorizonBins);
+  std::array<double, kEtaMinutes.size()> wrong;
+  for (int64_t p = 0; p < points; ++p) {
+    const int64_t s = first + p * step_;
+    bool ok = s >= 0;
+    for (int i = 0; ok && i < kTestHorizonBins; ++i) {
+      actual[i] = HistoryValue(series, s + i, downtime);
+      ok = !std::isnan(actual[i]);
+    }
+    const UsagePatterns* patterns = ok ? patterns_for(s) : nullptr;
+    for (int f = 0; f < kNumForecasters; ++f) {
+      wrong.fill(0.0);
+      int n = 0;
+      if (ok && Forecast(kAllForecasters[f], series, s, kTestHorizonBins, downtime, patterns,
+                         pred.data())) {
+        DecisionErrorsByEta(pred.data(), actual.data(), &wrong);
+        n = 1;
+      }
+      for (size_t e = 0; e < wrong.size(); ++e) sum_[f][e][p + 1] = sum_[f][e][p] + wrong[e];
+      count_[f][p + 1] = count_[f][p] + n;
+    }
+  }
+}
+
+RecentScores RecentErrorTable::Recent(int64_t now, int horizon_bins) const {
+  RecentScores out;
+  const int64_t points = count_[0].empty() ? 0 : static_cast<int64_t>(count_[0].size()) - 1;
+  const int e = EtaIndexFor(horizon_bins);
+  if (points == 0) return out;
+  // Points p with s = first + p * step in [now - window, now - horizon].
+  const auto ceil_div = [](int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); };
+  const auto floor_div = [](int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+  int64_t lo = ceil_div(now - window_bins_ - first_, step_);
+  int64_t hi = floor_div(now - kTestHorizonBins - first_, step_);
+  lo = std::max<int64_t>(lo, 0);
+  hi = std::min<int64_t>(hi, points - 1);
+  if (hi < lo) return out;
+  for (int f = 0; f < kNumForecasters; ++f) {
+    const int n = count_[f][hi + 1] - count_[f][lo];
+    out[f].points = n;
+    if (n > 0) out[f].error = (sum_[f][e][hi + 1] - sum_[f][e][lo]) / n;
+  }
+  return out;
+}
+
+MethodChoice SelectBest(const RecentScores& scores, const MethodChoice& fallback, int min_points) {
+  int best = -1;
+  const int preferred = static_cast<int>(fallback.method);
+  for (int f = 0; f < kNumForecasters; ++f) {
+    if (scores[f].points < std::max(1, min_points)) continue;
+    if (best < 0 || scores[f].error < scores[best].error - 1e-12 ||
+        (std::abs(scores[f].error - scores[best].error) <= 1e-12 && f == preferred)) {
+      best = f;
+    }
+  }
+  if (best < 0) return fallback;
+  MethodChoice c;
+  c.method = kAllForecasters[best];
+  c.by_selector = true;
+  c.recent_error = scores[best].error;
+  c.recent_points = scores[best].points;
+  c.why = absl::StrFormat("best-of selector: lowest recent error %.4f over %d replay points",
+                          c.recent_error, c.recent_points);
+  return c;
+}
+
+}  // namespace sojourn::usage

@@ -1,0 +1,173 @@
+// Usage forecasters, the availability tests that score them, the adaptive
+// data-age rule (paper 003, section 4.2) and the per-host recent-error
+// bookkeeping of the best-of selector (issue 8, after the Network Weather
+// Service: answer with the forecaster that has been most accurate lately).
+// Pure functions and value types; thread-compatible.
+#ifndef SOJOURN_MODELS_USAGE_FORECASTERS_H_
+#define SOJOURN_MODELS_USAGE_FORECASTERS_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "models/usage/patterns.h"
+#include "models/usage/series.h"
+
+namespace sojourn::usage {
+
+enum class Forecaster {
+  kUpa = 0,                // nearest prototype to the last 24 h (section 2.2)
+  kLast4 = 1,              // mean of the last 4 hours (section 4.2)
+  kPersist = 2,            // the current use persists (section 4.2)
+  kSameTimeYesterday = 3,  // the value 24 h earlier (issue 8)
+};
+inline constexpr int kNumForecasters = 4;
+inline constexpr std::array<Forecaster, kNumForecasters> kAllForecasters = {
+    Forecaster::kUpa, Forecaster::kLast4, Forecaster::kPersist, Forecaster::kSameTimeYesterday};
+
+// "upa", "last4", "persist", "same_time_yesterday".
+const char* ForecasterName(Forecaster f);
+absl::StatusOr<Forecaster> ParseForecaster(absl::string_view name);
+
+// Value of history bin b as the forecasters see it: NaN outside the series or
+// when missing under kDiscard, 1.0 (full use) when missing under kFullUse.
+double HistoryValue(const std::vector<double>& series, int64_t b, DowntimePolicy downtime);
+
+// Predicts the use of bins [now, now + horizon) into out[0..horizon), each
+// value clamped to 0..1. Reads only bins before `now`. `patterns` is needed
+// by kUpa only. Returns false when the forecaster cannot answer (no history;
+// for kUpa also no prototypes or no data in the last 24 h).
+//
+// kUpa (section 2.2): the last 24 h are compared with bins [p, p + 288) of
+// every prototype, p = time of day of `now`, and the nearest prototype's bins
+// from p + 288 on are the forecast. With variational normalisation the mean
+// of the last 24 h is subtracted before the comparison and added to the
+// prototype. Past the end of the 48 h object the prediction is chained
+// (section 2.2, option (b)): the last 24 h of history-plus-forecast select
+// the next prototype. Missing history bins are left out of the distance.
+bool Forecast(Forecaster f, const std::vector<double>& series, int64_t now, int horizon,
+              DowntimePolicy downtime, const UsagePatterns* patterns, double* out);
+
+// Availability tests of section 3: "will the free share of the resource stay
+// at or above alpha for eta?" with alpha in 10 %..90 % (step 10 %) and eta in
+// 10, 20, 30, 60, 90, 120, 240 minutes.
+inline constexpr std::array<int, 7> kEtaMinutes = {10, 20, 30, 60, 90, 120, 240};
+inline constexpr int kNumAlphas = 9;
+inline constexpr int kTestHorizonBins = 48;  // the longest eta
+inline double Alpha(int i) { return 0.1 * (i + 1); }
+
+// True when 1 - use[i] >= alpha for every i < bins (the test's "yes").
+bool StaysAvailable(const double* use, int bins, double alpha);
+
+// Fraction of the 63 (alpha, eta) tests that `pred` answers differently from
+// `actual` (both kTestHorizonBins long). NaN when `actual` has a NaN.
+double DecisionError(const double* pred, const double* actual);
+
+// The same per eta: wrong[e] = share of the 9 alpha tests of kEtaMinutes[e]
+// answered wrongly. False (and wrong untouched) when `actual` has a NaN.
+bool DecisionErrorsByEta(const double* pred, const double* actual,
+                         std::array<double, kEtaMinutes.size()>* wrong);
+
+// Index in kEtaMinutes of the longest eta not longer than `horizon_bins`
+// (0 for shorter horizons): the test a request of that horizon resembles.
+int EtaIndexFor(int horizon_bins);
+
+// Section 4.2's adaptive behaviour.
+struct AdaptiveOptions {
+  // UPA with more than this many days of data.
+  double upa_min_days = 21;
+  // last4 with more than this many hours of data; persistence otherwise.
+  double last4_min_hours = 4;
+  // Idle rule: a bin is idle when its use is at most this (availability of
+  // 99 %, the paper's example threshold).
+  double idle_use = 0.01;
+  // Idle rule: the host must have been idle this long.
+  double idle_hours = 2;
+};
+
+// Which forecaster answered, and why.
+struct MethodChoice {
+  Forecaster method = Forecaster::kPersist;
+  // Human-readable reason, e.g. "data-age rule: 3.2 days of data (<= 21)".
+  std::string why;
+  // The best-of selector's mean recent error of `method` (fraction of wrong
+  // availability tests) and on how many replay points; NaN / 0 when the
+  // data-age rule chose.
+  double recent_error = std::numeric_limits<double>::quiet_NaN();
+  int recent_points = 0;
+  bool by_selector = false;
+};
+
+// Section 4.2: UPA if more than upa_min_days of data (measured from the first
+// bin with data) and prototypes exist; else last4 if more than
+// last4_min_hours; else persistence. Idle rule: when UPA is chosen, the host
+// has been idle for idle_hours and UPA predicts idleness for most of the next
+// `horizon` bins, last4 answers instead.
+// `first_valid` is the first bin of `series` with data (-1: none).
+MethodChoice DataAgeRule(const std::vector<double>& series, int64_t now, int64_t first_valid,
+                         int horizon, DowntimePolicy downtime, const UsagePatterns* patterns,
+                         const AdaptiveOptions& options);
+
+// The best-of selector's settings.
+struct SelectorOptions {
+  // Recent errors are averaged over replay points of this many past days.
+  int window_days = 7;
+  // A forecaster needs this many replay points to be judged (default: one
+  // day of points); with fewer for every forecaster the data-age rule answers.
+  int min_points = kBinsPerDay / 5;
+  // Replay every this many bins. 5 bins (25 minutes) is coprime with the
+  // hour and the day, so over the window the replay points visit every
+  // 5-minute phase equally, as requests do; an hourly grid would land every
+  // point on the hour, where hourly-sampled hosts change state, and unfairly
+  // penalise persistence.
+  int step_bins = 5;
+};
+
+// Mean recent error of one forecaster.
+struct RecentScore {
+  double error = std::numeric_limits<double>::quiet_NaN();
+  int points = 0;
+};
+using RecentScores = std::array<RecentScore, kNumForecasters>;
+
+// Per-host record of how each forecaster did on the host's own history: every
+// forecaster is replayed at points first, first + step, ... and scored with
+// DecisionErrorsByEta against what happened next. Recent() sums the points of
+// a window with prefix sums, so one table serves any number of queries.
+class RecentErrorTable {
+ public:
+  // `patterns_for(s)` gives the prototypes UPA may use at replay point s (it
+  // should not have been trained on data after s), or nullptr.
+  RecentErrorTable(const std::vector<double>& series, DowntimePolicy downtime, int64_t first,
+                   int64_t limit, const SelectorOptions& options,
+                   const std::function<const UsagePatterns*(int64_t)>& patterns_for);
+  RecentErrorTable() = default;
+
+  // Scores over points s with now - window <= s and s + kTestHorizonBins <=
+  // now, on the availability tests whose eta matches a request of
+  // `horizon_bins` (EtaIndexFor): a forecaster is judged on the kind of
+  // question it is about to answer.
+  RecentScores Recent(int64_t now, int horizon_bins) const;
+
+ private:
+  int64_t first_ = 0;
+  int step_ = kBinsPerHour;
+  int window_bins_ = 7 * kBinsPerDay;
+  // Prefix sums over point index, per forecaster and eta.
+  std::array<std::array<std::vector<double>, kEtaMinutes.size()>, kNumForecasters> sum_;
+  std::array<std::vector<int>, kNumForecasters> count_;
+};
+
+// The best-of choice: the forecaster with the lowest recent error among those
+// with at least min_points points; ties go to `fallback`'s method, then to
+// the order of kAllForecasters. Returns `fallback` when nobody qualifies.
+MethodChoice SelectBest(const RecentScores& scores, const MethodChoice& fallback, int min_points);
+
+}  // namespace sojourn::usage
+
+#endif  // SOJOURN_MODELS_USAGE_FORECASTERS_H_

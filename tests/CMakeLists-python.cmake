@@ -1,0 +1,41 @@
+# Python client, ops and deployment tests (owner: ops). Included from the
+# top-level CMakeLists.txt: include(tests/CMakeLists-python.cmake).
+#
+#   sojourn_python_client_test  grpcio client from proto/ against the real services
+#   sojourn_ops_prometheus_test a real Prometheus scrapes every service's /metrics
+#   sojourn_deploy_config_test  docker-compose config, promtool check config, units, dashboard
+#
+# The Python tests need Debian's interpreter (python3-grpcio, python3-grpc-tools,
+# python3-protobuf); a pyenv/virtualenv python3 first on PATH would lack them.
+set(SOJOURN_PYTHON3 /usr/bin/python3 CACHE FILEPATH
+    "Python interpreter with grpcio, grpc_tools and protobuf (Debian's)")
+find_program(SOJOURN_PROMETHEUS prometheus PATHS /usr/bin NO_DEFAULT_PATH)
+find_program(SOJOURN_PROMETHEUS prometheus)
+find_program(SOJOURN_PROMTOOL promtool PATHS /usr/bin NO_DEFAULT_PATH)
+find_program(SOJOURN_PROMTOOL promtool)
+if(NOT SOJOURN_PROMETHEUS)
+  set(SOJOURN_PROMETHEUS /usr/bin/prometheus)
+endif()
+if(NOT SOJOURN_PROMTOOL)
+  set(SOJOURN_PROMTOOL /usr/bin/promtool)
+endif()
+
+if(TARGET broker AND TARGET predictor AND TARGET statemgr AND TARGET monitor)
+  add_test(NAME sojourn_python_client_test
+    COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/python/grpc_client_test.py
+            --bin-dir $<TARGET_FILE_DIR:broker>)
+  add_test(NAME sojourn_ops_prometheus_test
+    COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/ops/prometheus_test.py
+            --bin-dir $<TARGET_FILE_DIR:broker>
+            --prometheus ${SOJOURN_PROMETHEUS} --promtool ${SOJOURN_PROMTOOL})
+  set_tests_properties(sojourn_python_client_test sojourn_ops_prometheus_test PROPERTIES
+    TIMEOUT 180 LABELS "python;integration"
+    # The services' binaries must all be in one directory (CMAKE_RUNTIME_OUTPUT_DIRECTORY).
+    ENVIRONMENT "SOJOURN_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
+endif()
+
+add_test(NAME sojourn_deploy_config_test
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/ops/deploy_config_test.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(sojourn_deploy_config_test PROPERTIES
+  TIMEOUT 120 LABELS "deploy"
+  ENVIRONMENT "PROMTOOL=${SOJOURN_PROMTOOL};PYTHON3=${SOJOURN_PYTHON3}")

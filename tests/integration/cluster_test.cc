@@ -1,0 +1,302 @@
+// Starts the four services in this process on loopback port 0 (statemgr on a
+// RocksDB temp dir, predictor, broker, monitor on a fake /proc), streams
+// samples, and ranks hosts through the real gRPC stack.
+#include <filesystem>
+#include <fstream>
+
+#include <grpcpp/grpcpp.h>
+
+#include "common/server.h"
+#include "gtest/gtest.h"
+#include "services/broker/broker_service.h"
+#include "services/convert.h"
+#include "services/monitor/monitor.h"
+#include "services/monitor/monitor_service.h"
+#include "services/predictor/predictor_service.h"
+#include "services/statemgr/registrar.h"
+#include "services/statemgr/statemgr_service.h"
+#include "tests/test_util.h"
+
+namespace sojourn {
+namespace {
+
+using sojourn::testing::IsOk;
+using sojourn::testing::TempDir;
+
+constexpr int64_t kMonday = 1700438400;  // 2023-11-20 00:00 UTC
+
+// The broker is built before the predictor's port is known; this source
+// connects once the test tells it where.
+class DeferredTrSource final : public broker::TrSource {
+ public:
+  void Connect(const std::string& address) {
+    inner_ = std::make_unique<broker::GrpcTrSource>(address);
+  }
+  absl::StatusOr<v1::PredictAvailabilityResponse> Predict(
+      const v1::PredictAvailabilityRequest& request) override {
+    return inner_->Predict(request);
+  }
+
+ private:
+  std::unique_ptr<broker::GrpcTrSource> inner_;
+};
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // statemgr
+    auto store = statemgr::SampleStore::Open(dir_.File("db"), false);
+    ASSERT_THAT(store.status(), IsOk());
+    store_ = std::move(*store);
+    statemgr::HostBookConfig bc;
+    bc.default_period_seconds = 300;
+    book_ = std::make_unique<statemgr::HostBook>(bc, *store_, clock_);
+    sm_service_ = std::make_unique<statemgr::StateManagerService>(*book_, sm_metrics_);
+    auto sm = GrpcServer::Start({}, {sm_service_.get()}, sm_metrics_);
+    ASSERT_THAT(sm.status(), IsOk());
+    sm_server_ = std::move(*sm);
+    // broker (TR source connected below)
+    registry_ = std::make_unique<broker::HostRegistry>(clock_, absl::Seconds(60));
+    broker_service_ = std::make_unique<broker::BrokerService>(*registry_, tr_source_, pool_);
+    ServerOptions bo;
+    bo.metrics_address = "127.0.0.1:0";
+    auto b = GrpcServer::Start(bo, {broker_service_.get()}, broker_metrics_);
+    ASSERT_THAT(b.status(), IsOk());
+    broker_server_ = std::move(*b);
+    // predictor
+    predictor::AvailabilityPredictorConfig pc;
+    pc.broker_address = broker_server_->address();
+    predictor_ = std::make_unique<predictor::AvailabilityPredictor>(pc, clock_);
+    predictor_service_ = std::make_unique<predictor::PredictorService>(*predictor_, pool_);
+    auto p = GrpcServer::Start({}, {predictor_service_.get()}, predictor_metrics_);
+    ASSERT_THAT(p.status(), IsOk());
+    predictor_server_ = std::move(*p);
+    tr_source_.Connect(predictor_server_->address());
+
+    broker_stub_ = v1::Broker::NewStub(grpc::CreateChannel(
+        broker_server_->address(), grpc::InsecureChannelCredentials()));
+    sm_stub_ = v1::StateManager::NewStub(
+        grpc::CreateChannel(sm_server_->address(), grpc::InsecureChannelCredentials()));
+    predictor_stub_ = v1::Predictor::NewStub(grpc::CreateChannel(
+        predictor_server_->address(), grpc::InsecureChannelCredentials()));
+  }
+
+  void TearDown() override {
+    for (auto* s : {predictor_server_.get(), broker_server_.get(), sm_server_.get()}) {
+      if (s != nullptr) s->Shutdown(absl::Seconds(1));
+    }
+  }
+
+  // Streams `days` days of 5-minute samples of `host` through PushSamples.
+  v1::PushSamplesResponse Push(const std::string& host, int days, double busy_load) {
+    grpc::ClientContext ctx;
+    v1::PushSamplesResponse resp;
+    auto writer = sm_stub_->PushSamples(&ctx, &resp);
+    for (int d = 0; d < days; ++d) {
+      v1::PushSamplesRequest req;
+      req.set_host(host);
+      req.set_period_seconds(300);
+      req.mutable_attributes()->set_cpu_cores(4);
+      req.mutable_attributes()->set_total_mem_mb(8192);
+      for (int64_t t = kMonday + d * 86400; t < kMonday + (d + 1) * 86400; t += 300) {
+        HostSample s;
+        s.unix_seconds = t;
+        const int hour = static_cast<int>((t % 86400) / 3600);
+        s.cpu_load = (hour >= 9 && hour < 17 && (t / 300) % 7 == 0) ? busy_load : 0.05;
+        s.free_mem_mb = 4000;
+        *req.add_samples() = ToProto(s);
+      }
+      EXPECT_TRUE(writer->Write(req));
+    }
+    writer->WritesDone();
+    EXPECT_TRUE(writer->Finish().ok());
+    return resp;
+  }
+
+  TempDir dir_;
+  FakeClock clock_{absl::FromUnixSeconds(kMonday + 21 * 86400 + 8 * 3600)};
+  ThreadPool pool_{2};
+  Metrics sm_metrics_{"statemgr"}, broker_metrics_{"broker"}, predictor_metrics_{"predictor"};
+  std::unique_ptr<statemgr::SampleStore> store_;
+  std::unique_ptr<statemgr::HostBook> book_;
+  std::unique_ptr<statemgr::StateManagerService> sm_service_;
+  std::unique_ptr<GrpcServer> sm_server_;
+  DeferredTrSource tr_source_;
+  std::unique_ptr<broker::HostRegistry> registry_;
+  std::unique_ptr<broker::BrokerService> broker_service_;
+  std::unique_ptr<GrpcServer> broker_server_;
+  std::unique_ptr<predictor::AvailabilityPredictor> predictor_;
+  std::unique_ptr<predictor::PredictorService> predictor_service_;
+  std::unique_ptr<GrpcServer> predictor_server_;
+  std::unique_ptr<v1::Broker::Stub> broker_stub_;
+  std::unique_ptr<v1::StateManager::Stub> sm_stub_;
+  std::unique_ptr<v1::Predictor::Stub> predictor_stub_;
+};
+
+// Samples streamed to the statemgr lead, through registration, the predictor
+// and the broker, to a ranking of every host with TR in [0, 1]; the busier
+// host ranks lower.
+TEST_F(ClusterTest, StreamsSamplesAndRanksHosts) {
+  auto ack = Push("calm", 21, 0.3);
+  EXPECT_EQ(ack.persisted_samples(), 21 * 288);
+  EXPECT_EQ(ack.last_persisted_unix_seconds().at("calm"), kMonday + 21 * 86400 - 300);
+  Push("stormy", 21, 0.95);
+  statemgr::RegistrarConfig rc;
+  rc.broker_address = broker_server_->address();
+  rc.advertise_address = sm_server_->address();
+  statemgr::Registrar registrar(rc, *book_, clock_);
+  ASSERT_EQ(registrar.RegisterAll(), 2);
+
+  grpc::ClientContext ctx;
+  v1::RankHostsRequest req;
+  req.mutable_job()->set_duration_seconds(4 * 3600);
+  v1::RankHostsResponse resp;
+  // Sunday 09:00 of week 3: the window covers the stormy host's busy hours.
+  clock_.Set(absl::FromUnixSeconds(kMonday + 20 * 86400 + 9 * 3600));
+  ASSERT_TRUE(broker_stub_->RankHosts(&ctx, req, &resp).ok());
+  ASSERT_EQ(resp.hosts_size(), 2);
+  for (const auto& h : resp.hosts()) {
+    ASSERT_TRUE(h.has_tr_ratio()) << h.host() << ": " << h.reason();
+    EXPECT_GE(h.tr_ratio(), 0.0);
+    EXPECT_LE(h.tr_ratio(), 1.0);
+    EXPECT_TRUE(h.eligible()) << h.reason();
+  }
+  EXPECT_EQ(resp.hosts(0).host(), "calm");
+  EXPECT_GT(resp.hosts(0).tr_ratio(), resp.hosts(1).tr_ratio() + 0.3);
+  // The metrics interceptor counted the call.
+  EXPECT_NE(broker_metrics_.Render().find("method=\"RankHosts\""), std::string::npos);
+}
+
+// A window that starts in the stormy host's busy hours predicts failure more
+// often than the calm host's, through PredictAvailability with a TR curve.
+TEST_F(ClusterTest, PredictAvailabilityReturnsCurve) {
+  Push("stormy", 21, 0.95);
+  statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
+  statemgr::Registrar registrar(rc, *book_, clock_);
+  ASSERT_EQ(registrar.RegisterAll(), 1);
+  clock_.Set(absl::FromUnixSeconds(kMonday + 21 * 86400 - 200));
+  grpc::ClientContext ctx;
+  v1::PredictAvailabilityRequest req;
+  req.set_host("stormy");
+  req.set_window_seconds(3 * 3600);
+  req.set_start_unix_seconds(kMonday + 14 * 86400 + 9 * 3600);  // Monday 09:00 of week 3
+  req.set_curve_points(6);
+  v1::PredictAvailabilityResponse resp;
+  ASSERT_TRUE(predictor_stub_->PredictAvailability(&ctx, req, &resp).ok());
+  EXPECT_EQ(resp.curve_size(), 6);
+  EXPECT_EQ(resp.curve(5).offset_seconds(), 3 * 3600);
+  EXPECT_NEAR(resp.curve(5).tr_ratio(), resp.tr_ratio(), 1e-12);
+  for (int i = 1; i < resp.curve_size(); ++i) {
+    EXPECT_LE(resp.curve(i).tr_ratio(), resp.curve(i - 1).tr_ratio() + 1e-12);
+  }
+  EXPECT_LT(resp.tr_ratio(), 0.5);  // a spike above Th2 every 35 minutes in office hours
+  EXPECT_EQ(resp.history_windows(), 10);
+  EXPECT_FALSE(resp.low_history());
+}
+
+// Malformed requests get INVALID_ARGUMENT / NOT_FOUND with a message and the
+// services keep serving.
+TEST_F(ClusterTest, MalformedRequestsAreRejected) {
+  {
+    grpc::ClientContext ctx;
+    v1::RankHostsRequest req;
+    req.mutable_job()->set_duration_seconds(-3600);
+    v1::RankHostsResponse resp;
+    grpc::Status s = broker_stub_->RankHosts(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_FALSE(s.error_message().empty());
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::PredictAvailabilityRequest req;
+    req.set_host("ghost");
+    req.set_window_seconds(3600);
+    v1::PredictAvailabilityResponse resp;
+    grpc::Status s = predictor_stub_->PredictAvailability(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_NE(s.error_message().find("ghost"), std::string::npos);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::PredictAvailabilityRequest req;
+    req.set_host("ghost");
+    req.set_window_seconds(0);
+    v1::PredictAvailabilityResponse resp;
+    EXPECT_EQ(predictor_stub_->PredictAvailability(&ctx, req, &resp).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::PushSamplesResponse resp;
+    auto writer = sm_stub_->PushSamples(&ctx, &resp);
+    writer->WritesDone();
+    grpc::Status s = writer->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("empty"), std::string::npos);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::PushSamplesResponse resp;
+    auto writer = sm_stub_->PushSamples(&ctx, &resp);
+    v1::PushSamplesRequest req;
+    req.set_host("h");
+    req.add_samples()->set_unix_seconds(100);
+    req.mutable_samples(0)->set_cpu_load_ratio(-1);
+    writer->Write(req);
+    writer->WritesDone();
+    EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GetWindowStatsRequest req;
+    req.set_host("ghost");
+    req.set_length_seconds(3600);
+    v1::GetWindowStatsResponse resp;
+    EXPECT_EQ(sm_stub_->GetWindowStats(&ctx, req, &resp).error_code(),
+              grpc::StatusCode::NOT_FOUND);
+  }
+  // Still serving, and nothing stored was lost.
+  auto ack = Push("h", 1, 0.1);
+  EXPECT_EQ(ack.persisted_samples(), 288);
+}
+
+void WriteFakeProc(const std::string& root, uint64_t busy, uint64_t idle) {
+  std::filesystem::create_directories(root);
+  std::ofstream(root + "/stat") << "cpu  " << busy << " 0 0 " << idle << " 0 0 0 0 0 0\ncpu0 0\n";
+  std::ofstream(root + "/meminfo") << "MemTotal: 4194304 kB\nMemAvailable: 1048576 kB\n";
+  std::ofstream(root + "/vmstat") << "pswpin 0\npswpout 0\n";
+}
+
+// The monitor samples, buffers while its statemgr is unreachable (backing off
+// on the injected clock), and delivers everything once it is reachable.
+TEST_F(ClusterTest, MonitorBuffersAndDelivers) {
+  const std::string proc = dir_.File("proc");
+  WriteFakeProc(proc, 100, 100);
+  monitor::ProcSampler sampler(proc);
+  monitor::SenderConfig dead;
+  dead.host = "local";
+  dead.statemgr_address = "127.0.0.1:1";  // nothing listens there
+  monitor::SampleSender dead_sender(dead, clock_);
+  Metrics m("monitor");
+  monitor::Monitor mon(sampler, dead_sender, clock_, m, absl::Seconds(6));
+  mon.Tick();  // first reading: no sample yet
+  WriteFakeProc(proc, 130, 170);
+  clock_.Advance(absl::Seconds(6));
+  mon.Tick();
+  EXPECT_EQ(dead_sender.unacknowledged(), 1u);
+  EXPECT_FALSE(dead_sender.connected());
+  ASSERT_TRUE(mon.last_sample().has_value());
+  EXPECT_NEAR(mon.last_sample()->cpu_load, 0.3, 1e-12);
+
+  monitor::SenderConfig live = dead;
+  live.statemgr_address = sm_server_->address();
+  monitor::SampleSender sender(live, clock_);
+  sender.Add(*mon.last_sample());
+  ASSERT_THAT(sender.Flush(), IsOk());
+  EXPECT_EQ(sender.unacknowledged(), 0u);
+  EXPECT_EQ(sender.acknowledged(), 1);
+  EXPECT_EQ(book_->Info("local")->samples, 1);
+}
+
+}  // namespace
+}  // namespace sojourn

@@ -1,0 +1,211 @@
+// Tests of PredictFromStats, the entry point of the predictor and sojourn-eval.
+#include "models/availability/predict.h"
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "models/availability/tr.h"
+
+namespace sojourn::availability {
+namespace {
+
+void Add(const std::vector<int>& v, SojournStats* s) {
+  std::vector<HostState> w;
+  for (int x : v) w.push_back(static_cast<HostState>(x));
+  AccumulateWindow(w.data(), w.size(), s);
+}
+
+// The prediction is exactly EstimateKernel + TrCurve, with MTTF in seconds.
+TEST(PredictFromStatsTest, EqualsKernelPlusCurve) {
+  SojournStats stats;
+  stats.step_seconds = 300;
+  Add({1, 1, 1, 3}, &stats);
+  Add({1, 1, 1, 1}, &stats);
+  Add({1, 2, 2, 2}, &stats);
+  Add({2, 1, 1, 1}, &stats);
+  for (bool aware : {false, true}) {
+    for (bool first : {false, true}) {
+      const EstimatorOptions opt{aware, first};
+      const TrPrediction p = PredictFromStats(stats, HostState::kS1, 3, opt);
+      const auto tr = TrCurve(EstimateKernel(stats, opt), HostState::kS1, 3);
+      EXPECT_EQ(p.tr, tr);
+      EXPECT_DOUBLE_EQ(p.mttf_seconds, MttfSteps(tr) * 300);
+      EXPECT_EQ(p.windows_used, 4);
+      EXPECT_FALSE(p.low_history);
+    }
+  }
+  // Censoring-aware with the first-sojourn kernel: TR(3) = 2/3 (see kernel_test).
+  const TrPrediction p = PredictFromStats(stats, HostState::kS1, 3, EstimatorOptions{});
+  EXPECT_NEAR(p.tr[2], 2.0 / 3, 1e-15);
+  EXPECT_NEAR(p.mttf_seconds, (1 + 1 + 1) * 300.0, 1e-9);
+}
+
+// A failed initial state predicts TR 0 and MTTF 0; no data means low history.
+TEST(PredictFromStatsTest, FailureInitAndLowHistory) {
+  SojournStats stats;
+  stats.step_seconds = 60;
+  Add({1, 1, 3}, &stats);
+  const TrPrediction failed = PredictFromStats(stats, HostState::kS4, 5, EstimatorOptions{});
+  EXPECT_EQ(failed.tr, std::vector<double>(5, 0.0));
+  EXPECT_EQ(failed.mttf_seconds, 0.0);
+  const TrPrediction few = PredictFromStats(stats, HostState::kS1, 5, EstimatorOptions{});
+  EXPECT_TRUE(few.low_history);  // one window
+  EXPECT_EQ(few.tr.size(), 5u);
+  EXPECT_DOUBLE_EQ(few.tr[1], 0.0);  // the only window failed at step 2
+  Add({1, 1, 1}, &stats);
+  Add({1, 1, 1}, &stats);
+  EXPECT_FALSE(PredictFromStats(stats, HostState::kS1, 5, EstimatorOptions{}).low_history);
+  EXPECT_TRUE(PredictFromStats(stats, HostState::kS2, 5, EstimatorOptions{}).low_history);
+  const TrPrediction empty = PredictFromStats(SojournStats{}, HostState::kS1, 4, EstimatorOptions{});
+  EXPECT_TRUE(empty.low_history);
+  EXPECT_EQ(empty.tr, std::vector<double>(4, 1.0));
+}
+
+// Shrinkage: the prior's windows count as opt.prior_windows windows. Host: one
+// window failing at step 2; prior: 4 windows surviving 2 steps. With weight w
+// the first-sojourn hazard at 2 is 1 / (1 + w), so TR(2) = w / (1 + w).
+TEST(PredictFromStatsTest, ShrinkageTowardsPrior) {
+  SojournStats host, prior;
+  Add({1, 1, 3}, &host);
+  for (int i = 0; i < 4; ++i) Add({1, 1, 1}, &prior);
+  EstimatorOptions opt;
+  EXPECT_DOUBLE_EQ(PredictFromStats(host, HostState::kS1, 2, opt, &prior).tr[1], 0.0);  // off
+  opt.prior_windows = 1;
+  EXPECT_DOUBLE_EQ(PredictFromStats(host, HostState::kS1, 2, opt, &prior).tr[1], 0.5);
+  opt.prior_windows = 3;
+  const TrPrediction p = PredictFromStats(host, HostState::kS1, 2, opt, &prior);
+  EXPECT_DOUBLE_EQ(p.tr[1], 0.75);
+  EXPECT_EQ(p.windows_used, 1);  // the host's own windows
+  EXPECT_DOUBLE_EQ(PredictFromStats(host, HostState::kS1, 2, opt, nullptr).tr[1], 0.0);
+}
+
+// The empirical window frequency and the blend with it.
+TEST(PredictFromStatsTest, WindowFrequencyAndBlend) {
+  SojournStats stats;
+  Add({1, 1, 3, 3}, &stats);  // fails at step 2
+  Add({1, 2, 1, 5}, &stats);  // fails at step 3
+  Add({1, 2, 2, 2}, &stats);
+  Add({1, 1, 1, 1}, &stats);
+  Add({2, 2, 2, 2}, &stats);
+  EXPECT_EQ(WindowFrequencyCurve(stats, HostState::kS1, 5),
+            (std::vector<double>{1.0, 0.75, 0.5, 0.5, 0.5}));
+  EXPECT_EQ(WindowFrequencyCurve(stats, HostState::kS2, 2), (std::vector<double>{1.0, 1.0}));
+  EXPECT_TRUE(WindowFrequencyCurve(stats, HostState::kS3, 2).empty());
+  EstimatorOptions opt;
+  opt.first_sojourn_kernel = false;
+  const auto smp = PredictFromStats(stats, HostState::kS1, 3, opt).tr;
+  opt.frequency_weight = 0.25;
+  const auto blend = PredictFromStats(stats, HostState::kS1, 3, opt).tr;
+  const std::vector<double> freq = {1.0, 0.75, 0.5};
+  for (int m = 0; m < 3; ++m) EXPECT_DOUBLE_EQ(blend[m], 0.75 * smp[m] + 0.25 * freq[m]);
+}
+
+// Age conditioning: recent windows (bucket 1) failed at step 2, settled ones
+// (bucket 0) survived. With age_prior_windows = 0 each bucket stands alone;
+// with 2 the bucket gets all first sojourns scaled to 2 windows: recent =
+// {fail x2} + {fail x1, survive x1} -> TR(2) = 1/4; settled -> 3/4.
+TEST(PredictFromStatsTest, AgeConditionedFirstSojourn) {
+  SojournStats stats;
+  const std::vector<HostState> fail = {HostState::kS1, HostState::kS1, HostState::kS3};
+  const std::vector<HostState> live = {HostState::kS1, HostState::kS1, HostState::kS1};
+  for (int i = 0; i < 2; ++i) {
+    AccumulateWindow(fail.data(), 3, 1.0, &stats, 1);
+    AccumulateWindow(live.data(), 3, 1.0, &stats, 0);
+  }
+  EstimatorOptions opt;
+  opt.recent_age_seconds = 3600;
+  opt.age_prior_windows = 0;
+  EXPECT_DOUBLE_EQ(PredictFromStats(stats, HostState::kS1, 2, opt, nullptr, 0).tr[1], 0.0);
+  EXPECT_DOUBLE_EQ(PredictFromStats(stats, HostState::kS1, 2, opt, nullptr, 3600).tr[1], 1.0);
+  EXPECT_DOUBLE_EQ(PredictFromStats(stats, HostState::kS1, 2, opt, nullptr, -1).tr[1], 0.5);
+  opt.age_prior_windows = 2;
+  EXPECT_DOUBLE_EQ(PredictFromStats(stats, HostState::kS1, 2, opt, nullptr, 1800).tr[1], 0.25);
+  EXPECT_DOUBLE_EQ(PredictFromStats(stats, HostState::kS1, 2, opt, nullptr, 7200).tr[1], 0.75);
+  opt.recent_age_seconds = 0;  // off: the age is ignored
+  EXPECT_DOUBLE_EQ(PredictFromStats(stats, HostState::kS1, 2, opt, nullptr, 0).tr[1], 0.5);
+}
+
+class CollectStatsTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t kMon = 1704067200;  // Monday 2024-01-01 00:00 UTC
+  // Hourly S1 series over 14 days with S3 at Tue Jan 9 10:00.
+  void SetUp() override {
+    series_.start_unix = kMon;
+    series_.step_seconds = 3600;
+    series_.states.assign(14 * 24, HostState::kS1);
+    series_.states[8 * 24 + 10] = HostState::kS3;
+  }
+  StateSeries series_;
+  const int64_t end_ = kMon + 9 * 86400;  // Wed Jan 10 00:00
+  const WindowSpec weekday_9_{DayType::kWeekday, 9 * 3600, 2 * 3600, 0, 0};
+};
+
+// Weekday 9:00-11:00 windows before Jan 10: Jan 9, 8, 5, 4, 3, 2, 1; the
+// newest fails at step 1.
+TEST_F(CollectStatsTest, CollectsSameClockWindows) {
+  const SojournStats s = CollectStats(series_, weekday_9_, end_, EstimatorOptions{});
+  EXPECT_EQ(s.num_windows, 7);
+  EXPECT_EQ(s.step_seconds, 3600);
+  EXPECT_EQ(s.window_steps, 2);
+  EXPECT_EQ(s.first_failure[1], (std::map<int, double>{{1, 1.0}}));
+  EXPECT_DOUBLE_EQ(s.first[1].censored.at(2), 6.0);
+  // Excluding the newest window's start index removes the failure.
+  const size_t jan9 = 8 * 24 + 9;
+  const SojournStats e = CollectStats(series_, weekday_9_, end_, EstimatorOptions{},
+                                      [&](size_t start) { return start == jan9; });
+  EXPECT_EQ(e.num_windows, 6);
+  EXPECT_TRUE(e.first_failure[1].empty());
+}
+
+// Recency: weights 0.5^k for the k-th newest window (half-life 1 window).
+TEST_F(CollectStatsTest, RecencyWeighting) {
+  EstimatorOptions opt;
+  opt.recency_half_life_windows = 1;
+  const SojournStats s = CollectStats(series_, weekday_9_, end_, opt);
+  EXPECT_DOUBLE_EQ(s.first_failure[1].at(1), 1.0);
+  EXPECT_DOUBLE_EQ(s.total_weight, 2.0 - std::pow(0.5, 6));
+}
+
+// Borrowing: 2 weekend windows (Jan 6, 7) < 3, so the 7 weekday windows are
+// added with weight 0.5; neighbours add 8:00 and 10:00 windows.
+TEST_F(CollectStatsTest, OtherDayTypeAndNeighbourStartTimes) {
+  WindowSpec weekend = weekday_9_;
+  weekend.day_type = DayType::kWeekend;
+  EstimatorOptions opt;
+  EXPECT_DOUBLE_EQ(CollectStats(series_, weekend, end_, opt).total_weight, 2.0);
+  opt.borrow_below_windows = 3;
+  opt.other_day_type_weight = 0.5;
+  const SojournStats b = CollectStats(series_, weekend, end_, opt);
+  EXPECT_DOUBLE_EQ(b.total_weight, 2.0 + 0.5 * 7);
+  EXPECT_DOUBLE_EQ(b.first_failure[1].at(1), 0.5);
+  opt.borrow_below_windows = 2;  // not fewer than 2: no borrowing
+  EXPECT_DOUBLE_EQ(CollectStats(series_, weekend, end_, opt).total_weight, 2.0);
+
+  EstimatorOptions nb;
+  nb.neighbor_window_weight = 0.25;
+  const SojournStats n = CollectStats(series_, weekday_9_, end_, nb);
+  EXPECT_DOUBLE_EQ(n.total_weight, 7 + 0.25 * 14);
+  // Jan 9 8:00 fails at step 2; Jan 9 10:00 starts in S3.
+  EXPECT_DOUBLE_EQ(n.first_failure[1].at(2), 0.25);
+  EXPECT_DOUBLE_EQ(n.initial[3], 0.25);
+}
+
+// With age conditioning, the 11:00 window of Jan 9 starts right after the S3
+// at 10:00 (recent); every other 11:00 window is settled.
+TEST_F(CollectStatsTest, FilesFirstSojournsByAge) {
+  EstimatorOptions opt;
+  opt.recent_age_seconds = 3 * 3600;
+  WindowSpec spec = weekday_9_;
+  spec.start_second_of_day = 11 * 3600;
+  const SojournStats s = CollectStats(series_, spec, end_, opt);
+  EXPECT_EQ(s.num_windows, 7);
+  EXPECT_DOUBLE_EQ(s.initial_by_age[1][1], 1.0);
+  EXPECT_DOUBLE_EQ(s.initial_by_age[0][1], 6.0);
+  EXPECT_DOUBLE_EQ(s.first_by_age[0][1].censored.at(2), 6.0);
+  EXPECT_EQ(CollectStats(series_, spec, end_, EstimatorOptions{}).initial_by_age[1][1], 0.0);
+}
+
+}  // namespace
+}  // namespace sojourn::availability

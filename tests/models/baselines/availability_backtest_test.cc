@@ -1,0 +1,247 @@
+// Tests of the availability backtest protocol (issue 7) on small synthetic
+// traces whose empirical TR is known by construction.
+#include "models/baselines/availability_backtest.h"
+
+#include <cmath>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace sojourn::backtest {
+namespace {
+
+constexpr int64_t kMonday = 1704067200;  // 2024-01-01 00:00 UTC, a Monday
+
+// Hourly availability-matrix style host: up (a sample with load 0) unless
+// down(hour index) says otherwise.
+template <typename DownFn>
+HostTrace HourlyHost(const std::string& name, int days, DownFn down) {
+  HostTrace t;
+  t.host = name;
+  t.period_seconds = 3600;
+  for (int k = 0; k < days * 24; ++k) {
+    if (down(k)) continue;
+    HostSample s;
+    s.unix_seconds = kMonday + int64_t{k} * 3600;
+    s.cpu_load = 0;
+    t.samples.push_back(s);
+  }
+  return t;
+}
+
+BacktestConfig HourlyConfig() {
+  BacktestConfig c;
+  c.step_seconds = 3600;
+  c.classifier.revocation_gap_seconds = 1800;
+  c.outage_fraction = 0;
+  c.threads = 1;
+  return c;
+}
+
+size_t MethodIndex(const BacktestResult& r, const std::string& name) {
+  for (size_t i = 0; i < r.methods.size(); ++i) {
+    if (r.methods[i] == name) return i;
+  }
+  ADD_FAILURE() << "no method " << name;
+  return 0;
+}
+
+// A host that is always up: empirical TR 1 everywhere and zero error for
+// window_frequency (and for sojourn's SMP, which sees no transition).
+TEST(AvailabilityBacktestTest, AlwaysUpHostHasPerfectFrequency) {
+  std::vector<HostTrace> traces = {HourlyHost("up", 28, [](int) { return false; })};
+  auto r = RunBacktest(traces, HourlyConfig());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(r->cells.empty());
+  const size_t wf = MethodIndex(*r, "window_frequency");
+  const size_t smp = MethodIndex(*r, "smp");
+  ASSERT_EQ(r->methods, AllMethods());
+  for (const CellResult& c : r->cells) {
+    EXPECT_EQ(c.n_survived, c.n_test);
+    EXPECT_DOUBLE_EQ(c.pred[wf], 1.0);
+    EXPECT_NEAR(c.pred[smp], 1.0, 1e-9);
+    // Every baseline (time series on a constant series, HTCondor without any
+    // completed interval, BOINC always on) predicts survival too.
+    for (size_t m = 0; m < r->methods.size(); ++m) EXPECT_NEAR(c.pred[m], 1.0, 1e-9) << r->methods[m];
+  }
+  MethodSummary s = SummarizeMethod(*r, wf, false, 3);
+  EXPECT_DOUBLE_EQ(s.acc_grand, 1.0);
+  EXPECT_DOUBLE_EQ(s.acc_worst, 1.0);
+  EXPECT_DOUBLE_EQ(s.brier, 0.0);
+  EXPECT_EQ(s.cells_dropped, 0);
+  EXPECT_FALSE(r->busy[0]);
+}
+
+// 28 days from a Monday: the first 14 train, the last 14 test (10 weekdays,
+// 4 weekend days), so every weekday cell of a 1 h window has 10 test windows.
+TEST(AvailabilityBacktestTest, SplitsAtTheMidpointDay) {
+  std::vector<HostTrace> traces = {HourlyHost("up", 28, [](int) { return false; })};
+  auto r = RunBacktest(traces, HourlyConfig());
+  ASSERT_TRUE(r.ok());
+  for (const CellResult& c : r->cells) {
+    if (c.hours != 1 || c.hour == 23) continue;  // hour 23 of the last day has no room
+    EXPECT_EQ(c.n_test, c.day_type == 0 ? 10 : 4) << c.hour;
+  }
+}
+
+// Down every day at 12:00: windows from 10:00 survive 1 h (points 11:00) but
+// not 2 h (point 12:00 is S5); the frequency predicts this exactly and the
+// host is busy (one failure per day).
+TEST(AvailabilityBacktestTest, DailyFailureIsLearnedExactly) {
+  std::vector<HostTrace> traces = {HourlyHost("noon", 28, [](int k) { return k % 24 == 12; })};
+  auto r = RunBacktest(traces, HourlyConfig());
+  ASSERT_TRUE(r.ok());
+  const size_t wf = MethodIndex(*r, "window_frequency");
+  int seen = 0;
+  for (const CellResult& c : r->cells) {
+    if (c.hour != 10) continue;
+    ++seen;
+    EXPECT_DOUBLE_EQ(c.emp(), c.hours == 1 ? 1.0 : 0.0) << c.hours;
+    EXPECT_DOUBLE_EQ(c.pred[wf], c.emp()) << c.hours;
+  }
+  EXPECT_EQ(seen, 2 * 10);  // weekday + weekend, 10 lengths
+  EXPECT_TRUE(r->busy[0]);
+  // Cells with emp = 0 are dropped from the relative error, not from Brier.
+  MethodSummary s = SummarizeMethod(*r, wf, false, 3);
+  EXPECT_GT(s.cells_dropped, 0);
+  EXPECT_DOUBLE_EQ(s.brier, 0.0);
+}
+
+// A day without samples on every host is a global monitoring outage: windows
+// touching it are excluded instead of counted as failures.
+TEST(AvailabilityBacktestTest, GlobalOutageWindowsAreExcluded) {
+  auto gap = [](int k) { return k >= 20 * 24 && k < 21 * 24; };
+  std::vector<HostTrace> traces = {HourlyHost("a", 28, gap), HourlyHost("b", 28, gap)};
+  BacktestConfig c = HourlyConfig();
+  c.outage_fraction = 0.5;
+  auto with = RunBacktest(traces, c);
+  ASSERT_TRUE(with.ok());
+  EXPECT_EQ(with->outage_points, 24);
+  for (const CellResult& cell : with->cells) EXPECT_EQ(cell.n_survived, cell.n_test);
+  c.outage_fraction = 0;
+  auto without = RunBacktest(traces, c);
+  ASSERT_TRUE(without.ok());
+  int failing = 0;
+  for (const CellResult& cell : without->cells) failing += cell.n_survived < cell.n_test;
+  EXPECT_GT(failing, 0);
+}
+
+// The aggregates follow issue 7's definitions on hand-made cells.
+TEST(AvailabilityBacktestTest, SummaryDefinitions) {
+  BacktestResult r;
+  r.methods = {"m"};
+  r.hosts = {"a", "b"};
+  r.busy = {true, false};
+  auto cell = [](int host, int hours, int hour, int n, int surv, double pred, double brier) {
+    CellResult c;
+    c.host = host;
+    c.day_type = 0;
+    c.hours = hours;
+    c.hour = hour;
+    c.n_test = n;
+    c.n_survived = surv;
+    c.pred = {pred};
+    c.brier_sum = {brier};
+    return c;
+  };
+  // (L=1, hour 0): errors 0.5 (host a: emp 0.5, pred 0.75) and 0 (host b) -> 0.25
+  r.cells.push_back(cell(0, 1, 0, 4, 2, 0.75, 1.0));
+  r.cells.push_back(cell(1, 1, 0, 4, 4, 1.0, 0.0));
+  // (L=1, hour 1): error 0.1 -> group 0.1 ; L=1 average over hours = 0.175
+  r.cells.push_back(cell(1, 1, 1, 5, 5, 0.9, 0.05));
+  // (L=2, hour 0): error 0.2 ; L=2 average = 0.2
+  r.cells.push_back(cell(1, 2, 0, 5, 5, 0.8, 0.2));
+  // dropped: too few windows, and emp = 0
+  r.cells.push_back(cell(0, 2, 0, 2, 2, 0.5, 0.5));
+  r.cells.push_back(cell(0, 2, 1, 3, 0, 0.5, 0.75));
+  MethodSummary s = SummarizeMethod(r, 0, false, 3);
+  EXPECT_EQ(s.cells, 4);
+  EXPECT_EQ(s.cells_dropped, 2);
+  EXPECT_NEAR(s.acc_grand, 1 - (0.25 + 0.1 + 0.2) / 3, 1e-12);
+  EXPECT_NEAR(s.acc_paper_style, 1 - 0.2, 1e-12);
+  EXPECT_NEAR(s.acc_worst, 1 - 0.25, 1e-12);
+  EXPECT_NEAR(s.brier, (1.0 + 0.05 + 0.2 + 0.5 + 0.75) / (4 + 4 + 5 + 5 + 2 + 3), 1e-12);
+  MethodSummary busy = SummarizeMethod(r, 0, true, 3);
+  EXPECT_EQ(busy.cells, 1);
+  EXPECT_NEAR(busy.acc_grand, 0.5, 1e-12);
+  auto by_len = SummarizeByLength(r, 0, 2, 3);
+  EXPECT_NEAR(by_len[0][0].avg_rel_err, 0.175, 1e-12);
+  EXPECT_NEAR(by_len[0][0].min_rel_err, 0.1, 1e-12);
+  EXPECT_NEAR(by_len[0][0].max_rel_err, 0.25, 1e-12);
+  EXPECT_EQ(by_len[0][0].n, 3);
+}
+
+// A cell whose training windows all start in a failure state has no data for
+// any method: it is dropped and counted, not scored.
+TEST(AvailabilityBacktestTest, CellsWithoutUpHistoryAreDropped) {
+  // Down at 03:00-04:00 on the first 14 (training) days only.
+  std::vector<HostTrace> traces = {
+      HourlyHost("h", 28, [](int k) { return k < 14 * 24 && k % 24 == 3; })};
+  auto r = RunBacktest(traces, HourlyConfig());
+  ASSERT_TRUE(r.ok());
+  for (const CellResult& c : r->cells) EXPECT_NE(c.hour, 3);
+  EXPECT_EQ(r->cells_without_history, 2 * 10);  // weekday + weekend, 10 lengths
+}
+
+// smp runs with BacktestConfig::smp_options: set to the paper-literal options
+// it reproduces smp_paper cell by cell; the issue 7 options (shrinkage prior,
+// age conditioning) run and give probabilities.
+TEST(AvailabilityBacktestTest, SmpOptionsArePassedThrough) {
+  std::mt19937_64 rng(5);
+  std::vector<HostTrace> traces;
+  for (int h = 0; h < 4; ++h) {
+    std::vector<bool> down(28 * 24);
+    for (size_t k = 0; k < down.size(); ++k) down[k] = std::bernoulli_distribution(0.08)(rng);
+    traces.push_back(HourlyHost("r" + std::to_string(h), 28, [&](int k) { return down[k]; }));
+  }
+  BacktestConfig c = HourlyConfig();
+  c.methods = {"smp", "smp_paper"};
+  c.smp_options.censoring_aware = false;
+  c.smp_options.first_sojourn_kernel = false;
+  auto r = RunBacktest(traces, c);
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(r->cells.empty());
+  for (const CellResult& cell : r->cells) EXPECT_NEAR(cell.pred[0], cell.pred[1], 1e-12);
+  c.smp_options = availability::EstimatorOptions{};
+  c.smp_options.prior_windows = 2;
+  c.smp_options.recent_age_seconds = 3 * 3600;
+  for (const std::string& prior : {"hosts", "hours"}) {
+    c.smp_prior = prior;
+    r = RunBacktest(traces, c);
+    ASSERT_TRUE(r.ok());
+    for (const CellResult& cell : r->cells) {
+      EXPECT_GE(cell.pred[0], 0.0);
+      EXPECT_LE(cell.pred[0], 1.0);
+    }
+  }
+}
+
+// Unknown methods and bad grids are rejected.
+TEST(AvailabilityBacktestTest, RejectsBadConfig) {
+  std::vector<HostTrace> traces = {HourlyHost("up", 4, [](int) { return false; })};
+  BacktestConfig c = HourlyConfig();
+  c.methods = {"smp", "oracle"};
+  EXPECT_FALSE(RunBacktest(traces, c).ok());
+  c = HourlyConfig();
+  c.step_seconds = 7;
+  EXPECT_FALSE(RunBacktest(traces, c).ok());
+}
+
+// Noise injection changes nothing with zero injections and something with
+// several on an always-up host.
+TEST(AvailabilityBacktestTest, NoiseInjectionDiscrepancy) {
+  std::vector<HostTrace> traces = {HourlyHost("up", 28, [](int) { return false; })};
+  auto r = RunNoiseInjection(traces, HourlyConfig(), {0, 4}, {1, 3}, 17);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_DOUBLE_EQ(r->discrepancy["window_frequency"][0][0], 0.0);
+  EXPECT_DOUBLE_EQ(r->discrepancy["smp"][0][1], 0.0);
+  EXPECT_GT(r->discrepancy["window_frequency"][1][0], 0.0);
+  EXPECT_GT(r->discrepancy["smp"][1][1], 0.0);
+  EXPECT_EQ(r->hosts["smp"][1][1], 1);
+}
+
+}  // namespace
+}  // namespace sojourn::backtest

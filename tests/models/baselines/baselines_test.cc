@@ -1,0 +1,155 @@
+// Tests of the baseline predictors: the time-series fits recover the
+// coefficients of simulated processes (seeded), the HTCondor and BOINC
+// estimators follow their definitions.
+#include "models/baselines/baselines.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace sojourn::baselines {
+namespace {
+
+// x[t] = a1 x[t-1] + a2 x[t-2] + b1 e[t-1] + e[t], with a mean offset.
+std::vector<double> Simulate(double a1, double a2, double b1, int n, uint64_t seed,
+                             double mean = 0.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::vector<double> x(n, 0.0);
+  double e_prev = 0, x1 = 0, x2 = 0;
+  for (int t = -200; t < n; ++t) {  // burn-in
+    const double e = noise(rng);
+    const double v = a1 * x1 + a2 * x2 + b1 * e_prev + e;
+    x2 = x1;
+    x1 = v;
+    e_prev = e;
+    if (t >= 0) x[t] = v + mean;
+  }
+  return x;
+}
+
+// Least squares recovers the coefficients of a stationary AR(2).
+TEST(BaselinesTest, ArFitRecoversAr2Coefficients) {
+  std::vector<double> x = Simulate(0.6, -0.3, 0.0, 20000, 42, 5.0);
+  TsSpec spec;
+  spec.kind = TsKind::kAr;
+  spec.p = 8;
+  TsModel m = FitTsModel(spec, x);
+  ASSERT_EQ(m.p(), 8);
+  EXPECT_NEAR(m.mean(), 5.0, 0.05);
+  EXPECT_NEAR(m.ar()[0], 0.6, 0.03);
+  EXPECT_NEAR(m.ar()[1], -0.3, 0.03);
+  for (int i = 2; i < 8; ++i) EXPECT_NEAR(m.ar()[i], 0.0, 0.03) << i;
+}
+
+// Hannan-Rissanen recovers an MA(1) coefficient with an MA(8) model.
+TEST(BaselinesTest, MaFitRecoversMa1Coefficient) {
+  std::vector<double> x = Simulate(0.0, 0.0, 0.5, 20000, 7);
+  TsSpec spec;
+  spec.kind = TsKind::kMa;
+  TsModel m = FitTsModel(spec, x);
+  ASSERT_EQ(m.q(), 8);
+  EXPECT_EQ(m.p(), 0);
+  EXPECT_NEAR(m.ma()[0], 0.5, 0.05);
+  for (int j = 1; j < 8; ++j) EXPECT_NEAR(m.ma()[j], 0.0, 0.05) << j;
+}
+
+// Hannan-Rissanen recovers ARMA(1,1).
+TEST(BaselinesTest, ArmaFitRecoversArma11) {
+  std::vector<double> x = Simulate(0.7, 0.0, 0.3, 20000, 11);
+  TsSpec spec;
+  spec.kind = TsKind::kArma;
+  spec.p = 1;
+  spec.q = 1;
+  TsModel m = FitTsModel(spec, x);
+  ASSERT_EQ(m.p(), 1);
+  ASSERT_EQ(m.q(), 1);
+  EXPECT_NEAR(m.ar()[0], 0.7, 0.05);
+  EXPECT_NEAR(m.ma()[0], 0.3, 0.05);
+}
+
+// An AR(1) forecast decays geometrically towards the mean.
+TEST(BaselinesTest, ArForecastDecaysToMean) {
+  std::vector<double> x = Simulate(0.8, 0.0, 0.0, 20000, 3, 2.0);
+  TsSpec spec;
+  spec.kind = TsKind::kAr;
+  spec.p = 1;
+  TsModel m = FitTsModel(spec, x);
+  m.Observe(12.0);  // far above the mean
+  std::vector<double> f = m.Forecast(50);
+  const double a = m.ar()[0];
+  EXPECT_NEAR(f[0] - m.mean(), a * (12.0 - m.mean()), 1e-9);
+  EXPECT_NEAR(f[1] - m.mean(), a * a * (12.0 - m.mean()), 1e-9);
+  EXPECT_NEAR(f[49], m.mean(), 0.01);
+}
+
+// LAST repeats the last value; BM picks a window of 1 for a random walk and the
+// largest window for white noise.
+TEST(BaselinesTest, LastAndBmFollowTheirDefinitions) {
+  std::vector<double> walk = Simulate(1.0, 0.0, 0.0, 5000, 5);
+  TsSpec last;
+  last.kind = TsKind::kLast;
+  TsModel l = FitTsModel(last, walk);
+  EXPECT_EQ(l.Forecast(3), std::vector<double>(3, walk.back()));
+  TsSpec bm;
+  bm.kind = TsKind::kBm;
+  EXPECT_EQ(FitTsModel(bm, walk).bm_window(), 1);
+  std::vector<double> white = Simulate(0.0, 0.0, 0.0, 5000, 6);
+  TsModel b = FitTsModel(bm, white);
+  EXPECT_EQ(b.bm_window(), 8);
+  double mean8 = 0;
+  for (int i = 0; i < 8; ++i) mean8 += white[white.size() - 1 - i] / 8;
+  EXPECT_NEAR(b.Forecast(1)[0], mean8, 1e-12);
+}
+
+// A constant series (an always-up host) and a very short series give finite
+// forecasts equal to the constant.
+TEST(BaselinesTest, DegenerateSeriesGiveFiniteForecasts) {
+  for (TsKind k : {TsKind::kLast, TsKind::kBm, TsKind::kAr, TsKind::kMa, TsKind::kArma}) {
+    TsSpec spec;
+    spec.kind = k;
+    TsModel c = FitTsModel(spec, std::vector<double>(500, 0.25));
+    for (double v : c.Forecast(20)) EXPECT_NEAR(v, 0.25, 1e-6) << TsKindName(k);
+    TsModel s = FitTsModel(spec, {0.1, 0.9, 0.2});
+    for (double v : s.Forecast(20)) EXPECT_TRUE(std::isfinite(v)) << TsKindName(k);
+    EXPECT_LE(s.p() + s.q(), 1) << TsKindName(k);
+  }
+}
+
+TEST(BaselinesTest, ForecastSurvivalSteps) {
+  EXPECT_EQ(ForecastSurvivalSteps({0.1, 0.5, 0.7, 0.2}, 0.6), 2);
+  EXPECT_EQ(ForecastSurvivalSteps({0.1, 0.5}, 0.6), 2);
+  EXPECT_EQ(ForecastSurvivalSteps({0.9}, 0.6), 0);
+}
+
+// HTCondor: survival of intervals longer than the current up-time.
+TEST(BaselinesTest, AvailIntervalSurvivalIsConditionalEmpiricalSurvival) {
+  AvailIntervalSurvival s({10, 2, 6, 4});
+  EXPECT_DOUBLE_EQ(s.Tr(3, 2), 2.0 / 3.0);  // {4,6,10} > 3, {6,10} > 5
+  EXPECT_DOUBLE_EQ(s.Tr(0, 1), 1.0);        // all > 1
+  EXPECT_DOUBLE_EQ(s.Tr(0, 10), 0.0);
+  EXPECT_DOUBLE_EQ(s.Tr(12, 1), 1.0);       // longest-ever run
+}
+
+// Runs touching either end of the series are censored and left out.
+TEST(BaselinesTest, CompletedUpIntervals) {
+  std::vector<bool> up = {1, 1, 0, 1, 1, 1, 0, 0, 1, 0, 1, 1};
+  EXPECT_EQ(CompletedUpIntervals(up), (std::vector<int64_t>{3, 1}));
+  EXPECT_TRUE(CompletedUpIntervals({1, 1, 1}).empty());
+}
+
+// BOINC on-fraction: exponential decay with a 10-day time constant.
+TEST(BaselinesTest, OnFractionDecaysWithTenDayConstant) {
+  OnFraction f;
+  EXPECT_DOUBLE_EQ(f.value(), 1.0);
+  for (int i = 0; i < 240; ++i) f.Observe(false, 3600);  // 10 days off
+  EXPECT_NEAR(f.value(), std::exp(-1.0), 1e-9);
+  OnFraction g;
+  for (int i = 0; i < 100; ++i) g.Observe(true, 3600);
+  EXPECT_DOUBLE_EQ(g.Tr(), 1.0);
+}
+
+}  // namespace
+}  // namespace sojourn::baselines

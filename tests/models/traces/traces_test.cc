@@ -1,0 +1,262 @@
+// Tests of the trace importers on small files written to a temp dir, plus one
+// test on the real shared traces when ../shared is present.
+#include "models/traces/traces.h"
+
+#include <lzma.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sojourn::traces {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+ImportOptions Fmt(TraceFormat f) {
+  ImportOptions o;
+  o.format = f;
+  return o;
+}
+
+class TracesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("sojourn_traces_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    fs::path p = dir_ / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+  std::string WriteGz(const std::string& name, const std::string& text) {
+    std::string p = (dir_ / name).string();
+    gzFile f = gzopen(p.c_str(), "wb");
+    gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+    gzclose(f);
+    return p;
+  }
+  std::string WriteXz(const std::string& name, const std::string& text) {
+    std::string out(text.size() + 1024, '\0');
+    size_t pos = 0;
+    EXPECT_EQ(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, nullptr,
+                                      reinterpret_cast<const uint8_t*>(text.data()), text.size(),
+                                      reinterpret_cast<uint8_t*>(out.data()), &pos, out.size()),
+              LZMA_OK);
+    out.resize(pos);
+    return Write(name, out);
+  }
+
+  fs::path dir_;
+};
+
+constexpr char kCanonical[] =
+    "host,timestamp,cpu_load,free_mem_mb,extra\n"
+    "a,100,0.5,1024,x\n"
+    "b,100,0.1,,y\n"
+    "a,160,0.25,512,z\n";
+
+// A canonical CSV with interleaved hosts, an empty memory field and an extra column.
+TEST_F(TracesTest, ReadsCanonicalCsv) {
+  auto traces = ImportTrace(Write("t.csv", kCanonical), {});
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  ASSERT_EQ(traces->size(), 2u);
+  EXPECT_EQ((*traces)[0].host, "a");
+  ASSERT_EQ((*traces)[0].samples.size(), 2u);
+  EXPECT_EQ((*traces)[0].samples[1].unix_seconds, 160);
+  EXPECT_DOUBLE_EQ((*traces)[0].samples[1].cpu_load, 0.25);
+  EXPECT_DOUBLE_EQ((*traces)[0].samples[1].free_mem_mb, 512);
+  EXPECT_EQ((*traces)[0].period_seconds, 60);
+  EXPECT_FALSE((*traces)[1].samples[0].has_free_mem());
+}
+
+// .gz and .xz give the same result as the plain file.
+TEST_F(TracesTest, ReadsCompressedCanonicalCsv) {
+  for (const std::string& p : {WriteGz("t.csv.gz", kCanonical), WriteXz("t.csv.xz", kCanonical)}) {
+    auto traces = ImportTrace(p, {});
+    ASSERT_TRUE(traces.ok()) << p << ": " << traces.status();
+    ASSERT_EQ(traces->size(), 2u);
+    EXPECT_EQ((*traces)[0].samples.size(), 2u);
+    EXPECT_EQ((*traces)[1].host, "b");
+  }
+}
+
+// Unsorted rows name the file, the line and the reason.
+TEST_F(TracesTest, RejectsUnsortedRows) {
+  std::string p = Write("u.csv", "host,timestamp,cpu_load,free_mem_mb\na,100,0.1,1\na,90,0.1,1\n");
+  auto traces = ImportTrace(p, {});
+  ASSERT_FALSE(traces.ok());
+  EXPECT_THAT(std::string(traces.status().message()), HasSubstr("u.csv:3:"));
+  EXPECT_THAT(std::string(traces.status().message()), HasSubstr("earlier"));
+}
+
+// Non-numeric fields are rejected with file:line and the field.
+TEST_F(TracesTest, RejectsNonNumericFields) {
+  std::string p = Write("n.csv", "host,timestamp,cpu_load,free_mem_mb\na,100,0.1,1\na,200,high,1\n");
+  auto traces = ImportTrace(p, {});
+  ASSERT_FALSE(traces.ok());
+  EXPECT_THAT(std::string(traces.status().message()), HasSubstr("n.csv:3:"));
+  EXPECT_THAT(std::string(traces.status().message()), HasSubstr("cpu_load 'high'"));
+  std::string q = Write("m.csv", "host,timestamp,cpu_load,free_mem_mb\na,1x0,0.1,1\n");
+  traces = ImportTrace(q, Fmt(TraceFormat::kCanonical));
+  ASSERT_FALSE(traces.ok());
+  EXPECT_THAT(std::string(traces.status().message()), HasSubstr("m.csv:2: timestamp '1x0'"));
+}
+
+// A header without a host column is rejected.
+TEST_F(TracesTest, RejectsMissingHostColumn) {
+  std::string p = Write("h.csv", "machine,timestamp,cpu_load\na,100,0.1\n");
+  auto traces = ImportTrace(p, Fmt(TraceFormat::kCanonical));
+  ASSERT_FALSE(traces.ok());
+  EXPECT_THAT(std::string(traces.status().message()), HasSubstr("h.csv:1:"));
+  EXPECT_THAT(std::string(traces.status().message()), HasSubstr("'host'"));
+}
+
+// A wrong number of fields is rejected.
+TEST_F(TracesTest, RejectsShortRows) {
+  std::string p = Write("s.csv", "host,timestamp,cpu_load,free_mem_mb\na,100,0.1\n");
+  auto traces = ImportTrace(p, {});
+  ASSERT_FALSE(traces.ok());
+  EXPECT_THAT(std::string(traces.status().message()), HasSubstr("s.csv:2: expected 4 fields"));
+}
+
+// The canonical writer round-trips through the reader.
+TEST_F(TracesTest, CanonicalRoundTrip) {
+  auto traces = ImportTrace(Write("t.csv", kCanonical), {});
+  ASSERT_TRUE(traces.ok());
+  std::string out = (dir_ / "out.csv.gz").string();
+  ASSERT_TRUE(WriteCanonicalCsv(*traces, out).ok());
+  auto again = ImportTrace(out, {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->size(), traces->size());
+  for (size_t h = 0; h < traces->size(); ++h) {
+    ASSERT_EQ((*again)[h].samples.size(), (*traces)[h].samples.size());
+    for (size_t i = 0; i < (*traces)[h].samples.size(); ++i) {
+      EXPECT_EQ((*again)[h].samples[i].unix_seconds, (*traces)[h].samples[i].unix_seconds);
+      EXPECT_DOUBLE_EQ((*again)[h].samples[i].cpu_load, (*traces)[h].samples[i].cpu_load);
+      EXPECT_EQ((*again)[h].samples[i].has_free_mem(), (*traces)[h].samples[i].has_free_mem());
+    }
+  }
+}
+
+std::string GwaHeader() {
+  return "Timestamp [ms];\tCPU cores;\tCPU capacity provisioned [MHZ];\tCPU usage [MHZ];\t"
+         "CPU usage [%];\tMemory capacity provisioned [KB];\tMemory usage [KB];\t"
+         "Disk read throughput [KB/s];\tDisk write throughput [KB/s];\t"
+         "Network received throughput [KB/s];\tNetwork transmitted throughput [KB/s]\n";
+}
+std::string GwaRow(int64_t t, double pct, double cap_kb, double use_kb) {
+  return std::to_string(t) + ";\t2;\t5000;\t1;\t" + std::to_string(pct) + ";\t" +
+         std::to_string(cap_kb) + ";\t" + std::to_string(use_kb) + ";\t0;\t0;\t0;\t0\n";
+}
+
+// A GWA directory: the same VM id in two month folders is one host, in time
+// order; load = % / 100, free memory = (capacity - usage) / 1024.
+TEST_F(TracesTest, ReadsGwaDirectory) {
+  Write("rnd/2013-8/7.csv", GwaHeader() + GwaRow(2000, 10, 1048576, 524288));
+  Write("rnd/2013-7/7.csv", GwaHeader() + GwaRow(1000, 50, 1048576, 786432) +
+                                GwaRow(1300, 75, 1048576, 786432));
+  Write("rnd/2013-7/12.csv", GwaHeader() + GwaRow(1000, 1, 2097152, 0));
+  auto traces = ImportTrace((dir_ / "rnd").string(), Fmt(TraceFormat::kGwa));
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  ASSERT_EQ(traces->size(), 2u);
+  const HostTrace* vm7 = (*traces)[0].host == "7" ? &(*traces)[0] : &(*traces)[1];
+  ASSERT_EQ(vm7->host, "7");
+  ASSERT_EQ(vm7->samples.size(), 3u);
+  EXPECT_EQ(vm7->samples[0].unix_seconds, 1000);
+  EXPECT_EQ(vm7->samples[2].unix_seconds, 2000);
+  EXPECT_DOUBLE_EQ(vm7->samples[1].cpu_load, 0.75);
+  EXPECT_DOUBLE_EQ(vm7->samples[0].free_mem_mb, 256.0);
+  EXPECT_DOUBLE_EQ(vm7->samples[2].free_mem_mb, 512.0);
+  EXPECT_DOUBLE_EQ(vm7->total_mem_mb, 1024.0);
+}
+
+// A non-numeric GWA field names the file and line.
+TEST_F(TracesTest, RejectsBadGwaField) {
+  Write("d/1.csv", GwaHeader() + GwaRow(1000, 50, 1, 1) + "1300;\t2;\t5000;\t1;\tN/A;\t1;\t1;\t0;\t0;\t0;\t0\n");
+  auto traces = ImportTrace((dir_ / "d").string(), {});
+  ASSERT_FALSE(traces.ok());
+  EXPECT_THAT(std::string(traces.status().message()), HasSubstr("1.csv:3:"));
+  EXPECT_THAT(std::string(traces.status().message()), HasSubstr("'N/A'"));
+}
+
+// Availability matrix with CRLF: a 1 is a sample with load 0 and unknown
+// memory at start + column * period; a 0 gives no sample.
+TEST_F(TracesTest, ReadsAvailabilityMatrix) {
+  std::string p = WriteGz("m.txt.gz", "1\t0\t1\t\r\n0\t0\t1\t\r\n");
+  ImportOptions opt;
+  opt.start_unix_seconds = 1000;
+  opt.period_seconds = 3600;
+  TraceFormat used = TraceFormat::kAuto;
+  auto traces = ImportTrace(p, opt, &used);
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  EXPECT_EQ(used, TraceFormat::kAvailabilityMatrix);
+  ASSERT_EQ(traces->size(), 2u);
+  ASSERT_EQ((*traces)[0].samples.size(), 2u);
+  EXPECT_EQ((*traces)[0].samples[0].unix_seconds, 1000);
+  EXPECT_EQ((*traces)[0].samples[1].unix_seconds, 1000 + 2 * 3600);
+  EXPECT_EQ((*traces)[0].samples[1].cpu_load, 0.0);
+  EXPECT_FALSE((*traces)[0].samples[1].has_free_mem());
+  ASSERT_EQ((*traces)[1].samples.size(), 1u);
+  EXPECT_EQ((*traces)[0].period_seconds, 3600);
+}
+
+// Values other than 0/1 and ragged rows are rejected with line and reason.
+TEST_F(TracesTest, RejectsBadMatrix) {
+  auto t = ImportTrace(Write("b.txt", "1\t0\n1\t2\n"), Fmt(TraceFormat::kAvailabilityMatrix));
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("b.txt:2: column 2: '2'"));
+  t = ImportTrace(Write("r.txt", "1\t0\n1\n"), Fmt(TraceFormat::kAvailabilityMatrix));
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("r.txt:2:"));
+}
+
+TEST_F(TracesTest, ParsesFormatNames) {
+  EXPECT_EQ(*ParseTraceFormat("gwa"), TraceFormat::kGwa);
+  EXPECT_EQ(*ParseTraceFormat("availability-matrix"), TraceFormat::kAvailabilityMatrix);
+  EXPECT_FALSE(ParseTraceFormat("swf").ok());
+}
+
+// The real shared traces (skipped when ../shared is absent).
+TEST_F(TracesTest, ReadsSharedTraces) {
+  const char* shared = std::getenv("SOJOURN_SHARED_DIR");
+  fs::path base = shared ? fs::path(shared) : fs::path("../shared");
+  fs::path ms = base / "data/microsoft99-desktop-availability/PingData00-even-rows.txt.gz";
+  fs::path bb = base / "data/bitbrains-rnd-vm-load/bitbrains-rnd-100vms-2013Q3.tar.xz";
+  if (!fs::exists(ms) || !fs::exists(bb)) GTEST_SKIP() << "shared traces not found under " << base;
+  auto m = ImportTrace(ms.string(), {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->size(), 500u);  // README: 500 lines
+  size_t up = 0;
+  for (const HostTrace& t : *m) up += t.samples.size();
+  double mean = static_cast<double>(up) / (500.0 * 840.0);
+  EXPECT_NEAR(mean, 0.60, 0.02);  // README: mean availability 0.60
+  auto b = ImportTrace(bb.string(), {});
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->size(), 100u);  // README: 100 VMs
+  size_t rows = 0;
+  for (const HostTrace& t : *b) {
+    rows += t.samples.size();
+    EXPECT_EQ(std::stoi(t.host) % 5, 1) << t.host;  // README: id % 5 == 1
+    EXPECT_GT(t.total_mem_mb, 0);
+  }
+  EXPECT_NEAR(static_cast<double>(rows), 2.48e6, 0.01e6);  // README: 2.48 M samples
+}
+
+}  // namespace
+}  // namespace sojourn::traces

@@ -1,0 +1,335 @@
+// Each kernel on small crafted histories, with answers derived by hand from
+// the paper's algorithms and equations.
+#include "models/turnaround/estimator.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace sojourn::turnaround {
+namespace {
+
+JobSpec Job(int64_t id, int32_t user, int32_t exe, int32_t procs, int64_t requested = -1,
+            double cpu_fraction = -1) {
+  JobSpec j;
+  j.job_id = id;
+  j.user = user;
+  j.executable = exe;
+  j.procs = procs;
+  j.queue = 1;
+  j.requested_time = requested;
+  j.cpu_fraction = cpu_fraction;
+  return j;
+}
+
+JobRecord Hist(const JobSpec& spec, int64_t wait, int64_t exec, double cpu_per_task = -1,
+               double cpu_ahead = 0, double cpu_backwards = 0, int shared = 0) {
+  JobRecord r;
+  r.spec = spec;
+  r.wait_time = wait;
+  r.exec_time = exec;
+  r.cpu_time_per_task = cpu_per_task;
+  r.cpu_ahead = cpu_ahead;
+  r.cpu_backwards = cpu_backwards;
+  r.shared_tasks = shared;
+  return r;
+}
+
+ClusterSnapshot Dedicated(int nodes, JobSelection js = JobSelection::kFcfs, int mpl = 1) {
+  ClusterSnapshot s;
+  s.now = 1000;
+  s.nodes.resize(nodes);
+  s.policy.job_selection = js;
+  s.policy.mpl_limit = mpl;
+  return s;
+}
+
+RunningJob Running(const JobSpec& spec, int64_t start, std::vector<int32_t> nodes,
+                   double cpu_cur = -1) {
+  RunningJob r;
+  r.spec = spec;
+  r.start_time = start;
+  r.nodes = std::move(nodes);
+  r.cpu_time_cur = cpu_cur;
+  return r;
+}
+
+class EstimatorTest : public ::testing::Test {
+ protected:
+  void Put(const JobRecord& r) { ASSERT_TRUE(db_.Put(r).ok()); }
+  KernelEstimate Run(Kernel k, const EstimateRequest& req, EstimatorOptions opt = {}) {
+    TurnaroundEstimator est(db_, opt);
+    auto e = est.EstimateWith(k, req);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? *e : KernelEstimate{};
+  }
+  InMemoryHistDb db_;
+};
+
+// Algorithms 1-2. Two waiting jobs of an application whose history says 100
+// CPU-s per task -> CPUtime_ahead = 200. Alg. 1: the closest CPUtime_ahead is
+// 196 (wait 50). Alg. 2: within 5 % (190..210) are 196, 205, 207 with
+// CPUtime_backwards 1000, 400, 600 -> average 666.7 -> closest 600 (exec 250).
+TEST_F(EstimatorTest, HistoricalFollowsAlgorithms1And2) {
+  const JobSpec other = Job(-1, 2, 9, 1);
+  Put(Hist(other, 0, 100, 100));
+  const JobSpec app = Job(-1, 1, 7, 2);
+  Put(Hist(app, 5, 100, -1, 0, 0));
+  Put(Hist(app, 50, 300, -1, 196, 1000));
+  Put(Hist(app, 70, 200, -1, 205, 400));
+  Put(Hist(app, 80, 250, -1, 207, 600));
+  Put(Hist(app, 400, 900, -1, 500, 0));
+  EstimateRequest req{Job(100, 1, 7, 2), Dedicated(4)};
+  req.job.submit_time = req.snapshot.now;
+  req.snapshot.waiting = {Job(50, 2, 9, 1), Job(51, 2, 9, 1)};
+  KernelEstimate e = Run(Kernel::kHistorical, req);
+  EXPECT_TRUE(e.from_history);
+  EXPECT_EQ(e.level, TemplateLevel::kUserExecutableProcs);
+  EXPECT_DOUBLE_EQ(e.wait.point, 50);
+  EXPECT_DOUBLE_EQ(e.exec.point, 250);
+  EXPECT_DOUBLE_EQ(e.turnaround.point, 300);
+  EXPECT_EQ(e.matched, 3);
+  EXPECT_LE(e.turnaround.lo, e.turnaround.point);
+  EXPECT_GE(e.turnaround.hi, e.turnaround.point);
+}
+
+// With no record of the application, the Historical kernel falls back to the
+// coarser template (same user, any executable).
+TEST_F(EstimatorTest, HistoricalFallsBackToCoarserTemplate) {
+  Put(Hist(Job(-1, 1, 8, 3), 40, 600));
+  EstimateRequest req{Job(100, 1, 7, 2), Dedicated(4)};
+  req.job.submit_time = req.snapshot.now;
+  KernelEstimate e = Run(Kernel::kHistorical, req);
+  EXPECT_EQ(e.level, TemplateLevel::kUser);
+  EXPECT_DOUBLE_EQ(e.wait.point, 40);
+  EXPECT_DOUBLE_EQ(e.exec.point, 600);
+}
+
+// Algorithm 3 on a dedicated 4-node cluster: R (4 nodes, 500 CPU-s per task,
+// CPU 100 %) has run 100 s -> RemTime 400; the target (2 nodes, 300 CPU-s)
+// starts when R ends: wait 400, exec 300.
+TEST_F(EstimatorTest, SimulationOnDedicatedCluster) {
+  const JobSpec r = Job(1, 3, 3, 4, -1, 1.0);
+  Put(Hist(r, 0, 500, 500));
+  const JobSpec t = Job(2, 1, 7, 2, -1, 1.0);
+  Put(Hist(t, 0, 300, 300));
+  EstimateRequest req{t, Dedicated(4)};
+  req.job.submit_time = req.snapshot.now;
+  req.snapshot.running = {Running(r, 900, {0, 1, 2, 3})};
+  KernelEstimate e = Run(Kernel::kSimulation, req);
+  EXPECT_NEAR(e.wait.point, 400, 1e-6);
+  EXPECT_NEAR(e.exec.point, 300, 1e-6);
+  EXPECT_NEAR(e.turnaround.point, 700, 1e-6);
+}
+
+// Local load of 0.5 CPU (one local task) on every node. RemTime MPL (eq. 5):
+// x MPL_max = 2 -> wait 800, exec 600. RemTime CPU (eq. 6-8): x CPU_max = 1.5
+// -> wait 600, exec 450.
+TEST_F(EstimatorTest, SimulationRemTimeMplAndCpu) {
+  const JobSpec r = Job(1, 3, 3, 4, -1, 1.0);
+  Put(Hist(r, 0, 500, 500));
+  const JobSpec t = Job(2, 1, 7, 2, -1, 1.0);
+  Put(Hist(t, 0, 300, 300));
+  EstimateRequest req{t, Dedicated(4)};
+  req.job.submit_time = req.snapshot.now;
+  for (NodeState& n : req.snapshot.nodes) n = {0.5, 1};
+  req.snapshot.running = {Running(r, 900, {0, 1, 2, 3}, 100)};
+  EstimatorOptions opt;
+  opt.remtime = RemTimeMethod::kMpl;
+  KernelEstimate mpl = Run(Kernel::kSimulation, req, opt);
+  EXPECT_NEAR(mpl.wait.point, 800, 1e-6);
+  EXPECT_NEAR(mpl.exec.point, 600, 1e-6);
+  opt.remtime = RemTimeMethod::kCpu;
+  KernelEstimate cpu = Run(Kernel::kSimulation, req, opt);
+  EXPECT_NEAR(cpu.wait.point, 600, 1e-6);
+  EXPECT_NEAR(cpu.exec.point, 450, 1e-6);
+}
+
+// Time sharing on one node with MPL 2, RemTime CPU and CPUtime CPU (eq. 11-12):
+// A has 50 CPU-s left, the target needs 100; together CPU_max = 2, so A ends
+// after 100 s, when the target has used 50 CPU-s; alone it needs 50 s more.
+TEST_F(EstimatorTest, SimulationAdvancesCpuTimeWhileSharing) {
+  const JobSpec a = Job(1, 3, 3, 1, -1, 1.0);
+  Put(Hist(a, 0, 50, 50));
+  const JobSpec t = Job(2, 1, 7, 1, -1, 1.0);
+  Put(Hist(t, 0, 100, 100));
+  EstimateRequest req{t, Dedicated(1, JobSelection::kFcfs, 2)};
+  req.job.submit_time = req.snapshot.now;
+  req.snapshot.running = {Running(a, 1000, {0}, 0)};
+  EstimatorOptions opt;
+  opt.remtime = RemTimeMethod::kCpu;
+  opt.cputime = CpuTimeMethod::kCpu;
+  KernelEstimate e = Run(Kernel::kSimulation, req, opt);
+  EXPECT_NEAR(e.wait.point, 0, 1e-6);
+  EXPECT_NEAR(e.exec.point, 150, 1e-6);
+  // MPL variants (eq. 5 and 9-10) give the same here: MPL_max = 2.
+  opt.remtime = RemTimeMethod::kMpl;
+  opt.cputime = CpuTimeMethod::kMpl;
+  e = Run(Kernel::kSimulation, req, opt);
+  EXPECT_NEAR(e.exec.point, 150, 1e-6);
+}
+
+// Algorithm 3 with EASY: R holds 2 of 4 nodes until 100; the head A needs 4.
+// FCFS: the target (2 nodes, 50 s) waits for A: start 200. EASY: it ends
+// before A's reservation and backfills now.
+TEST_F(EstimatorTest, SimulationFcfsVersusEasy) {
+  const JobSpec r = Job(1, 3, 3, 2, 100, 1.0);
+  Put(Hist(r, 0, 100, 100));
+  const JobSpec a = Job(2, 4, 4, 4, 100, 1.0);
+  Put(Hist(a, 0, 100, 100));
+  const JobSpec t = Job(3, 1, 7, 2, 50, 1.0);
+  Put(Hist(t, 0, 50, 50));
+  for (JobSelection js : {JobSelection::kFcfs, JobSelection::kEasyBackfilling}) {
+    EstimateRequest req{t, Dedicated(4, js)};
+    req.job.submit_time = req.snapshot.now;
+    req.snapshot.running = {Running(r, 1000, {0, 1})};
+    req.snapshot.waiting = {a};
+    KernelEstimate e = Run(Kernel::kSimulation, req);
+    EXPECT_NEAR(e.wait.point, js == JobSelection::kFcfs ? 200 : 0, 1e-6);
+    EXPECT_NEAR(e.exec.point, 50, 1e-6);
+  }
+}
+
+// Algorithm 4 on a dedicated cluster: R's isolated runs average 400 and it has
+// run 100 s -> RemTime 300; the target's isolated runs average 300 (the
+// shared run of 1000 s is not used).
+TEST_F(EstimatorTest, HybridUsesIsolatedHistory) {
+  const JobSpec r = Job(1, 3, 3, 4);
+  Put(Hist(r, 0, 300));
+  Put(Hist(r, 0, 500));
+  const JobSpec t = Job(2, 1, 7, 2);
+  Put(Hist(t, 0, 200));
+  Put(Hist(t, 0, 400));
+  Put(Hist(t, 0, 1000, -1, 0, 0, 2));
+  EstimateRequest req{t, Dedicated(4)};
+  req.job.submit_time = req.snapshot.now;
+  req.snapshot.running = {Running(r, 900, {0, 1, 2, 3})};
+  KernelEstimate e = Run(Kernel::kHybrid, req);
+  EXPECT_NEAR(e.wait.point, 300, 1e-6);
+  EXPECT_NEAR(e.exec.point, 300, 1e-6);
+  // R has outlived its mean (450 > 400): the mean of its longer runs (500).
+  req.snapshot.running = {Running(r, 550, {0, 1, 2, 3})};
+  e = Run(Kernel::kHybrid, req);
+  EXPECT_NEAR(e.wait.point, 50, 1e-6);
+}
+
+// Algorithm 4 lines 8-9: sharing one node (MPL 2), both jobs see
+// SharedTasksCount 1 and use their runs with one co-resident task.
+TEST_F(EstimatorTest, HybridMatchesSharedTasksCount) {
+  const JobSpec r = Job(1, 3, 3, 1);
+  Put(Hist(r, 0, 100));
+  Put(Hist(r, 0, 300, -1, 0, 0, 1));
+  const JobSpec t = Job(2, 1, 7, 1);
+  Put(Hist(t, 0, 50));
+  Put(Hist(t, 0, 120, -1, 0, 0, 1));
+  Put(Hist(t, 0, 900, -1, 0, 0, 3));
+  EstimateRequest req{t, Dedicated(1, JobSelection::kFcfs, 2)};
+  req.job.submit_time = req.snapshot.now;
+  req.snapshot.running = {Running(r, 1000, {0})};
+  KernelEstimate e = Run(Kernel::kHybrid, req);
+  EXPECT_NEAR(e.wait.point, 0, 1e-6);
+  EXPECT_NEAR(e.exec.point, 120, 1e-6);
+}
+
+// Baselines inside the same queue simulation. R requested 1000 s, ran 100;
+// the target requested 500 s on all 4 nodes.
+TEST_F(EstimatorTest, Baselines) {
+  const JobSpec r = Job(1, 3, 3, 4, 1000);
+  const JobSpec t = Job(2, 1, 7, 4, 500);
+  Put(Hist(Job(-1, 1, 5, 1), 0, 999));  // the user's older job
+  Put(Hist(Job(-1, 1, 7, 4), 0, 100));  // last two of user 1: 100 and 300
+  Put(Hist(Job(-1, 1, 6, 2), 0, 300));
+  EstimateRequest req{t, Dedicated(4)};
+  req.job.submit_time = req.snapshot.now;
+  req.snapshot.running = {Running(r, 900, {0, 1, 2, 3})};
+  KernelEstimate user = Run(Kernel::kUserEstimate, req);
+  EXPECT_NEAR(user.wait.point, 900, 1e-6);
+  EXPECT_NEAR(user.exec.point, 500, 1e-6);
+  KernelEstimate last_two = Run(Kernel::kLastTwo, req);
+  EXPECT_NEAR(last_two.exec.point, 200, 1e-6);   // (100 + 300) / 2
+  EXPECT_NEAR(last_two.wait.point, 900, 1e-6);   // user 3 has no history
+  KernelEstimate tmpl = Run(Kernel::kTemplateMean, req);
+  EXPECT_NEAR(tmpl.exec.point, 100, 1e-6);       // only (1, 7, 4) run
+}
+
+// Job events build the HistDB record of Table 1: CPUtime_ahead at submit,
+// CPUtime_backwards and SharedTasksCount at start, times at finish.
+TEST_F(EstimatorTest, JobEventsRecordQueueAndClusterState) {
+  Put(Hist(Job(-1, 2, 9, 1), 0, 100, 80));  // 80 CPU-s per task
+  TurnaroundEstimator est(db_, {});
+  ClusterSnapshot s = Dedicated(4, JobSelection::kFcfs, 2);
+  s.nodes[1] = {0.3, 1};
+  s.waiting = {Job(50, 2, 9, 1), Job(51, 2, 9, 1), Job(52, 2, 9, 1)};
+  JobSpec job = Job(7, 1, 7, 2);
+  job.submit_time = 1000;
+  ASSERT_TRUE(est.OnSubmitted(job, s).ok());
+  s.waiting.pop_back();
+  s.running = {Running(Job(60, 2, 9, 1), 900, {1})};
+  ASSERT_TRUE(est.OnStarted(7, 1100, {0, 1}, s).ok());
+  ASSERT_TRUE(est.OnFinished(7, 1500, 350).ok());
+  EXPECT_EQ(db_.GetPending(7).status().code(), absl::StatusCode::kNotFound);
+  auto recs = db_.Recent(TemplateKey::For(job, TemplateLevel::kUserExecutableProcs), 5);
+  ASSERT_EQ(recs->size(), 1u);
+  const JobRecord& r = (*recs)[0];
+  EXPECT_DOUBLE_EQ(r.cpu_ahead, 240);
+  EXPECT_DOUBLE_EQ(r.cpu_backwards, 160);
+  EXPECT_EQ(r.queue_len_submit, 3);
+  EXPECT_EQ(r.queue_len_start, 2);
+  EXPECT_EQ(r.shared_tasks, 2);  // one parallel + one local task on node 1
+  EXPECT_DOUBLE_EQ(r.max_local_cpu, 0.3);
+  EXPECT_EQ(r.wait_time, 100);
+  EXPECT_EQ(r.exec_time, 400);
+  EXPECT_DOUBLE_EQ(r.cpu_time_per_task, 350);
+  EXPECT_EQ(est.OnStarted(99, 1, {0}, s).code(), absl::StatusCode::kNotFound);
+}
+
+// Intervals: before calibration [p/2, 2p]; after `min_calibration` outcomes
+// whose truth is always 201 s for a 100 s prediction, every log-residual is
+// log(202/101) = log 2, so the interval collapses onto 201 s.
+TEST_F(EstimatorTest, IntervalsCalibrateOnOutcomes) {
+  const JobSpec app = Job(-1, 1, 7, 1, 1000);
+  Put(Hist(app, 0, 100, 100));
+  EstimatorOptions opt;
+  opt.min_calibration = 5;
+  TurnaroundEstimator est(db_, opt);
+  ClusterSnapshot s = Dedicated(4);
+  for (int i = 0; i <= 5; ++i) {
+    JobSpec j = app;
+    j.job_id = 100 + i;
+    j.submit_time = s.now;
+    auto e = est.Estimate({j, s});
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_DOUBLE_EQ(e->hybrid.exec.point, 100);
+    if (i < 5) {
+      EXPECT_DOUBLE_EQ(e->hybrid.exec.lo, 50);
+      EXPECT_DOUBLE_EQ(e->hybrid.exec.hi, 200);
+    } else {
+      EXPECT_NEAR(e->hybrid.exec.lo, 201, 1e-6);
+      EXPECT_NEAR(e->hybrid.exec.hi, 201, 1e-6);
+      EXPECT_NEAR(e->historical.exec.lo, 201, 1e-6);
+    }
+    // Record the outcome under another user so the history stays the same.
+    JobSpec recorded = j;
+    recorded.user = 99;
+    ASSERT_TRUE(est.OnSubmitted(recorded, s).ok());
+    ASSERT_TRUE(est.OnStarted(j.job_id, s.now, {0}, s).ok());
+    ASSERT_TRUE(est.OnFinished(j.job_id, s.now + 201, 201).ok());
+  }
+}
+
+// Malformed requests are rejected.
+TEST_F(EstimatorTest, RejectsMalformedRequest) {
+  TurnaroundEstimator est(db_, {});
+  EstimateRequest req{Job(1, 1, 1, 0), Dedicated(2)};
+  EXPECT_EQ(est.Estimate(req).status().code(), absl::StatusCode::kInvalidArgument);
+  req.job.procs = 1;
+  req.snapshot.running = {Running(Job(2, 1, 1, 1), 0, {5})};
+  EXPECT_EQ(est.Estimate(req).status().code(), absl::StatusCode::kInvalidArgument);
+  req.snapshot.running.clear();
+  req.job.procs = 3;  // larger than the cluster
+  EXPECT_EQ(est.EstimateWith(Kernel::kSimulation, req).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace sojourn::turnaround

@@ -1,0 +1,133 @@
+#include "models/turnaround/hist_db_rocksdb.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "gtest/gtest.h"
+
+namespace sojourn::turnaround {
+namespace {
+
+JobRecord Rec(int64_t id, int32_t user, int32_t exe, int32_t procs, int64_t exec) {
+  JobRecord r;
+  r.spec.job_id = id;
+  r.spec.submit_time = 1000 + id;
+  r.spec.user = user;
+  r.spec.group = 3;
+  r.spec.executable = exe;
+  r.spec.queue = 2;
+  r.spec.procs = procs;
+  r.spec.requested_time = 3600;
+  r.spec.cpu_fraction = 0.75;
+  r.wait_time = 10 * id;
+  r.exec_time = exec;
+  r.cpu_time_per_task = exec * 0.5;
+  r.cpu_ahead = 123.5;
+  r.cpu_backwards = 456.25;
+  r.queue_len_submit = 4;
+  r.queue_len_start = 2;
+  r.shared_tasks = 3;
+  r.max_local_cpu = 0.4;
+  r.start_time = 2000 + id;
+  r.job_selection = JobSelection::kEasyBackfilling;
+  r.node_selection = NodeSelection::kUniform;
+  return r;
+}
+
+class RocksHistDbTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    dir_ = std::filesystem::path(tmp ? tmp : "/tmp") /
+           ("histdb_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+// The codec round-trips every field.
+TEST_F(RocksHistDbTest, CodecRoundTrip) {
+  JobRecord r = Rec(7, -1, 2147483647, 128, 99);
+  auto back = DecodeJobRecord(EncodeJobRecord(r));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->spec.user, -1);
+  EXPECT_EQ(back->spec.executable, 2147483647);
+  EXPECT_EQ(back->spec.procs, 128);
+  EXPECT_DOUBLE_EQ(back->spec.cpu_fraction, 0.75);
+  EXPECT_EQ(back->wait_time, 70);
+  EXPECT_DOUBLE_EQ(back->cpu_backwards, 456.25);
+  EXPECT_EQ(back->shared_tasks, 3);
+  EXPECT_DOUBLE_EQ(back->max_local_cpu, 0.4);
+  EXPECT_EQ(back->job_selection, JobSelection::kEasyBackfilling);
+  EXPECT_EQ(back->node_selection, NodeSelection::kUniform);
+  EXPECT_EQ(DecodeJobRecord("garbage").status().code(), absl::StatusCode::kDataLoss);
+}
+
+// History, template stats and pending jobs survive closing and reopening the
+// store; new records after the reopen are still returned newest first.
+TEST_F(RocksHistDbTest, SurvivesReopen) {
+  const TemplateKey app = TemplateKey::For(Rec(0, 5, 7, 2, 0).spec, TemplateLevel::kUserExecutableProcs);
+  {
+    auto db = RocksHistDb::Open(dir_.string(), {});
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->Put(Rec(1, 5, 7, 2, 100)).ok());
+    ASSERT_TRUE((*db)->Put(Rec(2, 6, 7, 2, 999)).ok());
+    ASSERT_TRUE((*db)->Put(Rec(3, 5, 7, 2, 300)).ok());
+    ASSERT_TRUE((*db)->PutPending(Rec(9, 5, 7, 2, -1)).ok());
+    EXPECT_EQ((*db)->size(), 3);
+  }
+  auto db = RocksHistDb::Open(dir_.string(), {});
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ((*db)->size(), 3);
+  auto recs = (*db)->Recent(app, 10);
+  ASSERT_TRUE(recs.ok()) << recs.status();
+  ASSERT_EQ(recs->size(), 2u);
+  EXPECT_EQ((*recs)[0].spec.job_id, 3);
+  EXPECT_EQ((*recs)[1].spec.job_id, 1);
+  EXPECT_DOUBLE_EQ((*recs)[0].cpu_ahead, 123.5);
+  auto stats = (*db)->Stats(app);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->count, 2);
+  EXPECT_DOUBLE_EQ(stats->mean_exec(), 200);
+  auto pending = (*db)->GetPending(9);
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  EXPECT_EQ(pending->spec.user, 5);
+  ASSERT_TRUE((*db)->Put(Rec(4, 5, 7, 2, 500)).ok());
+  recs = (*db)->Recent(app, 2);
+  ASSERT_EQ(recs->size(), 2u);
+  EXPECT_EQ((*recs)[0].spec.job_id, 4);
+  EXPECT_EQ((*recs)[1].spec.job_id, 3);
+  stats = (*db)->Stats(app);
+  EXPECT_EQ(stats->count, 3);
+  EXPECT_DOUBLE_EQ(stats->mean_exec(), 300);
+  ASSERT_TRUE((*db)->ErasePending(9).ok());
+  EXPECT_EQ((*db)->GetPending(9).status().code(), absl::StatusCode::kNotFound);
+}
+
+// Templates whose key bytes end in 0xff are still separated from the next key.
+TEST_F(RocksHistDbTest, PrefixBoundaryAt0xff) {
+  auto db = RocksHistDb::Open(dir_.string(), {});
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE((*db)->Put(Rec(1, 5, 7, 255, 100)).ok());
+  ASSERT_TRUE((*db)->Put(Rec(2, 5, 7, 256, 200)).ok());
+  auto recs = (*db)->Recent(TemplateKey::For(Rec(0, 5, 7, 255, 0).spec,
+                                             TemplateLevel::kUserExecutableProcs), 10);
+  ASSERT_TRUE(recs.ok());
+  ASSERT_EQ(recs->size(), 1u);
+  EXPECT_EQ((*recs)[0].spec.job_id, 1);
+}
+
+// A second open of a locked directory fails cleanly.
+TEST_F(RocksHistDbTest, SecondOpenFails) {
+  auto db = RocksHistDb::Open(dir_.string(), {});
+  ASSERT_TRUE(db.ok());
+  auto again = RocksHistDb::Open(dir_.string(), {});
+  EXPECT_FALSE(again.ok());
+}
+
+}  // namespace
+}  // namespace sojourn::turnaround

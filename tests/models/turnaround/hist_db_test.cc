@@ -1,0 +1,76 @@
+#include "models/turnaround/hist_db.h"
+
+#include "gtest/gtest.h"
+
+namespace sojourn::turnaround {
+namespace {
+
+JobRecord Rec(int64_t id, int32_t user, int32_t exe, int32_t procs, int64_t exec) {
+  JobRecord r;
+  r.spec.job_id = id;
+  r.spec.user = user;
+  r.spec.executable = exe;
+  r.spec.procs = procs;
+  r.spec.queue = 1;
+  r.wait_time = 10;
+  r.exec_time = exec;
+  r.cpu_time_per_task = exec / 2.0;
+  return r;
+}
+
+class InMemoryHistDbTest : public ::testing::Test {
+ protected:
+  InMemoryHistDb db_;
+};
+
+// Recent() returns only the template's records, newest first, at most limit.
+TEST_F(InMemoryHistDbTest, RecentIsPerTemplateNewestFirst) {
+  ASSERT_TRUE(db_.Put(Rec(1, 5, 7, 2, 100)).ok());
+  ASSERT_TRUE(db_.Put(Rec(2, 6, 7, 2, 999)).ok());  // other user
+  ASSERT_TRUE(db_.Put(Rec(3, 5, 7, 2, 300)).ok());
+  ASSERT_TRUE(db_.Put(Rec(4, 5, 7, 4, 500)).ok());  // other size
+  auto app = TemplateKey::For(Rec(0, 5, 7, 2, 0).spec, TemplateLevel::kUserExecutableProcs);
+  auto recs = db_.Recent(app, 10);
+  ASSERT_TRUE(recs.ok());
+  ASSERT_EQ(recs->size(), 2u);
+  EXPECT_EQ((*recs)[0].spec.job_id, 3);
+  EXPECT_EQ((*recs)[1].spec.job_id, 1);
+  auto one = db_.Recent(app, 1);
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].spec.job_id, 3);
+  auto user = db_.Recent(TemplateKey::For(Rec(0, 5, 0, 0, 0).spec, TemplateLevel::kUser), 10);
+  ASSERT_EQ(user->size(), 3u);
+  EXPECT_EQ((*user)[0].spec.job_id, 4);
+  EXPECT_EQ(db_.size(), 4);
+}
+
+// Stats keep running sums per template: mean exec (100+300)/2, CPU (50+150)/2.
+TEST_F(InMemoryHistDbTest, StatsSumPerTemplate) {
+  ASSERT_TRUE(db_.Put(Rec(1, 5, 7, 2, 100)).ok());
+  ASSERT_TRUE(db_.Put(Rec(3, 5, 7, 2, 300)).ok());
+  auto s = db_.Stats(TemplateKey::For(Rec(0, 5, 7, 2, 0).spec, TemplateLevel::kUserExecutableProcs));
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->count, 2);
+  EXPECT_DOUBLE_EQ(s->mean_exec(), 200);
+  EXPECT_DOUBLE_EQ(s->mean_cpu_per_task(), 100);
+  EXPECT_DOUBLE_EQ(s->mean_cpu_total(), 200);
+  // isolated runs: CPU fraction 0.5 each
+  EXPECT_DOUBLE_EQ(s->mean_isolated_cpu_fraction(), 0.5);
+  auto none = db_.Stats(TemplateKey::For(Rec(0, 9, 9, 9, 0).spec, TemplateLevel::kUser));
+  EXPECT_EQ(none->count, 0);
+}
+
+// Pending jobs can be stored, read back and erased.
+TEST_F(InMemoryHistDbTest, PendingRoundTrip) {
+  JobRecord r = Rec(42, 1, 2, 3, -1);
+  r.cpu_ahead = 77;
+  ASSERT_TRUE(db_.PutPending(r).ok());
+  auto got = db_.GetPending(42);
+  ASSERT_TRUE(got.ok());
+  EXPECT_DOUBLE_EQ(got->cpu_ahead, 77);
+  ASSERT_TRUE(db_.ErasePending(42).ok());
+  EXPECT_EQ(db_.GetPending(42).status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace sojourn::turnaround

@@ -1,0 +1,152 @@
+#include "models/turnaround/swf.h"
+
+#include <zlib.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace sojourn::turnaround {
+namespace {
+
+constexpr char kLog[] =
+    "; Version: 2.2\n"
+    "; UnixStartTime: 893466664\n"
+    "; MaxNodes: 128\n"
+    "; MaxProcs: 256\n"
+    "; Queue:  0  interactive\n"
+    "; Queue:  1  express\n"
+    ";   free text without a key\n"
+    "   11   566129      5  28826    1  27758    -1    1  28800    -1  5 153  75 18180  3 -1 -1 -1\n"
+    "   19   580157  20861     -1   -1     -1    -1   38   6900    -1  5 189  75 18288  5 -1 -1 -1\n";
+
+class SwfTest : public ::testing::Test {
+ protected:
+  std::filesystem::path TempFile(const std::string& name) {
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    std::filesystem::path dir = std::filesystem::path(tmp ? tmp : "/tmp") /
+                                ("swf_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    return dir / name;
+  }
+};
+
+// Header keys are honoured and job fields parsed; -1 stays unknown.
+TEST_F(SwfTest, ParsesHeaderAndUnknownFields) {
+  auto log = ParseSwf(kLog, "mem", {});
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(log->header.version, "2.2");
+  EXPECT_EQ(log->header.unix_start_time, 893466664);
+  EXPECT_EQ(log->header.max_nodes, 128);
+  EXPECT_EQ(log->header.max_procs, 256);
+  EXPECT_EQ(log->header.cluster_size(), 128);
+  EXPECT_EQ(log->header.fields.at("Queue"), "0  interactive\n1  express");
+  ASSERT_EQ(log->jobs.size(), 2u);
+  const SwfJob& a = log->jobs[0];
+  EXPECT_EQ(a.line, 8);
+  EXPECT_EQ(a.job_number, 11);
+  EXPECT_EQ(a.submit_time, 566129);
+  EXPECT_EQ(a.wait_time, 5);
+  EXPECT_EQ(a.run_time, 28826);
+  EXPECT_EQ(a.procs(), 1);
+  EXPECT_DOUBLE_EQ(a.avg_cpu_time, 27758);
+  EXPECT_EQ(a.used_memory_kb, -1);
+  EXPECT_EQ(a.requested_time, 28800);
+  EXPECT_EQ(a.user, 153);
+  EXPECT_EQ(a.executable, 18180);
+  EXPECT_TRUE(a.has_turnaround());
+  const SwfJob& b = log->jobs[1];
+  EXPECT_EQ(b.run_time, -1);
+  EXPECT_EQ(b.allocated_procs, -1);
+  EXPECT_EQ(b.procs(), 38);  // falls back to the requested processors
+  EXPECT_FALSE(b.has_turnaround());
+  JobSpec spec = ToJobSpec(b);
+  EXPECT_EQ(spec.procs, 38);
+  EXPECT_EQ(spec.requested_time, 6900);
+  EXPECT_EQ(spec.cpu_fraction, -1);
+}
+
+// A malformed line fails the read and names its line number.
+TEST_F(SwfTest, RejectsMalformedLineWithLineNumber) {
+  std::string text = std::string(kLog) + "20 1 2 3\n";
+  auto log = ParseSwf(text, "bad.swf", {});
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(log.status().message().find("bad.swf:10:"), std::string::npos) << log.status();
+  EXPECT_NE(log.status().message().find("18 fields"), std::string::npos);
+}
+
+// With kSkip, malformed lines are reported with their numbers and skipped.
+TEST_F(SwfTest, SkipsMalformedLinesWhenAsked) {
+  std::string text = std::string(kLog) +
+                     "21 600000 1 2 1 x -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n"  // line 10
+                     "22 600001 1 2 1 1 -1 1 10 -1 1 1 1 1 1 -1 -1 -7\n"  // line 11
+                     "23 600002 1 2 1 1.5 -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n"
+                     "24 1.5 1 2 1 1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n";  // line 13
+  SwfReadOptions opt;
+  opt.on_malformed = SwfReadOptions::OnMalformed::kSkip;
+  auto log = ParseSwf(text, "mixed.swf", opt);
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_EQ(log->skipped.size(), 3u);
+  EXPECT_EQ(log->skipped[0].line, 10);
+  EXPECT_NE(log->skipped[0].reason.find("field 6"), std::string::npos);
+  EXPECT_EQ(log->skipped[1].line, 11);
+  EXPECT_NE(log->skipped[1].reason.find("field 18"), std::string::npos);
+  EXPECT_EQ(log->skipped[2].line, 13);
+  ASSERT_EQ(log->jobs.size(), 3u);  // two good lines of kLog + the fractional CPU time
+  EXPECT_DOUBLE_EQ(log->jobs[2].avg_cpu_time, 1.5);
+}
+
+// max_jobs stops early.
+TEST_F(SwfTest, StopsAtMaxJobs) {
+  SwfReadOptions opt;
+  opt.max_jobs = 1;
+  auto log = ParseSwf(kLog, "mem", opt);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->jobs.size(), 1u);
+}
+
+// Gzip files are read transparently and a missing file is NotFound.
+TEST_F(SwfTest, ReadsGzipAndReportsMissingFile) {
+  std::filesystem::path path = TempFile("log.swf.gz");
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  gzputs(f, kLog);
+  gzclose(f);
+  auto log = ReadSwf(path.string(), {});
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(log->jobs.size(), 2u);
+  EXPECT_EQ(log->header.max_nodes, 128);
+  auto missing = ReadSwf((path.parent_path() / "nope.swf").string(), {});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  std::filesystem::remove_all(path.parent_path());
+}
+
+// The shared logs: SDSC-SP2 has 59,715 jobs on 128 nodes; NASA iPSC has -1
+// waits throughout (see their READMEs).
+TEST_F(SwfTest, ReadsSharedLogs) {
+  const char* shared = std::getenv("SOJOURN_SHARED_DIR");
+  if (shared == nullptr) GTEST_SKIP() << "SOJOURN_SHARED_DIR not set";
+  std::filesystem::path sdsc = std::filesystem::path(shared) / "data/swf-sdsc-sp2/SDSC-SP2-1998-4.2-cln.swf.gz";
+  if (!std::filesystem::exists(sdsc)) GTEST_SKIP() << sdsc << " missing";
+  auto log = ReadSwf(sdsc.string(), {});
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(log->jobs.size(), 59715u);
+  EXPECT_EQ(log->header.max_nodes, 128);
+  EXPECT_EQ(log->header.unix_start_time, 893466664);
+  std::filesystem::path nasa = std::filesystem::path(shared) / "data/swf-nasa-ipsc/NASA-iPSC-1993-3.1-cln.swf.gz";
+  if (!std::filesystem::exists(nasa)) return;
+  auto n = ReadSwf(nasa.string(), {});
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(n->jobs.size(), 18239u);
+  for (const SwfJob& j : n->jobs) {
+    ASSERT_EQ(j.wait_time, -1);
+    ASSERT_EQ(j.requested_time, -1);
+  }
+}
+
+}  // namespace
+}  // namespace sojourn::turnaround

@@ -1,0 +1,230 @@
+#include "models/usage/forecasters.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/models/usage/synthetic.h"
+
+namespace sojourn::usage {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Two hand-made prototypes: A is flat zero, B is +0.3 in the first half of
+// every day and -0.3 in the second (both zero-mean, variational).
+UsagePatterns TwoPrototypes() {
+  UsagePatterns p;
+  p.options.normalization = Normalization::kVariational;
+  p.prototypes.assign(2, std::vector<double>(kObjectBins, 0.0));
+  for (int i = 0; i < kObjectBins; ++i) {
+    p.prototypes[1][i] = (i % kBinsPerDay) < kBinsPerDay / 2 ? 0.3 : -0.3;
+  }
+  p.cluster_sizes = {3, 4};
+  p.objects = 7;
+  return p;
+}
+
+// History that follows prototype B around a level `a`, up to `now`.
+std::vector<double> HistoryLikeB(int64_t now, double a) {
+  std::vector<double> s(now);
+  for (int64_t b = 0; b < now; ++b) s[b] = a + ((b % kBinsPerDay) < kBinsPerDay / 2 ? 0.3 : -0.3);
+  return s;
+}
+
+// The nearest prototype to the last 24 h forecasts, re-centred on the mean of
+// the last 24 h (section 2.2, variational normalisation).
+TEST(ForecastersTest, UpaPicksNearestPrototypeAndRecentres) {
+  const UsagePatterns p = TwoPrototypes();
+  const int64_t now = 3 * kBinsPerDay + 6 * kBinsPerHour;  // 06:00
+  const std::vector<double> s = HistoryLikeB(now, 0.4);
+  std::vector<double> out(12 * kBinsPerHour);
+  ASSERT_TRUE(
+      Forecast(Forecaster::kUpa, s, now, out.size(), DowntimePolicy::kDiscard, &p, out.data()));
+  // 06:00-12:00 is B's +0.3 half, 12:00-18:00 its -0.3 half, around 0.4.
+  EXPECT_NEAR(out[0], 0.7, 1e-9);
+  EXPECT_NEAR(out[6 * kBinsPerHour - 1], 0.7, 1e-9);
+  EXPECT_NEAR(out[6 * kBinsPerHour], 0.1, 1e-9);
+  // A flat history is nearest to A: the forecast is the recent mean.
+  const std::vector<double> flat(now, 0.25);
+  ASSERT_TRUE(
+      Forecast(Forecaster::kUpa, flat, now, out.size(), DowntimePolicy::kDiscard, &p, out.data()));
+  for (double v : out) EXPECT_NEAR(v, 0.25, 1e-9);
+}
+
+// Past the end of the 48 h object the forecast is chained; values are clamped.
+TEST(ForecastersTest, UpaChainsPastTheObjectAndClamps) {
+  const UsagePatterns p = TwoPrototypes();
+  const int64_t now = 2 * kBinsPerDay + 20 * kBinsPerHour;  // 20:00: 4 h left in the object
+  const std::vector<double> s = HistoryLikeB(now, 0.8);
+  std::vector<double> out(30 * kBinsPerHour);
+  ASSERT_TRUE(
+      Forecast(Forecaster::kUpa, s, now, out.size(), DowntimePolicy::kDiscard, &p, out.data()));
+  EXPECT_NEAR(out[0], 0.5, 1e-9);  // 20:00 is in the -0.3 half
+  // Next day 00:00-12:00: +0.3 around the same level, 1.1 clamped to 1.
+  EXPECT_NEAR(out[4 * kBinsPerHour], 1.0, 1e-9);
+  EXPECT_NEAR(out[17 * kBinsPerHour], 0.5, 1e-9);
+}
+
+// UPA cannot answer without prototypes or without recent data.
+TEST(ForecastersTest, UpaNeedsPatternsAndRecentData) {
+  const UsagePatterns p = TwoPrototypes();
+  std::vector<double> s(3 * kBinsPerDay, kNaN);
+  std::vector<double> out(10);
+  EXPECT_FALSE(
+      Forecast(Forecaster::kUpa, s, s.size(), 10, DowntimePolicy::kDiscard, &p, out.data()));
+  s.assign(s.size(), 0.2);
+  EXPECT_FALSE(
+      Forecast(Forecaster::kUpa, s, s.size(), 10, DowntimePolicy::kDiscard, nullptr, out.data()));
+  const UsagePatterns empty;
+  EXPECT_FALSE(
+      Forecast(Forecaster::kUpa, s, s.size(), 10, DowntimePolicy::kDiscard, &empty, out.data()));
+}
+
+// The baselines of section 4.2 and issue 8.
+TEST(ForecastersTest, Baselines) {
+  std::vector<double> s(2 * kBinsPerDay);
+  for (size_t b = 0; b < s.size(); ++b) s[b] = (b % kBinsPerDay) / 1000.0;
+  const int64_t now = s.size();
+  std::vector<double> out(3);
+  ASSERT_TRUE(
+      Forecast(Forecaster::kPersist, s, now, 3, DowntimePolicy::kDiscard, nullptr, out.data()));
+  EXPECT_DOUBLE_EQ(out[2], 0.287);
+  ASSERT_TRUE(
+      Forecast(Forecaster::kLast4, s, now, 3, DowntimePolicy::kDiscard, nullptr, out.data()));
+  EXPECT_NEAR(out[0], (0.240 + 0.287) / 2, 1e-12);  // mean of bins 240..287
+  ASSERT_TRUE(Forecast(Forecaster::kSameTimeYesterday, s, now, 3, DowntimePolicy::kDiscard, nullptr,
+                       out.data()));
+  EXPECT_DOUBLE_EQ(out[0], 0.0);
+  EXPECT_DOUBLE_EQ(out[2], 0.002);
+  // Down-time as full use: a missing last bin persists as 1.0.
+  s.back() = kNaN;
+  ASSERT_TRUE(
+      Forecast(Forecaster::kPersist, s, now, 3, DowntimePolicy::kFullUse, nullptr, out.data()));
+  EXPECT_DOUBLE_EQ(out[0], 1.0);
+  ASSERT_TRUE(
+      Forecast(Forecaster::kPersist, s, now, 3, DowntimePolicy::kDiscard, nullptr, out.data()));
+  EXPECT_DOUBLE_EQ(out[0], 0.286);
+}
+
+// Fraction of the 63 availability tests answered wrongly.
+TEST(ForecastersTest, DecisionError) {
+  std::vector<double> pred(kTestHorizonBins, 0.0), actual(kTestHorizonBins, 0.55);
+  EXPECT_DOUBLE_EQ(DecisionError(pred.data(), pred.data()), 0.0);
+  // Free 1.0 predicted, 0.45 actual: the tests with alpha >= 0.5 (5 of 9)
+  // are wrong for every eta.
+  EXPECT_NEAR(DecisionError(pred.data(), actual.data()), 35.0 / 63.0, 1e-12);
+  // A spike at 100 minutes only affects eta = 120 and 240 min.
+  std::vector<double> spike(kTestHorizonBins, 0.0);
+  spike[20] = 0.95;
+  EXPECT_NEAR(DecisionError(pred.data(), spike.data()), 18.0 / 63.0, 1e-12);
+  actual[3] = kNaN;
+  EXPECT_TRUE(std::isnan(DecisionError(pred.data(), actual.data())));
+}
+
+// Section 4.2: UPA after 21 days, last4 after 4 hours, else persistence.
+TEST(ForecastersTest, DataAgeRule) {
+  const UsagePatterns p = TwoPrototypes();
+  std::vector<double> s(30 * kBinsPerDay, kNaN);
+  const int64_t now = 25 * kBinsPerDay;
+  for (int64_t b = now - 3 * kBinsPerHour; b < now; ++b) s[b] = 0.5;
+  AdaptiveOptions o;
+  EXPECT_EQ(DataAgeRule(s, now, now - 3 * kBinsPerHour, 12, DowntimePolicy::kDiscard, &p, o).method,
+            Forecaster::kPersist);
+  EXPECT_EQ(DataAgeRule(s, now, now - 5 * kBinsPerHour, 12, DowntimePolicy::kDiscard, &p, o).method,
+            Forecaster::kLast4);
+  EXPECT_EQ(DataAgeRule(s, now, now - 20 * kBinsPerDay, 12, DowntimePolicy::kDiscard, &p, o).method,
+            Forecaster::kLast4);
+  const MethodChoice upa = DataAgeRule(s, now, 0, 12, DowntimePolicy::kDiscard, &p, o);
+  EXPECT_EQ(upa.method, Forecaster::kUpa);
+  EXPECT_FALSE(upa.by_selector);
+  EXPECT_EQ(DataAgeRule(s, now, 0, 12, DowntimePolicy::kDiscard, nullptr, o).method,
+            Forecaster::kLast4);
+  EXPECT_EQ(DataAgeRule(s, now, -1, 12, DowntimePolicy::kDiscard, &p, o).method,
+            Forecaster::kPersist);
+}
+
+// Idle rule: idle for two hours and UPA predicts idleness -> last4.
+TEST(ForecastersTest, IdleRule) {
+  const UsagePatterns p = TwoPrototypes();
+  const int64_t now = 25 * kBinsPerDay + 14 * kBinsPerHour;  // in B's -0.3 half
+  std::vector<double> s(now, 0.0);
+  const AdaptiveOptions o;
+  // Flat idle history: nearest is A, which predicts 0 use -> idle rule fires.
+  const MethodChoice idle = DataAgeRule(s, now, 0, 24, DowntimePolicy::kDiscard, &p, o);
+  EXPECT_EQ(idle.method, Forecaster::kLast4);
+  EXPECT_NE(idle.why.find("idle rule"), std::string::npos);
+  // Busy in the last two hours: UPA.
+  for (int64_t b = now - kBinsPerHour; b < now; ++b) s[b] = 0.5;
+  EXPECT_EQ(DataAgeRule(s, now, 0, 24, DowntimePolicy::kDiscard, &p, o).method, Forecaster::kUpa);
+  // Idle for two hours but UPA predicts use: history like B at level 0.31
+  // (the -0.3 half is 0.01, idle) -> the next day's +0.3 half is busy.
+  std::vector<double> b_hist = HistoryLikeB(25 * kBinsPerDay + 22 * kBinsPerHour, 0.31);
+  const int64_t late = b_hist.size();
+  const MethodChoice busy_ahead =
+      DataAgeRule(b_hist, late, 0, 8 * kBinsPerHour, DowntimePolicy::kDiscard, &p, o);
+  EXPECT_EQ(busy_ahead.method, Forecaster::kUpa);
+}
+
+// The selector picks the lowest recent error; ties go to the fallback; too
+// few points fall back to the rule.
+TEST(ForecastersTest, SelectBest) {
+  MethodChoice rule;
+  rule.method = Forecaster::kLast4;
+  RecentScores scores;
+  scores[0] = {0.10, 30};
+  scores[1] = {0.05, 30};
+  scores[2] = {0.02, 30};
+  scores[3] = {0.02, 10};  // too few points
+  MethodChoice c = SelectBest(scores, rule, 24);
+  EXPECT_EQ(c.method, Forecaster::kPersist);
+  EXPECT_TRUE(c.by_selector);
+  EXPECT_DOUBLE_EQ(c.recent_error, 0.02);
+  scores[1] = {0.02, 30};
+  EXPECT_EQ(SelectBest(scores, rule, 24).method, Forecaster::kLast4);  // tie -> fallback
+  for (auto& sc : scores) sc.points = 5;
+  c = SelectBest(scores, rule, 24);
+  EXPECT_EQ(c.method, Forecaster::kLast4);
+  EXPECT_FALSE(c.by_selector);
+}
+
+// The table's window only holds replay points whose outcome is known by `now`.
+TEST(ForecastersTest, RecentErrorTableWindow) {
+  // Use 0 until bin 1000, 1 afterwards: persistence is right except at
+  // points whose 4 h horizon crosses bin 1000.
+  std::vector<double> s(2000, 0.0);
+  for (size_t b = 1000; b < s.size(); ++b) s[b] = 1.0;
+  SelectorOptions o;
+  o.window_days = 1;
+  o.step_bins = 1;
+  RecentErrorTable t(s, DowntimePolicy::kDiscard, 0, s.size(), o,
+                     [](int64_t) -> const UsagePatterns* { return nullptr; });
+  const RecentScores before = t.Recent(900, kTestHorizonBins);
+  EXPECT_EQ(before[2].points, kBinsPerDay - kTestHorizonBins + 1);
+  EXPECT_DOUBLE_EQ(before[2].error, 0.0);
+  EXPECT_EQ(before[0].points, 0);  // no prototypes: UPA never scored
+  const RecentScores after = t.Recent(1100, kTestHorizonBins);
+  EXPECT_GT(after[2].error, 0.0);
+  // Judged on 10-minute questions, persistence missed the step far less often.
+  const RecentScores short_q = t.Recent(1100, 2);
+  EXPECT_LT(short_q[2].error, after[2].error);
+  EXPECT_GT(short_q[2].error, 0.0);
+}
+
+// Per-eta errors and the eta a request's horizon maps to.
+TEST(ForecastersTest, DecisionErrorsByEta) {
+  std::vector<double> pred(kTestHorizonBins, 0.0), spike(kTestHorizonBins, 0.0);
+  spike[20] = 0.95;  // 100 minutes ahead
+  std::array<double, kEtaMinutes.size()> wrong;
+  ASSERT_TRUE(DecisionErrorsByEta(pred.data(), spike.data(), &wrong));
+  EXPECT_EQ(wrong, (std::array<double, 7>{0, 0, 0, 0, 0, 1, 1}));
+  EXPECT_EQ(EtaIndexFor(1), 0);
+  EXPECT_EQ(EtaIndexFor(2), 0);
+  EXPECT_EQ(EtaIndexFor(12), 3);
+  EXPECT_EQ(EtaIndexFor(47), 5);
+  EXPECT_EQ(EtaIndexFor(864), 6);
+}
+
+}  // namespace
+}  // namespace sojourn::usage

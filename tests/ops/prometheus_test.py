@@ -1,0 +1,248 @@
+#!/usr/bin/python3
+"""A real Prometheus server scrapes every sojourn service.
+
+Starts the four services on 127.0.0.1 (port 0) and Debian's Prometheus
+(/usr/bin/prometheus) on a free loopback port with a generated config that
+scrapes each service's /metrics every second (storage in a temporary
+directory), waits (bounded) until Prometheus reports up == 1 for every
+target, calls a broker method a known number of times from Python, and checks
+that sojourn_grpc_requests_total and the latency histogram for that method are
+visible through Prometheus' HTTP query API. Each service's /metrics is also
+checked with `promtool check metrics` (exposition format).
+
+usage: /usr/bin/python3 tests/ops/prometheus_test.py --bin-dir BUILD/bin
+       [--prometheus /usr/bin/prometheus] [--promtool /usr/bin/promtool]
+Prints "N passed, N failed" last; exits non-zero on any failure.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+import urllib.parse
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO_DIR, "tests", "python"))
+import sojourn_cluster  # noqa: E402
+
+SERVICES = ("statemgr", "predictor", "broker", "monitor")
+CALLS = 3  # broker ListHosts calls made by the test
+
+ARGS = None
+CLUSTER = None
+PROMETHEUS = None  # subprocess.Popen
+PROM_URL = None
+WORKDIR = None
+
+
+def listening_tcp_ports(pid):
+    """Loopback/any TCP ports in LISTEN state owned by process `pid` (from /proc)."""
+    inodes = set()
+    fd_dir = f"/proc/{pid}/fd"
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    local, state, inode = fields[1], fields[3], fields[9]
+                    if state == "0A" and inode in inodes:  # 0A = TCP_LISTEN
+                        ports.add(int(local.rsplit(":", 1)[1], 16))
+        except OSError:
+            continue
+    return ports
+
+
+def write_prometheus_config(path):
+    lines = ["global:", "  scrape_interval: 1s", "  scrape_timeout: 1s",
+             "  evaluation_interval: 1s", "scrape_configs:"]
+    for name in SERVICES:
+        port = CLUSTER.services[name].metrics_port
+        lines += [f"  - job_name: sojourn-{name}",
+                  "    static_configs:",
+                  f"      - targets: ['127.0.0.1:{port}']"]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def start_prometheus():
+    global PROMETHEUS, PROM_URL
+    config = os.path.join(WORKDIR, "prometheus.yml")
+    write_prometheus_config(config)
+    log = open(os.path.join(WORKDIR, "prometheus.log"), "wb")
+    try:
+        PROMETHEUS = subprocess.Popen(
+            [ARGS.prometheus, f"--config.file={config}",
+             f"--storage.tsdb.path={os.path.join(WORKDIR, 'prometheus-data')}",
+             "--web.listen-address=127.0.0.1:0", "--storage.tsdb.retention.time=1h"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=sojourn_cluster._die_with_parent, cwd=WORKDIR)
+    finally:
+        log.close()
+
+    def bound_port():
+        if PROMETHEUS.poll() is not None:
+            raise RuntimeError(f"prometheus exited with {PROMETHEUS.returncode}:\n"
+                               f"{prometheus_log()}")
+        ports = listening_tcp_ports(PROMETHEUS.pid)
+        return min(ports) if len(ports) == 1 else None
+
+    port = sojourn_cluster.wait_until(bound_port, 20, "prometheus to listen")
+    PROM_URL = f"http://127.0.0.1:{port}"
+    sojourn_cluster.wait_until(lambda: http_get(f"{PROM_URL}/-/ready").startswith("Prometheus"),
+                               20, "prometheus to be ready", interval_seconds=0.1)
+
+
+def prometheus_log(lines=30):
+    try:
+        with open(os.path.join(WORKDIR, "prometheus.log"), errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError as e:
+        return f"(no log: {e})"
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return resp.read().decode()
+
+
+def query(expr):
+    """Instant query; returns the result vector [(labels, float value)]."""
+    body = json.loads(http_get(f"{PROM_URL}/api/v1/query?" +
+                               urllib.parse.urlencode({"query": expr})))
+    if body.get("status") != "success":
+        raise RuntimeError(f"query {expr!r} failed: {body}")
+    return [(r["metric"], float(r["value"][1])) for r in body["data"]["result"]]
+
+
+class PrometheusTest(unittest.TestCase):
+
+    def test_1_every_target_up(self):
+        jobs = {f"sojourn-{name}" for name in SERVICES}
+
+        def all_up():
+            up = {labels["job"]: value for labels, value in query("up")}
+            return up if set(up) == jobs and all(v == 1.0 for v in up.values()) else None
+
+        up = sojourn_cluster.wait_until(all_up, 30, "up == 1 for every sojourn target",
+                                        interval_seconds=0.2)
+        self.assertEqual(set(up), jobs)
+
+    def test_2_request_counter_visible(self):
+        import grpc
+        from sojourn.v1 import broker_pb2, broker_pb2_grpc
+        stub = broker_pb2_grpc.BrokerStub(grpc.insecure_channel(CLUSTER.services["broker"].address))
+        for _ in range(CALLS):
+            stub.ListHosts(broker_pb2.BrokerListHostsRequest(), timeout=10)
+
+        selector = '{job="sojourn-broker",grpc_service="sojourn.v1.Broker",method="ListHosts"}'
+
+        def counted():
+            total = sum(v for _, v in query(f"sojourn_grpc_requests_total{selector}"))
+            return total if total >= CALLS else None
+
+        total = sojourn_cluster.wait_until(counted, 30, "ListHosts in sojourn_grpc_requests_total",
+                                           interval_seconds=0.2)
+        self.assertEqual(total, CALLS)  # no one else calls this broker
+        ok = query(f'sojourn_grpc_requests_total{{job="sojourn-broker",method="ListHosts",'
+                   f'code="0"}}')
+        self.assertEqual(sum(v for _, v in ok), CALLS)
+        hist = query(f"sojourn_grpc_request_duration_seconds_count{selector}")
+        self.assertEqual(sum(v for _, v in hist), CALLS)
+        buckets = query(f'sojourn_grpc_request_duration_seconds_bucket{selector[:-1]},le="+Inf"}}')
+        self.assertEqual(sum(v for _, v in buckets), CALLS)
+
+    def test_3_metrics_exposition_format(self):
+        # One health check per service, so that every service has counted a request
+        # (request counters are labelled by method and appear with the first call).
+        import grpc
+        import health_pb2
+        import health_pb2_grpc
+        for name in SERVICES:
+            stub = health_pb2_grpc.HealthStub(grpc.insecure_channel(CLUSTER.services[name].address))
+            stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
+        for name in SERVICES:
+            with self.subTest(service=name):
+                url = f"http://127.0.0.1:{CLUSTER.services[name].metrics_port}/metrics"
+                with urllib.request.urlopen(url, timeout=5) as resp:
+                    content_type = resp.headers.get("Content-Type", "")
+                    text = resp.read()
+                self.assertTrue(content_type.startswith("text/plain"), content_type)
+                self.assertIn(b"# TYPE sojourn_grpc_requests_total counter", text)
+                self.assertIn(b'method="Check"', text)
+                self.assertIn(b"# TYPE sojourn_grpc_request_duration_seconds histogram", text)
+                check = subprocess.run([ARGS.promtool, "check", "metrics"], input=text,
+                                       capture_output=True)
+                self.assertEqual(check.returncode, 0,
+                                 check.stdout.decode() + check.stderr.decode())
+
+
+def main():
+    global ARGS, CLUSTER, WORKDIR
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bin-dir", default=os.environ.get("SOJOURN_BIN_DIR",
+                                                            os.path.join(REPO_DIR, "build", "bin")))
+    parser.add_argument("--prometheus", default="/usr/bin/prometheus")
+    parser.add_argument("--promtool", default="/usr/bin/promtool")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    ARGS = parser.parse_args()
+    # SIGTERM (e.g. a ctest timeout) unwinds through the finally below: children
+    # stopped, work dir removed. SIGKILL leaves the work dir; the children still
+    # die (PR_SET_PDEATHSIG).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+    WORKDIR = tempfile.mkdtemp(prefix="sojourn-opstest-")
+    CLUSTER = sojourn_cluster.Cluster(ARGS.bin_dir, WORKDIR)
+    passed = failed = 0
+    try:
+        try:
+            sojourn_cluster.generate_sojourn_stubs(REPO_DIR, os.path.join(WORKDIR, "stubs"))
+            CLUSTER.start_all(monitor_host="ops-monitor-host")
+            start_prometheus()
+        except Exception as e:
+            print(f"setup failed: {e}", file=sys.stderr)
+            CLUSTER.dump_logs()
+            print("0 passed, 1 failed")
+            return 1
+        print(f"prometheus at {PROM_URL} (work dir {WORKDIR})", file=sys.stderr)
+        suite = unittest.TestLoader().loadTestsFromTestCase(PrometheusTest)  # test_1.. in order
+        result = unittest.TextTestRunner(verbosity=2, stream=sys.stderr).run(suite)
+        failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+        passed = result.testsRun - failed - len(result.skipped)
+        if failed:
+            CLUSTER.dump_logs()
+            print(f"----- prometheus log -----\n{prometheus_log()}", file=sys.stderr)
+    finally:
+        if PROMETHEUS is not None and PROMETHEUS.poll() is None:
+            PROMETHEUS.terminate()
+            try:
+                PROMETHEUS.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                PROMETHEUS.kill()
+                PROMETHEUS.wait()
+        CLUSTER.stop()
+        if ARGS.keep:
+            print(f"work dir kept: {WORKDIR}", file=sys.stderr)
+        else:
+            shutil.rmtree(WORKDIR, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,346 @@
+#!/usr/bin/python3
+"""A Python grpcio client built only from proto/ talks to a real sojourn cluster.
+
+Issue 2, acceptance 3 (and part of 5): starts the four service binaries on
+127.0.0.1 (port 0), generates Python stubs from proto/sojourn/v1/*.proto and
+grpc/health/v1/health.proto at test time, pushes samples to the statemgr over
+its client-streaming PushSamples, waits (bounded polling) until the statemgr
+has registered the host at the broker, and then asks the broker for a
+ranking. Also: health SERVING from every service, one malformed request per
+service rejected with INVALID_ARGUMENT / NOT_FOUND and a message, no service
+crashed, and every service exits 0 on SIGTERM.
+
+usage: /usr/bin/python3 tests/python/grpc_client_test.py --bin-dir BUILD/bin [unittest args]
+       (or SOJOURN_BIN_DIR=BUILD/bin). Prints "N passed, N failed" last and exits
+       non-zero on any failure.
+"""
+
+import argparse
+import math
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sojourn_cluster  # noqa: E402
+
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Set by main() before the tests run.
+ARGS = None
+CLUSTER = None
+ADDRS = {}
+WORKDIR = None
+
+# Names bound after stub generation (the modules exist only then).
+grpc = None
+pb = {}
+
+PUSHED_HOST = "py-replayed-host"
+MONITOR_HOST = "py-monitor-host"
+PERIOD_SECONDS = 30
+HISTORY_DAYS = 3
+
+
+def load_stubs(out_dir):
+    global grpc
+    sojourn_cluster.generate_sojourn_stubs(REPO_DIR, out_dir)
+    import grpc as grpc_module
+    grpc = grpc_module
+    import importlib
+    for name in ("common", "statemgr", "predictor", "broker", "monitor"):
+        pb[name] = importlib.import_module(f"sojourn.v1.{name}_pb2")
+        pb[name + "_grpc"] = importlib.import_module(f"sojourn.v1.{name}_pb2_grpc")
+    pb["health"] = importlib.import_module("health_pb2")
+    pb["health_grpc"] = importlib.import_module("health_pb2_grpc")
+
+
+def synthetic_history(now, seed=20260101):
+    """HISTORY_DAYS of samples every PERIOD_SECONDS ending at `now`, in the idle state.
+
+    Office-hours pattern with seeded noise: idle nights (load ~0.05), busy days
+    (~0.4, state S2) with a few overload bursts (0.9 for 10 min, S3) and a
+    memory dip (S4) now and then, so the statistics hold real transitions. The
+    last hour is idle with plenty of memory, so the host is usable now.
+    """
+    rng = random.Random(seed)
+    common = pb["common"]
+    start = now - HISTORY_DAYS * 86400
+    start -= start % PERIOD_SECONDS
+    samples = []
+    burst_left = 0
+    dip_left = 0
+    t = start
+    while t <= now:
+        hour = (t % 86400) // 3600
+        load = 0.05 + 0.05 * rng.random()
+        free_mem = 4000.0 + 500.0 * rng.random()
+        if 9 <= hour < 18 and now - t > 3600:
+            load = 0.3 + 0.2 * rng.random()
+            if burst_left == 0 and rng.random() < 0.004:
+                burst_left = 20
+            if dip_left == 0 and rng.random() < 0.002:
+                dip_left = 10
+        if burst_left > 0:
+            load, burst_left = 0.9, burst_left - 1
+        if dip_left > 0:
+            free_mem, dip_left = 100.0, dip_left - 1
+        samples.append(common.HostSample(unix_seconds=t, cpu_load_ratio=load, free_mem_mb=free_mem,
+                                         swap_in_pages_per_second=0.0,
+                                         swap_out_pages_per_second=0.0))
+        t += PERIOD_SECONDS
+    return samples
+
+
+def push_requests(samples, batch=500):
+    common = pb["common"]
+    attrs = common.HostAttributes(cpu_mhz=2400.0, cpu_cores=4, total_mem_mb=8192.0)
+    for i in range(0, len(samples), batch):
+        yield pb["statemgr"].PushSamplesRequest(host=PUSHED_HOST, samples=samples[i:i + batch],
+                                                attributes=attrs, period_seconds=PERIOD_SECONDS)
+
+
+def channel(name):
+    return grpc.insecure_channel(ADDRS[name])
+
+
+class GrpcClientTest(unittest.TestCase):
+    """Runs in the order defined (see main): push first, then the queries."""
+
+    RPC_TIMEOUT = 30
+
+    @classmethod
+    def setUpClass(cls):
+        cls.statemgr = pb["statemgr_grpc"].StateManagerStub(channel("statemgr"))
+        cls.broker = pb["broker_grpc"].BrokerStub(channel("broker"))
+        cls.predictor = pb["predictor_grpc"].PredictorStub(channel("predictor"))
+        cls.monitor = pb["monitor_grpc"].MonitorStub(channel("monitor"))
+
+    def assert_rpc_error(self, call, code):
+        with self.assertRaises(grpc.RpcError) as ctx:
+            call()
+        err = ctx.exception
+        self.assertEqual(err.code(), code, f"details: {err.details()}")
+        self.assertTrue(err.details() and err.details().strip(), "error without a message")
+        return err
+
+    def test_01_push_samples_is_acknowledged(self):
+        now = int(time.time())
+        samples = synthetic_history(now)
+        resp = self.statemgr.PushSamples(push_requests(samples), timeout=self.RPC_TIMEOUT)
+        self.assertEqual(resp.persisted_samples, len(samples))
+        self.assertEqual(resp.duplicate_samples, 0)
+        self.assertEqual(resp.last_persisted_unix_seconds[PUSHED_HOST], samples[-1].unix_seconds)
+        # Re-sending the tail is idempotent: acknowledged, not stored again.
+        again = self.statemgr.PushSamples(push_requests(samples[-10:]), timeout=self.RPC_TIMEOUT)
+        self.assertEqual(again.persisted_samples, 0)
+        self.assertEqual(again.duplicate_samples, 10)
+        listed = {h.host: h for h in self.statemgr.ListHosts(
+            pb["statemgr"].ListHostsRequest(), timeout=self.RPC_TIMEOUT).hosts}
+        self.assertIn(PUSHED_HOST, listed)
+        self.assertEqual(listed[PUSHED_HOST].sample_count, len(samples))
+        self.assertEqual(listed[PUSHED_HOST].last_sample_unix_seconds, samples[-1].unix_seconds)
+
+    def wait_registered(self, host):
+        req = pb["broker"].GetHostRequest(host=host)
+
+        def registered():
+            h = self.broker.GetHost(req, timeout=5)
+            return h if h.live else None
+
+        return sojourn_cluster.wait_until(registered, 30, f"{host} registered at the broker",
+                                          interval_seconds=0.1)
+
+    def test_02_statemgr_registers_host_at_broker(self):
+        h = self.wait_registered(PUSHED_HOST)
+        self.assertEqual(h.statemgr_address, ADDRS["statemgr"])
+        self.assertEqual(h.attributes.cpu_cores, 4)
+        self.assertGreater(h.last_heartbeat_unix_seconds, 0)
+
+    def test_03_rank_hosts(self):
+        self.wait_registered(PUSHED_HOST)
+        req = pb["broker"].RankHostsRequest(
+            job=pb["broker"].JobRequirements(duration_seconds=2 * 3600, cpu_share_ratio=1.0,
+                                             memory_mb=512))
+        resp = self.broker.RankHosts(req, timeout=self.RPC_TIMEOUT)
+        self.assertEqual(resp.policy, "tr")
+        by_host = {r.host: r for r in resp.hosts}
+        self.assertIn(PUSHED_HOST, by_host, f"ranking: {resp}")
+        mine = by_host[PUSHED_HOST]
+        self.assertTrue(mine.eligible, f"{PUSHED_HOST}: {mine.reason}")
+        self.assertTrue(mine.HasField("tr_ratio"))
+        self.assertGreaterEqual(mine.tr_ratio, 0.0)
+        self.assertLessEqual(mine.tr_ratio, 1.0)
+        self.assertTrue(mine.reason)
+        self.assertEqual(mine.current_state, pb["common"].HOST_STATE_S1_IDLE)
+        # Every host with a TR has it in [0, 1]; eligible hosts come first, ranked
+        # 1..k by non-increasing TR; ineligible ones have rank 0 and a reason.
+        eligible = [r for r in resp.hosts if r.eligible]
+        self.assertEqual([r.rank for r in eligible], list(range(1, len(eligible) + 1)))
+        self.assertEqual([r.eligible for r in resp.hosts],
+                         [True] * len(eligible) + [False] * (len(resp.hosts) - len(eligible)))
+        for r in resp.hosts:
+            if r.HasField("tr_ratio"):
+                self.assertTrue(0.0 <= r.tr_ratio <= 1.0 and not math.isnan(r.tr_ratio), str(r))
+            if not r.eligible:
+                self.assertEqual(r.rank, 0)
+                self.assertTrue(r.reason)
+        trs = [r.tr_ratio for r in eligible]
+        self.assertEqual(trs, sorted(trs, reverse=True))
+
+    def test_04_predictor_answers_with_statemgr_address(self):
+        req = pb["predictor"].PredictAvailabilityRequest(
+            host=PUSHED_HOST, window_seconds=3600, curve_points=4,
+            statemgr_address=ADDRS["statemgr"])
+        resp = self.predictor.PredictAvailability(req, timeout=self.RPC_TIMEOUT)
+        self.assertEqual(resp.host, PUSHED_HOST)
+        self.assertTrue(0.0 <= resp.tr_ratio <= 1.0)
+        self.assertGreaterEqual(resp.mttf_seconds, 0.0)
+        self.assertLessEqual(resp.mttf_seconds, 3600.0 + resp.step_seconds)
+        self.assertEqual(len(resp.curve), 4)
+        curve = [p.tr_ratio for p in resp.curve]
+        for earlier, later in zip(curve, curve[1:]):
+            self.assertLessEqual(later, earlier + 1e-9, f"TR curve must not increase: {curve}")
+        offsets = [p.offset_seconds for p in resp.curve]
+        self.assertEqual(offsets, sorted(offsets))
+
+    def test_05_health_serving_everywhere(self):
+        health = pb["health"]
+        for name in ("statemgr", "predictor", "broker", "monitor"):
+            with self.subTest(service=name):
+                stub = pb["health_grpc"].HealthStub(channel(name))
+                resp = stub.Check(health.HealthCheckRequest(service=""), timeout=10)
+                self.assertEqual(resp.status, health.HealthCheckResponse.SERVING)
+
+    def test_06_malformed_requests_rejected(self):
+        codes = grpc.StatusCode
+        with self.subTest(service="statemgr", case="empty stream"):
+            self.assert_rpc_error(lambda: self.statemgr.PushSamples(iter([]), timeout=10),
+                                  codes.INVALID_ARGUMENT)
+        with self.subTest(service="statemgr", case="unknown host"):
+            self.assert_rpc_error(
+                lambda: self.statemgr.GetStateIntervals(
+                    pb["statemgr"].GetStateIntervalsRequest(host="no-such-host"), timeout=10),
+                codes.NOT_FOUND)
+        with self.subTest(service="broker", case="negative duration"):
+            err = self.assert_rpc_error(
+                lambda: self.broker.RankHosts(pb["broker"].RankHostsRequest(
+                    job=pb["broker"].JobRequirements(duration_seconds=-3600)), timeout=10),
+                codes.INVALID_ARGUMENT)
+            self.assertIn("duration", err.details())
+        with self.subTest(service="broker", case="unknown host"):
+            self.assert_rpc_error(
+                lambda: self.broker.GetHost(pb["broker"].GetHostRequest(host="no-such-host"),
+                                            timeout=10),
+                codes.NOT_FOUND)
+        with self.subTest(service="predictor", case="negative window"):
+            self.assert_rpc_error(
+                lambda: self.predictor.PredictAvailability(
+                    pb["predictor"].PredictAvailabilityRequest(
+                        host=PUSHED_HOST, window_seconds=-1, statemgr_address=ADDRS["statemgr"]),
+                    timeout=10),
+                codes.INVALID_ARGUMENT)
+        with self.subTest(service="predictor", case="unknown host"):
+            self.assert_rpc_error(
+                lambda: self.predictor.PredictAvailability(
+                    pb["predictor"].PredictAvailabilityRequest(
+                        host="no-such-host", window_seconds=3600,
+                        statemgr_address=ADDRS["statemgr"]),
+                    timeout=10),
+                codes.NOT_FOUND)
+        with self.subTest(service="monitor", case="negative pid"):
+            self.assert_rpc_error(
+                lambda: self.monitor.RegisterGuest(pb["monitor"].RegisterGuestRequest(pid=-1),
+                                                   timeout=10),
+                codes.INVALID_ARGUMENT)
+
+    def test_07_monitor_streams_this_host(self):
+        # The real monitor's samples reach the statemgr (bounded wait).
+        req = pb["monitor"].GetMonitorStatusRequest()
+
+        def acknowledged():
+            st = self.monitor.GetStatus(req, timeout=5)
+            return st if st.acknowledged_samples > 0 else None
+
+        st = sojourn_cluster.wait_until(acknowledged, 30, "the monitor's first acknowledged sample",
+                                        interval_seconds=0.1)
+        self.assertEqual(st.host, MONITOR_HOST)
+        self.assertTrue(0.0 <= st.last_sample.cpu_load_ratio <= 1.0)
+        listed = [h.host for h in self.statemgr.ListHosts(pb["statemgr"].ListHostsRequest(),
+                                                          timeout=10).hosts]
+        self.assertIn(MONITOR_HOST, listed)
+
+    def test_08_no_service_crashed(self):
+        for name, service in CLUSTER.services.items():
+            with self.subTest(service=name):
+                self.assertTrue(service.alive(),
+                                f"{name} exited with {service.popen.returncode}:\n"
+                                f"{CLUSTER.log_tail(name)}")
+
+
+class ShutdownTest(unittest.TestCase):
+    """Runs last: every service stops cleanly (exit 0) on SIGTERM."""
+
+    def test_graceful_shutdown_on_sigterm(self):
+        codes = CLUSTER.stop()
+        for name, code in codes.items():
+            with self.subTest(service=name):
+                self.assertEqual(code, 0, f"{name} exit code {code}:\n{CLUSTER.log_tail(name)}")
+
+
+def build_suite():
+    loader = unittest.TestLoader()
+    suite = unittest.TestSuite()
+    suite.addTests(loader.loadTestsFromTestCase(GrpcClientTest))  # sorted: test_01.. test_08
+    suite.addTests(loader.loadTestsFromTestCase(ShutdownTest))
+    return suite
+
+
+def main():
+    global ARGS, CLUSTER, ADDRS, WORKDIR
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bin-dir", default=os.environ.get("SOJOURN_BIN_DIR",
+                                                            os.path.join(REPO_DIR, "build", "bin")),
+                        help="directory holding broker, predictor, statemgr, monitor")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    ARGS = parser.parse_args()
+    # SIGTERM (e.g. a ctest timeout) unwinds through the finally below: children
+    # stopped, work dir removed. SIGKILL leaves the work dir; the children still
+    # die (PR_SET_PDEATHSIG).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+    WORKDIR = tempfile.mkdtemp(prefix="sojourn-pytest-")
+    CLUSTER = sojourn_cluster.Cluster(ARGS.bin_dir, WORKDIR)
+    passed = failed = 0
+    try:
+        try:
+            load_stubs(os.path.join(WORKDIR, "stubs"))
+            ADDRS = CLUSTER.start_all(monitor_host=MONITOR_HOST)
+        except Exception as e:
+            print(f"setup failed: {e}", file=sys.stderr)
+            CLUSTER.dump_logs()
+            print("0 passed, 1 failed")
+            return 1
+        print(f"cluster: {ADDRS} (work dir {WORKDIR})", file=sys.stderr)
+        result = unittest.TextTestRunner(verbosity=2, stream=sys.stderr).run(build_suite())
+        failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+        passed = result.testsRun - failed - len(result.skipped)
+        if failed:
+            CLUSTER.dump_logs()
+    finally:
+        CLUSTER.stop()
+        if ARGS.keep:
+            print(f"work dir kept: {WORKDIR}", file=sys.stderr)
+        else:
+            shutil.rmtree(WORKDIR, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,239 @@
+"""Starts a sojourn cluster (the real service binaries) on loopback for tests.
+
+Shared by tests/python/grpc_client_test.py and tests/ops/prometheus_test.py.
+Runs with Debian's interpreter (/usr/bin/python3): python3-grpcio,
+python3-grpc-tools and python3-protobuf.
+
+  cluster = Cluster(bin_dir, workdir)
+  try:
+      addrs = cluster.start_all(monitor_host="this-host")
+      ...                     # addrs["broker"] == "127.0.0.1:N"
+  finally:
+      cluster.stop()          # SIGTERM, then SIGKILL after a grace period
+
+Every service listens on 127.0.0.1 port 0 (gRPC and /metrics) and writes the
+bound ports to a --port_file, which is read back with bounded polling. The
+children get PR_SET_PDEATHSIG=SIGKILL, so they die with the test even when
+the test itself is killed (e.g. by a ctest timeout).
+"""
+
+import ctypes
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    """preexec_fn: the child gets SIGKILL when the test process dies."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def wait_until(predicate, timeout_seconds, what, interval_seconds=0.05):
+    """Polls `predicate` until it returns a truthy value, at most `timeout_seconds`.
+
+    Returns the value. Raises TimeoutError naming `what` (and the last
+    exception the predicate raised, if any) when the time is up.
+    """
+    deadline = time.monotonic() + timeout_seconds
+    last_error = None
+    while True:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as e:  # the predicate may fail until the condition holds
+            last_error = e
+        if time.monotonic() >= deadline:
+            detail = f" (last error: {last_error})" if last_error else ""
+            raise TimeoutError(f"timed out after {timeout_seconds}s waiting for {what}{detail}")
+        time.sleep(interval_seconds)
+
+
+def protoc_command():
+    """The protoc invocation that generates Python and gRPC Python code.
+
+    Debian 12's python3-grpc-tools (1.14, bundling protoc 3.5) rejects proto3
+    `optional` fields, which the sojourn contracts use, so the system protoc
+    (protobuf-compiler, 3.21) with grpc's Python plugin (protobuf-compiler-grpc)
+    comes first. SOJOURN_PROTOC / SOJOURN_GRPC_PYTHON_PLUGIN override the paths.
+    grpc_tools.protoc is the fallback where those are missing.
+    """
+    protoc = os.environ.get("SOJOURN_PROTOC") or shutil.which("protoc")
+    plugin = (os.environ.get("SOJOURN_GRPC_PYTHON_PLUGIN") or shutil.which("grpc_python_plugin"))
+    if protoc and plugin:
+        return [protoc, f"--plugin=protoc-gen-grpc_python={plugin}"]
+    return [sys.executable, "-m", "grpc_tools.protoc"]
+
+
+def generate_stubs(out_dir, proto_dirs, proto_files):
+    """Generates Python messages and gRPC stubs for `proto_files` into `out_dir`.
+
+    proto_files are paths relative to one of `proto_dirs`. Adds out_dir to
+    sys.path.
+    """
+    os.makedirs(out_dir, exist_ok=True)
+    cmd = protoc_command()
+    cmd += [f"-I{d}" for d in proto_dirs]
+    cmd += [f"--python_out={out_dir}", f"--grpc_python_out={out_dir}"]
+    cmd += proto_files
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"protoc failed ({' '.join(cmd)}):\n{result.stderr}")
+    if out_dir not in sys.path:
+        sys.path.insert(0, out_dir)
+
+
+def generate_sojourn_stubs(repo_dir, out_dir):
+    """Stubs of proto/sojourn/v1/*.proto and of grpc.health.v1 into out_dir.
+
+    health.proto is compiled from its own directory, so its module is the
+    top-level `health_pb2` (a `grpc.health` package would collide with grpcio's
+    `grpc` package); the proto package, and so the RPC names, stay
+    grpc.health.v1.
+    """
+    proto_root = os.path.join(repo_dir, "proto")
+    files = sorted(os.path.relpath(p, proto_root)
+                   for p in glob.glob(os.path.join(proto_root, "sojourn", "v1", "*.proto")))
+    if not files:
+        raise RuntimeError(f"no .proto files under {proto_root}/sojourn/v1")
+    generate_stubs(out_dir, [proto_root], files)
+    health_dir = os.path.join(repo_dir, "tests", "python", "protos", "grpc", "health", "v1")
+    generate_stubs(out_dir, [health_dir], ["health.proto"])
+
+
+class Service:
+    """One child process."""
+
+    def __init__(self, name, popen, log_path, grpc_port, metrics_port):
+        self.name = name
+        self.popen = popen
+        self.log_path = log_path
+        self.grpc_port = grpc_port
+        self.metrics_port = metrics_port
+        self.exit_code = None
+
+    @property
+    def address(self):
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def alive(self):
+        return self.popen.poll() is None
+
+
+class Cluster:
+    """The four services of one test, their logs and data under `workdir`."""
+
+    def __init__(self, bin_dir, workdir, start_timeout_seconds=20):
+        self.bin_dir = bin_dir
+        self.workdir = workdir
+        self.start_timeout_seconds = start_timeout_seconds
+        self.services = {}  # name -> Service, in start order
+
+    def binary(self, program):
+        path = os.path.join(self.bin_dir, program)
+        if not os.access(path, os.X_OK):
+            raise FileNotFoundError(f"{path} is not an executable (build the target '{program}')")
+        return path
+
+    def start(self, name, program, args):
+        """Starts `program` with `args` plus loopback port-0 listen flags.
+
+        Returns the Service once its port file is written (bounded wait).
+        """
+        port_file = os.path.join(self.workdir, f"{name}.ports")
+        log_path = os.path.join(self.workdir, f"{name}.log")
+        argv = [self.binary(program),
+                "--listen=127.0.0.1:0",
+                "--metrics_listen=127.0.0.1:0",
+                f"--port_file={port_file}"] + list(args)
+        log = open(log_path, "wb")
+        try:
+            popen = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+                                     cwd=self.workdir)
+        finally:
+            log.close()
+        service = Service(name, popen, log_path, 0, 0)
+        self.services[name] = service
+
+        def ports_written():
+            if popen.poll() is not None:
+                raise RuntimeError(f"{name} exited with code {popen.returncode} before binding; "
+                                   f"log:\n{self.log_tail(name)}")
+            if not os.path.exists(port_file):
+                return None
+            values = {}
+            with open(port_file) as f:
+                for line in f:
+                    key, _, value = line.strip().partition("=")
+                    if key:
+                        values[key] = int(value)
+            return values
+
+        try:
+            ports = wait_until(ports_written, self.start_timeout_seconds, f"{name}'s port file")
+        except RuntimeError as e:
+            raise RuntimeError(str(e)) from None
+        service.grpc_port = ports["grpc_port"]
+        service.metrics_port = ports["metrics_port"]
+        return service
+
+    def start_all(self, monitor_host, monitor_period_seconds=1, heartbeat_seconds=1):
+        """Starts predictor, broker, statemgr and monitor, wired together.
+
+        Order: the broker needs the predictor's address and the predictor
+        would need the broker's; both bind port 0, so the predictor runs
+        without --broker (the broker passes each host's statemgr_address in
+        its PredictAvailability calls). Returns {name: "127.0.0.1:port"}.
+        """
+        predictor = self.start("predictor", "predictor", ["--broker="])
+        broker = self.start("broker", "broker", [f"--predictor={predictor.address}"])
+        statemgr = self.start("statemgr", "statemgr", [
+            f"--db_path={os.path.join(self.workdir, 'statemgr-db')}",
+            f"--broker={broker.address}",
+            f"--heartbeat_seconds={heartbeat_seconds}",
+        ])
+        monitor = self.start("monitor", "monitor", [
+            f"--statemgr={statemgr.address}",
+            f"--host={monitor_host}",
+            f"--period_seconds={monitor_period_seconds}",
+        ])
+        return {s.name: s.address for s in (predictor, broker, statemgr, monitor)}
+
+    def log_tail(self, name, lines=30):
+        try:
+            with open(self.services[name].log_path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError as e:
+            return f"(no log: {e})"
+
+    def dump_logs(self, stream=sys.stderr, lines=30):
+        for name in self.services:
+            print(f"----- {name} log (last {lines} lines) -----", file=stream)
+            print(self.log_tail(name, lines), file=stream)
+
+    def stop(self, grace_seconds=10):
+        """SIGTERM to every live child (last started first), SIGKILL after the grace.
+
+        Returns {name: exit code}; a child killed by a signal has a negative code.
+        """
+        for s in reversed(list(self.services.values())):
+            if s.alive():
+                s.popen.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace_seconds
+        for s in self.services.values():
+            try:
+                s.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                s.popen.kill()
+                s.popen.wait()
+            if s.exit_code is None:
+                s.exit_code = s.popen.returncode
+        return {name: s.exit_code for name, s in self.services.items()}

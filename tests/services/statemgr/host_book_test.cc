@@ -1,0 +1,184 @@
+#include "services/statemgr/host_book.h"
+
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace sojourn::statemgr {
+namespace {
+
+using availability::HostState;
+using sojourn::testing::IsOk;
+using sojourn::testing::TempDir;
+
+constexpr int64_t kMonday = 1700438400;  // 2023-11-20 00:00 UTC, a Monday
+
+HostSample At(int64_t t, double load, double mem = 4000) {
+  HostSample s;
+  s.unix_seconds = t;
+  s.cpu_load = load;
+  s.free_mem_mb = mem;
+  return s;
+}
+
+class HostBookTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = SampleStore::Open(dir_.path(), false);
+    ASSERT_THAT(s.status(), IsOk());
+    store_ = std::move(*s);
+    config_.default_period_seconds = 300;
+    book_ = std::make_unique<HostBook>(config_, *store_, clock_);
+  }
+  // `days` days of 5-minute samples of `host` from kMonday; load from fn(t).
+  void Fill(const std::string& host, int days, double (*fn)(int64_t)) {
+    std::vector<HostSample> v;
+    for (int64_t t = kMonday; t < kMonday + days * 86400; t += 300) v.push_back(At(t, fn(t)));
+    HostMeta meta;
+    meta.period_seconds = 300;
+    ASSERT_THAT(book_->Append(host, v, &meta).status(), IsOk());
+  }
+  TempDir dir_;
+  std::unique_ptr<SampleStore> store_;
+  FakeClock clock_{absl::FromUnixSeconds(kMonday)};
+  HostBookConfig config_;
+  std::unique_ptr<HostBook> book_;
+};
+
+// Re-sent samples are acknowledged as duplicates and not stored twice.
+TEST_F(HostBookTest, DuplicatesAreNotStoredTwice) {
+  auto r1 = book_->Append("h", {At(kMonday, 0.1), At(kMonday + 300, 0.1)}, nullptr);
+  ASSERT_THAT(r1.status(), IsOk());
+  EXPECT_EQ(r1->persisted, 2);
+  auto r2 = book_->Append("h", {At(kMonday + 300, 0.1), At(kMonday + 600, 0.1)}, nullptr);
+  ASSERT_THAT(r2.status(), IsOk());
+  EXPECT_EQ(r2->persisted, 1);
+  EXPECT_EQ(r2->duplicates, 1);
+  EXPECT_EQ(r2->last_persisted_unix, kMonday + 600);
+  EXPECT_EQ(book_->Info("h")->samples, 3);
+}
+
+// A gap longer than the revocation gap is recorded as a revocation (S5), and
+// shows as an S5 interval between the two runs of samples.
+TEST_F(HostBookTest, GapIsRecordedAsRevocation) {
+  HostMeta meta;
+  meta.period_seconds = 300;
+  ASSERT_THAT(book_->Append("h", {At(kMonday, 0.1), At(kMonday + 300, 0.1)}, &meta).status(),
+              IsOk());
+  ASSERT_THAT(book_->Append("h", {At(kMonday + 3600, 0.1), At(kMonday + 3900, 0.1)}, nullptr)
+                  .status(),
+              IsOk());
+  auto rev = store_->Revocations("h");
+  ASSERT_THAT(rev.status(), IsOk());
+  ASSERT_EQ(rev->size(), 1u);
+  EXPECT_EQ((*rev)[0].first, kMonday + 300);
+  EXPECT_EQ((*rev)[0].second, 3300);
+  int64_t step = 0;
+  auto intervals = book_->Intervals("h", 0, 0, &step);
+  ASSERT_THAT(intervals.status(), IsOk());
+  EXPECT_EQ(step, 300);
+  bool saw_s5 = false;
+  for (const auto& i : *intervals) saw_s5 |= i.state == HostState::kS5;
+  EXPECT_TRUE(saw_s5);
+}
+
+// A host silent for longer than its revocation gap is S5 now.
+TEST_F(HostBookTest, SilentHostIsRevokedNow) {
+  Fill("h", 1, [](int64_t) { return 0.05; });
+  clock_.Set(absl::FromUnixSeconds(kMonday + 86400));
+  EXPECT_EQ(book_->Info("h")->state, HostState::kS1);
+  clock_.Advance(absl::Hours(1));
+  EXPECT_EQ(book_->Info("h")->state, HostState::kS5);
+}
+
+// Window statistics come from the same clock window on the most recent days
+// of the requested type; weekend windows are not mixed into weekday ones.
+TEST_F(HostBookTest, WindowStatsUseSameClockWindowsOfTheDayType) {
+  // Busy (S3) every day 10:00-11:00, idle otherwise; two weeks.
+  Fill("h", 14, [](int64_t t) { return ((t % 86400) / 3600 == 10) ? 0.9 : 0.05; });
+  availability::WindowSpec spec;
+  spec.day_type = availability::DayType::kWeekday;
+  spec.start_second_of_day = 9 * 3600;
+  spec.length_seconds = 2 * 3600;
+  auto r = book_->WindowStats("h", spec, 0);
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_FALSE(r->whole_history_fallback);
+  EXPECT_EQ(r->window_starts_unix.size(), 10u);  // 10 weekdays in 2 weeks
+  EXPECT_EQ(r->stats.num_windows, 10);
+  for (int64_t start : r->window_starts_unix) {
+    EXPECT_EQ(availability::DayTypeOf(start, 0), availability::DayType::kWeekday);
+    EXPECT_EQ(start % 86400, 9 * 3600);
+  }
+  spec.day_type = availability::DayType::kWeekend;
+  auto w = book_->WindowStats("h", spec, 0);
+  ASSERT_THAT(w.status(), IsOk());
+  EXPECT_EQ(w->window_starts_unix.size(), 4u);
+}
+
+// A host too new for any same-clock window still gets statistics, marked as
+// a whole-history fallback; an unknown host is NOT_FOUND.
+TEST_F(HostBookTest, NewHostFallsBackToWholeHistory) {
+  ASSERT_THAT(book_->Append("new", {At(kMonday, 0.1), At(kMonday + 300, 0.1),
+                                    At(kMonday + 600, 0.3)},
+                            nullptr)
+                  .status(),
+              IsOk());
+  availability::WindowSpec spec;
+  spec.length_seconds = 7200;
+  auto r = book_->WindowStats("new", spec, 0);
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_TRUE(r->whole_history_fallback);
+  EXPECT_EQ(r->stats.num_windows, 1);
+  EXPECT_TRUE(absl::IsNotFound(book_->WindowStats("nope", spec, 0).status()));
+}
+
+// Everything appended is back after a restart (Load from RocksDB).
+TEST_F(HostBookTest, LoadRestoresHosts) {
+  Fill("h", 2, [](int64_t) { return 0.3; });
+  HostBook again(config_, *store_, clock_);
+  ASSERT_THAT(again.Load(), IsOk());
+  auto info = again.Info("h");
+  ASSERT_THAT(info.status(), IsOk());
+  EXPECT_EQ(info->samples, 2 * 288);
+  EXPECT_EQ(info->meta.period_seconds, 300);
+}
+
+}  // namespace
+}  // namespace sojourn::statemgr
+
+namespace sojourn::statemgr {
+namespace {
+
+// The whole-history fallback sees every failure of a short history, not only
+// the first: a host that fails every few hours gets a low TR.
+TEST_F(HostBookTest, FallbackCountsEveryFailure) {
+  // 18 h of samples, S3 (a 10-minute spike) every 3 hours.
+  std::vector<HostSample> v;
+  for (int64_t t = kMonday; t < kMonday + 18 * 3600; t += 300) {
+    v.push_back(At(t, (t - kMonday) % (3 * 3600) < 600 && t > kMonday ? 0.95 : 0.05));
+  }
+  ASSERT_THAT(book_->Append("flaky", v, nullptr).status(), IsOk());
+  availability::WindowSpec spec;
+  spec.start_second_of_day = 20 * 3600;  // no same-clock window in 18 h of history
+  spec.length_seconds = 24 * 3600;       // longer than the history
+  auto one = book_->WindowStats("flaky", spec, 0);
+  ASSERT_THAT(one.status(), IsOk());
+  EXPECT_TRUE(one->whole_history_fallback);
+  spec.length_seconds = 2 * 3600;
+  auto many = book_->WindowStats("flaky", spec, 0);
+  ASSERT_THAT(many.status(), IsOk());
+  EXPECT_TRUE(many->whole_history_fallback);
+  EXPECT_GT(many->stats.num_windows, 10);
+  double to_failure = 0;
+  for (int i = 1; i <= 2; ++i) {
+    for (const auto& [key, count] : many->stats.ordinary[i].completed) {
+      if (key.first >= 3) to_failure += count;
+    }
+    for (const auto& [key, count] : many->stats.first[i].completed) {
+      if (key.first >= 3) to_failure += count;
+    }
+  }
+  EXPECT_GE(to_failure, 5);  // every spike seen by some window
+}
+
+}  // namespace
+}  // namespace sojourn::statemgr

@@ -1,0 +1,457 @@
+// `sojourn-eval availability`: backtests sojourn's semi-Markov TR and the
+// baselines on a host trace under the protocol of issue 7 (paper 000 section
+// 8.2 refined), with the training-ratio sweep (paper 000 Fig. 12) and the
+// noise-injection robustness test (Fig. 14) as options.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "models/availability/kernel.h"
+#include "models/baselines/availability_backtest.h"
+#include "models/traces/traces.h"
+#include "nlohmann/json.hpp"
+#include "tools/eval/command.h"
+
+namespace sojourn::eval {
+namespace {
+
+constexpr char kUsage[] = R"(usage: sojourn-eval availability --trace PATH [options]
+
+Backtests availability prediction on a host trace: sojourn's semi-Markov TR
+("smp": censoring-aware estimator with default options; "smp_paper": the
+paper-literal estimator) beside the baselines last, bm, ar, ma, arma (paper 000
+Table 4, p = q = 8), avail_quantile (HTCondor AvailTimeEstimate), on_fraction
+(BOINC) and window_frequency (issue 7).
+
+Protocol (issue 7): each host's days are split at ndays/2 (first half trains);
+cells (host, day type, start hour, window 1..H h, initial state); training
+windows = same-clock windows on training days of the type ending in the
+training half; test windows on test days starting in the cell's state;
+empirical TR = fraction surviving; relative error over cells with >= 3 test
+windows and emp > 0; pooled Brier over test windows.
+
+options:
+  --trace PATH             trace file or directory (required)
+  --format F               canonical | gwa | availability-matrix | auto (default auto)
+  --json OUT               write the full report as JSON to OUT
+  --step SECONDS           state grid step (default: the matrix period, else 300)
+  --utc-offset HOURS       local time = UTC + HOURS; the grid and the days are
+                           local (default: 2 for gwa (Bitbrains, NL summer), else 0)
+  --start UNIX             availability matrix: Unix time of column 0
+                           (default 931219200 = 1999-07-06 00:00 UTC)
+  --period SECONDS         availability matrix: probe period (default 3600)
+  --max-hosts N            read at most N hosts (default all)
+  --history-days N         use the N most recent training days of the type (default 0 = all)
+  --train-ratio R          fraction of each host's days used for training (default 0.5)
+  --max-window-hours H     longest window (default 10)
+  --methods LIST           comma-separated subset of the methods (default all)
+  --day-types LIST         weekday,weekend (default both)
+  --th1 X / --th2 X        CPU load thresholds (default 0.2 / 0.6)
+  --grace SECONDS          load above th2 longer than this is S3 (default 60)
+  --working-set-mb X       free memory below this is S4 (default 256)
+  --revocation-gap SECONDS no sample for longer than this is S5
+                           (default 900; matrix: half the period)
+  --outage-fraction F      grid points where fewer than F of the hosts report are
+                           a global monitoring outage; windows touching one are
+                           excluded (default 0.5; 0 for the matrix; 0 disables)
+  --smp-options LIST       set sojourn's EstimatorOptions for "smp" (issue 7
+                           improvements; library defaults otherwise), e.g.
+                           prior_windows=5,recency_half_life_windows=4; keys:
+                           censoring_aware, first_sojourn_kernel,
+                           min_first_sojourn_windows, prior_windows,
+                           recency_half_life_windows, borrow_below_windows,
+                           other_day_type_weight, neighbor_window_weight,
+                           neighbor_offset_seconds, recent_age_seconds,
+                           age_prior_windows, frequency_weight
+  --smp-prior SRC          shrinkage prior when prior_windows > 0: hosts (the same
+                           day type and start hour pooled over all hosts, default)
+                           or hours (this host's other start hours)
+  --min-test-windows N     cells with fewer test windows get no relative error (default 3)
+  --reliability-bins N     bins of the reliability tables (default 10)
+  --threads N              worker threads, 1 or 2 (default 2)
+  --sweep-train-ratios L   also run the weekday protocol for each training ratio in
+                           the comma-separated list L (paper 000 Fig. 12)
+  --noise L                also run the noise-injection test (paper 000 Fig. 14) for
+                           each number of injections in L (e.g. 0,1,2,4,10)
+  --noise-windows L        window lengths (h) of the noise test (default 1,2,3,5,10)
+  --seed N                 seed of the noise injection (default 1)
+  --help                   this text
+)";
+
+[[noreturn]] void Die(const std::string& reason) {
+  std::fprintf(stderr, "sojourn-eval availability: %s\n", reason.c_str());
+  std::exit(2);
+}
+
+struct Args {
+  std::map<std::string, std::string> values;
+  bool Has(const std::string& k) const { return values.count(k) > 0; }
+  std::string Get(const std::string& k, const std::string& def = "") const {
+    auto it = values.find(k);
+    return it == values.end() ? def : it->second;
+  }
+};
+
+const std::vector<std::string> kOptions = {
+    "trace", "format", "json", "step", "utc-offset", "start", "period", "max-hosts",
+    "history-days", "train-ratio", "max-window-hours", "methods", "day-types", "th1", "th2",
+    "grace", "working-set-mb", "revocation-gap", "outage-fraction", "min-test-windows",
+    "reliability-bins", "threads", "smp-options", "smp-prior", "sweep-train-ratios", "noise", "noise-windows", "seed"};
+
+Args ParseArgs(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (arg.rfind("--", 0) != 0) Die(absl::StrCat("unexpected argument '", arg, "' (try --help)"));
+    std::string key = arg.substr(2), value;
+    const size_t eq = key.find('=');
+    if (eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    } else {
+      if (i + 1 >= argc) Die(absl::StrCat("option --", key, " needs a value"));
+      value = argv[++i];
+    }
+    if (std::find(kOptions.begin(), kOptions.end(), key) == kOptions.end()) {
+      Die(absl::StrCat("unknown option --", key, " (try --help)"));
+    }
+    a.values[key] = value;
+  }
+  return a;
+}
+
+double GetDouble(const Args& a, const std::string& k, double def) {
+  if (!a.Has(k)) return def;
+  double v;
+  if (!absl::SimpleAtod(a.Get(k), &v) || !std::isfinite(v)) {
+    Die(absl::StrCat("--", k, ": '", a.Get(k), "' is not a number"));
+  }
+  return v;
+}
+int64_t GetInt(const Args& a, const std::string& k, int64_t def) {
+  if (!a.Has(k)) return def;
+  int64_t v;
+  if (!absl::SimpleAtoi(a.Get(k), &v)) Die(absl::StrCat("--", k, ": '", a.Get(k), "' is not an integer"));
+  return v;
+}
+void ApplySmpOptions(const std::string& text, availability::EstimatorOptions* o) {
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    double v;
+    if (!absl::SimpleAtod(kv.second, &v) || !std::isfinite(v) || v < 0) {
+      Die(absl::StrCat("--smp-options: '", item, "' needs a non-negative number"));
+    }
+    const std::string& k = kv.first;
+    if (k == "censoring_aware") {
+      o->censoring_aware = v != 0;
+    } else if (k == "first_sojourn_kernel") {
+      o->first_sojourn_kernel = v != 0;
+    } else if (k == "min_first_sojourn_windows") {
+      o->min_first_sojourn_windows = v;
+    } else if (k == "prior_windows") {
+      o->prior_windows = v;
+    } else if (k == "recency_half_life_windows") {
+      o->recency_half_life_windows = v;
+    } else if (k == "borrow_below_windows") {
+      o->borrow_below_windows = static_cast<int>(v);
+    } else if (k == "other_day_type_weight") {
+      o->other_day_type_weight = v;
+    } else if (k == "neighbor_window_weight") {
+      o->neighbor_window_weight = v;
+    } else if (k == "neighbor_offset_seconds") {
+      o->neighbor_offset_seconds = static_cast<int64_t>(v);
+    } else if (k == "recent_age_seconds") {
+      o->recent_age_seconds = static_cast<int64_t>(v);
+    } else if (k == "age_prior_windows") {
+      o->age_prior_windows = v;
+    } else if (k == "frequency_weight") {
+      if (v > 1) Die("--smp-options: frequency_weight must be in [0, 1]");
+      o->frequency_weight = v;
+    } else {
+      Die(absl::StrCat("--smp-options: unknown option '", k, "'"));
+    }
+  }
+}
+
+std::vector<std::string> GetList(const Args& a, const std::string& k) {
+  std::vector<std::string> out;
+  if (!a.Has(k)) return out;
+  for (absl::string_view s : absl::StrSplit(a.Get(k), ',', absl::SkipEmpty())) out.emplace_back(s);
+  return out;
+}
+std::vector<double> GetDoubleList(const Args& a, const std::string& k) {
+  std::vector<double> out;
+  for (const std::string& s : GetList(a, k)) {
+    double v;
+    if (!absl::SimpleAtod(s, &v)) Die(absl::StrCat("--", k, ": '", s, "' is not a number"));
+    out.push_back(v);
+  }
+  return out;
+}
+std::vector<int> GetIntList(const Args& a, const std::string& k, std::vector<int> def) {
+  if (!a.Has(k)) return def;
+  std::vector<int> out;
+  for (const std::string& s : GetList(a, k)) {
+    int v;
+    if (!absl::SimpleAtoi(s, &v)) Die(absl::StrCat("--", k, ": '", s, "' is not an integer"));
+    out.push_back(v);
+  }
+  return out;
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConfig& cfg) {
+  const char* dt_names[2] = {"weekday", "weekend"};
+  for (int dt = 0; dt < 2; ++dt) {
+    std::printf("\nAverage relative error |pred - emp| / emp over start hours, %s (window hours):\n",
+                dt_names[dt]);
+    std::printf("%-17s", "method");
+    for (int L = 1; L <= cfg.max_window_hours; ++L) std::printf(" %7dh", L);
+    std::printf("\n");
+    for (size_t m = 0; m < r.methods.size(); ++m) {
+      auto by_len = backtest::SummarizeByLength(r, m, cfg.max_window_hours, cfg.min_test_windows);
+      std::printf("%-17s", r.methods[m].c_str());
+      for (int L = 1; L <= cfg.max_window_hours; ++L) {
+        std::printf(" %8.4f", by_len[dt][L - 1].avg_rel_err);
+      }
+      std::printf("\n");
+    }
+    std::printf("Brier score, %s (window hours):\n", dt_names[dt]);
+    for (size_t m = 0; m < r.methods.size(); ++m) {
+      auto by_len = backtest::SummarizeByLength(r, m, cfg.max_window_hours, cfg.min_test_windows);
+      std::printf("%-17s", r.methods[m].c_str());
+      for (int L = 1; L <= cfg.max_window_hours; ++L) std::printf(" %8.4f", by_len[dt][L - 1].brier);
+      std::printf("\n");
+    }
+  }
+  int64_t busy = 0;
+  for (bool b : r.busy) busy += b;
+  for (int busy_only = 0; busy_only < 2; ++busy_only) {
+    std::printf("\nOverall, %s (%lld hosts):\n", busy_only ? "busy hosts" : "all hosts",
+                static_cast<long long>(busy_only ? busy : static_cast<int64_t>(r.hosts.size())));
+    std::printf("%-17s %9s %9s %9s %8s %8s %8s %9s\n", "method", "acc_grand", "acc_paper",
+                "acc_worst", "brier", "cells", "dropped", "windows");
+    for (size_t m = 0; m < r.methods.size(); ++m) {
+      backtest::MethodSummary s =
+          backtest::SummarizeMethod(r, m, busy_only != 0, cfg.min_test_windows);
+      std::printf("%-17s %9.4f %9.4f %9.4f %8.5f %8lld %8lld %9lld\n", r.methods[m].c_str(),
+                  s.acc_grand, s.acc_paper_style, s.acc_worst, s.brier,
+                  static_cast<long long>(s.cells), static_cast<long long>(s.cells_dropped),
+                  static_cast<long long>(s.windows));
+    }
+  }
+  std::printf("\nReliability (all hosts): per predicted-TR bin, observed survival [test windows]\n");
+  const int bins = cfg.reliability_bins;
+  std::printf("%-17s", "method");
+  for (int b = 0; b < bins; ++b) {
+    std::printf(" %15s", absl::StrFormat("%.1f-%.1f", double(b) / bins, double(b + 1) / bins).c_str());
+  }
+  std::printf("\n");
+  for (size_t m = 0; m < r.methods.size(); ++m) {
+    std::printf("%-17s", r.methods[m].c_str());
+    for (int b = 0; b < bins; ++b) {
+      const backtest::ReliabilityBin& rb = r.reliability[m][b];
+      if (rb.n == 0) {
+        std::printf(" %15s", "-");
+      } else {
+        std::printf(" %15s", absl::StrFormat("%.3f [%lld]", rb.sum_outcome / rb.n,
+                                             static_cast<long long>(rb.n)).c_str());
+      }
+    }
+    std::printf("\n");
+  }
+  std::printf("\ncells without training history (dropped for every method): %lld; "
+              "global-outage grid points: %lld of %lld\n",
+              static_cast<long long>(r.cells_without_history),
+              static_cast<long long>(r.outage_points), static_cast<long long>(r.grid_points));
+}
+
+int RunAvailability(int argc, char** argv) {
+  Args args = ParseArgs(argc, argv);
+  if (!args.Has("trace")) Die("--trace PATH is required (try --help)");
+  traces::ImportOptions io;
+  {
+    auto f = traces::ParseTraceFormat(args.Get("format", "auto"));
+    if (!f.ok()) Die(std::string(f.status().message()));
+    io.format = *f;
+  }
+  io.start_unix_seconds = GetInt(args, "start", io.start_unix_seconds);
+  io.period_seconds = GetInt(args, "period", io.period_seconds);
+  if (io.period_seconds <= 0) Die("--period must be positive");
+  io.max_hosts = static_cast<int>(GetInt(args, "max-hosts", 0));
+  if (io.max_hosts < 0) Die("--max-hosts must be >= 0");
+
+  auto t0 = std::chrono::steady_clock::now();
+  std::fprintf(stderr, "reading %s ...\n", args.Get("trace").c_str());
+  traces::TraceFormat format_used = traces::TraceFormat::kAuto;
+  auto traces = traces::ImportTrace(args.Get("trace"), io, &format_used);
+  if (!traces.ok()) Die(std::string(traces.status().message()));
+  if (traces->empty()) Die("the trace has no hosts");
+  const double t_read = Seconds(t0);
+  size_t samples = 0;
+  for (const HostTrace& t : *traces) samples += t.samples.size();
+  // The format read decides the defaults (matrix vs. sampled traces).
+  const bool matrix = format_used == traces::TraceFormat::kAvailabilityMatrix;
+  const bool gwa = format_used == traces::TraceFormat::kGwa;
+  std::fprintf(stderr, "read %zu hosts, %zu samples in %.1f s (%s)\n", traces->size(), samples,
+               t_read, matrix ? "availability matrix" : gwa ? "gwa" : "canonical");
+
+  backtest::BacktestConfig cfg;
+  cfg.step_seconds = GetInt(args, "step", matrix ? io.period_seconds : 300);
+  cfg.utc_offset_seconds =
+      static_cast<int>(std::lround(GetDouble(args, "utc-offset", gwa ? 2.0 : 0.0) * 3600));
+  cfg.max_window_hours = static_cast<int>(GetInt(args, "max-window-hours", 10));
+  cfg.history_days = static_cast<int>(GetInt(args, "history-days", 0));
+  cfg.train_ratio = GetDouble(args, "train-ratio", 0.5);
+  cfg.outage_fraction = GetDouble(args, "outage-fraction", matrix ? 0.0 : 0.5);
+  cfg.min_test_windows = static_cast<int>(GetInt(args, "min-test-windows", 3));
+  cfg.reliability_bins = static_cast<int>(GetInt(args, "reliability-bins", 10));
+  cfg.threads = static_cast<int>(GetInt(args, "threads", 2));
+  if (cfg.threads < 1 || cfg.threads > 2) Die("--threads must be 1 or 2");
+  cfg.methods = GetList(args, "methods");
+  cfg.day_types = GetList(args, "day-types");
+  cfg.classifier.th1 = GetDouble(args, "th1", cfg.classifier.th1);
+  cfg.classifier.th2 = GetDouble(args, "th2", cfg.classifier.th2);
+  if (!(cfg.classifier.th1 >= 0 && cfg.classifier.th1 <= cfg.classifier.th2)) {
+    Die("need 0 <= th1 <= th2");
+  }
+  cfg.classifier.grace_seconds = GetInt(args, "grace", cfg.classifier.grace_seconds);
+  cfg.classifier.guest_working_set_mb =
+      GetDouble(args, "working-set-mb", cfg.classifier.guest_working_set_mb);
+  cfg.classifier.revocation_gap_seconds =
+      GetInt(args, "revocation-gap", matrix ? cfg.step_seconds / 2 : 900);
+  if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
+  if (cfg.outage_fraction < 0 || cfg.outage_fraction > 1) Die("--outage-fraction must be in [0, 1]");
+  if (cfg.min_test_windows < 1) Die("--min-test-windows must be >= 1");
+
+  ApplySmpOptions(args.Get("smp-options"), &cfg.smp_options);
+  cfg.smp_prior = args.Get("smp-prior", "hosts");
+  if (cfg.smp_prior != "hosts" && cfg.smp_prior != "hours") Die("--smp-prior must be hosts or hours");
+
+  std::vector<double> sweep = GetDoubleList(args, "sweep-train-ratios");
+  std::vector<int> noise = GetIntList(args, "noise", {});
+  std::vector<int> noise_windows = GetIntList(args, "noise-windows", {1, 2, 3, 5, 10});
+  const int64_t seed = GetInt(args, "seed", 1);
+
+  int last_pct = -1;
+  std::string phase = "backtest";
+  cfg.progress = [&](double f) {
+    const int pct = static_cast<int>(f * 100);
+    if (pct / 10 != last_pct / 10 || pct == 100) {
+      std::fprintf(stderr, "  %s: %d%% of hosts\n", phase.c_str(), pct);
+      last_pct = pct;
+    }
+  };
+  auto t1 = std::chrono::steady_clock::now();
+  auto result = backtest::RunBacktest(*traces, cfg);
+  if (!result.ok()) Die(std::string(result.status().message()));
+  const double t_backtest = Seconds(t1);
+  std::fprintf(stderr, "backtest: %zu cells in %.1f s\n", result->cells.size(), t_backtest);
+
+  std::printf("sojourn-eval availability: %s\n", args.Get("trace").c_str());
+  std::printf("%zu hosts, grid %lld s, UTC%+.1f, train ratio %.2f, history days %s, windows 1..%d h\n",
+              traces->size(), static_cast<long long>(cfg.step_seconds),
+              cfg.utc_offset_seconds / 3600.0, cfg.train_ratio,
+              cfg.history_days > 0 ? std::to_string(cfg.history_days).c_str() : "all",
+              cfg.max_window_hours);
+  PrintReport(*result, cfg);
+
+  nlohmann::json j = backtest::ResultToJson(*result, cfg);
+  j["trace"] = args.Get("trace");
+  j["smp_options"] = args.Get("smp-options");
+  j["smp_prior"] = cfg.smp_prior;
+  j["timing_seconds"] = {{"read", t_read}, {"backtest", t_backtest}};
+
+  if (!sweep.empty()) {
+    // Paper 000 Fig. 12: weekday windows, different training/test ratios.
+    std::printf("\nTraining-ratio sweep (weekdays): average / max-average relative error\n");
+    std::printf("%-7s", "ratio");
+    for (const std::string& m : result->methods) std::printf(" %21s", m.c_str());
+    std::printf("\n");
+    for (double ratio : sweep) {
+      backtest::BacktestConfig c = cfg;
+      c.train_ratio = ratio;
+      c.day_types = {"weekday"};
+      phase = absl::StrFormat("sweep %.2f", ratio);
+      last_pct = -1;
+      auto r = backtest::RunBacktest(*traces, c);
+      if (!r.ok()) Die(std::string(r.status().message()));
+      std::printf("%-7.2f", ratio);
+      nlohmann::json row;
+      for (size_t m = 0; m < r->methods.size(); ++m) {
+        auto by_len = backtest::SummarizeByLength(*r, m, c.max_window_hours, c.min_test_windows);
+        double sum = 0, worst = 0;
+        for (const auto& ls : by_len[0]) {
+          sum += ls.avg_rel_err;
+          worst = std::max(worst, ls.avg_rel_err);
+        }
+        const double avg = sum / c.max_window_hours;
+        backtest::MethodSummary s = backtest::SummarizeMethod(*r, m, false, c.min_test_windows);
+        std::printf(" %10.4f / %8.4f", avg, worst);
+        row[r->methods[m]] = {{"avg_rel_err", avg}, {"max_avg_rel_err", worst},
+                              {"brier", s.brier}, {"cells", s.cells}};
+      }
+      std::printf("\n");
+      j["train_ratio_sweep"][absl::StrFormat("%.2f", ratio)] = row;
+    }
+  }
+
+  if (!noise.empty()) {
+    auto t2 = std::chrono::steady_clock::now();
+    auto nr = backtest::RunNoiseInjection(*traces, cfg, noise, noise_windows,
+                                          static_cast<uint64_t>(seed));
+    if (!nr.ok()) Die(std::string(nr.status().message()));
+    std::printf("\nNoise injection (paper 000 Fig. 14): mean |TR_noisy - TR_clean| / TR_clean, "
+                "weekday windows from 08:00 in S1\n");
+    for (const auto& [method, table] : nr->discrepancy) {
+      std::printf("%s\n%-12s", method.c_str(), "injections");
+      for (int w : nr->window_hours) std::printf(" %8dh", w);
+      std::printf("\n");
+      for (size_t k = 0; k < nr->injections.size(); ++k) {
+        std::printf("%-12d", nr->injections[k]);
+        for (size_t w = 0; w < nr->window_hours.size(); ++w) std::printf(" %9.4f", table[k][w]);
+        std::printf("\n");
+        for (size_t w = 0; w < nr->window_hours.size(); ++w) {
+          j["noise_injection"][method][std::to_string(nr->injections[k])]
+           [std::to_string(nr->window_hours[w])] = {{"discrepancy", table[k][w]},
+                                                    {"hosts", nr->hosts[method][k][w]}};
+        }
+      }
+    }
+    std::fprintf(stderr, "noise injection: %.1f s\n", Seconds(t2));
+  }
+
+  std::printf("\ntiming: read %.1f s, backtest %.1f s, total %.1f s\n", t_read, t_backtest,
+              Seconds(t0));
+  if (args.Has("json")) {
+    std::ofstream out(args.Get("json"));
+    if (!out) Die(absl::StrCat("cannot write ", args.Get("json")));
+    out << j.dump(1) << "\n";
+    if (!out) Die(absl::StrCat("write error on ", args.Get("json")));
+  }
+  return 0;
+}
+
+EvalCommandRegistrar reg("availability",
+                         "backtest availability prediction (SMP TR vs baselines) on a host trace",
+                         RunAvailability);
+
+}  // namespace
+}  // namespace sojourn::eval

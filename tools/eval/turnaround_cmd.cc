@@ -1,0 +1,268 @@
+// sojourn-eval turnaround: backtests the CISNE turnaround kernels (paper 002)
+// and the baselines on an SWF job log, in replay or simulate mode.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "models/turnaround/evaluation.h"
+#include "models/turnaround/hist_db_rocksdb.h"
+#include "models/turnaround/swf.h"
+#include "nlohmann/json.hpp"
+#include "tools/eval/command.h"
+
+namespace sojourn::eval {
+namespace {
+
+namespace ta = ::sojourn::turnaround;
+
+constexpr char kProgram[] = "sojourn-eval turnaround";
+
+constexpr char kHelp[] = R"(usage: sojourn-eval turnaround --swf PATH [--mode replay|simulate] [--json OUT] [options]
+
+Backtests the turnaround kernels of CISNE (paper 002: historical, simulation,
+hybrid) and the baselines user_estimate, last_two (Tsafrir) and template_mean
+(Smith) on a Standard Workload Format log (plain or .gz). Reports D_v
+(equation 13, percent), adjusted R^2 and interval coverage for turnaround,
+wait and execution time, and the mean cost of one estimate.
+
+  --swf PATH          SWF job log (required)
+  --mode MODE         replay (default): the log's own waits and runtimes are the
+                      truth; each job is estimated at submit time from the jobs
+                      finished before it and the queue rebuilt from the log.
+                      simulate: the log drives the off-line simulator on a
+                      non-dedicated cluster with local load; simulated times are
+                      the truth.
+  --json OUT          also write the results as JSON to OUT
+  --policy P          job selection: fcfs or easy (EASY backfilling).
+                      Default: easy in replay, fcfs in simulate.
+  --nsp P             node selection: normal or uniform.
+                      Default: normal in replay, uniform in simulate.
+  --mpl N             multiprogramming limit (parallel tasks per node).
+                      Default: 1 in replay, 4 in simulate.
+  --nodes N           simulate: cluster size; job sizes are scaled by
+                      N / MaxNodes of the log header (default 64)
+  --local-load PCT    simulate: percent of nodes with a local user, Table 2
+                      profiles, hyper-exponential sessions (default 75)
+  --seed N            simulate: local-load random seed (default 1)
+  --max-jobs N        use only the first N jobs of the log (default all)
+  --on-malformed M    reject (default): a malformed job line stops the run
+                      with its line number; skip: report and skip it
+  --histdb DIR        keep the job history in a RocksDB store in DIR (default:
+                      in memory). DIR should be new or empty.
+  --remtime M         simulation kernel RemTime: prop, mpl (default) or cpu
+  --cputime M         simulation kernel CPUtime_cur: mpl or cpu (default)
+  --threshold X       historical similarity threshold (default 0.05)
+  --window N          newest records read per template (default 500)
+  --help              this text
+
+Progress goes to stderr; the tables to stdout. Exit code 2 on bad input.
+)";
+
+struct Args {
+  std::string swf, mode = "replay", json, policy, nsp, histdb, on_malformed = "reject";
+  std::string remtime = "mpl", cputime = "cpu";
+  int mpl = -1, nodes = 64, window = 500;
+  double local_load = 75, threshold = 0.05;
+  uint64_t seed = 1;
+  int64_t max_jobs = 0;
+};
+
+[[noreturn]] void Usage(const std::string& reason) {
+  std::fprintf(stderr, "%s: %s\n", kProgram, reason.c_str());
+  std::exit(2);
+}
+
+template <typename T>
+T ParseNumber(const std::string& flag, const std::string& v) {
+  T out;
+  bool ok;
+  if constexpr (std::is_floating_point_v<T>) {
+    ok = absl::SimpleAtod(v, &out) && std::isfinite(out);
+  } else {
+    ok = absl::SimpleAtoi(v, &out);
+  }
+  if (!ok) Usage(absl::StrCat(flag, ": '", v, "' is not a number"));
+  return out;
+}
+
+Args ParseArgs(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kHelp, stdout);
+      std::exit(0);
+    }
+    if (arg.rfind("--", 0) != 0) Usage(absl::StrCat("unexpected argument '", arg, "' (try --help)"));
+    std::string key = arg, value;
+    size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      key = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    } else {
+      if (i + 1 >= argc) Usage(absl::StrCat(key, " needs a value"));
+      value = argv[++i];
+    }
+    if (key == "--swf") a.swf = value;
+    else if (key == "--mode") a.mode = value;
+    else if (key == "--json") a.json = value;
+    else if (key == "--policy") a.policy = value;
+    else if (key == "--nsp") a.nsp = value;
+    else if (key == "--histdb") a.histdb = value;
+    else if (key == "--on-malformed") a.on_malformed = value;
+    else if (key == "--remtime") a.remtime = value;
+    else if (key == "--cputime") a.cputime = value;
+    else if (key == "--mpl") a.mpl = ParseNumber<int>(key, value);
+    else if (key == "--nodes") a.nodes = ParseNumber<int>(key, value);
+    else if (key == "--window") a.window = ParseNumber<int>(key, value);
+    else if (key == "--local-load") {
+      if (!value.empty() && value.back() == '%') value.pop_back();
+      a.local_load = ParseNumber<double>(key, value);
+    } else if (key == "--threshold") a.threshold = ParseNumber<double>(key, value);
+    else if (key == "--seed") a.seed = ParseNumber<uint64_t>(key, value);
+    else if (key == "--max-jobs") a.max_jobs = ParseNumber<int64_t>(key, value);
+    else Usage(absl::StrCat("unknown option ", key, " (try --help)"));
+  }
+  if (a.swf.empty()) Usage("--swf PATH is required (try --help)");
+  if (a.mode != "replay" && a.mode != "simulate") Usage("--mode must be replay or simulate");
+  if (a.on_malformed != "reject" && a.on_malformed != "skip") Usage("--on-malformed must be reject or skip");
+  if (a.nodes < 1) Usage("--nodes must be >= 1");
+  if (a.local_load < 0 || a.local_load > 100) Usage("--local-load must be a percentage 0..100");
+  if (a.window < 1) Usage("--window must be >= 1");
+  if (a.threshold < 0) Usage("--threshold must be >= 0");
+  if (a.max_jobs < 0) Usage("--max-jobs must be >= 0");
+  if (a.mpl == 0 || a.mpl < -1) Usage("--mpl must be >= 1");
+  return a;
+}
+
+nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+int RunTurnaround(int argc, char** argv) {
+  Args args = ParseArgs(argc, argv);
+  const bool replay = args.mode == "replay";
+  ta::EvalConfig config;
+  config.mode = replay ? ta::EvalMode::kReplay : ta::EvalMode::kSimulate;
+  auto jsel = ta::ParseJobSelection(args.policy.empty() ? (replay ? "easy" : "fcfs") : args.policy);
+  if (!jsel.ok()) Usage(std::string(jsel.status().message()));
+  auto nsel = ta::ParseNodeSelection(args.nsp.empty() ? (replay ? "normal" : "uniform") : args.nsp);
+  if (!nsel.ok()) Usage(std::string(nsel.status().message()));
+  config.policy.job_selection = *jsel;
+  config.policy.node_selection = *nsel;
+  config.policy.mpl_limit = args.mpl > 0 ? args.mpl : (replay ? 1 : 4);
+  config.nodes = args.nodes;
+  config.local_load = args.local_load / 100.0;
+  config.seed = args.seed;
+  config.max_jobs = args.max_jobs;
+  config.estimator.similarity_threshold = args.threshold;
+  config.estimator.history_window = args.window;
+  if (args.remtime == "prop") config.estimator.remtime = ta::RemTimeMethod::kProp;
+  else if (args.remtime == "mpl") config.estimator.remtime = ta::RemTimeMethod::kMpl;
+  else if (args.remtime == "cpu") config.estimator.remtime = ta::RemTimeMethod::kCpu;
+  else Usage("--remtime must be prop, mpl or cpu");
+  if (args.cputime == "mpl") config.estimator.cputime = ta::CpuTimeMethod::kMpl;
+  else if (args.cputime == "cpu") config.estimator.cputime = ta::CpuTimeMethod::kCpu;
+  else Usage("--cputime must be mpl or cpu");
+  config.progress = [](const std::string& msg) { std::fprintf(stderr, "%s\n", msg.c_str()); };
+
+  ta::SwfReadOptions ro;
+  ro.on_malformed = args.on_malformed == "skip" ? ta::SwfReadOptions::OnMalformed::kSkip
+                                                : ta::SwfReadOptions::OnMalformed::kReject;
+  std::fprintf(stderr, "turnaround: reading %s\n", args.swf.c_str());
+  absl::StatusOr<ta::SwfLog> log = ta::ReadSwf(args.swf, ro);
+  if (!log.ok()) Usage(std::string(log.status().message()));
+  for (const ta::SwfIssue& issue : log->skipped) {
+    std::fprintf(stderr, "%s:%lld: skipped malformed line: %s\n", args.swf.c_str(),
+                 static_cast<long long>(issue.line), issue.reason.c_str());
+  }
+  if (log->jobs.empty()) Usage(absl::StrCat(args.swf, ": no job lines"));
+  std::fprintf(stderr, "turnaround: %zu jobs, %zu malformed lines skipped; mode %s, policy %s+%s, MPL %d\n",
+               log->jobs.size(), log->skipped.size(), args.mode.c_str(),
+               ta::JobSelectionName(config.policy.job_selection),
+               ta::NodeSelectionName(config.policy.node_selection), config.policy.mpl_limit);
+
+  std::unique_ptr<ta::HistDb> db;
+  if (args.histdb.empty()) {
+    db = std::make_unique<ta::InMemoryHistDb>();
+  } else {
+    auto opened = ta::RocksHistDb::Open(args.histdb, {});
+    if (!opened.ok()) Usage(std::string(opened.status().message()));
+    db = *std::move(opened);
+  }
+  absl::StatusOr<ta::EvalReport> report = ta::RunEvaluation(*log, config, *db);
+  if (!report.ok()) {
+    std::fprintf(stderr, "%s: %s\n", kProgram, std::string(report.status().message()).c_str());
+    return report.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+
+  std::printf("turnaround %s on %s: %lld jobs in log, %lld estimated, %lld scored, %d nodes, "
+              "policy %s+%s MPL %d%s, mean queue %.1f, %.0f s\n",
+              args.mode.c_str(), args.swf.c_str(), static_cast<long long>(report->jobs_in_log),
+              static_cast<long long>(report->jobs_estimated), static_cast<long long>(report->jobs_scored),
+              report->cluster_nodes, ta::JobSelectionName(config.policy.job_selection),
+              ta::NodeSelectionName(config.policy.node_selection), config.policy.mpl_limit,
+              replay ? "" : absl::StrFormat(", local load %.0f%%, seed %d", args.local_load, args.seed).c_str(),
+              report->mean_queue_length, report->seconds);
+  std::printf("%-14s | %9s %7s %6s | %9s %7s %6s | %9s %7s %6s | %8s %8s\n", "kernel", "turn Dv%",
+              "R2adj", "cov", "wait Dv%", "R2adj", "cov", "exec Dv%", "R2adj", "cov", "mean us", "med us");
+  for (int k = 0; k < ta::kNumKernels; ++k) {
+    const auto& s = report->summary[k];
+    std::printf("%-14s | %9.1f %7.3f %6.3f | %9.1f %7.3f %6.3f | %9.1f %7.3f %6.3f | %8.1f %8.1f\n",
+                ta::KernelName(static_cast<ta::Kernel>(k)), s[0].dv, s[0].r2_adj, s[0].coverage,
+                s[1].dv, s[1].r2_adj, s[1].coverage, s[2].dv, s[2].r2_adj, s[2].coverage,
+                report->cost_us_mean[k], report->cost_us_median[k]);
+  }
+
+  if (!args.json.empty()) {
+    nlohmann::json j;
+    j["command"] = "turnaround";
+    j["swf"] = args.swf;
+    j["mode"] = args.mode;
+    j["config"] = {{"policy", ta::JobSelectionName(config.policy.job_selection)},
+                   {"nsp", ta::NodeSelectionName(config.policy.node_selection)},
+                   {"mpl", config.policy.mpl_limit},
+                   {"nodes", report->cluster_nodes},
+                   {"local_load_pct", replay ? 0.0 : args.local_load},
+                   {"seed", args.seed},
+                   {"threshold", args.threshold},
+                   {"window", args.window},
+                   {"remtime", args.remtime},
+                   {"cputime", args.cputime},
+                   {"max_jobs", args.max_jobs}};
+    j["jobs"] = {{"in_log", report->jobs_in_log},
+                 {"estimated", report->jobs_estimated},
+                 {"scored", report->jobs_scored},
+                 {"estimate_failures", report->estimate_failures},
+                 {"malformed_skipped", log->skipped.size()},
+                 {"mean_queue_length", report->mean_queue_length}};
+    j["dv_unit"] = "percent";
+    j["seconds"] = report->seconds;
+    for (int k = 0; k < ta::kNumKernels; ++k) {
+      const std::string name = ta::KernelName(static_cast<ta::Kernel>(k));
+      for (int m = 0; m < 3; ++m) {
+        const ta::MetricSummary& s = report->summary[k][m];
+        j["summary"][name][ta::kMetricNames[m]] = {
+            {"dv", Num(s.dv)}, {"r2_adj", Num(s.r2_adj)}, {"coverage", Num(s.coverage)}, {"n", s.n}};
+      }
+      j["cost_us_per_estimate"][name] = Num(report->cost_us_mean[k]);
+      j["cost_us_median"][name] = Num(report->cost_us_median[k]);
+    }
+    std::ofstream out(args.json);
+    if (!out) Usage(absl::StrCat("--json: cannot write ", args.json));
+    out << j.dump(2) << "\n";
+    if (!out) Usage(absl::StrCat("--json: cannot write ", args.json));
+  }
+  return 0;
+}
+
+const EvalCommandRegistrar kRegistrar("turnaround",
+                                      "backtest the turnaround kernels on an SWF job log",
+                                      RunTurnaround);
+
+}  // namespace
+}  // namespace sojourn::eval
