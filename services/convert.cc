@@ -47,7 +47,7 @@ v1::SojournStats ToProto(const availability::SojournStats& stats) {
   p.set_windows(static_cast<int32_t>(stats.num_windows));
   p.set_total_weight(stats.total_weight);
   for (double w : stats.initial) p.add_initial_weight(w);
-  auto emit = [&p](const availability::StateSojourns& s, int from, bool first) {
+  auto emit = [&p](const availability::StateSojourns& s, int from, bool first, int age_class) {
     for (const auto& [key, count] : s.completed) {
       v1::SojournCount* c = p.add_sojourns();
       c->set_from_state(static_cast<v1::HostState>(from));
@@ -55,6 +55,7 @@ v1::SojournStats ToProto(const availability::SojournStats& stats) {
       c->set_length_steps(key.second);
       c->set_count(count);
       c->set_first_in_window(first);
+      c->set_age_class(age_class);
     }
     for (const auto& [length, count] : s.censored) {
       v1::SojournCount* c = p.add_sojourns();
@@ -63,12 +64,23 @@ v1::SojournStats ToProto(const availability::SojournStats& stats) {
       c->set_length_steps(length);
       c->set_count(count);
       c->set_first_in_window(first);
+      c->set_age_class(age_class);
     }
   };
   for (int i = 1; i <= 5; ++i) {
-    emit(stats.ordinary[i], i, false);
-    emit(stats.first[i], i, true);
+    emit(stats.ordinary[i], i, false, 0);
+    emit(stats.first[i], i, true, 0);
+    emit(stats.first_by_age[0][i], i, true, 1);
+    emit(stats.first_by_age[1][i], i, true, 2);
+    for (const auto& [step, weight] : stats.first_failure[i]) {
+      auto* f = p.add_first_failures();
+      f->set_initial_state(static_cast<v1::HostState>(i));
+      f->set_step(step);
+      f->set_weight(weight);
+    }
   }
+  for (double w : stats.initial_by_age[0]) p.add_initial_weight_settled(w);
+  for (double w : stats.initial_by_age[1]) p.add_initial_weight_recent(w);
   return p;
 }
 
@@ -79,7 +91,23 @@ absl::StatusOr<availability::SojournStats> FromProto(const v1::SojournStats& p) 
   stats.num_windows = p.windows();
   stats.total_weight = p.total_weight();
   if (p.initial_weight_size() > 6) return absl::InvalidArgumentError("too many initial weights");
+  if (p.initial_weight_settled_size() > 6 || p.initial_weight_recent_size() > 6) {
+    return absl::InvalidArgumentError("too many initial weights");
+  }
   for (int i = 0; i < p.initial_weight_size(); ++i) stats.initial[i] = p.initial_weight(i);
+  for (int i = 0; i < p.initial_weight_settled_size(); ++i) {
+    stats.initial_by_age[0][i] = p.initial_weight_settled(i);
+  }
+  for (int i = 0; i < p.initial_weight_recent_size(); ++i) {
+    stats.initial_by_age[1][i] = p.initial_weight_recent(i);
+  }
+  for (const v1::FirstFailure& f : p.first_failures()) {
+    const int i = static_cast<int>(f.initial_state());
+    if (i < 1 || i > 5 || f.step() < 1 || !(f.weight() >= 0)) {
+      return absl::InvalidArgumentError("invalid first failure entry");
+    }
+    stats.first_failure[i][f.step()] += f.weight();
+  }
   for (const v1::SojournCount& c : p.sojourns()) {
     int from = static_cast<int>(c.from_state());
     int to = static_cast<int>(c.to_state());
@@ -88,7 +116,13 @@ absl::StatusOr<availability::SojournStats> FromProto(const v1::SojournStats& p) 
       return absl::InvalidArgumentError(absl::StrCat("invalid sojourn count: from ", from, " to ",
                                                      to, " length ", c.length_steps()));
     }
-    availability::StateSojourns& s = c.first_in_window() ? stats.first[from] : stats.ordinary[from];
+    if (c.age_class() < 0 || c.age_class() > 2 || (c.age_class() > 0 && !c.first_in_window())) {
+      return absl::InvalidArgumentError("invalid age class");
+    }
+    availability::StateSojourns& s =
+        c.age_class() > 0  ? stats.first_by_age[c.age_class() - 1][from]
+        : c.first_in_window() ? stats.first[from]
+                              : stats.ordinary[from];
     if (to == 0) {
       s.censored[c.length_steps()] += c.count();
     } else {

@@ -1,6 +1,7 @@
 // Cost of one turnaround estimate per kernel (issue 4 acceptance 1: <= 1 ms
 // median with 10,000 history records, < 10 ms with 1,000,000), on the
-// in-memory and the RocksDB HistDB.
+// in-memory and the RocksDB HistDB (with and without its Recent() cache; in a
+// predictor the cache is hit between two job finishes).
 //
 // History: 2,000 users x 5 executables x 3 sizes; the estimated job's
 // application holds 1 % of all records (10,000 at 1M) so the kernels read a
@@ -62,16 +63,20 @@ void Fill(HistDb& db, int64_t n) {
   }
 }
 
-HistDb& Store(int64_t n, bool rocks) {
-  static auto* stores = new std::map<std::pair<int64_t, bool>, std::unique_ptr<HistDb>>();
-  auto key = std::make_pair(n, rocks);
+// store: 0 in memory, 1 RocksDB with its Recent() cache, 2 RocksDB without.
+HistDb& Store(int64_t n, int store) {
+  static auto* stores = new std::map<std::pair<int64_t, int>, std::unique_ptr<HistDb>>();
+  auto key = std::make_pair(n, store);
   auto it = stores->find(key);
   if (it != stores->end()) return *it->second;
   std::unique_ptr<HistDb> db;
-  if (rocks) {
-    std::string dir = "/tmp/sojourn_turnaround_bench_" + std::to_string(::getpid()) + "_" + std::to_string(n);
+  if (store != 0) {
+    std::string dir = "/tmp/sojourn_turnaround_bench_" + std::to_string(::getpid()) + "_" +
+                      std::to_string(n) + "_" + std::to_string(store);
     std::filesystem::remove_all(dir);
-    auto opened = RocksHistDb::Open(dir, {});
+    RocksHistDbOptions options;
+    if (store == 2) options.recent_cache_templates = 0;
+    auto opened = RocksHistDb::Open(dir, options);
     if (!opened.ok()) std::abort();
     db = *std::move(opened);
   } else {
@@ -116,10 +121,11 @@ EstimateRequest Request(bool sdsc) {
   return req;
 }
 
-// Args: kernel, records, rocksdb (0/1), sdsc snapshot (0/1).
+// Args: kernel, records, store (0 memory, 1 rocksdb cached, 2 rocksdb
+// uncached), sdsc snapshot (0/1).
 void BM_Estimate(benchmark::State& state) {
   const Kernel kernel = static_cast<Kernel>(state.range(0));
-  HistDb& db = Store(state.range(1), state.range(2) != 0);
+  HistDb& db = Store(state.range(1), static_cast<int>(state.range(2)));
   TurnaroundEstimator est(db, {});
   const EstimateRequest req = Request(state.range(3) != 0);
   for (auto _ : state) {
@@ -127,15 +133,16 @@ void BM_Estimate(benchmark::State& state) {
     if (!e.ok()) state.SkipWithError(std::string(e.status().message()).c_str());
     benchmark::DoNotOptimize(e);
   }
-  state.SetLabel(std::string(KernelName(kernel)) + (state.range(2) ? "/rocksdb" : "/memory") +
+  static const char* kStores[] = {"/memory", "/rocksdb", "/rocksdb-nocache"};
+  state.SetLabel(std::string(KernelName(kernel)) + kStores[state.range(2)] +
                  (state.range(3) ? "/sdsc" : "/paper"));
 }
 
 void Args(benchmark::internal::Benchmark* b) {
   for (int64_t records : {10000, 1000000}) {
-    for (int rocks : {0, 1}) {
+    for (int store : {0, 1, 2}) {
       for (int sdsc : {0, 1}) {
-        for (int k = 0; k < 3; ++k) b->Args({k, records, rocks, sdsc});
+        for (int k = 0; k < 3; ++k) b->Args({k, records, store, sdsc});
       }
     }
   }

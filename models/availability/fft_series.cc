@@ -39,7 +39,7 @@ Plans GetPlans(int n) {
 // Per-thread cache of fftw_malloc'd buffers: allocating and first-touching
 // fresh 10 MB buffers for every transform cost a third of the time at
 // M = 604800 (page faults). Keeps at most kPoolBytes per thread.
-constexpr size_t kPoolBytes = size_t{256} << 20;
+constexpr size_t kPoolBytes = size_t{128} << 20;
 
 class BufferPool {
  public:

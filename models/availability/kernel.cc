@@ -69,6 +69,25 @@ StateSojourns Pooled(const StateSojourns& a, const StateSojourns& b) {
 
 }  // namespace
 
+EstimatorOptions BasicEstimatorOptions() {
+  EstimatorOptions o;
+  o.prior_windows = 0;
+  o.recency_half_life_windows = 0;
+  o.borrow_below_windows = 0;
+  o.other_day_type_weight = 0;
+  o.neighbor_window_weight = 0;
+  o.recent_age_seconds = 0;
+  o.frequency_weight = 0;
+  return o;
+}
+
+EstimatorOptions PaperEstimatorOptions() {
+  EstimatorOptions o = BasicEstimatorOptions();
+  o.censoring_aware = false;
+  o.first_sojourn_kernel = false;
+  return o;
+}
+
 double SemiMarkovKernel::At(int i, int j, int l) const {
   auto r = rows.find(i);
   if (r == rows.end()) return 0;

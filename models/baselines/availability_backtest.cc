@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <map>
 #include <memory>
-#include <cmath>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -43,27 +43,27 @@ enum Method {
   kOnFraction,
   kNumMethods
 };
-const char* const kMethodNames[kNumMethods] = {"smp", "smp_paper", "window_frequency", "last",
-                                               "bm",  "ar",        "ma",               "arma",
-                                               "avail_quantile", "on_fraction"};
+const char* const kMethodNames[kNumMethods] = {
+    "smp", "smp_paper", "window_frequency", "last",       "bm", "ar",
+    "ma",  "arma",      "avail_quantile",   "on_fraction"};
 
 bool IsTs(int m) { return m >= kLast && m <= kArma; }
 baselines::TsKind TsKindOf(int m) {
   switch (m) {
-    case kLast: return baselines::TsKind::kLast;
-    case kBm: return baselines::TsKind::kBm;
-    case kAr: return baselines::TsKind::kAr;
-    case kMa: return baselines::TsKind::kMa;
-    default: return baselines::TsKind::kArma;
+    case kLast:
+      return baselines::TsKind::kLast;
+    case kBm:
+      return baselines::TsKind::kBm;
+    case kAr:
+      return baselines::TsKind::kAr;
+    case kMa:
+      return baselines::TsKind::kMa;
+    default:
+      return baselines::TsKind::kArma;
   }
 }
 
-availability::EstimatorOptions SmpPaperOptions() {
-  availability::EstimatorOptions o;
-  o.censoring_aware = false;
-  o.first_sojourn_kernel = false;
-  return o;
-}
+availability::EstimatorOptions SmpPaperOptions() { return PaperLiteralOptions(); }
 
 // One host's classified grid and everything the methods precompute on it.
 struct HostGrid {
@@ -166,7 +166,8 @@ Grids BuildGrids(const std::vector<HostTrace>& traces, const BacktestConfig& cfg
     hg.fail_next[n] = static_cast<int32_t>(n);
     hg.outage_next[n] = static_cast<int32_t>(n);
     for (int64_t i = n - 1; i >= 0; --i) {
-      hg.fail_next[i] = IsFailure(hg.series.states[i]) ? static_cast<int32_t>(i) : hg.fail_next[i + 1];
+      hg.fail_next[i] =
+          IsFailure(hg.series.states[i]) ? static_cast<int32_t>(i) : hg.fail_next[i + 1];
       hg.outage_next[i] = hg.outage[i] ? static_cast<int32_t>(i) : hg.outage_next[i + 1];
     }
     hg.up_since.resize(n);
@@ -190,14 +191,16 @@ Grids BuildGrids(const std::vector<HostTrace>& traces, const BacktestConfig& cfg
     hg.first_day = FloorDiv(hg.start_unix + off2, kDay);
     hg.last_day = FloorDiv(hg.start_unix + (n - 1) * step + off2, kDay);
     const int64_t ndays = hg.last_day - hg.first_day + 1;
-    hg.split_day =
-        hg.first_day + static_cast<int64_t>(std::floor(static_cast<double>(ndays) * cfg.train_ratio));
+    hg.split_day = hg.first_day +
+                   static_cast<int64_t>(std::floor(static_cast<double>(ndays) * cfg.train_ratio));
     hg.split_idx = std::clamp<int64_t>(hg.MidnightIdx(hg.split_day, step, off2), 0, n);
     int64_t failures = 0;
     for (int64_t i = 1; i < n; ++i) {
-      if (!IsFailure(hg.series.states[i - 1]) && IsFailure(hg.series.states[i]) && !hg.outage[i]) ++failures;
+      if (!IsFailure(hg.series.states[i - 1]) && IsFailure(hg.series.states[i]) && !hg.outage[i])
+        ++failures;
     }
-    hg.busy = static_cast<double>(failures) * cfg.busy_days_per_failure >= static_cast<double>(ndays);
+    hg.busy =
+        static_cast<double>(failures) * cfg.busy_days_per_failure >= static_cast<double>(ndays);
   }
   return g;
 }
@@ -240,8 +243,8 @@ std::vector<TrainWindow> TrainingWindows(const HostGrid& hg, int dt, int hour, i
                                          const BacktestConfig& cfg) {
   std::vector<TrainWindow> out;
   auto exclude = OutageExclude(hg, max_steps);
-  for (size_t s : availability::HistoryWindowStarts(hg.series, SpecOf(dt, hour, cfg),
-                                                    SplitUnix(hg, cfg))) {
+  for (size_t s :
+       availability::HistoryWindowStarts(hg.series, SpecOf(dt, hour, cfg), SplitUnix(hg, cfg))) {
     if (exclude(s)) continue;
     out.push_back({static_cast<int64_t>(s), max_steps});
   }
@@ -291,9 +294,9 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
   bool want_ts = false;
   for (int m = kLast; m <= kArma; ++m) want_ts |= want[m];
   // Age conditioning of smp: ages are looked up to this many steps.
-  const int64_t age_cap_steps =
-      cfg.smp_options.recent_age_seconds > 0 ? (cfg.smp_options.recent_age_seconds + step - 1) / step
-                                             : 0;
+  const int64_t age_cap_steps = cfg.smp_pass_age && cfg.smp_options.recent_age_seconds > 0
+                                    ? (cfg.smp_options.recent_age_seconds + step - 1) / step
+                                    : 0;
 
   // HTCondor: completed availability intervals of the training half.
   std::vector<bool> up(hg.split_idx);
@@ -363,7 +366,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
       std::map<int64_t, std::vector<double>> smp_curves[2];
       const availability::SojournStats* prior = nullptr;
       availability::SojournStats hours_prior;
-      if (want[kSmp] && cfg.smp_options.prior_windows > 0) {
+      if (want[kSmp] && cfg.smp_options.prior_windows > 0 && cfg.smp_prior != "none") {
         if (cfg.smp_prior == "hours") {
           for (int h2 = 0; h2 < 24; ++h2) {
             if (h2 != hour) hours_prior.Merge(smp_stats[h2]);
@@ -379,8 +382,8 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
           it = smp_curves[i]
                    .emplace(age_seconds,
                             availability::PredictFromStats(
-                                smp_stats[hour], static_cast<HostState>(i + 1),
-                                static_cast<int>(M), cfg.smp_options, prior, age_seconds)
+                                smp_stats[hour], static_cast<HostState>(i + 1), static_cast<int>(M),
+                                cfg.smp_options, prior, age_seconds)
                                 .tr)
                    .first;
         }
@@ -393,10 +396,10 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
         }
         for (int i = 0; i < 2; ++i) {
           if (!need_init[i]) continue;
-          paper_curve[i] = availability::PredictFromStats(paper_stats[hour],
-                                                          static_cast<HostState>(i + 1),
-                                                          static_cast<int>(M), SmpPaperOptions())
-                               .tr;
+          paper_curve[i] =
+              availability::PredictFromStats(paper_stats[hour], static_cast<HostState>(i + 1),
+                                             static_cast<int>(M), SmpPaperOptions())
+                  .tr;
         }
       }
 
@@ -451,8 +454,8 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
             if (!want[m]) continue;
             ts_models[m].Observe(hg.level[t.s]);
             if (t.scored) {
-              ts_surv[m] = baselines::ForecastSurvivalSteps(ts_models[m].Forecast(static_cast<int>(M)),
-                                                            cfg.classifier.th2);
+              ts_surv[m] = baselines::ForecastSurvivalSteps(
+                  ts_models[m].Forecast(static_cast<int>(M)), cfg.classifier.th2);
             }
             for (int64_t k = 1; k <= t.steps; ++k) ts_models[m].Observe(hg.level[t.s + k]);
           }
@@ -481,12 +484,24 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
           for (int m : methods) {
             double p = 0;
             switch (m) {
-              case kSmp: p = (*smp_tr)[m_steps - 1]; break;
-              case kSmpPaper: p = paper_curve[i][m_steps - 1]; break;
-              case kWindowFrequency: p = wf[i][L]; break;
-              case kAvailQuantile: p = aq.Tr(hg.up_since[t.s], m_steps); break;
-              case kOnFraction: p = hg.on_fraction[t.s]; break;
-              default: p = ts_surv[m] >= m_steps ? 1.0 : 0.0; break;
+              case kSmp:
+                p = (*smp_tr)[m_steps - 1];
+                break;
+              case kSmpPaper:
+                p = paper_curve[i][m_steps - 1];
+                break;
+              case kWindowFrequency:
+                p = wf[i][L];
+                break;
+              case kAvailQuantile:
+                p = aq.Tr(hg.up_since[t.s], m_steps);
+                break;
+              case kOnFraction:
+                p = hg.on_fraction[t.s];
+                break;
+              default:
+                p = ts_surv[m] >= m_steps ? 1.0 : 0.0;
+                break;
             }
             p = std::clamp(p, 0.0, 1.0);
             a.sum_pred[m] += p;
@@ -554,9 +569,9 @@ absl::Status ValidateConfig(const BacktestConfig& c) {
   }
   if (c.history_days < 0) return absl::InvalidArgumentError("history days must be >= 0");
   if (c.reliability_bins < 1) return absl::InvalidArgumentError("reliability bins must be >= 1");
-  if (c.smp_prior != "hosts" && c.smp_prior != "hours") {
+  if (c.smp_prior != "hosts" && c.smp_prior != "hours" && c.smp_prior != "none") {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown prior source '", c.smp_prior, "' (expected hosts or hours)"));
+        absl::StrCat("unknown prior source '", c.smp_prior, "' (expected hosts, hours or none)"));
   }
   for (const std::string& d : c.day_types) {
     if (d != "weekday" && d != "weekend") {
@@ -567,6 +582,21 @@ absl::Status ValidateConfig(const BacktestConfig& c) {
 }
 
 }  // namespace
+
+availability::EstimatorOptions PaperLiteralOptions() {
+  availability::EstimatorOptions o;
+  o.censoring_aware = false;
+  o.first_sojourn_kernel = false;
+  // None of the issue 7 improvements (whatever the library defaults are).
+  o.prior_windows = 0;
+  o.recency_half_life_windows = 0;
+  o.borrow_below_windows = 0;
+  o.other_day_type_weight = 0;
+  o.neighbor_window_weight = 0;
+  o.recent_age_seconds = 0;
+  o.frequency_weight = 0;
+  return o;
+}
 
 const std::vector<std::string>& AllMethods() {
   static const auto* names = new std::vector<std::string>(kMethodNames, kMethodNames + kNumMethods);
@@ -647,7 +677,6 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
   }
   return r;
 }
-
 
 MethodSummary SummarizeMethod(const BacktestResult& r, size_t m, bool busy_only,
                               int min_test_windows) {
@@ -737,9 +766,9 @@ std::array<std::vector<LengthSummary>, 2> SummarizeByLength(const BacktestResult
 namespace {
 
 nlohmann::json SummaryJson(const MethodSummary& s) {
-  return {{"acc_grand", s.acc_grand},         {"acc_paper_style", s.acc_paper_style},
-          {"acc_worst", s.acc_worst},         {"brier", s.brier},
-          {"cells", s.cells},                 {"cells_dropped", s.cells_dropped},
+  return {{"acc_grand", s.acc_grand}, {"acc_paper_style", s.acc_paper_style},
+          {"acc_worst", s.acc_worst}, {"brier", s.brier},
+          {"cells", s.cells},         {"cells_dropped", s.cells_dropped},
           {"windows", s.windows}};
 }
 
@@ -774,10 +803,11 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
     for (int dt = 0; dt < 2; ++dt) {
       for (int L = 1; L <= config.max_window_hours; ++L) {
         const LengthSummary& ls = by_len[dt][L - 1];
-        j["summary"][name][dt_names[dt]][std::to_string(L)] = {
-            {"avg_rel_err", ls.avg_rel_err}, {"min_rel_err", ls.min_rel_err},
-            {"max_rel_err", ls.max_rel_err}, {"brier", ls.brier},
-            {"n", ls.n}};
+        j["summary"][name][dt_names[dt]][std::to_string(L)] = {{"avg_rel_err", ls.avg_rel_err},
+                                                               {"min_rel_err", ls.min_rel_err},
+                                                               {"max_rel_err", ls.max_rel_err},
+                                                               {"brier", ls.brier},
+                                                               {"n", ls.n}};
       }
     }
     j["overall"][name] = SummaryJson(SummarizeMethod(r, m, false, config.min_test_windows));
@@ -810,8 +840,7 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
 absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& traces,
                                               const BacktestConfig& config,
                                               const std::vector<int>& injections,
-                                              const std::vector<int>& window_hours,
-                                              uint64_t seed) {
+                                              const std::vector<int>& window_hours, uint64_t seed) {
   if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
   for (int w : window_hours) {
     if (w < 1 || w > config.max_window_hours) {
@@ -835,15 +864,26 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
     sums[n].assign(injections.size(), std::vector<double>(window_hours.size(), 0));
     res.hosts[n].assign(injections.size(), std::vector<int>(window_hours.size(), 0));
   }
-  // `windows[w]` replaces the states of train[w] (the noisy copies).
-  auto predict = [&](const std::vector<TrainWindow>& train,
-                     const std::vector<std::vector<HostState>>& windows, const std::string& method,
+  // The estimators see the (clean or noisy) series through the library's
+  // CollectStats, exactly as in the backtest; the shrinkage prior of smp is
+  // taken from the clean data so only the host's own log is disturbed.
+  std::unique_ptr<availability::SojournStats> pooled;
+  if (config.smp_options.prior_windows > 0 && config.smp_prior == "hosts") {
+    pooled = std::make_unique<availability::SojournStats>();
+    for (const HostGrid& hg : grids.hosts) {
+      pooled->Merge(availability::CollectStats(hg.series, SpecOf(0, kHour, config),
+                                               SplitUnix(hg, config), config.smp_options,
+                                               OutageExclude(hg, M)));
+    }
+  }
+  auto predict = [&](const HostGrid& hg, const availability::StateSeries& series,
+                     const std::vector<TrainWindow>& train, const std::string& method,
                      int64_t m_steps) -> double {
     if (method == "window_frequency") {
       int64_t n = 0, s = 0;
-      for (size_t w = 0; w < train.size(); ++w) {
-        if (train[w].steps < m_steps) continue;
-        const HostState* st = windows[w].data();
+      for (const TrainWindow& w : train) {
+        if (w.steps < m_steps) continue;
+        const HostState* st = &series.states[w.start];
         if (st[0] != HostState::kS1) continue;
         bool surv = true;
         for (int64_t k = 1; k <= m_steps; ++k) surv &= !IsFailure(st[k]);
@@ -852,44 +892,53 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
       }
       return n > 0 ? static_cast<double>(s) / n : 0.5;
     }
-    availability::SojournStats stats;
-    stats.step_seconds = step;
-    for (size_t w = 0; w < train.size(); ++w) {
-      availability::AccumulateWindow(windows[w].data(), windows[w].size(), &stats);
+    const availability::EstimatorOptions opt =
+        method == "smp" ? config.smp_options : SmpPaperOptions();
+    const auto exclude = OutageExclude(hg, M);
+    availability::SojournStats stats = availability::CollectStats(
+        series, SpecOf(0, kHour, config), SplitUnix(hg, config), opt, exclude);
+    const availability::SojournStats* prior = nullptr;
+    availability::SojournStats hours_prior;
+    if (method == "smp" && opt.prior_windows > 0) {
+      if (config.smp_prior == "hosts") {
+        prior = pooled.get();
+      } else if (config.smp_prior == "hours") {
+        for (int h2 = 0; h2 < 24; ++h2) {
+          if (h2 == kHour) continue;
+          hours_prior.Merge(availability::CollectStats(series, SpecOf(0, h2, config),
+                                                       SplitUnix(hg, config), opt, exclude));
+        }
+        prior = &hours_prior;
+      }
     }
-    auto opt = method == "smp" ? config.smp_options : SmpPaperOptions();
-    return availability::PredictFromStats(stats, HostState::kS1, static_cast<int>(m_steps), opt)
+    return availability::PredictFromStats(stats, HostState::kS1, static_cast<int>(M), opt, prior)
         .tr[m_steps - 1];
   };
   for (const HostGrid& hg : grids.hosts) {
     std::vector<TrainWindow> train = TrainingWindows(hg, 0, kHour, M, config);
     if (train.empty()) continue;
-    std::vector<std::vector<HostState>> clean;
-    for (const TrainWindow& w : train) {
-      clean.emplace_back(hg.series.states.begin() + w.start, hg.series.states.begin() + w.start + w.steps + 1);
-    }
     for (size_t ki = 0; ki < injections.size(); ++ki) {
       // One occurrence per training weekday log, newest day first (cycling
       // when there are more occurrences than days), starting in the hour
       // after 08:00, lasting 60..1800 s.
       std::mt19937_64 rng(seed + 1000003ull * static_cast<uint64_t>(hg.index) + ki);
-      std::vector<std::vector<HostState>> noisy = clean;
+      availability::StateSeries noisy = hg.series;
       std::uniform_int_distribution<int64_t> at(1, sph);
       std::uniform_int_distribution<int64_t> len(60, 1800);
       for (int k = 0; k < injections[ki]; ++k) {
-        std::vector<HostState>& win = noisy[static_cast<size_t>(k) % noisy.size()];
+        const TrainWindow& w = train[static_cast<size_t>(k) % train.size()];
         const int64_t a = at(rng);
         const int64_t steps = std::max<int64_t>(1, (len(rng) + step / 2) / step);
-        for (int64_t x = a; x < a + steps && x < static_cast<int64_t>(win.size()); ++x) {
-          win[x] = HostState::kS3;
+        for (int64_t x = a; x < a + steps && x <= w.steps; ++x) {
+          noisy.states[w.start + x] = HostState::kS3;
         }
       }
       for (size_t wi = 0; wi < window_hours.size(); ++wi) {
         const int64_t m_steps = window_hours[wi] * sph;
         for (const std::string& n : names) {
-          const double c = predict(train, clean, n, m_steps);
+          const double c = predict(hg, hg.series, train, n, m_steps);
           if (!(c > 0)) continue;
-          const double p = predict(train, noisy, n, m_steps);
+          const double p = predict(hg, noisy, train, n, m_steps);
           sums[n][ki][wi] += std::fabs(p - c) / c;
           res.hosts[n][ki][wi] += 1;
         }

@@ -44,18 +44,28 @@
 
 namespace sojourn::backtest {
 
+// The paper-literal estimator of "smp_paper" (paper 000 section 6.2):
+// transition counting over completed sojourns, first sojourn pooled, and every
+// issue 7 improvement of EstimatorOptions switched off.
+availability::EstimatorOptions PaperLiteralOptions();
+
 // Every method the backtest knows, in report order.
 const std::vector<std::string>& AllMethods();
 
 struct BacktestConfig {
   availability::ClassifierConfig classifier;
-  // Options of the "smp" method (library defaults; "smp_paper" always uses the
-  // paper-literal options: no censoring, no first-sojourn kernel).
+  // Options of the "smp" method (library defaults; "smp_paper" always uses
+  // PaperLiteralOptions()).
   availability::EstimatorOptions smp_options;
-  // Source of the shrinkage prior when smp_options.prior_windows > 0:
-  // "hosts" = the same (day type, start hour) pooled over all hosts' training
-  // windows; "hours" = this host's other start hours of the same day type.
+  // Source of the shrinkage prior PredictFromStats gets when
+  // smp_options.prior_windows > 0: "hosts" = the same (day type, start hour)
+  // pooled over all hosts' training windows; "hours" = this host's other
+  // start hours of the same day type; "none" = no prior (shrinkage inert).
   std::string smp_prior = "hosts";
+  // Pass each test window's age in its initial state (InitialAgeSteps) to
+  // PredictFromStats (only matters with smp_options.recent_age_seconds > 0);
+  // false passes -1 (unknown).
+  bool smp_pass_age = true;
   // Grid step d (seconds); must divide 3600.
   int64_t step_seconds = 300;
   // Local time = UTC + this; the grid is aligned to local midnight.
@@ -86,8 +96,8 @@ struct CellResult {
   int host = 0;      // index into the trace vector
   int day_type = 0;  // 0 weekday, 1 weekend
   int hour = 0;
-  int hours = 0;     // window length in hours
-  int init = 1;      // 1 or 2
+  int hours = 0;  // window length in hours
+  int init = 1;   // 1 or 2
   int n_test = 0;
   int n_survived = 0;
   std::vector<double> pred;       // per method: the cell's predicted TR (mean over test windows)
@@ -156,7 +166,9 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
 // log, newest log first (cycling when k exceeds the number of logs), and
 // report the prediction discrepancy |TR_noisy - TR_clean| / TR_clean averaged
 // over hosts (with TR_clean > 0) for windows of `window_hours` starting at
-// 08:00 in S1, for smp, smp_paper and window_frequency.
+// 08:00 in S1 (age unknown), for smp, smp_paper and window_frequency. The
+// estimators read the noisy series through CollectStats as in RunBacktest;
+// smp's "hosts" prior is pooled from the clean series.
 struct NoiseResult {
   std::vector<int> injections;
   std::vector<int> window_hours;
@@ -167,8 +179,7 @@ struct NoiseResult {
 absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& traces,
                                               const BacktestConfig& config,
                                               const std::vector<int>& injections,
-                                              const std::vector<int>& window_hours,
-                                              uint64_t seed);
+                                              const std::vector<int>& window_hours, uint64_t seed);
 
 }  // namespace sojourn::backtest
 

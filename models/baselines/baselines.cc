@@ -54,11 +54,16 @@ absl::StatusOr<TsKind> ParseTsKind(const std::string& name) {
 
 const char* TsKindName(TsKind kind) {
   switch (kind) {
-    case TsKind::kLast: return "last";
-    case TsKind::kBm: return "bm";
-    case TsKind::kAr: return "ar";
-    case TsKind::kMa: return "ma";
-    case TsKind::kArma: return "arma";
+    case TsKind::kLast:
+      return "last";
+    case TsKind::kBm:
+      return "bm";
+    case TsKind::kAr:
+      return "ar";
+    case TsKind::kMa:
+      return "ma";
+    case TsKind::kArma:
+      return "arma";
   }
   return "?";
 }
@@ -136,7 +141,10 @@ TsModel FitTsModel(const TsSpec& spec, const std::vector<double>& train) {
       while (p + q > 0) {
         const int64_t rows = static_cast<int64_t>(n) - long_order - std::max(p, q);
         if (rows >= static_cast<int64_t>(kRowsPerCoef) * (p + q)) break;
-        if (q >= p && q > 0) --q; else --p;
+        if (q >= p && q > 0)
+          --q;
+        else
+          --p;
       }
       if (p + q == 0) break;
       const int start = long_order + std::max(p, q);
@@ -207,7 +215,8 @@ std::vector<double> TsModel::Forecast(int h) const {
   };
   for (int k = 0; k < h; ++k) {
     double pred = mean_;
-    for (size_t i = 0; i < ar_.size(); ++i) pred += ar_[i] * (lag(k - 1 - static_cast<int>(i)) - mean_);
+    for (size_t i = 0; i < ar_.size(); ++i)
+      pred += ar_[i] * (lag(k - 1 - static_cast<int>(i)) - mean_);
     // Future residuals are 0: only residuals at observed times contribute.
     for (size_t j = 0; j < ma_.size(); ++j) {
       const int64_t idx = static_cast<int64_t>(n) + k - 1 - static_cast<int64_t>(j);

@@ -68,12 +68,12 @@ class TsModel {
   friend TsModel FitTsModel(const TsSpec& spec, const std::vector<double>& train);
   TsKind kind_ = TsKind::kLast;
   double mean_ = 0;
-  double scale_ = 1;  // training standard deviation, bounds filter residuals
+  double scale_ = 1;        // training standard deviation, bounds filter residuals
   std::vector<double> ar_;  // ar_[i] multiplies x[t-1-i] - mean
   std::vector<double> ma_;  // ma_[j] multiplies e[t-1-j]
   int bm_window_ = 1;
-  std::vector<double> x_;   // observations (all; the models read the last few)
-  std::vector<double> e_;   // residuals (MA/ARMA)
+  std::vector<double> x_;  // observations (all; the models read the last few)
+  std::vector<double> e_;  // residuals (MA/ARMA)
 };
 
 // Fits the model to `train` and observes it. Never fails: a series too short
@@ -124,8 +124,7 @@ std::vector<int64_t> CompletedUpIntervals(const std::vector<bool>& up);
 // window length.
 class OnFraction {
  public:
-  explicit OnFraction(double time_constant_seconds = 10 * 86400.0)
-      : tau_(time_constant_seconds) {}
+  explicit OnFraction(double time_constant_seconds = 10 * 86400.0) : tau_(time_constant_seconds) {}
   void Observe(bool on, double dt_seconds);
   double value() const { return f_; }
   double Tr() const { return f_; }

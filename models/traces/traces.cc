@@ -18,7 +18,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include "absl/strings/string_view.h"
 #include <system_error>
 #include <unordered_map>
 #include <utility>
@@ -28,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "common/status.h"
 
 namespace sojourn::traces {
@@ -131,7 +131,8 @@ class LineReader {
 
 absl::string_view Trim(absl::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -169,6 +170,19 @@ void SplitInto(absl::string_view line, char sep, std::vector<absl::string_view>*
     out->push_back(line.substr(start, p - start));
     start = p + 1;
   }
+}
+
+// The nominal sampling period of a series: the median spacing of its samples
+// (0 for fewer than two samples).
+int64_t MedianSpacing(const std::vector<HostSample>& samples) {
+  std::vector<int64_t> d;
+  d.reserve(samples.size());
+  for (size_t i = 1; i < samples.size(); ++i) {
+    d.push_back(samples[i].unix_seconds - samples[i - 1].unix_seconds);
+  }
+  if (d.empty()) return 0;
+  std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+  return d[d.size() / 2];
 }
 
 // ---------------------------------------------------------------- canonical
@@ -210,8 +224,9 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
     if (host.empty()) return LineError(file, ln, "empty host");
     HostSample s;
     if (!ParseTimestamp(fields[col_ts], &s.unix_seconds)) {
-      return LineError(file, ln, absl::StrCat("timestamp '", fields[col_ts],
-                                              "' is not an integer number of Unix seconds"));
+      return LineError(file, ln,
+                       absl::StrCat("timestamp '", fields[col_ts],
+                                    "' is not an integer number of Unix seconds"));
     }
     if (!ParseDouble(fields[col_load], &s.cpu_load)) {
       return LineError(file, ln, absl::StrCat("cpu_load '", fields[col_load], "' is not a number"));
@@ -230,23 +245,14 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
     }
     HostTrace& t = traces[it->second];
     if (!t.samples.empty() && s.unix_seconds < t.samples.back().unix_seconds) {
-      return LineError(file, ln,
-                       absl::StrFormat("timestamp %d is earlier than the previous row of host %s (%d)",
-                                       s.unix_seconds, host, t.samples.back().unix_seconds));
+      return LineError(
+          file, ln,
+          absl::StrFormat("timestamp %d is earlier than the previous row of host %s (%d)",
+                          s.unix_seconds, host, t.samples.back().unix_seconds));
     }
     t.samples.push_back(s);
   }
-  for (HostTrace& t : traces) {
-    // The nominal period: the median spacing of the samples.
-    std::vector<int64_t> d;
-    for (size_t i = 1; i < t.samples.size(); ++i) {
-      d.push_back(t.samples[i].unix_seconds - t.samples[i - 1].unix_seconds);
-    }
-    if (!d.empty()) {
-      std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
-      t.period_seconds = d[d.size() / 2];
-    }
-  }
+  for (HostTrace& t : traces) t.period_seconds = MedianSpacing(t.samples);
   return traces;
 }
 
@@ -283,30 +289,34 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
     const size_t ln = reader.line_no();
     SplitInto(line, ';', &fields);
     if (static_cast<int>(fields.size()) <= max_col) {
-      return LineError(file, ln,
-                       absl::StrFormat("expected at least %d fields, found %d", max_col + 1,
-                                       fields.size()));
+      return LineError(
+          file, ln,
+          absl::StrFormat("expected at least %d fields, found %d", max_col + 1, fields.size()));
     }
     HostSample s;
     if (!ParseTimestamp(fields[col_ts], &s.unix_seconds)) {
-      return LineError(file, ln, absl::StrCat("timestamp '", Trim(fields[col_ts]),
-                                              "' is not an integer number of Unix seconds"));
+      return LineError(file, ln,
+                       absl::StrCat("timestamp '", Trim(fields[col_ts]),
+                                    "' is not an integer number of Unix seconds"));
     }
     double pct;
     if (!ParseDouble(fields[col_cpu_pct], &pct)) {
-      return LineError(file, ln,
-                       absl::StrCat("CPU usage [%] '", Trim(fields[col_cpu_pct]), "' is not a number"));
+      return LineError(
+          file, ln,
+          absl::StrCat("CPU usage [%] '", Trim(fields[col_cpu_pct]), "' is not a number"));
     }
     s.cpu_load = pct / 100.0;
     if (col_mem_cap >= 0 && col_mem_use >= 0) {
       double cap, use;
       if (!ParseDouble(fields[col_mem_cap], &cap)) {
-        return LineError(file, ln, absl::StrCat("memory capacity '", Trim(fields[col_mem_cap]),
-                                                "' is not a number"));
+        return LineError(
+            file, ln,
+            absl::StrCat("memory capacity '", Trim(fields[col_mem_cap]), "' is not a number"));
       }
       if (!ParseDouble(fields[col_mem_use], &use)) {
-        return LineError(file, ln, absl::StrCat("memory usage '", Trim(fields[col_mem_use]),
-                                                "' is not a number"));
+        return LineError(
+            file, ln,
+            absl::StrCat("memory usage '", Trim(fields[col_mem_use]), "' is not a number"));
       }
       s.free_mem_mb = (cap - use) / 1024.0;
       out.total_mem_mb = std::max(out.total_mem_mb, cap / 1024.0);
@@ -345,7 +355,6 @@ class GwaCollector {
       });
       HostTrace t;
       t.host = vm;
-      t.period_seconds = 300;
       for (size_t i = 0; i < files.size(); ++i) {
         const GwaFile& f = files[i].second;
         if (!t.samples.empty() && f.samples.front().unix_seconds < t.samples.back().unix_seconds) {
@@ -355,6 +364,7 @@ class GwaCollector {
         t.samples.insert(t.samples.end(), f.samples.begin(), f.samples.end());
         t.total_mem_mb = std::max(t.total_mem_mb, f.total_mem_mb);
       }
+      t.period_seconds = MedianSpacing(t.samples);
       out.push_back(std::move(t));
     }
     return out;
@@ -424,7 +434,8 @@ absl::StatusOr<std::vector<HostTrace>> ImportGwaArchive(const std::string& path,
     RETURN_IF_ERROR(collector.Add(absl::StrCat(path, "/", name), VmIdOf(name), text));
     ++n;
   }
-  if (n == 0) return absl::InvalidArgumentError(absl::StrCat(path, ": archive holds no .csv files"));
+  if (n == 0)
+    return absl::InvalidArgumentError(absl::StrCat(path, ": archive holds no .csv files"));
   return collector.Finish(max_hosts);
 }
 
@@ -462,8 +473,7 @@ absl::StatusOr<std::vector<HostTrace>> ParseAvailabilityMatrix(const std::string
       }
       absl::string_view tok = line.substr(i, j - i);
       if (tok != "0" && tok != "1") {
-        return LineError(file, ln,
-                         absl::StrCat("column ", col + 1, ": '", tok, "' is not 0 or 1"));
+        return LineError(file, ln, absl::StrCat("column ", col + 1, ": '", tok, "' is not 0 or 1"));
       }
       if (tok == "1") {
         HostSample s;
@@ -555,8 +565,7 @@ absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
     } else if (LooksLikeMatrixLine(first)) {
       format = TraceFormat::kAvailabilityMatrix;
     } else {
-      return LineError(path, 1,
-                       "cannot tell the trace format from the first line (use --format)");
+      return LineError(path, 1, "cannot tell the trace format from the first line (use --format)");
     }
   }
   *format_used = format;

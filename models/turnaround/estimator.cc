@@ -18,6 +18,8 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Runtime assumed for a job with neither history nor a requested time.
 constexpr double kUnknownRuntime = 3600;
+// Jobs whose estimates are kept for interval calibration until they finish.
+constexpr size_t kMaxRemembered = 200000;
 
 // Per-estimate cache of HistDB reads, so that an estimate reads each template
 // at most once.
@@ -365,36 +367,29 @@ absl::StatusOr<SimOutcome> SimulateTarget(const EstimateRequest& req, RuntimeMod
 }
 
 // Characterization shared by the Simulation kernel (and the fallback of the
-// others): CPUtime_total from HistDB (constant per application, section 4.1),
-// CPU(J) declared or from isolated runs, ExecTime_total = CPUtime / CPU(J).
+// others), section 4.2: ExecTime_total(J) in isolation from HistDB (CPU time
+// over the declared CPU(J) of each past run, else its observed time), CPU(J)
+// declared or from isolated runs, CPUtime_total = ExecTime_total x CPU(J).
 absl::Status Characterize(SimJob& j, HistoryView& view) {
   const JobSpec& s = j.spec;
   double frac = s.cpu_fraction > 0 ? std::min(1.0, s.cpu_fraction) : -1;
-  double cpu_per_task = -1, exec = -1;
+  double exec = -1;
   for (int level = 0; level < kNumTemplateLevels; ++level) {
     ASSIGN_OR_RETURN(TemplateStats st, view.Stats(TemplateKey::For(s, static_cast<TemplateLevel>(level))));
     if (st.count == 0) continue;
     if (!j.from_history) {
       j.from_history = true;
       j.level = static_cast<TemplateLevel>(level);
-      if (st.cpu_count > 0) cpu_per_task = st.mean_cpu_per_task();
-      else exec = st.mean_exec();
+      exec = st.mean_isolated_exec();
     }
     if (frac < 0 && st.isolated_cpu_count > 0) frac = st.mean_isolated_cpu_fraction();
     if (frac > 0) break;
   }
   if (frac <= 0) frac = 1.0;
   j.cpu_fraction = frac;
-  if (cpu_per_task >= 0) {
-    j.cpu_total = cpu_per_task;
-    j.exec_total = cpu_per_task / frac;
-  } else if (exec >= 0) {
-    j.exec_total = exec;
-    j.cpu_total = exec * frac;
-  } else {
-    j.exec_total = s.requested_time > 0 ? s.requested_time : kUnknownRuntime;
-    j.cpu_total = j.exec_total * frac;
-  }
+  if (exec < 0) exec = s.requested_time > 0 ? s.requested_time : kUnknownRuntime;
+  j.exec_total = exec;
+  j.cpu_total = exec * frac;
   return absl::OkStatus();
 }
 
@@ -689,6 +684,9 @@ void TurnaroundEstimator::ApplyInterval(Kernel kernel, KernelEstimate* e) {
 void TurnaroundEstimator::Remember(int64_t job_id, Kernel kernel, const KernelEstimate& e) {
   if (job_id < 0) return;
   absl::MutexLock lock(&mu_);
+  // Estimates of jobs that never report back (what-if requests) must not
+  // accumulate without bound.
+  if (predictions_.size() >= kMaxRemembered && !predictions_.contains(job_id)) predictions_.clear();
   auto [it, inserted] = predictions_.try_emplace(job_id);
   if (inserted) {
     for (auto& k : it->second) k.fill(kNaN);

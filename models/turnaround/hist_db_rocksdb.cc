@@ -132,6 +132,7 @@ std::string EncodeStats(const TemplateStats& t) {
   w.F64(t.sum_cpu_total);
   w.F64(t.sum_cpu_fraction);
   w.I64(t.isolated_cpu_count);
+  w.F64(t.sum_isolated_exec);
   return w.Take();
 }
 
@@ -142,7 +143,7 @@ absl::StatusOr<TemplateStats> DecodeStats(const std::string& bytes) {
   if (!r.U8(&version) || version != kRecordVersion || !r.I64(&t.count) || !r.F64(&t.sum_exec) ||
       !r.F64(&t.sum_wait) || !r.I64(&t.cpu_count) || !r.F64(&t.sum_cpu_per_task) ||
       !r.F64(&t.sum_cpu_total) || !r.F64(&t.sum_cpu_fraction) || !r.I64(&t.isolated_cpu_count) ||
-      !r.done()) {
+      !r.F64(&t.sum_isolated_exec) || !r.done()) {
     return absl::DataLossError("histdb: corrupt template stats");
   }
   return t;

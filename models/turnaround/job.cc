@@ -59,6 +59,11 @@ void TemplateStats::Add(const JobRecord& r) {
   ++count;
   sum_exec += std::max<int64_t>(r.exec_time, 0);
   sum_wait += std::max<int64_t>(r.wait_time, 0);
+  if (r.cpu_time_per_task >= 0 && r.spec.cpu_fraction > 0) {
+    sum_isolated_exec += r.cpu_time_per_task / std::min(1.0, r.spec.cpu_fraction);
+  } else {
+    sum_isolated_exec += std::max<int64_t>(r.exec_time, 0);
+  }
   if (r.cpu_time_per_task >= 0) {
     ++cpu_count;
     sum_cpu_per_task += r.cpu_time_per_task;

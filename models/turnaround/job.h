@@ -150,10 +150,14 @@ struct TemplateStats {
   double sum_cpu_total = 0;
   double sum_cpu_fraction = 0;  // over isolated runs with known CPU time
   int64_t isolated_cpu_count = 0;
+  // ExecTime_total in isolation (section 4.2): CPU time / declared CPU(J)
+  // when both are known, else the observed execution time.
+  double sum_isolated_exec = 0;
 
   double mean_exec() const { return count ? sum_exec / count : -1; }
   double mean_cpu_per_task() const { return cpu_count ? sum_cpu_per_task / cpu_count : -1; }
   double mean_cpu_total() const { return cpu_count ? sum_cpu_total / cpu_count : -1; }
+  double mean_isolated_exec() const { return count ? sum_isolated_exec / count : -1; }
   double mean_isolated_cpu_fraction() const {
     return isolated_cpu_count ? sum_cpu_fraction / isolated_cpu_count : -1;
   }

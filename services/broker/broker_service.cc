@@ -1,5 +1,7 @@
 #include "services/broker/broker_service.h"
 
+#include <algorithm>
+
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +31,44 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> GrpcTrSource::Predict(
   return resp;
 }
 
+absl::StatusOr<std::vector<HostSample>> GrpcLoadSource::RecentSamples(
+    const sojourn::v1::RegisteredHost& host, int64_t start_unix) {
+  sojourn::v1::GetSeriesRequest req;
+  req.set_host(host.host());
+  req.set_start_unix_seconds(std::max<int64_t>(0, start_unix));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+  sojourn::v1::GetSeriesResponse resp;
+  grpc::Status s = Stub(host.statemgr_address())->GetSeries(&ctx, req, &resp);
+  if (!s.ok()) return FromGrpcStatus(s);
+  std::vector<HostSample> out;
+  out.reserve(resp.samples_size());
+  for (const auto& p : resp.samples()) {
+    HostSample h;
+    h.unix_seconds = p.unix_seconds();
+    h.cpu_load = p.cpu_load_ratio();
+    if (p.has_free_mem_mb()) h.free_mem_mb = p.free_mem_mb();
+    out.push_back(h);
+  }
+  return out;
+}
+
+sojourn::v1::StateManager::Stub* GrpcLoadSource::Stub(const std::string& address) {
+  absl::MutexLock l(&mu_);
+  auto& stub = stubs_[address];
+  if (stub == nullptr) {
+    stub = sojourn::v1::StateManager::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  }
+  return stub.get();
+}
+
+BrokerService::BrokerService(HostRegistry& registry, TrSource& tr_source, ThreadPool& pool)
+    : registry_(registry),
+      own_ranker_(std::make_unique<Ranker>(tr_source, nullptr, Clock::Real(), RankerConfig{})),
+      ranker_(*own_ranker_),
+      pool_(pool) {}
+
 grpc::ServerUnaryReactor* BrokerService::RegisterHost(
     grpc::CallbackServerContext* context, const sojourn::v1::RegisterHostRequest* request,
     sojourn::v1::RegisterHostResponse* response) {
@@ -42,7 +82,7 @@ grpc::ServerUnaryReactor* BrokerService::Heartbeat(grpc::CallbackServerContext* 
                                                    sojourn::v1::HeartbeatResponse* response) {
   if (request->host().empty()) return Done(context, absl::InvalidArgumentError("host is required"));
   response->set_heartbeat_ttl_seconds(absl::ToInt64Seconds(registry_.ttl()));
-  return Done(context, registry_.Heartbeat(request->host()));
+  return Done(context, registry_.Heartbeat(request->host(), request->last_sample_unix_seconds()));
 }
 
 grpc::ServerUnaryReactor* BrokerService::ListHosts(
@@ -66,7 +106,7 @@ grpc::ServerUnaryReactor* BrokerService::RankHosts(grpc::CallbackServerContext* 
                                                    sojourn::v1::RankHostsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   pool_.Schedule([this, request, response, reactor] {
-    auto result = broker::RankHosts(*request, registry_.List(), tr_source_);
+    auto result = ranker_.Rank(*request, registry_.List());
     if (result.ok()) *response = std::move(*result);
     reactor->Finish(ToGrpcStatus(result.status()));
   });

@@ -1,8 +1,10 @@
 // gRPC adapter of the broker: registry calls answer inline; RankHosts, which
-// calls the predictor for every host, runs on a worker pool.
+// may call the predictor and the state managers, runs on a worker pool (the
+// ranker fans its cache misses out on its own pool).
 #ifndef SOJOURN_SERVICES_BROKER_BROKER_SERVICE_H_
 #define SOJOURN_SERVICES_BROKER_BROKER_SERVICE_H_
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -11,6 +13,7 @@
 #include "services/broker/ranker.h"
 #include "sojourn/v1/broker.grpc.pb.h"
 #include "sojourn/v1/predictor.grpc.pb.h"
+#include "sojourn/v1/statemgr.grpc.pb.h"
 
 namespace sojourn::broker {
 
@@ -26,11 +29,28 @@ class GrpcTrSource final : public TrSource {
   std::unique_ptr<sojourn::v1::Predictor::Stub> stub_;
 };
 
+// LoadSource backed by the hosts' state managers (GetSeries). Thread-safe.
+class GrpcLoadSource final : public LoadSource {
+ public:
+  explicit GrpcLoadSource(absl::Duration timeout = absl::Seconds(5)) : timeout_(timeout) {}
+  absl::StatusOr<std::vector<HostSample>> RecentSamples(const sojourn::v1::RegisteredHost& host,
+                                                        int64_t start_unix) override;
+
+ private:
+  sojourn::v1::StateManager::Stub* Stub(const std::string& address);
+  const absl::Duration timeout_;
+  absl::Mutex mu_;
+  std::map<std::string, std::unique_ptr<sojourn::v1::StateManager::Stub>> stubs_
+      ABSL_GUARDED_BY(mu_);
+};
+
 class BrokerService final : public sojourn::v1::Broker::CallbackService {
  public:
   // All references must outlive the service.
-  BrokerService(HostRegistry& registry, TrSource& tr_source, ThreadPool& pool)
-      : registry_(registry), tr_source_(tr_source), pool_(pool) {}
+  BrokerService(HostRegistry& registry, Ranker& ranker, ThreadPool& pool)
+      : registry_(registry), ranker_(ranker), pool_(pool) {}
+  // A ranker of default configuration without load forecasts, on `tr_source`.
+  BrokerService(HostRegistry& registry, TrSource& tr_source, ThreadPool& pool);
 
   grpc::ServerUnaryReactor* RegisterHost(grpc::CallbackServerContext* context,
                                          const sojourn::v1::RegisterHostRequest* request,
@@ -50,7 +70,8 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
 
  private:
   HostRegistry& registry_;
-  TrSource& tr_source_;
+  std::unique_ptr<Ranker> own_ranker_;
+  Ranker& ranker_;
   ThreadPool& pool_;
 };
 

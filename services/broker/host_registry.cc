@@ -18,16 +18,22 @@ absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& requ
   h.set_statemgr_address(request.statemgr_address());
   *h.mutable_attributes() = request.attributes();
   h.set_last_heartbeat_unix_seconds(now);
+  if (request.last_sample_unix_seconds() > h.last_sample_unix_seconds()) {
+    h.set_last_sample_unix_seconds(request.last_sample_unix_seconds());
+  }
   return absl::OkStatus();
 }
 
-absl::Status HostRegistry::Heartbeat(const std::string& host) {
+absl::Status HostRegistry::Heartbeat(const std::string& host, int64_t last_sample_unix_seconds) {
   absl::MutexLock l(&mu_);
   auto it = hosts_.find(host);
   if (it == hosts_.end()) {
     return absl::NotFoundError(absl::StrCat("host '", host, "' is not registered; register first"));
   }
   it->second.set_last_heartbeat_unix_seconds(absl::ToUnixSeconds(clock_.Now()));
+  if (last_sample_unix_seconds > it->second.last_sample_unix_seconds()) {
+    it->second.set_last_sample_unix_seconds(last_sample_unix_seconds);
+  }
   return absl::OkStatus();
 }
 

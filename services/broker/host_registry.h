@@ -25,8 +25,9 @@ class HostRegistry {
 
   // Adds or refreshes a host. INVALID_ARGUMENT for an empty host or address.
   absl::Status Register(const sojourn::v1::RegisterHostRequest& request);
-  // NOT_FOUND for a host never registered.
-  absl::Status Heartbeat(const std::string& host);
+  // NOT_FOUND for a host never registered. A `last_sample_unix_seconds`
+  // newer than the one known marks new history (the ranker's cache key).
+  absl::Status Heartbeat(const std::string& host, int64_t last_sample_unix_seconds = 0);
   absl::StatusOr<sojourn::v1::RegisteredHost> Get(const std::string& host) const;
   // Every host, sorted by name, with `live` computed now.
   std::vector<sojourn::v1::RegisteredHost> List() const;

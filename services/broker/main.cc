@@ -20,11 +20,25 @@ ABSL_FLAG(std::string, predictor, "127.0.0.1:7402", "predictor address used by R
 ABSL_FLAG(int64_t, heartbeat_ttl_seconds, 60,
           "a host without a heartbeat for this long is expired (listed, not ranked)");
 ABSL_FLAG(int, threads, 4, "worker threads for rankings");
+ABSL_FLAG(int, fanout_threads, 16,
+          "concurrent predictor / state manager calls for the cache misses of a ranking "
+          "(0 = one after the other)");
+ABSL_FLAG(int64_t, cache_ttl_seconds, 60,
+          "cached predictions (TR curve, load forecast) per host and horizon expire after this; "
+          "a host reporting newer history invalidates them earlier");
+ABSL_FLAG(int64_t, horizon_seconds, 86400,
+          "TR curves behind MTTF / JCTF / ETL cover max(this, 2 x the job's duration), in whole "
+          "days, at most 7 days");
+ABSL_FLAG(int64_t, curve_resolution_seconds, 300, "spacing of the TR curve points requested");
+ABSL_FLAG(int64_t, load_history_seconds, 4 * 3600,
+          "recent history fetched from a host's state manager (GetSeries) for its load forecast "
+          "(0 = no load forecast: L = 0)");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "broker: registry of hosts (registration, heartbeats, expiry) and RankHosts, which orders "
-      "hosts for a job by their predicted availability.\nusage: broker [--flags]; see --help");
+      "hosts for a job (paper 000 section 8.4 policies: proactive by default, condor, round_robin, "
+      "tr) from their predicted TR curves and load, cached per host.\nusage: broker [--flags]; see --help");
   absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
   if (absl::GetFlag(FLAGS_heartbeat_ttl_seconds) <= 0) {
@@ -33,9 +47,28 @@ int main(int argc, char** argv) {
   }
   sojourn::broker::HostRegistry registry(sojourn::Clock::Real(),
                                          absl::Seconds(absl::GetFlag(FLAGS_heartbeat_ttl_seconds)));
+  if (absl::GetFlag(FLAGS_cache_ttl_seconds) < 0 || absl::GetFlag(FLAGS_fanout_threads) < 0 ||
+      absl::GetFlag(FLAGS_horizon_seconds) <= 0 ||
+      absl::GetFlag(FLAGS_horizon_seconds) > 7 * 86400 ||
+      absl::GetFlag(FLAGS_curve_resolution_seconds) <= 0 ||
+      absl::GetFlag(FLAGS_load_history_seconds) < 0 || absl::GetFlag(FLAGS_threads) <= 0) {
+    SOJOURN_LOG(ERROR,
+                "need --threads > 0, --fanout_threads >= 0, --cache_ttl_seconds >= 0, "
+                "--horizon_seconds in (0, 604800], --curve_resolution_seconds > 0, "
+                "--load_history_seconds >= 0");
+    return 2;
+  }
   sojourn::broker::GrpcTrSource tr_source(absl::GetFlag(FLAGS_predictor));
+  sojourn::broker::GrpcLoadSource load_source;
+  sojourn::broker::RankerConfig rc;
+  rc.horizon_seconds = absl::GetFlag(FLAGS_horizon_seconds);
+  rc.curve_resolution_seconds = absl::GetFlag(FLAGS_curve_resolution_seconds);
+  rc.cache_ttl = absl::Seconds(absl::GetFlag(FLAGS_cache_ttl_seconds));
+  rc.load_history_seconds = absl::GetFlag(FLAGS_load_history_seconds);
+  rc.fanout_threads = absl::GetFlag(FLAGS_fanout_threads);
+  sojourn::broker::Ranker ranker(tr_source, &load_source, sojourn::Clock::Real(), rc);
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
-  sojourn::broker::BrokerService service(registry, tr_source, pool);
+  sojourn::broker::BrokerService service(registry, ranker, pool);
   sojourn::Metrics metrics("broker");
   sojourn::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);

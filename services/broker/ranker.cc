@@ -5,109 +5,265 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/blocking_counter.h"
 
 namespace sojourn::broker {
 namespace {
 
-const char* StateName(sojourn::v1::HostState s) {
-  switch (s) {
-    case sojourn::v1::HOST_STATE_S1_IDLE: return "S1 (idle)";
-    case sojourn::v1::HOST_STATE_S2_BUSY: return "S2 (busy)";
-    case sojourn::v1::HOST_STATE_S3_OVERLOADED: return "S3 (overloaded)";
-    case sojourn::v1::HOST_STATE_S4_MEMORY_THRASHING: return "S4 (memory thrashing)";
-    case sojourn::v1::HOST_STATE_S5_REVOKED: return "S5 (revoked)";
-    default: return "unknown";
-  }
-}
+constexpr int64_t kMaxSeconds = 7 * 86400;
 
 }  // namespace
 
-absl::StatusOr<sojourn::v1::RankHostsResponse> RankHosts(
+// ---------------------------------------------------------------- cache
+
+std::shared_ptr<const HostPrediction> PredictionCache::Get(const std::string& host,
+                                                           int64_t horizon_seconds,
+                                                           int64_t version) const {
+  absl::MutexLock l(&mu_);
+  auto it = entries_.find({host, horizon_seconds});
+  if (it == entries_.end()) return nullptr;
+  const HostPrediction& e = *it->second;
+  if (clock_.Now() - e.fetched > ttl_) return nullptr;
+  if (version > 0 && version != e.version) return nullptr;  // new history arrived
+  return it->second;
+}
+
+void PredictionCache::Put(const std::string& host, int64_t horizon_seconds,
+                          std::shared_ptr<const HostPrediction> entry) {
+  absl::MutexLock l(&mu_);
+  entries_[{host, horizon_seconds}] = std::move(entry);
+}
+
+void PredictionCache::Clear() {
+  absl::MutexLock l(&mu_);
+  entries_.clear();
+}
+
+size_t PredictionCache::size() const {
+  absl::MutexLock l(&mu_);
+  return entries_.size();
+}
+
+// ---------------------------------------------------------------- ranker
+
+scheduling::TrCurve CurveFromResponse(const sojourn::v1::PredictAvailabilityResponse& r) {
+  const int n = r.curve_size();
+  if (n == 0) return {};
+  const int64_t end = r.curve(n - 1).offset_seconds();
+  if (end <= 0) return {};
+  // Regular grid of n points ending at the window end; the predictor's points
+  // are evenly spaced in steps, so this is exact when n divides the step count
+  // and a linear interpolation otherwise.
+  const double step = static_cast<double>(end) / n;
+  const int64_t istep = std::max<int64_t>(1, std::llround(step));
+  std::vector<double> tr(n);
+  int j = 0;
+  for (int k = 1; k <= n; ++k) {
+    const double t = static_cast<double>(istep) * k;
+    while (j < n && r.curve(j).offset_seconds() < t) ++j;
+    if (j >= n) {
+      tr[k - 1] = r.curve(n - 1).tr_ratio();
+      continue;
+    }
+    const double t1 = static_cast<double>(r.curve(j).offset_seconds());
+    const double v1 = r.curve(j).tr_ratio();
+    const double t0 = j == 0 ? 0.0 : static_cast<double>(r.curve(j - 1).offset_seconds());
+    const double v0 = j == 0 ? 1.0 : r.curve(j - 1).tr_ratio();
+    tr[k - 1] = t1 > t0 ? v0 + (t - t0) / (t1 - t0) * (v1 - v0) : v1;
+  }
+  return scheduling::TrCurve(istep, std::move(tr));
+}
+
+Ranker::Ranker(TrSource& tr_source, LoadSource* load_source, Clock& clock,
+               const RankerConfig& config)
+    : tr_source_(tr_source),
+      load_source_(load_source),
+      clock_(clock),
+      config_(config),
+      cache_(clock, config.cache_ttl) {
+  if (config_.fanout_threads > 0) fanout_ = std::make_unique<ThreadPool>(config_.fanout_threads);
+}
+
+Ranker::~Ranker() = default;
+
+int64_t Ranker::HorizonFor(int64_t duration_seconds) const {
+  const int64_t want = std::max(config_.horizon_seconds, 2 * duration_seconds);
+  const int64_t days = (want + 86399) / 86400;
+  return std::min(days * 86400, kMaxSeconds);
+}
+
+absl::StatusOr<std::shared_ptr<const HostPrediction>> Ranker::Fetch(
+    const sojourn::v1::RegisteredHost& host, int64_t horizon) {
+  sojourn::v1::PredictAvailabilityRequest req;
+  req.set_host(host.host());
+  req.set_window_seconds(horizon);
+  req.set_statemgr_address(host.statemgr_address());
+  req.set_curve_points(static_cast<int>(
+      std::max<int64_t>(1, horizon / std::max<int64_t>(1, config_.curve_resolution_seconds))));
+  auto p = tr_source_.Predict(req);
+  if (!p.ok()) return p.status();
+  auto e = std::make_shared<HostPrediction>();
+  e->tr = std::make_shared<scheduling::TrCurve>(CurveFromResponse(*p));
+  e->response = std::move(*p);
+  e->response.clear_curve();
+  e->version = host.last_sample_unix_seconds();
+  e->fetched = clock_.Now();
+  if (load_source_ != nullptr && config_.load_history_seconds > 0) {
+    int64_t last = e->response.last_sample_unix_seconds();
+    if (last <= 0) last = host.last_sample_unix_seconds();
+    if (last <= 0) last = absl::ToUnixSeconds(clock_.Now());
+    auto samples = load_source_->RecentSamples(host, last - config_.load_history_seconds);
+    if (samples.ok() && !samples->empty()) {
+      // L_t0(t) from the samples up to the newest (section 8.4, footnote 1).
+      e->load = scheduling::LoadForecast::FromSamples(*samples, samples->back().unix_seconds);
+    }
+  }
+  return std::shared_ptr<const HostPrediction>(std::move(e));
+}
+
+absl::StatusOr<sojourn::v1::RankHostsResponse> Ranker::Rank(
     const sojourn::v1::RankHostsRequest& request,
-    const std::vector<sojourn::v1::RegisteredHost>& hosts, TrSource& tr_source) {
+    const std::vector<sojourn::v1::RegisteredHost>& hosts) {
   const sojourn::v1::JobRequirements& job = request.job();
   if (job.duration_seconds() <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("job duration_seconds must be > 0, got ", job.duration_seconds()));
   }
-  if (job.duration_seconds() > 7 * 86400) {
+  if (job.duration_seconds() > kMaxSeconds) {
     return absl::InvalidArgumentError("job duration_seconds must be at most 7 days");
   }
-  if (!(job.cpu_share_ratio() >= 0) || !(job.memory_mb() >= 0) ||
-      !std::isfinite(job.cpu_share_ratio()) || !std::isfinite(job.memory_mb())) {
-    return absl::InvalidArgumentError("cpu_share_ratio and memory_mb must be finite and >= 0");
-  }
-  const std::string policy = request.policy().empty() ? "tr" : request.policy();
-  if (policy != "tr") {
+  if (!(job.cpu_share_ratio() >= 0) || !(job.memory_mb() >= 0) || !(job.min_cpu_mhz() >= 0) ||
+      !std::isfinite(job.cpu_share_ratio()) || !std::isfinite(job.memory_mb()) ||
+      !std::isfinite(job.min_cpu_mhz())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown policy '", policy, "' (available: tr)"));
+        "cpu_share_ratio, memory_mb and min_cpu_mhz must be finite and >= 0");
   }
-  const double cpu = job.cpu_share_ratio() > 0 ? job.cpu_share_ratio() : 1.0;
+  auto policy = scheduling::ParsePolicy(request.policy());
+  if (!policy.ok()) return policy.status();
+  if (*policy == scheduling::Policy::kOmniscient) {
+    return absl::InvalidArgumentError(
+        "policy 'omniscient' needs the future and exists in simulation only (sojourn-eval "
+        "schedule)");
+  }
+  scheduling::Job sj;
+  sj.task_length_seconds = static_cast<double>(job.duration_seconds());
+  sj.cpu_share = job.cpu_share_ratio() > 0 ? job.cpu_share_ratio() : 1.0;
+  sj.memory_mb = job.memory_mb();
+  sj.min_cpu_mhz = job.min_cpu_mhz();
+  sj.only_hosts.assign(job.only_hosts().begin(), job.only_hosts().end());
+  const int64_t horizon = HorizonFor(job.duration_seconds());
+
+  // Which hosts need a prediction: live ones (the rest are explained without).
+  const size_t n = hosts.size();
+  std::vector<std::shared_ptr<const HostPrediction>> pred(n);
+  std::vector<absl::Status> errors(n);
+  std::vector<size_t> misses;
+  int cached = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!hosts[i].live()) continue;
+    pred[i] = cache_.Get(hosts[i].host(), horizon, hosts[i].last_sample_unix_seconds());
+    if (pred[i] != nullptr) {
+      ++cached;
+    } else {
+      misses.push_back(i);
+    }
+  }
+  auto fetch_one = [&](size_t i) {
+    auto p = Fetch(hosts[i], horizon);
+    if (p.ok()) {
+      pred[i] = *p;
+      cache_.Put(hosts[i].host(), horizon, *p);
+    } else {
+      errors[i] = p.status();
+    }
+  };
+  if (fanout_ == nullptr || misses.size() <= 1) {
+    for (size_t i : misses) fetch_one(i);
+  } else {
+    absl::BlockingCounter done(static_cast<int>(misses.size()));
+    for (size_t i : misses) {
+      fanout_->Schedule([&, i] {
+        fetch_one(i);
+        done.DecrementCount();
+      });
+    }
+    done.Wait();
+  }
+
+  std::vector<scheduling::HostInput> in(n);
+  for (size_t i = 0; i < n; ++i) {
+    const sojourn::v1::RegisteredHost& h = hosts[i];
+    scheduling::HostInput& x = in[i];
+    x.host = h.host();
+    x.cpu_mhz = h.attributes().cpu_mhz();
+    x.cpu_cores = h.attributes().cpu_cores();
+    x.total_mem_mb = h.attributes().total_mem_mb();
+    if (!h.live()) {
+      x.unusable_reason = "heartbeat expired: the host's state manager stopped reporting";
+      continue;
+    }
+    if (pred[i] == nullptr) {
+      // Failure-oblivious policies still match the host on its heartbeat;
+      // the proactive one needs the prediction.
+      if (*policy == scheduling::Policy::kProactive || *policy == scheduling::Policy::kTr) {
+        x.unusable_reason = absl::StrCat("no prediction: ", errors[i].message());
+      }
+      continue;
+    }
+    x.state = static_cast<int>(pred[i]->response.initial_state());
+    x.tr = pred[i]->tr;
+    x.load = pred[i]->load;
+  }
+  scheduling::RankOptions opt;
+  opt.round_robin_offset = *policy == scheduling::Policy::kRoundRobin ? round_robin_++ : 0;
+  auto ranking = scheduling::RankHosts(*policy, sj, in, opt);
+  if (!ranking.ok()) return ranking.status();
 
   sojourn::v1::RankHostsResponse out;
-  out.set_policy(policy);
-  std::vector<sojourn::v1::HostRank> eligible, ineligible;
-  for (const sojourn::v1::RegisteredHost& h : hosts) {
-    sojourn::v1::HostRank r;
-    r.set_host(h.host());
-    *r.mutable_attributes() = h.attributes();
-    if (!h.live()) {
-      r.set_reason("heartbeat expired: the host's state manager stopped reporting");
-      ineligible.push_back(r);
-      continue;
+  out.set_policy(scheduling::PolicyName(*policy));
+  out.set_rule(ranking->rule);
+  out.set_horizon_seconds(horizon);
+  out.set_predictions_fetched(static_cast<int>(misses.size()));
+  out.set_predictions_cached(cached);
+  for (scheduling::RankedHost& r : ranking->hosts) {
+    const size_t i = r.input_index;
+    sojourn::v1::HostRank* hr = out.add_hosts();
+    hr->set_host(r.host);
+    hr->set_rank(r.rank);
+    hr->set_eligible(r.eligible);
+    hr->set_rule(r.rule);
+    *hr->mutable_attributes() = hosts[i].attributes();
+    hr->set_relative_speed_ratio(r.figures.relative_speed);
+    const HostPrediction* p = pred[i].get();
+    std::string reason = std::move(r.reason);
+    if (p != nullptr) {
+      hr->set_current_state(p->response.initial_state());
+      hr->set_history_windows(p->response.history_windows());
+      hr->set_low_history(p->response.low_history());
+      const scheduling::HostFigures& f = r.figures;
+      if (f.tr_at_duration) hr->set_tr_ratio(*f.tr_at_duration);
+      if (f.mttf_seconds) hr->set_mttf_seconds(*f.mttf_seconds);
+      if (f.jct_seconds) hr->set_jct_seconds(*f.jct_seconds);
+      if (f.jctf_seconds) hr->set_jctf_seconds(*f.jctf_seconds);
+      if (f.etl_seconds) hr->set_etl_seconds(*f.etl_seconds);
+      if (f.predicted_load) hr->set_predicted_load_ratio(*f.predicted_load);
+      if (r.eligible && p->response.low_history()) absl::StrAppend(&reason, " (low history)");
+    } else if (r.eligible) {
+      absl::StrAppend(&reason, " (state unknown: no prediction)");
     }
-    if (h.attributes().cpu_cores() > 0 && cpu > h.attributes().cpu_cores()) {
-      r.set_reason(absl::StrFormat("needs %.2f CPUs, host has %d", cpu, h.attributes().cpu_cores()));
-      ineligible.push_back(r);
-      continue;
-    }
-    if (h.attributes().total_mem_mb() > 0 && job.memory_mb() > h.attributes().total_mem_mb()) {
-      r.set_reason(absl::StrFormat("needs %.0f MiB of memory, host has %.0f MiB", job.memory_mb(),
-                                   h.attributes().total_mem_mb()));
-      ineligible.push_back(r);
-      continue;
-    }
-    sojourn::v1::PredictAvailabilityRequest preq;
-    preq.set_host(h.host());
-    preq.set_window_seconds(job.duration_seconds());
-    preq.set_statemgr_address(h.statemgr_address());
-    auto p = tr_source.Predict(preq);
-    if (!p.ok()) {
-      r.set_reason(absl::StrCat("no prediction: ", p.status().message()));
-      ineligible.push_back(r);
-      continue;
-    }
-    r.set_tr_ratio(p->tr_ratio());
-    r.set_mttf_seconds(p->mttf_seconds());
-    r.set_current_state(p->initial_state());
-    r.set_history_windows(p->history_windows());
-    r.set_low_history(p->low_history());
-    const int state = static_cast<int>(p->initial_state());
-    if (state >= 3) {
-      r.set_reason(absl::StrCat("host is in ", StateName(p->initial_state()), " now"));
-      ineligible.push_back(r);
-      continue;
-    }
-    r.set_eligible(true);
-    r.set_reason(absl::StrFormat("TR over %ds = %.3f%s", job.duration_seconds(), p->tr_ratio(),
-                                 p->low_history() ? " (low history)" : ""));
-    eligible.push_back(r);
+    hr->set_reason(std::move(reason));
   }
-  std::stable_sort(eligible.begin(), eligible.end(),
-                   [](const sojourn::v1::HostRank& a, const sojourn::v1::HostRank& b) {
-                     if (a.tr_ratio() != b.tr_ratio()) return a.tr_ratio() > b.tr_ratio();
-                     if (a.mttf_seconds() != b.mttf_seconds()) {
-                       return a.mttf_seconds() > b.mttf_seconds();
-                     }
-                     return a.host() < b.host();
-                   });
-  int rank = 0;
-  for (auto& r : eligible) {
-    r.set_rank(++rank);
-    *out.add_hosts() = std::move(r);
-  }
-  for (auto& r : ineligible) *out.add_hosts() = std::move(r);
   return out;
+}
+
+absl::StatusOr<sojourn::v1::RankHostsResponse> RankHosts(
+    const sojourn::v1::RankHostsRequest& request,
+    const std::vector<sojourn::v1::RegisteredHost>& hosts, TrSource& tr_source) {
+  RankerConfig cfg;
+  cfg.fanout_threads = 0;
+  cfg.cache_ttl = absl::ZeroDuration();
+  Ranker ranker(tr_source, nullptr, Clock::Real(), cfg);
+  return ranker.Rank(request, hosts);
 }
 
 }  // namespace sojourn::broker

@@ -1,19 +1,38 @@
-// Ranks hosts for a job. The foundation's policy "tr" orders the usable hosts
-// by TR over the job's duration (paper 000 section 8.4 uses TR the same way
-// before its proactive refinements).
+// Ranks hosts for a job with the policies of models/scheduling (paper 000
+// section 8.4; default "proactive"). For each live host it needs the TR curve
+// from now over a horizon (from the predictor) and the recent CPU load (from
+// the host's state manager, for the aggregated one-step-ahead forecast).
+// Both are cached per host and horizon: an entry is reused until its TTL
+// passes or the host reports newer history (a later last-sample time in its
+// registration / heartbeat), so a ranking over many hosts does not recompute
+// every TR curve. Misses are fetched concurrently on a bounded pool.
 #ifndef SOJOURN_SERVICES_BROKER_RANKER_H_
 #define SOJOURN_SERVICES_BROKER_RANKER_H_
 
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/host_sample.h"
+#include "common/thread_pool.h"
+#include "models/scheduling/load_forecast.h"
+#include "models/scheduling/policy.h"
 #include "sojourn/v1/broker.pb.h"
 #include "sojourn/v1/predictor.pb.h"
 
 namespace sojourn::broker {
 
 // Where TR predictions come from (the predictor service in production).
+// Must be thread-safe (called concurrently for a ranking's misses).
 class TrSource {
  public:
   virtual ~TrSource() = default;
@@ -21,8 +40,97 @@ class TrSource {
       const sojourn::v1::PredictAvailabilityRequest& request) = 0;
 };
 
-// INVALID_ARGUMENT for a bad job or unknown policy. Every host of `hosts`
-// appears in the answer.
+// Recent raw samples of a host (its state manager's GetSeries in production).
+// Must be thread-safe.
+class LoadSource {
+ public:
+  virtual ~LoadSource() = default;
+  // Samples of `host.host()` in [start_unix, now], oldest first.
+  virtual absl::StatusOr<std::vector<HostSample>> RecentSamples(
+      const sojourn::v1::RegisteredHost& host, int64_t start_unix) = 0;
+};
+
+// What the broker knows about one host for one horizon.
+struct HostPrediction {
+  sojourn::v1::PredictAvailabilityResponse response;  // without the curve
+  std::shared_ptr<const scheduling::TrCurve> tr;
+  scheduling::LoadForecast load;
+  // Version of the host's history the entry was computed from (its last
+  // sample time as registered; 0 = unknown) and when it was fetched.
+  int64_t version = 0;
+  absl::Time fetched;
+};
+
+// Thread-safe cache of HostPrediction per (host, horizon).
+class PredictionCache {
+ public:
+  PredictionCache(Clock& clock, absl::Duration ttl) : clock_(clock), ttl_(ttl) {}
+  // The entry if present, younger than the TTL and (when `version` > 0) of
+  // that version; else null.
+  std::shared_ptr<const HostPrediction> Get(const std::string& host, int64_t horizon_seconds,
+                                            int64_t version) const;
+  void Put(const std::string& host, int64_t horizon_seconds,
+           std::shared_ptr<const HostPrediction> entry);
+  void Clear();
+  size_t size() const;
+
+ private:
+  Clock& clock_;
+  const absl::Duration ttl_;
+  mutable absl::Mutex mu_;
+  std::map<std::pair<std::string, int64_t>, std::shared_ptr<const HostPrediction>> entries_
+      ABSL_GUARDED_BY(mu_);
+};
+
+struct RankerConfig {
+  // TR curves cover max(horizon, 2 x the job's duration) rounded up to whole
+  // days, at most 7 days (MTTF and JCTF are restricted to it).
+  int64_t horizon_seconds = 86400;
+  // Resolution requested for the TR curve (points = horizon / this).
+  int64_t curve_resolution_seconds = 300;
+  // Cached predictions expire after this (the window start moves with time).
+  absl::Duration cache_ttl = absl::Seconds(60);
+  // Recent history fetched for the load forecast (0 = no load: L = 0).
+  int64_t load_history_seconds = 4 * 3600;
+  // Concurrent fetches for cache misses (0 = one after the other).
+  int fanout_threads = 16;
+};
+
+// Thread-safe.
+class Ranker {
+ public:
+  // `tr_source`, `load_source` (may be null) and `clock` must outlive the ranker.
+  Ranker(TrSource& tr_source, LoadSource* load_source, Clock& clock, const RankerConfig& config);
+  ~Ranker();
+
+  // INVALID_ARGUMENT for a bad job or an unknown (or simulation-only) policy.
+  // Every host of `hosts` appears in the answer.
+  absl::StatusOr<sojourn::v1::RankHostsResponse> Rank(
+      const sojourn::v1::RankHostsRequest& request,
+      const std::vector<sojourn::v1::RegisteredHost>& hosts);
+
+  PredictionCache& cache() { return cache_; }
+  // The horizon used for a job of `duration_seconds`.
+  int64_t HorizonFor(int64_t duration_seconds) const;
+
+ private:
+  absl::StatusOr<std::shared_ptr<const HostPrediction>> Fetch(
+      const sojourn::v1::RegisteredHost& host, int64_t horizon);
+
+  TrSource& tr_source_;
+  LoadSource* load_source_;
+  Clock& clock_;
+  const RankerConfig config_;
+  PredictionCache cache_;
+  std::unique_ptr<ThreadPool> fanout_;
+  std::atomic<uint64_t> round_robin_{0};
+};
+
+// Converts a predictor TR curve (points evenly spaced up to the window end)
+// into a regular-grid curve; empty when the response has no curve.
+scheduling::TrCurve CurveFromResponse(const sojourn::v1::PredictAvailabilityResponse& response);
+
+// One-shot ranking without cache, load or concurrency (tests, tools).
 absl::StatusOr<sojourn::v1::RankHostsResponse> RankHosts(
     const sojourn::v1::RankHostsRequest& request,
     const std::vector<sojourn::v1::RegisteredHost>& hosts, TrSource& tr_source);

@@ -17,38 +17,47 @@ constexpr int64_t kMaxWindowSeconds = 7 * 86400;
 }  // namespace
 
 AvailabilityPredictor::AvailabilityPredictor(const AvailabilityPredictorConfig& config,
-                                             Clock& clock)
-    : config_(config), clock_(clock) {
-  if (!config_.broker_address.empty()) {
-    broker_ = sojourn::v1::Broker::NewStub(
-        grpc::CreateChannel(config_.broker_address, grpc::InsecureChannelCredentials()));
-  }
-}
+                                             StatemgrDirectory& directory, Clock& clock)
+    : config_(config), directory_(directory), clock_(clock) {}
 
-absl::StatusOr<std::string> AvailabilityPredictor::StatemgrAddress(const std::string& host) {
-  sojourn::v1::GetHostRequest req;
-  req.set_host(host);
-  sojourn::v1::RegisteredHost resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + config_.rpc_timeout));
-  grpc::Status s = broker_->GetHost(&ctx, req, &resp);
-  if (!s.ok()) {
-    absl::Status st = FromGrpcStatus(s);
-    if (absl::IsNotFound(st)) return st;
-    return absl::UnavailableError(absl::StrCat("broker ", config_.broker_address,
-                                               " unreachable: ", s.error_message()));
+std::shared_ptr<const availability::SojournStats> AvailabilityPredictor::PopulationPrior(
+    const sojourn::v1::GetWindowStatsRequest& request) {
+  if (config_.population_prior_ttl <= absl::ZeroDuration() ||
+      config_.estimator.prior_windows <= 0) {
+    return nullptr;
   }
-  return resp.statemgr_address();
-}
-
-sojourn::v1::StateManager::Stub* AvailabilityPredictor::StatemgrStub(const std::string& address) {
-  absl::MutexLock l(&mu_);
-  auto& stub = statemgrs_[address];
-  if (stub == nullptr) {
-    stub = sojourn::v1::StateManager::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  sojourn::v1::GetWindowStatsRequest key_req = request;
+  key_req.clear_host();
+  const std::string key = key_req.SerializeAsString();
+  {
+    absl::MutexLock l(&prior_mu_);
+    auto it = priors_.find(key);
+    if (it != priors_.end() && clock_.Now() - it->second.built < config_.population_prior_ttl) {
+      return it->second.stats;
+    }
   }
-  return stub.get();
+  // Pool the same window over every host the broker knows (live or not: the
+  // prior is about history). Built outside the lock; a concurrent duplicate
+  // build is harmless.
+  auto hosts = directory_.ListHosts();
+  if (!hosts.ok() || hosts->empty()) return nullptr;
+  auto pooled = std::make_shared<availability::SojournStats>();
+  for (const auto& [host, address] : *hosts) {
+    auto stub = directory_.Find(host, address);
+    if (!stub.ok()) continue;
+    sojourn::v1::GetWindowStatsRequest req = request;
+    req.set_host(host);
+    sojourn::v1::GetWindowStatsResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
+    if (!(*stub)->GetWindowStats(&ctx, req, &resp).ok() || resp.whole_history_fallback()) continue;
+    auto stats = FromProto(resp.stats());
+    if (stats.ok()) pooled->Merge(*stats);
+  }
+  if (pooled->num_windows == 0) return nullptr;
+  absl::MutexLock l(&prior_mu_);
+  priors_[key] = PriorEntry{pooled, clock_.Now()};
+  return pooled;
 }
 
 absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::Predict(
@@ -63,16 +72,9 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
       request.curve_points() > 100000) {
     return absl::InvalidArgumentError("history_days must be >= 0, curve_points in [0, 100000]");
   }
-  absl::StatusOr<std::string> address = request.statemgr_address();
-  if (request.statemgr_address().empty()) {
-    if (config_.broker_address.empty()) {
-      return absl::FailedPreconditionError(
-          "no broker configured (--broker) to find the host's state manager; pass "
-          "statemgr_address");
-    }
-    address = StatemgrAddress(request.host());
-    if (!address.ok()) return address.status();
-  }
+  std::string address;
+  auto stub = directory_.Find(request.host(), request.statemgr_address(), &address);
+  if (!stub.ok()) return stub.status();
 
   const int64_t start = request.start_unix_seconds() > 0 ? request.start_unix_seconds()
                                                          : absl::ToUnixSeconds(clock_.Now());
@@ -88,14 +90,15 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
                                                         : config_.history_days);
   stats_req.set_utc_offset_seconds(config_.utc_offset_seconds);
   stats_req.set_end_unix_seconds(request.start_unix_seconds() > 0 ? start : 0);
+  stats_req.set_paper_literal(!config_.estimator.censoring_aware);
   sojourn::v1::GetWindowStatsResponse stats_resp;
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + config_.rpc_timeout));
-  grpc::Status gs = StatemgrStub(*address)->GetWindowStats(&ctx, stats_req, &stats_resp);
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
+  grpc::Status gs = (*stub)->GetWindowStats(&ctx, stats_req, &stats_resp);
   if (!gs.ok()) {
     absl::Status st = FromGrpcStatus(gs);
     if (absl::IsNotFound(st) || absl::IsInvalidArgument(st)) return st;
-    return absl::UnavailableError(absl::StrCat("state manager ", *address, " of host ",
+    return absl::UnavailableError(absl::StrCat("state manager ", address, " of host ",
                                                request.host(), ": ", gs.error_message()));
   }
   auto stats = FromProto(stats_resp.stats());
@@ -111,7 +114,18 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   const int64_t step = stats->step_seconds > 0 ? stats->step_seconds : 1;
   out.set_step_seconds(step);
   const int M = static_cast<int>(std::max<int64_t>(1, (request.window_seconds() + step - 1) / step));
-  availability::TrPrediction p = availability::PredictFromStats(*stats, *init, M, config_.estimator);
+  // Issue 7: shrink towards the population of hosts, and condition the first
+  // sojourn on how long the host has been in its state (as sojourn-eval does).
+  std::shared_ptr<const availability::SojournStats> prior;
+  int64_t age_seconds = -1;
+  if (config_.estimator.censoring_aware) {
+    if (!stats_resp.whole_history_fallback()) prior = PopulationPrior(stats_req);
+    if (stats_resp.state_since_unix_seconds() > 0 && start >= stats_resp.state_since_unix_seconds()) {
+      age_seconds = start - stats_resp.state_since_unix_seconds();
+    }
+  }
+  availability::TrPrediction p = availability::PredictFromStats(
+      *stats, *init, M, config_.estimator, prior.get(), age_seconds);
   const double tr = p.tr.empty() ? 0.0 : std::clamp(p.tr.back(), 0.0, 1.0);
   out.set_tr_ratio(tr);
   out.set_mttf_seconds(p.mttf_seconds);

@@ -14,6 +14,8 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "models/availability/kernel.h"
+#include "models/availability/sojourn_stats.h"
+#include "services/predictor/statemgr_directory.h"
 #include "sojourn/v1/broker.grpc.pb.h"
 #include "sojourn/v1/predictor.pb.h"
 #include "sojourn/v1/statemgr.grpc.pb.h"
@@ -21,8 +23,6 @@
 namespace sojourn::predictor {
 
 struct AvailabilityPredictorConfig {
-  // Broker that knows each host's state manager.
-  std::string broker_address;
   // Local time zone of the hosts, as an offset from UTC (seconds).
   int utc_offset_seconds = 0;
   // Most recent N days of the window's day type (0 = all).
@@ -30,13 +30,17 @@ struct AvailabilityPredictorConfig {
   // Fewer windows than this mark an answer as low_history.
   int min_history_windows = 3;
   availability::EstimatorOptions estimator;
-  absl::Duration rpc_timeout = absl::Seconds(5);
+  // Shrinkage prior (issue 7): the same window pooled over every host the
+  // broker knows, rebuilt after this long. Zero disables the prior.
+  absl::Duration population_prior_ttl = absl::Minutes(10);
 };
 
 // Thread-safe.
 class AvailabilityPredictor {
  public:
-  AvailabilityPredictor(const AvailabilityPredictorConfig& config, Clock& clock);
+  // `directory` and `clock` must outlive the predictor.
+  AvailabilityPredictor(const AvailabilityPredictorConfig& config, StatemgrDirectory& directory,
+                        Clock& clock);
 
   // INVALID_ARGUMENT for a bad window, NOT_FOUND for an unknown host,
   // UNAVAILABLE when a peer cannot be reached.
@@ -44,15 +48,20 @@ class AvailabilityPredictor {
       const sojourn::v1::PredictAvailabilityRequest& request);
 
  private:
-  absl::StatusOr<std::string> StatemgrAddress(const std::string& host);
-  sojourn::v1::StateManager::Stub* StatemgrStub(const std::string& address);
+  // The pooled statistics of every registered host for the window of
+  // `request` (cached per window); null when there is no broker or no host.
+  std::shared_ptr<const availability::SojournStats> PopulationPrior(
+      const sojourn::v1::GetWindowStatsRequest& request);
 
   const AvailabilityPredictorConfig config_;
+  StatemgrDirectory& directory_;
   Clock& clock_;
-  std::unique_ptr<sojourn::v1::Broker::Stub> broker_;
-  absl::Mutex mu_;
-  std::map<std::string, std::unique_ptr<sojourn::v1::StateManager::Stub>> statemgrs_
-      ABSL_GUARDED_BY(mu_);
+  struct PriorEntry {
+    std::shared_ptr<const availability::SojournStats> stats;
+    absl::Time built;
+  };
+  absl::Mutex prior_mu_;
+  std::map<std::string, PriorEntry> priors_ ABSL_GUARDED_BY(prior_mu_);
 };
 
 }  // namespace sojourn::predictor

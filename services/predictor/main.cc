@@ -25,8 +25,12 @@ ABSL_FLAG(int, utc_offset_seconds, 0,
 ABSL_FLAG(int, history_days, 0, "use the most recent N days of a day type (0 = all)");
 ABSL_FLAG(int, min_history_windows, 3, "fewer training windows than this mark low_history");
 ABSL_FLAG(bool, paper_estimator, false,
-          "use the paper-literal estimator (drops censored sojourns) instead of sojourn's");
+          "use the paper-literal estimator (paper 000 section 6.2: transition counting that drops "
+          "censored sojourns) instead of sojourn's censoring-aware, shrunk, age-conditioned one");
 ABSL_FLAG(int, threads, 4, "worker threads for predictions");
+ABSL_FLAG(int, population_prior_minutes, 10,
+          "shrink each host's kernel towards the same window pooled over every registered host "
+          "(issue 7), rebuilt every N minutes; 0 = off");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -37,21 +41,21 @@ int main(int argc, char** argv) {
   sojourn::BlockTerminationSignals();
 
   sojourn::predictor::AvailabilityPredictorConfig config;
-  config.broker_address = absl::GetFlag(FLAGS_broker);
   config.utc_offset_seconds = absl::GetFlag(FLAGS_utc_offset_seconds);
   config.history_days = absl::GetFlag(FLAGS_history_days);
   config.min_history_windows = absl::GetFlag(FLAGS_min_history_windows);
   if (absl::GetFlag(FLAGS_paper_estimator)) {
-    config.estimator.censoring_aware = false;
-    config.estimator.first_sojourn_kernel = false;
+    config.estimator = sojourn::availability::PaperEstimatorOptions();
   }
+  config.population_prior_ttl = absl::Minutes(absl::GetFlag(FLAGS_population_prior_minutes));
   if (config.history_days < 0 || std::abs(config.utc_offset_seconds) > 14 * 3600) {
     SOJOURN_LOG(ERROR, "--history_days must be >= 0 and --utc_offset_seconds within +-14 h");
     return 2;
   }
-  sojourn::predictor::AvailabilityPredictor predictor(config, sojourn::Clock::Real());
+  sojourn::predictor::StatemgrDirectory directory(absl::GetFlag(FLAGS_broker), absl::Seconds(10));
+  sojourn::predictor::AvailabilityPredictor predictor(config, directory, sojourn::Clock::Real());
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
-  sojourn::predictor::PredictorService service(predictor, pool);
+  sojourn::predictor::PredictorService service(predictor, directory, pool);
   sojourn::Metrics metrics("predictor");
   sojourn::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
@@ -63,7 +67,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   SOJOURN_LOG(INFO, "predictor serving on %s (metrics :%d), broker %s", (*server)->address(),
-              (*server)->metrics_port(), config.broker_address);
+              (*server)->metrics_port(), absl::GetFlag(FLAGS_broker));
   sojourn::WaitForTerminationSignal();
   (*server)->Shutdown(absl::Seconds(5));
   return 0;

@@ -12,16 +12,31 @@ namespace sojourn::predictor {
 class PredictorService final : public sojourn::v1::Predictor::CallbackService {
  public:
   // `predictor` and `pool` must outlive the service.
-  PredictorService(AvailabilityPredictor& predictor, ThreadPool& pool)
-      : predictor_(predictor), pool_(pool) {}
+  PredictorService(AvailabilityPredictor& predictor, StatemgrDirectory& directory,
+                   ThreadPool& pool)
+      : predictor_(predictor), directory_(directory), pool_(pool) {}
 
   grpc::ServerUnaryReactor* PredictAvailability(
       grpc::CallbackServerContext* context,
       const sojourn::v1::PredictAvailabilityRequest* request,
       sojourn::v1::PredictAvailabilityResponse* response) override;
+  // Usage questions are answered by the host's state manager (its history stays there).
+  grpc::ServerUnaryReactor* PredictUsage(grpc::CallbackServerContext* context,
+                                         const sojourn::v1::PredictUsageRequest* request,
+                                         sojourn::v1::PredictUsageResponse* response) override;
+  grpc::ServerUnaryReactor* CanRun(grpc::CallbackServerContext* context,
+                                   const sojourn::v1::CanRunRequest* request,
+                                   sojourn::v1::CanRunResponse* response) override;
+  grpc::ServerUnaryReactor* HowLong(grpc::CallbackServerContext* context,
+                                    const sojourn::v1::HowLongRequest* request,
+                                    sojourn::v1::HowLongResponse* response) override;
 
  private:
+  template <typename Req, typename Resp, typename Call>
+  grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* context, const Req* request,
+                                    Resp* response, Call call);
   AvailabilityPredictor& predictor_;
+  StatemgrDirectory& directory_;
   ThreadPool& pool_;
 };
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "models/availability/predict.h"
 
 namespace sojourn::statemgr {
 
@@ -144,9 +145,9 @@ absl::StatusOr<HostInfo> HostBook::Info(const std::string& host) const {
   return InfoOf(host, it->second);
 }
 
-absl::StatusOr<WindowStatsResult> HostBook::WindowStats(const std::string& host,
-                                                        const availability::WindowSpec& spec,
-                                                        int64_t end_unix) const {
+absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
+    const std::string& host, const availability::WindowSpec& spec, int64_t end_unix,
+    const availability::EstimatorOptions& opt) const {
   WindowStatsResult out;
   std::shared_ptr<const StateSeries> series;
   {
@@ -164,14 +165,24 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(const std::string& host,
     return out;
   }
   const int64_t end = end_unix > 0 ? end_unix : out.info.last_unix;
+  if (end_unix > 0 && end_unix >= series->start_unix && end_unix < out.info.last_unix) {
+    // A window in the past starts in the state the host was in then.
+    size_t k = static_cast<size_t>((end_unix - series->start_unix) / series->step_seconds);
+    k = std::min(k, series->states.size() - 1);
+    out.info.state = series->states[k];
+    while (k > 0 && series->states[k - 1] == out.info.state) --k;
+    out.info.state_since_unix = series->start_unix + static_cast<int64_t>(k) * series->step_seconds;
+  }
   const std::vector<size_t> starts = availability::HistoryWindowStarts(*series, spec, end);
   const int steps = availability::WindowSteps(*series, spec);
   for (size_t s : starts) {
-    availability::AccumulateWindow(&series->states[s], static_cast<size_t>(steps) + 1, &out.stats);
     out.window_starts_unix.push_back(series->start_unix +
                                      static_cast<int64_t>(s) * series->step_seconds);
   }
-  if (starts.empty()) {
+  if (!starts.empty()) {
+    // The same collection as sojourn-eval's (predict.h), so both agree.
+    out.stats = availability::CollectStats(*series, spec, end, opt);
+  } else {
     // No same-clock window fits yet (a new host): estimate from windows of
     // the requested length at any clock time, every quarter window, over the
     // whole history (one window when the history is shorter), and say so.

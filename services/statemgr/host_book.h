@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/host_sample.h"
+#include "models/availability/kernel.h"
 #include "models/availability/sojourn_stats.h"
 #include "models/availability/state.h"
 #include "models/availability/window.h"
@@ -81,10 +82,12 @@ class HostBook {
   absl::StatusOr<HostInfo> Info(const std::string& host) const;
 
   // Statistics of the same-clock windows of `spec` ending by `end_unix`
-  // (0 = the last sample). NOT_FOUND for an unknown host.
-  absl::StatusOr<WindowStatsResult> WindowStats(const std::string& host,
-                                                const availability::WindowSpec& spec,
-                                                int64_t end_unix) const;
+  // (0 = the last sample), collected as `opt` says (availability::CollectStats:
+  // neighbouring start times, other-day-type borrowing, age split). NOT_FOUND
+  // for an unknown host.
+  absl::StatusOr<WindowStatsResult> WindowStats(
+      const std::string& host, const availability::WindowSpec& spec, int64_t end_unix,
+      const availability::EstimatorOptions& opt = availability::EstimatorOptions()) const;
   absl::StatusOr<std::vector<StateInterval>> Intervals(const std::string& host, int64_t start_unix,
                                                        int64_t end_unix, int64_t* step) const;
   absl::StatusOr<std::vector<HostSample>> Series(const std::string& host, int64_t start_unix,

@@ -16,6 +16,8 @@
 #include "services/statemgr/registrar.h"
 #include "services/statemgr/sample_store.h"
 #include "services/statemgr/statemgr_service.h"
+#include "services/statemgr/usage_keeper.h"
+#include "common/thread_pool.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7403", "gRPC listen address (port 0 = any free port)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9403",
@@ -38,6 +40,13 @@ ABSL_FLAG(std::string, advertise_address, "",
           "address the broker and predictor use to reach this state manager (default: --listen "
           "with the bound port; this host's name when --listen is a wildcard address)");
 ABSL_FLAG(int64_t, heartbeat_seconds, 10, "how often hosts are re-registered with the broker");
+ABSL_FLAG(int, utc_offset_seconds, 0,
+          "local time minus UTC, seconds: usage days (48 h pattern objects) start at local midnight");
+ABSL_FLAG(int, usage_clusters, 5, "use classes k of the daily pattern analysis (paper 003: 5 or 10)");
+ABSL_FLAG(bool, usage_selector, true,
+          "answer usage questions with the per-host best-of selector (false: the paper's data-age "
+          "rule only)");
+ABSL_FLAG(int, threads, 2, "worker threads for usage questions");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -72,8 +81,18 @@ int main(int argc, char** argv) {
     SOJOURN_LOG(ERROR, "loading history: %s", s.ToString());
     return 1;
   }
+  sojourn::statemgr::UsageKeeperConfig uc;
+  uc.utc_offset_seconds = absl::GetFlag(FLAGS_utc_offset_seconds);
+  uc.model.patterns.clusters = absl::GetFlag(FLAGS_usage_clusters);
+  uc.model.use_selector = absl::GetFlag(FLAGS_usage_selector);
+  if (uc.model.patterns.clusters < 1 || std::abs(uc.utc_offset_seconds) > 14 * 3600) {
+    SOJOURN_LOG(ERROR, "--usage_clusters must be >= 1 and --utc_offset_seconds within +-14 h");
+    return 2;
+  }
+  sojourn::statemgr::UsageKeeper usage(uc, book, **store, clock);
+  sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
   sojourn::Metrics metrics("statemgr");
-  sojourn::statemgr::StateManagerService service(book, metrics);
+  sojourn::statemgr::StateManagerService service(book, usage, pool, metrics);
   sojourn::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);

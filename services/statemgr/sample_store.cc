@@ -122,6 +122,28 @@ absl::Status SampleStore::RecordRevocation(const std::string& host, int64_t from
   return FromRocks(db_->Put(wo, key, value), "writing revocation");
 }
 
+absl::Status SampleStore::PutBlob(char kind, const std::string& host, const std::string& value) {
+  std::string key = "b";
+  key.push_back(kind);
+  key.push_back('\0');
+  key.append(host);
+  rocksdb::WriteOptions wo;
+  wo.sync = sync_writes_;
+  return FromRocks(db_->Put(wo, key, value), "writing blob");
+}
+
+absl::StatusOr<std::string> SampleStore::GetBlob(char kind, const std::string& host) const {
+  std::string key = "b";
+  key.push_back(kind);
+  key.push_back('\0');
+  key.append(host);
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), key, &value);
+  if (s.IsNotFound()) return absl::NotFoundError(absl::StrCat("no blob for ", host));
+  RETURN_IF_ERROR(FromRocks(s, "reading blob"));
+  return value;
+}
+
 absl::Status SampleStore::ForEachHost(
     const std::function<void(const std::string&, const HostMeta&, std::vector<HostSample>)>& fn)
     const {

@@ -4,6 +4,7 @@
 //   "s" 0x00 <host> 0x00 <8-byte big-endian unix seconds>  -> HostSample proto
 //   "m" 0x00 <host>                                         -> StoredHostMeta proto
 //   "r" 0x00 <host> 0x00 <8-byte big-endian unix seconds>  -> revocation gap (8-byte seconds)
+//   "b" <kind> 0x00 <host>                                  -> per-host blob (usage patterns)
 // Host names are non-empty and contain no NUL byte (the service checks).
 #ifndef SOJOURN_SERVICES_STATEMGR_SAMPLE_STORE_H_
 #define SOJOURN_SERVICES_STATEMGR_SAMPLE_STORE_H_
@@ -44,6 +45,11 @@ class SampleStore {
                       const HostMeta* meta);
   // Records that `host` was revoked from `from_unix` for `gap_seconds`.
   absl::Status RecordRevocation(const std::string& host, int64_t from_unix, int64_t gap_seconds);
+
+  // A small per-host value of kind `kind` ('u' = usage patterns), replaced
+  // atomically. Get returns NOT_FOUND when absent.
+  absl::Status PutBlob(char kind, const std::string& host, const std::string& value);
+  absl::StatusOr<std::string> GetBlob(char kind, const std::string& host) const;
 
   // Calls `fn` for every stored host with its meta and samples in time order.
   absl::Status ForEachHost(

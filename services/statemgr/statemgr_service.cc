@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -198,7 +199,10 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
   spec.length_seconds = request->length_seconds();
   spec.history_days = request->history_days();
   spec.utc_offset_seconds = request->utc_offset_seconds();
-  auto result = book_.WindowStats(request->host(), spec, request->end_unix_seconds());
+  auto result = book_.WindowStats(request->host(), spec, request->end_unix_seconds(),
+                                  request->paper_literal()
+                                      ? availability::PaperEstimatorOptions()
+                                      : availability::EstimatorOptions());
   if (!result.ok()) return Done(context, result.status());
   *response->mutable_stats() = ToProto(result->stats);
   response->set_current_state(ToProto(result->info.state));
@@ -224,6 +228,141 @@ grpc::ServerUnaryReactor* StateManagerService::GetSeries(
   for (const HostSample& s : *samples) *response->add_samples() = ToProto(s);
   response->set_truncated(truncated);
   return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* StateManagerService::OnPool(grpc::CallbackServerContext* context,
+                                                      std::function<absl::Status()> fn) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  pool_.Schedule([reactor, fn = std::move(fn)] { reactor->Finish(ToGrpcStatus(fn())); });
+  return reactor;
+}
+
+namespace {
+
+void FillMethod(const usage::MethodChoice& m, sojourn::v1::UsageMethod* out) {
+  out->set_method(usage::ForecasterName(m.method));
+  out->set_why(m.why);
+  if (m.by_selector && std::isfinite(m.recent_error)) out->set_recent_error_ratio(m.recent_error);
+  out->set_recent_points(m.recent_points);
+  out->set_by_selector(m.by_selector);
+}
+
+absl::Status CheckHours(double hours) {
+  if (!(hours > 0) || hours > 72) {
+    return absl::InvalidArgumentError(absl::StrCat("hours must be in (0, 72], got ", hours));
+  }
+  return absl::OkStatus();
+}
+
+// MiB -> fraction of the host's memory; the request is refused when the
+// capacity is unknown and memory was asked for.
+absl::StatusOr<double> MemFraction(double free_mem_mb, double total_mem_mb) {
+  if (!(free_mem_mb >= 0) || !std::isfinite(free_mem_mb)) {
+    return absl::InvalidArgumentError("free_mem_mb must be >= 0");
+  }
+  if (free_mem_mb == 0) return 0.0;
+  if (total_mem_mb <= 0) {
+    return absl::FailedPreconditionError("the host reports no memory data; ask without memory");
+  }
+  return free_mem_mb / total_mem_mb;
+}
+
+absl::Status CheckCpu(double free_cpu) {
+  if (!(free_cpu >= 0 && free_cpu <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("free_cpu_ratio must be in [0, 1], got ", free_cpu));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* StateManagerService::PredictUsage(
+    grpc::CallbackServerContext* context, const sojourn::v1::PredictUsageRequest* request,
+    sojourn::v1::PredictUsageResponse* response) {
+  return OnPool(context, [this, request, response]() -> absl::Status {
+    RETURN_IF_ERROR(ValidateHostName(request->host()));
+    ASSIGN_OR_RETURN(usage::Resource resource, usage::ParseResource(request->resource()));
+    RETURN_IF_ERROR(CheckHours(request->hours()));
+    ASSIGN_OR_RETURN(UsageKeeper::Model m, usage_.Get(request->host()));
+    ASSIGN_OR_RETURN(usage::UsageForecast f, m.model->PredictUsage(resource, request->hours()));
+    response->set_host(request->host());
+    response->set_resource(usage::ResourceName(resource));
+    response->set_start_unix_seconds(f.start_unix);
+    response->set_step_seconds(f.step_seconds);
+    for (double v : f.use) response->add_use_ratio(v);
+    FillMethod(f.method, response->mutable_method());
+    metrics_.Increment("sojourn_statemgr_usage_answers_total", "Usage questions answered",
+                       {{"method", usage::ForecasterName(f.method.method)}});
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* StateManagerService::CanRun(
+    grpc::CallbackServerContext* context, const sojourn::v1::CanRunRequest* request,
+    sojourn::v1::CanRunResponse* response) {
+  return OnPool(context, [this, request, response]() -> absl::Status {
+    RETURN_IF_ERROR(ValidateHostName(request->host()));
+    RETURN_IF_ERROR(CheckHours(request->hours()));
+    RETURN_IF_ERROR(CheckCpu(request->free_cpu_ratio()));
+    ASSIGN_OR_RETURN(UsageKeeper::Model m, usage_.Get(request->host()));
+    ASSIGN_OR_RETURN(double mem, MemFraction(request->free_mem_mb(), m.total_mem_mb));
+    if (mem > 1) {
+      response->set_can_run(false);
+      response->set_reason(absl::StrFormat("mem: needs %.0f MiB free, the host has %.0f MiB in all",
+                                           request->free_mem_mb(), m.total_mem_mb));
+      response->set_method("capacity");
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(usage::CanRunAnswer a,
+                     m.model->CanRun(request->free_cpu_ratio(), mem, request->hours()));
+    response->set_can_run(a.can_run);
+    response->set_reason(a.reason);
+    response->set_method(a.method);
+    FillMethod(a.cpu_method, response->mutable_cpu_method());
+    FillMethod(a.mem_method, response->mutable_mem_method());
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* StateManagerService::HowLong(
+    grpc::CallbackServerContext* context, const sojourn::v1::HowLongRequest* request,
+    sojourn::v1::HowLongResponse* response) {
+  return OnPool(context, [this, request, response]() -> absl::Status {
+    RETURN_IF_ERROR(ValidateHostName(request->host()));
+    RETURN_IF_ERROR(CheckCpu(request->free_cpu_ratio()));
+    ASSIGN_OR_RETURN(UsageKeeper::Model m, usage_.Get(request->host()));
+    ASSIGN_OR_RETURN(double mem, MemFraction(request->free_mem_mb(), m.total_mem_mb));
+    if (mem > 1) {  // more than the host has at all
+      response->set_hours(0);
+      response->set_limited_by("mem");
+      response->set_method("capacity");
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(usage::HowLongAnswer a, m.model->HowLong(request->free_cpu_ratio(), mem));
+    response->set_hours(a.hours);
+    response->set_capped(a.capped);
+    response->set_limited_by(a.limited_by);
+    response->set_method(a.method);
+    FillMethod(a.cpu_method, response->mutable_cpu_method());
+    FillMethod(a.mem_method, response->mutable_mem_method());
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* StateManagerService::AnalyzeUsage(
+    grpc::CallbackServerContext* context, const sojourn::v1::AnalyzeUsageRequest* request,
+    sojourn::v1::AnalyzeUsageResponse* response) {
+  return OnPool(context, [this, request, response]() -> absl::Status {
+    RETURN_IF_ERROR(ValidateHostName(request->host()));
+    ASSIGN_OR_RETURN(UsageKeeper::Model m, usage_.Analyze(request->host()));
+    response->set_analyzed_unix_seconds(m.analyzed_unix);
+    response->set_cpu_prototypes(
+        static_cast<int32_t>(m.model->patterns().cpu.prototypes.size()));
+    response->set_mem_prototypes(
+        static_cast<int32_t>(m.model->patterns().mem.prototypes.size()));
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace sojourn::statemgr

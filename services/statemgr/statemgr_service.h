@@ -3,15 +3,19 @@
 #define SOJOURN_SERVICES_STATEMGR_STATEMGR_SERVICE_H_
 
 #include "common/metrics.h"
+#include "common/thread_pool.h"
 #include "services/statemgr/host_book.h"
+#include "services/statemgr/usage_keeper.h"
 #include "sojourn/v1/statemgr.grpc.pb.h"
 
 namespace sojourn::statemgr {
 
 class StateManagerService final : public sojourn::v1::StateManager::CallbackService {
  public:
-  // `book` and `metrics` must outlive the service.
-  StateManagerService(HostBook& book, Metrics& metrics) : book_(book), metrics_(metrics) {}
+  // All references must outlive the service. Usage questions (which may run a
+  // pattern analysis) are answered on `pool`.
+  StateManagerService(HostBook& book, UsageKeeper& usage, ThreadPool& pool, Metrics& metrics)
+      : book_(book), usage_(usage), pool_(pool), metrics_(metrics) {}
 
   grpc::ServerReadReactor<sojourn::v1::PushSamplesRequest>* PushSamples(
       grpc::CallbackServerContext* context, sojourn::v1::PushSamplesResponse* response) override;
@@ -27,9 +31,26 @@ class StateManagerService final : public sojourn::v1::StateManager::CallbackServ
   grpc::ServerUnaryReactor* GetSeries(grpc::CallbackServerContext* context,
                                       const sojourn::v1::GetSeriesRequest* request,
                                       sojourn::v1::GetSeriesResponse* response) override;
+  grpc::ServerUnaryReactor* PredictUsage(grpc::CallbackServerContext* context,
+                                         const sojourn::v1::PredictUsageRequest* request,
+                                         sojourn::v1::PredictUsageResponse* response) override;
+  grpc::ServerUnaryReactor* CanRun(grpc::CallbackServerContext* context,
+                                   const sojourn::v1::CanRunRequest* request,
+                                   sojourn::v1::CanRunResponse* response) override;
+  grpc::ServerUnaryReactor* HowLong(grpc::CallbackServerContext* context,
+                                    const sojourn::v1::HowLongRequest* request,
+                                    sojourn::v1::HowLongResponse* response) override;
+  grpc::ServerUnaryReactor* AnalyzeUsage(grpc::CallbackServerContext* context,
+                                         const sojourn::v1::AnalyzeUsageRequest* request,
+                                         sojourn::v1::AnalyzeUsageResponse* response) override;
 
  private:
+  // Runs `fn` on the pool and finishes the call with its status.
+  grpc::ServerUnaryReactor* OnPool(grpc::CallbackServerContext* context,
+                                   std::function<absl::Status()> fn);
   HostBook& book_;
+  UsageKeeper& usage_;
+  ThreadPool& pool_;
   Metrics& metrics_;
 };
 

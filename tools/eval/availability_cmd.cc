@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "models/availability/kernel.h"
 #include "models/baselines/availability_backtest.h"
 #include "models/traces/traces.h"
@@ -47,8 +48,8 @@ options:
   --step SECONDS           state grid step (default: the matrix period, else 300)
   --utc-offset HOURS       local time = UTC + HOURS; the grid and the days are
                            local (default: 2 for gwa (Bitbrains, NL summer), else 0)
-  --start UNIX             availability matrix: Unix time of column 0
-                           (default 931219200 = 1999-07-06 00:00 UTC)
+  --start T                availability matrix: time of column 0, Unix seconds or
+                           UTC YYYY-MM-DD[THH:MM:SS] (default 1999-07-06 = 931219200)
   --period SECONDS         availability matrix: probe period (default 3600)
   --max-hosts N            read at most N hosts (default all)
   --history-days N         use the N most recent training days of the type (default 0 = all)
@@ -74,8 +75,10 @@ options:
                            neighbor_offset_seconds, recent_age_seconds,
                            age_prior_windows, frequency_weight
   --smp-prior SRC          shrinkage prior when prior_windows > 0: hosts (the same
-                           day type and start hour pooled over all hosts, default)
-                           or hours (this host's other start hours)
+                           day type and start hour pooled over all hosts, default),
+                           hours (this host's other start hours) or none
+  --smp-age on|off         pass each window's age in its initial state to the
+                           estimator (age conditioning; default on)
   --min-test-windows N     cells with fewer test windows get no relative error (default 3)
   --reliability-bins N     bins of the reliability tables (default 10)
   --threads N              worker threads, 1 or 2 (default 2)
@@ -102,11 +105,35 @@ struct Args {
   }
 };
 
-const std::vector<std::string> kOptions = {
-    "trace", "format", "json", "step", "utc-offset", "start", "period", "max-hosts",
-    "history-days", "train-ratio", "max-window-hours", "methods", "day-types", "th1", "th2",
-    "grace", "working-set-mb", "revocation-gap", "outage-fraction", "min-test-windows",
-    "reliability-bins", "threads", "smp-options", "smp-prior", "sweep-train-ratios", "noise", "noise-windows", "seed"};
+const std::vector<std::string> kOptions = {"trace",
+                                           "format",
+                                           "json",
+                                           "step",
+                                           "utc-offset",
+                                           "start",
+                                           "period",
+                                           "max-hosts",
+                                           "history-days",
+                                           "train-ratio",
+                                           "max-window-hours",
+                                           "methods",
+                                           "day-types",
+                                           "th1",
+                                           "th2",
+                                           "grace",
+                                           "working-set-mb",
+                                           "revocation-gap",
+                                           "outage-fraction",
+                                           "min-test-windows",
+                                           "reliability-bins",
+                                           "threads",
+                                           "smp-options",
+                                           "smp-prior",
+                                           "smp-age",
+                                           "sweep-train-ratios",
+                                           "noise",
+                                           "noise-windows",
+                                           "seed"};
 
 Args ParseArgs(int argc, char** argv) {
   Args a;
@@ -145,7 +172,8 @@ double GetDouble(const Args& a, const std::string& k, double def) {
 int64_t GetInt(const Args& a, const std::string& k, int64_t def) {
   if (!a.Has(k)) return def;
   int64_t v;
-  if (!absl::SimpleAtoi(a.Get(k), &v)) Die(absl::StrCat("--", k, ": '", a.Get(k), "' is not an integer"));
+  if (!absl::SimpleAtoi(a.Get(k), &v))
+    Die(absl::StrCat("--", k, ": '", a.Get(k), "' is not an integer"));
   return v;
 }
 void ApplySmpOptions(const std::string& text, availability::EstimatorOptions* o) {
@@ -220,8 +248,9 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConfig& cfg) {
   const char* dt_names[2] = {"weekday", "weekend"};
   for (int dt = 0; dt < 2; ++dt) {
-    std::printf("\nAverage relative error |pred - emp| / emp over start hours, %s (window hours):\n",
-                dt_names[dt]);
+    std::printf(
+        "\nAverage relative error |pred - emp| / emp over start hours, %s (window hours):\n",
+        dt_names[dt]);
     std::printf("%-17s", "method");
     for (int L = 1; L <= cfg.max_window_hours; ++L) std::printf(" %7dh", L);
     std::printf("\n");
@@ -237,7 +266,8 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
     for (size_t m = 0; m < r.methods.size(); ++m) {
       auto by_len = backtest::SummarizeByLength(r, m, cfg.max_window_hours, cfg.min_test_windows);
       std::printf("%-17s", r.methods[m].c_str());
-      for (int L = 1; L <= cfg.max_window_hours; ++L) std::printf(" %8.4f", by_len[dt][L - 1].brier);
+      for (int L = 1; L <= cfg.max_window_hours; ++L)
+        std::printf(" %8.4f", by_len[dt][L - 1].brier);
       std::printf("\n");
     }
   }
@@ -257,11 +287,13 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
                   static_cast<long long>(s.windows));
     }
   }
-  std::printf("\nReliability (all hosts): per predicted-TR bin, observed survival [test windows]\n");
+  std::printf(
+      "\nReliability (all hosts): per predicted-TR bin, observed survival [test windows]\n");
   const int bins = cfg.reliability_bins;
   std::printf("%-17s", "method");
   for (int b = 0; b < bins; ++b) {
-    std::printf(" %15s", absl::StrFormat("%.1f-%.1f", double(b) / bins, double(b + 1) / bins).c_str());
+    std::printf(" %15s",
+                absl::StrFormat("%.1f-%.1f", double(b) / bins, double(b + 1) / bins).c_str());
   }
   std::printf("\n");
   for (size_t m = 0; m < r.methods.size(); ++m) {
@@ -272,15 +304,17 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
         std::printf(" %15s", "-");
       } else {
         std::printf(" %15s", absl::StrFormat("%.3f [%lld]", rb.sum_outcome / rb.n,
-                                             static_cast<long long>(rb.n)).c_str());
+                                             static_cast<long long>(rb.n))
+                                 .c_str());
       }
     }
     std::printf("\n");
   }
-  std::printf("\ncells without training history (dropped for every method): %lld; "
-              "global-outage grid points: %lld of %lld\n",
-              static_cast<long long>(r.cells_without_history),
-              static_cast<long long>(r.outage_points), static_cast<long long>(r.grid_points));
+  std::printf(
+      "\ncells without training history (dropped for every method): %lld; "
+      "global-outage grid points: %lld of %lld\n",
+      static_cast<long long>(r.cells_without_history), static_cast<long long>(r.outage_points),
+      static_cast<long long>(r.grid_points));
 }
 
 int RunAvailability(int argc, char** argv) {
@@ -292,7 +326,21 @@ int RunAvailability(int argc, char** argv) {
     if (!f.ok()) Die(std::string(f.status().message()));
     io.format = *f;
   }
-  io.start_unix_seconds = GetInt(args, "start", io.start_unix_seconds);
+  if (args.Has("start")) {
+    // Unix seconds, or a UTC date / date-time.
+    int64_t v;
+    absl::Time t;
+    std::string err;
+    const std::string text = args.Get("start");
+    if (absl::SimpleAtoi(text, &v)) {
+      io.start_unix_seconds = v;
+    } else if (absl::ParseTime("%Y-%m-%d", text, absl::UTCTimeZone(), &t, &err) ||
+               absl::ParseTime("%Y-%m-%dT%H:%M:%S", text, absl::UTCTimeZone(), &t, &err)) {
+      io.start_unix_seconds = absl::ToUnixSeconds(t);
+    } else {
+      Die(absl::StrCat("--start: '", text, "' is neither Unix seconds nor YYYY-MM-DD[THH:MM:SS]"));
+    }
+  }
   io.period_seconds = GetInt(args, "period", io.period_seconds);
   if (io.period_seconds <= 0) Die("--period must be positive");
   io.max_hosts = static_cast<int>(GetInt(args, "max-hosts", 0));
@@ -311,7 +359,10 @@ int RunAvailability(int argc, char** argv) {
   const bool matrix = format_used == traces::TraceFormat::kAvailabilityMatrix;
   const bool gwa = format_used == traces::TraceFormat::kGwa;
   std::fprintf(stderr, "read %zu hosts, %zu samples in %.1f s (%s)\n", traces->size(), samples,
-               t_read, matrix ? "availability matrix" : gwa ? "gwa" : "canonical");
+               t_read,
+               matrix ? "availability matrix"
+               : gwa  ? "gwa"
+                      : "canonical");
 
   backtest::BacktestConfig cfg;
   cfg.step_seconds = GetInt(args, "step", matrix ? io.period_seconds : 300);
@@ -338,12 +389,18 @@ int RunAvailability(int argc, char** argv) {
   cfg.classifier.revocation_gap_seconds =
       GetInt(args, "revocation-gap", matrix ? cfg.step_seconds / 2 : 900);
   if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
-  if (cfg.outage_fraction < 0 || cfg.outage_fraction > 1) Die("--outage-fraction must be in [0, 1]");
+  if (cfg.outage_fraction < 0 || cfg.outage_fraction > 1)
+    Die("--outage-fraction must be in [0, 1]");
   if (cfg.min_test_windows < 1) Die("--min-test-windows must be >= 1");
 
   ApplySmpOptions(args.Get("smp-options"), &cfg.smp_options);
   cfg.smp_prior = args.Get("smp-prior", "hosts");
-  if (cfg.smp_prior != "hosts" && cfg.smp_prior != "hours") Die("--smp-prior must be hosts or hours");
+  if (cfg.smp_prior != "hosts" && cfg.smp_prior != "hours" && cfg.smp_prior != "none") {
+    Die("--smp-prior must be hosts, hours or none");
+  }
+  const std::string age = args.Get("smp-age", "on");
+  if (age != "on" && age != "off") Die("--smp-age must be on or off");
+  cfg.smp_pass_age = age == "on";
 
   std::vector<double> sweep = GetDoubleList(args, "sweep-train-ratios");
   std::vector<int> noise = GetIntList(args, "noise", {});
@@ -366,17 +423,18 @@ int RunAvailability(int argc, char** argv) {
   std::fprintf(stderr, "backtest: %zu cells in %.1f s\n", result->cells.size(), t_backtest);
 
   std::printf("sojourn-eval availability: %s\n", args.Get("trace").c_str());
-  std::printf("%zu hosts, grid %lld s, UTC%+.1f, train ratio %.2f, history days %s, windows 1..%d h\n",
-              traces->size(), static_cast<long long>(cfg.step_seconds),
-              cfg.utc_offset_seconds / 3600.0, cfg.train_ratio,
-              cfg.history_days > 0 ? std::to_string(cfg.history_days).c_str() : "all",
-              cfg.max_window_hours);
+  std::printf(
+      "%zu hosts, grid %lld s, UTC%+.1f, train ratio %.2f, history days %s, windows 1..%d h\n",
+      traces->size(), static_cast<long long>(cfg.step_seconds), cfg.utc_offset_seconds / 3600.0,
+      cfg.train_ratio, cfg.history_days > 0 ? std::to_string(cfg.history_days).c_str() : "all",
+      cfg.max_window_hours);
   PrintReport(*result, cfg);
 
   nlohmann::json j = backtest::ResultToJson(*result, cfg);
   j["trace"] = args.Get("trace");
   j["smp_options"] = args.Get("smp-options");
   j["smp_prior"] = cfg.smp_prior;
+  j["smp_age"] = cfg.smp_pass_age;
   j["timing_seconds"] = {{"read", t_read}, {"backtest", t_backtest}};
 
   if (!sweep.empty()) {
@@ -405,8 +463,10 @@ int RunAvailability(int argc, char** argv) {
         const double avg = sum / c.max_window_hours;
         backtest::MethodSummary s = backtest::SummarizeMethod(*r, m, false, c.min_test_windows);
         std::printf(" %10.4f / %8.4f", avg, worst);
-        row[r->methods[m]] = {{"avg_rel_err", avg}, {"max_avg_rel_err", worst},
-                              {"brier", s.brier}, {"cells", s.cells}};
+        row[r->methods[m]] = {{"avg_rel_err", avg},
+                              {"max_avg_rel_err", worst},
+                              {"brier", s.brier},
+                              {"cells", s.cells}};
       }
       std::printf("\n");
       j["train_ratio_sweep"][absl::StrFormat("%.2f", ratio)] = row;
@@ -418,8 +478,9 @@ int RunAvailability(int argc, char** argv) {
     auto nr = backtest::RunNoiseInjection(*traces, cfg, noise, noise_windows,
                                           static_cast<uint64_t>(seed));
     if (!nr.ok()) Die(std::string(nr.status().message()));
-    std::printf("\nNoise injection (paper 000 Fig. 14): mean |TR_noisy - TR_clean| / TR_clean, "
-                "weekday windows from 08:00 in S1\n");
+    std::printf(
+        "\nNoise injection (paper 000 Fig. 14): mean |TR_noisy - TR_clean| / TR_clean, "
+        "weekday windows from 08:00 in S1\n");
     for (const auto& [method, table] : nr->discrepancy) {
       std::printf("%s\n%-12s", method.c_str(), "injections");
       for (int w : nr->window_hours) std::printf(" %8dh", w);

@@ -70,7 +70,7 @@ TEST(PredictFromStatsTest, ShrinkageTowardsPrior) {
   SojournStats host, prior;
   Add({1, 1, 3}, &host);
   for (int i = 0; i < 4; ++i) Add({1, 1, 1}, &prior);
-  EstimatorOptions opt;
+  EstimatorOptions opt = BasicEstimatorOptions();
   EXPECT_DOUBLE_EQ(PredictFromStats(host, HostState::kS1, 2, opt, &prior).tr[1], 0.0);  // off
   opt.prior_windows = 1;
   EXPECT_DOUBLE_EQ(PredictFromStats(host, HostState::kS1, 2, opt, &prior).tr[1], 0.5);
@@ -93,7 +93,7 @@ TEST(PredictFromStatsTest, WindowFrequencyAndBlend) {
             (std::vector<double>{1.0, 0.75, 0.5, 0.5, 0.5}));
   EXPECT_EQ(WindowFrequencyCurve(stats, HostState::kS2, 2), (std::vector<double>{1.0, 1.0}));
   EXPECT_TRUE(WindowFrequencyCurve(stats, HostState::kS3, 2).empty());
-  EstimatorOptions opt;
+  EstimatorOptions opt = BasicEstimatorOptions();
   opt.first_sojourn_kernel = false;
   const auto smp = PredictFromStats(stats, HostState::kS1, 3, opt).tr;
   opt.frequency_weight = 0.25;
@@ -114,7 +114,7 @@ TEST(PredictFromStatsTest, AgeConditionedFirstSojourn) {
     AccumulateWindow(fail.data(), 3, 1.0, &stats, 1);
     AccumulateWindow(live.data(), 3, 1.0, &stats, 0);
   }
-  EstimatorOptions opt;
+  EstimatorOptions opt = BasicEstimatorOptions();
   opt.recent_age_seconds = 3600;
   opt.age_prior_windows = 0;
   EXPECT_DOUBLE_EQ(PredictFromStats(stats, HostState::kS1, 2, opt, nullptr, 0).tr[1], 0.0);
@@ -145,7 +145,7 @@ class CollectStatsTest : public ::testing::Test {
 // Weekday 9:00-11:00 windows before Jan 10: Jan 9, 8, 5, 4, 3, 2, 1; the
 // newest fails at step 1.
 TEST_F(CollectStatsTest, CollectsSameClockWindows) {
-  const SojournStats s = CollectStats(series_, weekday_9_, end_, EstimatorOptions{});
+  const SojournStats s = CollectStats(series_, weekday_9_, end_, BasicEstimatorOptions());
   EXPECT_EQ(s.num_windows, 7);
   EXPECT_EQ(s.step_seconds, 3600);
   EXPECT_EQ(s.window_steps, 2);
@@ -153,7 +153,7 @@ TEST_F(CollectStatsTest, CollectsSameClockWindows) {
   EXPECT_DOUBLE_EQ(s.first[1].censored.at(2), 6.0);
   // Excluding the newest window's start index removes the failure.
   const size_t jan9 = 8 * 24 + 9;
-  const SojournStats e = CollectStats(series_, weekday_9_, end_, EstimatorOptions{},
+  const SojournStats e = CollectStats(series_, weekday_9_, end_, BasicEstimatorOptions(),
                                       [&](size_t start) { return start == jan9; });
   EXPECT_EQ(e.num_windows, 6);
   EXPECT_TRUE(e.first_failure[1].empty());
@@ -161,7 +161,7 @@ TEST_F(CollectStatsTest, CollectsSameClockWindows) {
 
 // Recency: weights 0.5^k for the k-th newest window (half-life 1 window).
 TEST_F(CollectStatsTest, RecencyWeighting) {
-  EstimatorOptions opt;
+  EstimatorOptions opt = BasicEstimatorOptions();
   opt.recency_half_life_windows = 1;
   const SojournStats s = CollectStats(series_, weekday_9_, end_, opt);
   EXPECT_DOUBLE_EQ(s.first_failure[1].at(1), 1.0);
@@ -173,7 +173,7 @@ TEST_F(CollectStatsTest, RecencyWeighting) {
 TEST_F(CollectStatsTest, OtherDayTypeAndNeighbourStartTimes) {
   WindowSpec weekend = weekday_9_;
   weekend.day_type = DayType::kWeekend;
-  EstimatorOptions opt;
+  EstimatorOptions opt = BasicEstimatorOptions();
   EXPECT_DOUBLE_EQ(CollectStats(series_, weekend, end_, opt).total_weight, 2.0);
   opt.borrow_below_windows = 3;
   opt.other_day_type_weight = 0.5;
@@ -183,7 +183,7 @@ TEST_F(CollectStatsTest, OtherDayTypeAndNeighbourStartTimes) {
   opt.borrow_below_windows = 2;  // not fewer than 2: no borrowing
   EXPECT_DOUBLE_EQ(CollectStats(series_, weekend, end_, opt).total_weight, 2.0);
 
-  EstimatorOptions nb;
+  EstimatorOptions nb = BasicEstimatorOptions();
   nb.neighbor_window_weight = 0.25;
   const SojournStats n = CollectStats(series_, weekday_9_, end_, nb);
   EXPECT_DOUBLE_EQ(n.total_weight, 7 + 0.25 * 14);
@@ -195,7 +195,7 @@ TEST_F(CollectStatsTest, OtherDayTypeAndNeighbourStartTimes) {
 // With age conditioning, the 11:00 window of Jan 9 starts right after the S3
 // at 10:00 (recent); every other 11:00 window is settled.
 TEST_F(CollectStatsTest, FilesFirstSojournsByAge) {
-  EstimatorOptions opt;
+  EstimatorOptions opt = BasicEstimatorOptions();
   opt.recent_age_seconds = 3 * 3600;
   WindowSpec spec = weekday_9_;
   spec.start_second_of_day = 11 * 3600;
@@ -204,7 +204,30 @@ TEST_F(CollectStatsTest, FilesFirstSojournsByAge) {
   EXPECT_DOUBLE_EQ(s.initial_by_age[1][1], 1.0);
   EXPECT_DOUBLE_EQ(s.initial_by_age[0][1], 6.0);
   EXPECT_DOUBLE_EQ(s.first_by_age[0][1].censored.at(2), 6.0);
-  EXPECT_EQ(CollectStats(series_, spec, end_, EstimatorOptions{}).initial_by_age[1][1], 0.0);
+  EXPECT_EQ(CollectStats(series_, spec, end_, BasicEstimatorOptions()).initial_by_age[1][1], 0.0);
+}
+
+// The option presets: the paper's estimator is counting with pooled first
+// sojourns and no extension; the defaults only add extensions to the basic one.
+TEST(EstimatorOptionsTest, Presets) {
+  const EstimatorOptions paper = PaperEstimatorOptions();
+  EXPECT_FALSE(paper.censoring_aware);
+  EXPECT_FALSE(paper.first_sojourn_kernel);
+  EXPECT_EQ(paper.prior_windows, 0);
+  EXPECT_EQ(paper.neighbor_window_weight, 0);
+  EXPECT_EQ(paper.recent_age_seconds, 0);
+  EXPECT_EQ(paper.borrow_below_windows, 0);
+  const EstimatorOptions def;
+  EXPECT_TRUE(def.censoring_aware);
+  EXPECT_TRUE(def.first_sojourn_kernel);
+  // Without a prior and an age, the default prediction equals the basic one
+  // on the same statistics.
+  SojournStats stats;
+  Add({1, 1, 3}, &stats);
+  Add({1, 2, 1}, &stats);
+  Add({1, 1, 1}, &stats);
+  EXPECT_EQ(PredictFromStats(stats, HostState::kS1, 2, def).tr,
+            PredictFromStats(stats, HostState::kS1, 2, BasicEstimatorOptions()).tr);
 }
 
 }  // namespace

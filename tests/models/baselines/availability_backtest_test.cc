@@ -65,7 +65,8 @@ TEST(AvailabilityBacktestTest, AlwaysUpHostHasPerfectFrequency) {
     EXPECT_NEAR(c.pred[smp], 1.0, 1e-9);
     // Every baseline (time series on a constant series, HTCondor without any
     // completed interval, BOINC always on) predicts survival too.
-    for (size_t m = 0; m < r->methods.size(); ++m) EXPECT_NEAR(c.pred[m], 1.0, 1e-9) << r->methods[m];
+    for (size_t m = 0; m < r->methods.size(); ++m)
+      EXPECT_NEAR(c.pred[m], 1.0, 1e-9) << r->methods[m];
   }
   MethodSummary s = SummarizeMethod(*r, wf, false, 3);
   EXPECT_DOUBLE_EQ(s.acc_grand, 1.0);
@@ -95,12 +96,23 @@ TEST(AvailabilityBacktestTest, DailyFailureIsLearnedExactly) {
   auto r = RunBacktest(traces, HourlyConfig());
   ASSERT_TRUE(r.ok());
   const size_t wf = MethodIndex(*r, "window_frequency");
+  const size_t last = MethodIndex(*r, "last");
+  const size_t aq = MethodIndex(*r, "avail_quantile");
+  const size_t of = MethodIndex(*r, "on_fraction");
   int seen = 0;
   for (const CellResult& c : r->cells) {
     if (c.hour != 10) continue;
     ++seen;
     EXPECT_DOUBLE_EQ(c.emp(), c.hours == 1 ? 1.0 : 0.0) << c.hours;
     EXPECT_DOUBLE_EQ(c.pred[wf], c.emp()) << c.hours;
+    // LAST sees an up host at the window start and predicts survival.
+    EXPECT_DOUBLE_EQ(c.pred[last], 1.0);
+    // Every past interval lasted 23 h (13:00 to 12:00); up for 21 h at 10:00,
+    // so HTCondor's survival is 1 for one more hour and 0 for two.
+    EXPECT_DOUBLE_EQ(c.pred[aq], c.emp()) << c.hours;
+    // BOINC: about 23/24 of the time on.
+    EXPECT_GT(c.pred[of], 0.9);
+    EXPECT_LT(c.pred[of], 1.0);
   }
   EXPECT_EQ(seen, 2 * 10);  // weekday + weekend, 10 lengths
   EXPECT_TRUE(r->busy[0]);
@@ -186,8 +198,8 @@ TEST(AvailabilityBacktestTest, CellsWithoutUpHistoryAreDropped) {
   EXPECT_EQ(r->cells_without_history, 2 * 10);  // weekday + weekend, 10 lengths
 }
 
-// smp runs with BacktestConfig::smp_options: set to the paper-literal options
-// it reproduces smp_paper cell by cell; the issue 7 options (shrinkage prior,
+// smp runs with BacktestConfig::smp_options: set to PaperLiteralOptions() it
+// reproduces smp_paper cell by cell; the issue 7 options (shrinkage prior,
 // age conditioning) run and give probabilities.
 TEST(AvailabilityBacktestTest, SmpOptionsArePassedThrough) {
   std::mt19937_64 rng(5);
@@ -199,8 +211,7 @@ TEST(AvailabilityBacktestTest, SmpOptionsArePassedThrough) {
   }
   BacktestConfig c = HourlyConfig();
   c.methods = {"smp", "smp_paper"};
-  c.smp_options.censoring_aware = false;
-  c.smp_options.first_sojourn_kernel = false;
+  c.smp_options = PaperLiteralOptions();
   auto r = RunBacktest(traces, c);
   ASSERT_TRUE(r.ok());
   ASSERT_FALSE(r->cells.empty());
@@ -208,7 +219,7 @@ TEST(AvailabilityBacktestTest, SmpOptionsArePassedThrough) {
   c.smp_options = availability::EstimatorOptions{};
   c.smp_options.prior_windows = 2;
   c.smp_options.recent_age_seconds = 3 * 3600;
-  for (const std::string& prior : {"hosts", "hours"}) {
+  for (const std::string& prior : {"hosts", "hours", "none"}) {
     c.smp_prior = prior;
     r = RunBacktest(traces, c);
     ASSERT_TRUE(r.ok());

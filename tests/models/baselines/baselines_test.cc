@@ -130,7 +130,7 @@ TEST(BaselinesTest, AvailIntervalSurvivalIsConditionalEmpiricalSurvival) {
   EXPECT_DOUBLE_EQ(s.Tr(3, 2), 2.0 / 3.0);  // {4,6,10} > 3, {6,10} > 5
   EXPECT_DOUBLE_EQ(s.Tr(0, 1), 1.0);        // all > 1
   EXPECT_DOUBLE_EQ(s.Tr(0, 10), 0.0);
-  EXPECT_DOUBLE_EQ(s.Tr(12, 1), 1.0);       // longest-ever run
+  EXPECT_DOUBLE_EQ(s.Tr(12, 1), 1.0);  // longest-ever run
 }
 
 // Runs touching either end of the series are censored and left out.

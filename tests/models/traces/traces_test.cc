@@ -107,7 +107,8 @@ TEST_F(TracesTest, RejectsUnsortedRows) {
 
 // Non-numeric fields are rejected with file:line and the field.
 TEST_F(TracesTest, RejectsNonNumericFields) {
-  std::string p = Write("n.csv", "host,timestamp,cpu_load,free_mem_mb\na,100,0.1,1\na,200,high,1\n");
+  std::string p =
+      Write("n.csv", "host,timestamp,cpu_load,free_mem_mb\na,100,0.1,1\na,200,high,1\n");
   auto traces = ImportTrace(p, {});
   ASSERT_FALSE(traces.ok());
   EXPECT_THAT(std::string(traces.status().message()), HasSubstr("n.csv:3:"));
@@ -169,8 +170,8 @@ std::string GwaRow(int64_t t, double pct, double cap_kb, double use_kb) {
 // order; load = % / 100, free memory = (capacity - usage) / 1024.
 TEST_F(TracesTest, ReadsGwaDirectory) {
   Write("rnd/2013-8/7.csv", GwaHeader() + GwaRow(2000, 10, 1048576, 524288));
-  Write("rnd/2013-7/7.csv", GwaHeader() + GwaRow(1000, 50, 1048576, 786432) +
-                                GwaRow(1300, 75, 1048576, 786432));
+  Write("rnd/2013-7/7.csv",
+        GwaHeader() + GwaRow(1000, 50, 1048576, 786432) + GwaRow(1300, 75, 1048576, 786432));
   Write("rnd/2013-7/12.csv", GwaHeader() + GwaRow(1000, 1, 2097152, 0));
   auto traces = ImportTrace((dir_ / "rnd").string(), Fmt(TraceFormat::kGwa));
   ASSERT_TRUE(traces.ok()) << traces.status();
@@ -188,7 +189,8 @@ TEST_F(TracesTest, ReadsGwaDirectory) {
 
 // A non-numeric GWA field names the file and line.
 TEST_F(TracesTest, RejectsBadGwaField) {
-  Write("d/1.csv", GwaHeader() + GwaRow(1000, 50, 1, 1) + "1300;\t2;\t5000;\t1;\tN/A;\t1;\t1;\t0;\t0;\t0;\t0\n");
+  Write("d/1.csv", GwaHeader() + GwaRow(1000, 50, 1, 1) +
+                       "1300;\t2;\t5000;\t1;\tN/A;\t1;\t1;\t0;\t0;\t0;\t0\n");
   auto traces = ImportTrace((dir_ / "d").string(), {});
   ASSERT_FALSE(traces.ok());
   EXPECT_THAT(std::string(traces.status().message()), HasSubstr("1.csv:3:"));

@@ -56,6 +56,17 @@ TEST_F(InMemoryHistDbTest, StatsSumPerTemplate) {
   EXPECT_DOUBLE_EQ(s->mean_cpu_total(), 200);
   // isolated runs: CPU fraction 0.5 each
   EXPECT_DOUBLE_EQ(s->mean_isolated_cpu_fraction(), 0.5);
+  EXPECT_DOUBLE_EQ(s->mean_isolated_exec(), 200);  // no declared CPU(J): observed times
+  // Declared CPU(J) 0.25 and 200 CPU-s per task: 800 s in isolation, although
+  // the (shared) run took 400 s.
+  JobRecord shared = Rec(5, 8, 1, 1, 400);
+  shared.spec.cpu_fraction = 0.25;
+  shared.cpu_time_per_task = 200;
+  shared.shared_tasks = 2;
+  ASSERT_TRUE(db_.Put(shared).ok());
+  auto d = db_.Stats(TemplateKey::For(shared.spec, TemplateLevel::kUser));
+  EXPECT_DOUBLE_EQ(d->mean_isolated_exec(), 800);
+  EXPECT_EQ(d->isolated_cpu_count, 0);
   auto none = db_.Stats(TemplateKey::For(Rec(0, 9, 9, 9, 0).spec, TemplateLevel::kUser));
   EXPECT_EQ(none->count, 0);
 }

@@ -1,85 +1,174 @@
+// The broker's ranker: policies on fake predictions (TR(t) = 1 - t / life,
+// so every figure is derived by hand), the reasons for hosts that cannot take
+// the job, the prediction cache and its invalidation, and the fan-out.
 #include "services/broker/ranker.h"
 
+#include <cmath>
 #include <map>
 
 #include "gtest/gtest.h"
+#include "tests/services/broker/fake_backends.h"
 #include "tests/test_util.h"
 
 namespace sojourn::broker {
 namespace {
 
+using sojourn::broker::testing::FakeHost;
+using sojourn::broker::testing::FakeHosts;
+using sojourn::broker::testing::FakeLoadSource;
+using sojourn::broker::testing::FakeTrSource;
 using sojourn::testing::IsOk;
 
-// Answers from a table: host -> (TR, state); hosts missing from it fail.
-class TableTrSource final : public TrSource {
- public:
-  std::map<std::string, std::pair<double, sojourn::v1::HostState>> table;
-  std::vector<sojourn::v1::PredictAvailabilityRequest> requests;
-  absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> Predict(
-      const sojourn::v1::PredictAvailabilityRequest& request) override {
-    requests.push_back(request);
-    auto it = table.find(request.host());
-    if (it == table.end()) return absl::UnavailableError("statemgr down");
-    sojourn::v1::PredictAvailabilityResponse r;
-    r.set_host(request.host());
-    r.set_tr_ratio(it->second.first);
-    r.set_initial_state(it->second.second);
-    r.set_mttf_seconds(it->second.first * request.window_seconds());
-    r.set_history_windows(5);
-    return r;
-  }
-};
-
-sojourn::v1::RegisteredHost Host(const std::string& name, bool live = true, double mem = 0,
-                                 int cores = 0) {
+sojourn::v1::RegisteredHost Host(const std::string& name, double mhz = 0, bool live = true,
+                                 double mem = 0, int cores = 0) {
   sojourn::v1::RegisteredHost h;
   h.set_host(name);
   h.set_statemgr_address("sm-" + name);
   h.set_live(live);
+  h.mutable_attributes()->set_cpu_mhz(mhz);
   h.mutable_attributes()->set_total_mem_mb(mem);
   h.mutable_attributes()->set_cpu_cores(cores);
   return h;
 }
 
-sojourn::v1::RankHostsRequest Job(int64_t seconds, double mem = 0, double cpu = 0) {
+sojourn::v1::RankHostsRequest Job(int64_t seconds, const std::string& policy = "",
+                                  double mem = 0, double cpu = 0) {
   sojourn::v1::RankHostsRequest r;
   r.mutable_job()->set_duration_seconds(seconds);
   r.mutable_job()->set_memory_mb(mem);
   r.mutable_job()->set_cpu_share_ratio(cpu);
+  r.set_policy(policy);
   return r;
 }
 
-// Usable hosts come first, ordered by TR; the window is the job's duration
-// and the host's state manager address is passed along.
-TEST(RankerTest, OrdersByTrOverTheJobsDuration) {
-  TableTrSource src;
-  src.table["a"] = {0.4, sojourn::v1::HOST_STATE_S1_IDLE};
-  src.table["b"] = {0.9, sojourn::v1::HOST_STATE_S2_BUSY};
-  src.table["c"] = {0.7, sojourn::v1::HOST_STATE_S1_IDLE};
-  auto r = RankHosts(Job(7200), {Host("a"), Host("b"), Host("c")}, src);
+// x with x - x^2 / (2 life) = work (the integral of 1 - t / life reaching work).
+double LinearJctf(double life, double work) { return life - std::sqrt(life * life - 2 * life * work); }
+
+class RankerTest : public ::testing::Test {
+ protected:
+  RankerTest() {
+    hosts_.Set("a", FakeHost{36000});
+    hosts_.Set("b", FakeHost{72000});
+  }
+  RankerConfig Config(int fanout = 0) {
+    RankerConfig c;
+    c.fanout_threads = fanout;
+    return c;
+  }
+  FakeHosts hosts_;
+  FakeTrSource tr_{hosts_};
+  FakeLoadSource load_{hosts_};
+  FakeClock clock_;
+};
+
+// a: 2000 MHz, life 10 h; b: 1000 MHz, life 20 h; reference = mean 1500 MHz,
+// so CR a = 4/3, b = 2/3. Job 1 h, no load:
+//   JCT a = 2700, b = 5400; MTTF (= life / 2 within the 24 h horizon) a =
+//   18000, b = 36000 >= JCT -> rule jctf; JCTF solves CR I(x) = 3600:
+//   a: I = 2700, b: I = 5400; ETL a = 18000 * 4/3 = b = 36000 * 2/3 = 24000.
+TEST_F(RankerTest, ProactiveFiguresByHand) {
+  Ranker ranker(tr_, nullptr, clock_, Config());
+  auto r = ranker.Rank(Job(3600), {Host("a", 2000), Host("b", 1000)});
   ASSERT_THAT(r.status(), IsOk());
-  ASSERT_EQ(r->hosts_size(), 3);
-  EXPECT_EQ(r->hosts(0).host(), "b");
-  EXPECT_EQ(r->hosts(0).rank(), 1);
-  EXPECT_EQ(r->hosts(1).host(), "c");
-  EXPECT_EQ(r->hosts(2).host(), "a");
-  EXPECT_EQ(r->hosts(2).rank(), 3);
-  for (const auto& req : src.requests) {
-    EXPECT_EQ(req.window_seconds(), 7200);
+  EXPECT_EQ(r->policy(), "proactive");
+  EXPECT_EQ(r->rule(), "jctf");
+  EXPECT_EQ(r->horizon_seconds(), 86400);
+  ASSERT_EQ(r->hosts_size(), 2);
+  const auto& a = r->hosts(0);
+  const auto& b = r->hosts(1);
+  EXPECT_EQ(a.host(), "a");
+  EXPECT_EQ(a.rank(), 1);
+  EXPECT_EQ(b.rank(), 2);
+  EXPECT_EQ(a.rule(), "jctf");
+  EXPECT_NEAR(a.relative_speed_ratio(), 4.0 / 3, 1e-12);
+  EXPECT_NEAR(a.jct_seconds(), 2700, 1e-6);
+  EXPECT_NEAR(b.jct_seconds(), 5400, 1e-6);
+  EXPECT_NEAR(a.mttf_seconds(), 18000, 1e-6);
+  EXPECT_NEAR(b.mttf_seconds(), 36000, 1e-6);
+  EXPECT_NEAR(a.etl_seconds(), 24000, 1e-6);
+  EXPECT_NEAR(b.etl_seconds(), 24000, 1e-6);
+  EXPECT_NEAR(a.jctf_seconds(), LinearJctf(36000, 2700), 1e-3);
+  EXPECT_NEAR(b.jctf_seconds(), LinearJctf(72000, 5400), 1e-3);
+  EXPECT_NEAR(a.tr_ratio(), 0.9, 1e-12);   // 1 - 3600 / 36000
+  EXPECT_NEAR(b.tr_ratio(), 0.95, 1e-12);  // 1 - 3600 / 72000
+  EXPECT_FALSE(a.has_predicted_load_ratio());  // no load source
+  EXPECT_EQ(a.current_state(), sojourn::v1::HOST_STATE_S1_IDLE);
+  EXPECT_NE(a.reason().find("JCTF"), std::string::npos);
+  // One prediction per host over the horizon, with the state manager address.
+  ASSERT_EQ(tr_.requests.size(), 2u);
+  for (const auto& req : tr_.requests) {
+    EXPECT_EQ(req.window_seconds(), 86400);
+    EXPECT_EQ(req.curve_points(), 288);
     EXPECT_EQ(req.statemgr_address(), "sm-" + req.host());
   }
 }
 
+// Other policies on the same hosts: condor by clock rate (a), tr by TR (b),
+// round robin rotates; omniscient is refused outside simulation.
+TEST_F(RankerTest, EveryPolicyGivesFigures) {
+  Ranker ranker(tr_, nullptr, clock_, Config());
+  std::vector<sojourn::v1::RegisteredHost> hosts = {Host("a", 2000), Host("b", 1000)};
+  auto c = ranker.Rank(Job(3600, "condor"), hosts);
+  ASSERT_THAT(c.status(), IsOk());
+  EXPECT_EQ(c->rule(), "clock_rate");
+  EXPECT_EQ(c->hosts(0).host(), "a");
+  auto t = ranker.Rank(Job(3600, "tr"), hosts);
+  ASSERT_THAT(t.status(), IsOk());
+  EXPECT_EQ(t->hosts(0).host(), "b");
+  auto r1 = ranker.Rank(Job(3600, "round_robin"), hosts);
+  auto r2 = ranker.Rank(Job(3600, "round_robin"), hosts);
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_NE(r1->hosts(0).host(), r2->hosts(0).host());
+  for (const auto* r : {&*c, &*t, &*r1}) {
+    for (const auto& h : r->hosts()) {
+      EXPECT_TRUE(h.eligible());
+      EXPECT_TRUE(h.has_tr_ratio() && h.has_mttf_seconds() && h.has_jct_seconds() &&
+                  h.has_jctf_seconds() && h.has_etl_seconds())
+          << r->policy() << " " << h.host();
+    }
+  }
+  EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(3600, "omniscient"), hosts).status()));
+}
+
+// TL = 30 h: horizon 3 days (2 x 30 h rounded up to days). a: MTTF 18000,
+// JCT 81000; b: MTTF 36000, JCT 162000 -> every JCT > MTTF -> largest ETL
+// (equal: 24000) -> by name.
+TEST_F(RankerTest, LongJobsUseEtl) {
+  Ranker ranker(tr_, nullptr, clock_, Config());
+  auto r = ranker.Rank(Job(30 * 3600), {Host("b", 1000), Host("a", 2000)});
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->horizon_seconds(), 3 * 86400);
+  EXPECT_EQ(r->rule(), "etl");
+  EXPECT_EQ(r->hosts(0).host(), "a");
+  EXPECT_FALSE(r->hosts(0).has_jctf_seconds());  // beyond the horizon
+  EXPECT_NEAR(r->hosts(1).etl_seconds(), 24000, 1e-6);
+}
+
+// With load 0.5 everywhere (fake state manager series): JCT doubles and the
+// predicted load is reported.
+TEST_F(RankerTest, LoadForecastSlowsTheJob) {
+  hosts_.Set("a", FakeHost{36000, sojourn::v1::HOST_STATE_S1_IDLE, 0.5});
+  Ranker ranker(tr_, &load_, clock_, Config());
+  auto r = ranker.Rank(Job(3600), {Host("a", 2000), Host("b", 1000)});
+  ASSERT_THAT(r.status(), IsOk());
+  std::map<std::string, sojourn::v1::HostRank> by;
+  for (const auto& h : r->hosts()) by[h.host()] = h;
+  EXPECT_NEAR(by["a"].predicted_load_ratio(), 0.5, 1e-12);
+  EXPECT_NEAR(by["a"].jct_seconds(), 5400, 1e-6);       // 3600 / (4/3 * 0.5)
+  EXPECT_NEAR(by["a"].etl_seconds(), 12000, 1e-6);      // 18000 * 4/3 * 0.5
+  EXPECT_NEAR(by["b"].predicted_load_ratio(), 0.0, 1e-12);
+  EXPECT_NEAR(by["b"].jct_seconds(), 5400, 1e-6);
+}
+
 // Every host appears; those that cannot take the job say why.
-TEST(RankerTest, ExplainsEveryIneligibleHost) {
-  TableTrSource src;
-  src.table["ok"] = {0.8, sojourn::v1::HOST_STATE_S1_IDLE};
-  src.table["down"] = {0.0, sojourn::v1::HOST_STATE_S5_REVOKED};
-  src.table["small"] = {0.9, sojourn::v1::HOST_STATE_S1_IDLE};
-  auto r = RankHosts(Job(3600, /*mem=*/2048),
-                     {Host("ok"), Host("down"), Host("expired", false), Host("small", true, 1024),
-                      Host("broken")},
-                     src);
+TEST_F(RankerTest, ExplainsEveryIneligibleHost) {
+  hosts_.Set("ok", FakeHost{36000});
+  hosts_.Set("down", FakeHost{36000, sojourn::v1::HOST_STATE_S5_REVOKED});
+  hosts_.Set("small", FakeHost{36000});
+  Ranker ranker(tr_, nullptr, clock_, Config());
+  auto r = ranker.Rank(Job(3600, "", /*mem=*/2048),
+                       {Host("ok"), Host("down"), Host("expired", 0, false),
+                        Host("small", 0, true, 1024), Host("broken")});
   ASSERT_THAT(r.status(), IsOk());
   ASSERT_EQ(r->hosts_size(), 5);
   EXPECT_EQ(r->hosts(0).host(), "ok");
@@ -88,36 +177,118 @@ TEST(RankerTest, ExplainsEveryIneligibleHost) {
   for (int i = 1; i < 5; ++i) {
     EXPECT_FALSE(r->hosts(i).eligible());
     EXPECT_EQ(r->hosts(i).rank(), 0);
+    EXPECT_TRUE(r->hosts(i).rule().empty());
     reasons[r->hosts(i).host()] = r->hosts(i).reason();
   }
   EXPECT_NE(reasons["down"].find("S5"), std::string::npos);
   EXPECT_NE(reasons["expired"].find("heartbeat"), std::string::npos);
   EXPECT_NE(reasons["small"].find("MiB"), std::string::npos);
   EXPECT_NE(reasons["broken"].find("statemgr down"), std::string::npos);
+  // The expired host was not asked about.
+  for (const auto& req : tr_.requests) EXPECT_NE(req.host(), "expired");
 }
 
 // A job nobody can run still gets a ranking listing every host with a reason.
-TEST(RankerTest, NoHostCanRunTheJob) {
-  TableTrSource src;
-  auto r = RankHosts(Job(3600, 0, /*cpu=*/8), {Host("a", true, 0, 2), Host("b", true, 0, 4)}, src);
+TEST_F(RankerTest, NoHostCanRunTheJob) {
+  Ranker ranker(tr_, nullptr, clock_, Config());
+  auto r = ranker.Rank(Job(3600, "", 0, /*cpu=*/8), {Host("a", 0, true, 0, 2), Host("b", 0, true, 0, 4)});
   ASSERT_THAT(r.status(), IsOk());
   ASSERT_EQ(r->hosts_size(), 2);
   for (const auto& h : r->hosts()) {
     EXPECT_FALSE(h.eligible());
     EXPECT_NE(h.reason().find("CPUs"), std::string::npos);
   }
+  auto req = Job(3600, "condor");
+  req.mutable_job()->set_min_cpu_mhz(5000);
+  r = ranker.Rank(req, {Host("a", 2000), Host("b")});
+  ASSERT_THAT(r.status(), IsOk());
+  for (const auto& h : r->hosts()) {
+    EXPECT_FALSE(h.eligible());
+    EXPECT_NE(h.reason().find("MHz"), std::string::npos);
+  }
 }
 
-// Malformed jobs and unknown policies are INVALID_ARGUMENT.
-TEST(RankerTest, RejectsMalformedJobs) {
-  TableTrSource src;
-  EXPECT_TRUE(absl::IsInvalidArgument(RankHosts(Job(-5), {Host("a")}, src).status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(RankHosts(Job(0), {Host("a")}, src).status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(RankHosts(Job(60, -1), {Host("a")}, src).status()));
-  auto req = Job(60);
-  req.set_policy("astrology");
-  EXPECT_TRUE(absl::IsInvalidArgument(RankHosts(req, {Host("a")}, src).status()));
-  EXPECT_TRUE(src.requests.empty());
+// The cache: a second ranking reuses the predictions; a host reporting newer
+// history is fetched again; the TTL expires everything; another horizon is
+// another entry.
+TEST_F(RankerTest, CacheIsInvalidatedByNewHistoryAndTtl) {
+  RankerConfig c = Config();
+  c.cache_ttl = absl::Seconds(60);
+  Ranker ranker(tr_, nullptr, clock_, c);
+  std::vector<sojourn::v1::RegisteredHost> hosts = {Host("a", 2000), Host("b", 1000)};
+  hosts[0].set_last_sample_unix_seconds(1000);
+  auto r = ranker.Rank(Job(3600), hosts);
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->predictions_fetched(), 2);
+  EXPECT_EQ(r->predictions_cached(), 0);
+  r = ranker.Rank(Job(7200, "condor"), hosts);  // same horizon: cached
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->predictions_fetched(), 0);
+  EXPECT_EQ(r->predictions_cached(), 2);
+  EXPECT_EQ(hosts_.predict_calls.load(), 2);
+  hosts[0].set_last_sample_unix_seconds(1006);  // new history for a
+  clock_.Advance(absl::Seconds(30));
+  r = ranker.Rank(Job(3600), hosts);
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->predictions_fetched(), 1);
+  EXPECT_EQ(r->predictions_cached(), 1);
+  EXPECT_EQ(tr_.requests.back().host(), "a");
+  clock_.Advance(absl::Seconds(31));  // b's entry is now 61 s old
+  r = ranker.Rank(Job(3600), hosts);
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->predictions_fetched(), 1);
+  EXPECT_EQ(tr_.requests.back().host(), "b");
+  r = ranker.Rank(Job(20 * 3600), hosts);  // horizon 2 days: new entries
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->predictions_fetched(), 2);
+  EXPECT_EQ(ranker.cache().size(), 4u);
+  // Failures are not cached.
+  r = ranker.Rank(Job(3600), {Host("ghost")});
+  r = ranker.Rank(Job(3600), {Host("ghost")});
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->predictions_fetched(), 1);
+  EXPECT_FALSE(r->hosts(0).eligible());
+}
+
+// Misses fetched concurrently give the same ranking as one by one.
+TEST_F(RankerTest, FanOutMatchesSequential) {
+  hosts_.fallback = [](const std::string& name, FakeHost* h) {
+    const int i = std::stoi(name.substr(1));
+    h->life_seconds = 3600.0 * (2 + i % 17);
+    h->state = i % 11 == 0 ? sojourn::v1::HOST_STATE_S3_OVERLOADED : sojourn::v1::HOST_STATE_S1_IDLE;
+    return true;
+  };
+  std::vector<sojourn::v1::RegisteredHost> hosts;
+  for (int i = 0; i < 60; ++i) hosts.push_back(Host(absl::StrCat("h", i), 1000 + 37 * i));
+  Ranker sequential(tr_, nullptr, clock_, Config(0));
+  Ranker parallel(tr_, nullptr, clock_, Config(8));
+  auto a = sequential.Rank(Job(4 * 3600), hosts);
+  auto b = parallel.Rank(Job(4 * 3600), hosts);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->hosts_size(), 60);
+  ASSERT_EQ(b->hosts_size(), 60);
+  EXPECT_EQ(b->predictions_fetched(), 60);
+  for (int i = 0; i < 60; ++i) {
+    EXPECT_EQ(a->hosts(i).host(), b->hosts(i).host());
+    EXPECT_EQ(a->hosts(i).rank(), b->hosts(i).rank());
+  }
+}
+
+// Malformed jobs and unknown policies are INVALID_ARGUMENT, before any call.
+TEST_F(RankerTest, RejectsMalformedJobs) {
+  Ranker ranker(tr_, nullptr, clock_, Config());
+  EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(-5), {Host("a")}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(0), {Host("a")}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(60, "", -1), {Host("a")}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(60, "astrology"), {Host("a")}).status()));
+  EXPECT_TRUE(tr_.requests.empty());
+}
+
+// The one-shot helper keeps working (no cache, no load).
+TEST_F(RankerTest, OneShotHelper) {
+  auto r = RankHosts(Job(3600, "tr"), {Host("a"), Host("b")}, tr_);
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->hosts(0).host(), "b");
 }
 
 }  // namespace

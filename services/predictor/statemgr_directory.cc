@@ -1,0 +1,69 @@
+#include "services/predictor/statemgr_directory.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/grpc_status.h"
+
+namespace sojourn::predictor {
+
+StatemgrDirectory::StatemgrDirectory(const std::string& broker_address, absl::Duration timeout)
+    : broker_address_(broker_address), timeout_(timeout) {
+  if (!broker_address_.empty()) {
+    broker_ = sojourn::v1::Broker::NewStub(
+        grpc::CreateChannel(broker_address_, grpc::InsecureChannelCredentials()));
+  }
+}
+
+sojourn::v1::StateManager::Stub* StatemgrDirectory::StubFor(const std::string& address) {
+  absl::MutexLock l(&mu_);
+  auto& stub = stubs_[address];
+  if (stub == nullptr) {
+    stub = sojourn::v1::StateManager::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  }
+  return stub.get();
+}
+
+absl::StatusOr<sojourn::v1::StateManager::Stub*> StatemgrDirectory::Find(
+    const std::string& host, const std::string& explicit_address, std::string* address_out) {
+  if (host.empty()) return absl::InvalidArgumentError("host is required");
+  std::string address = explicit_address;
+  if (address.empty()) {
+    if (broker_ == nullptr) {
+      return absl::FailedPreconditionError(
+          "no broker configured (--broker) to find the host's state manager; pass "
+          "statemgr_address");
+    }
+    sojourn::v1::GetHostRequest req;
+    req.set_host(host);
+    sojourn::v1::RegisteredHost resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+    grpc::Status s = broker_->GetHost(&ctx, req, &resp);
+    if (!s.ok()) {
+      absl::Status st = FromGrpcStatus(s);
+      if (absl::IsNotFound(st) || absl::IsInvalidArgument(st)) return st;
+      return absl::UnavailableError(
+          absl::StrCat("broker ", broker_address_, " unreachable: ", s.error_message()));
+    }
+    address = resp.statemgr_address();
+  }
+  if (address_out != nullptr) *address_out = address;
+  return StubFor(address);
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> StatemgrDirectory::ListHosts() {
+  if (broker_ == nullptr) return absl::FailedPreconditionError("no broker configured");
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+  sojourn::v1::BrokerListHostsResponse resp;
+  grpc::Status s = broker_->ListHosts(&ctx, {}, &resp);
+  if (!s.ok()) return FromGrpcStatus(s);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& h : resp.hosts()) out.emplace_back(h.host(), h.statemgr_address());
+  return out;
+}
+
+}  // namespace sojourn::predictor

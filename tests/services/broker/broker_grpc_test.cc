@@ -1,0 +1,163 @@
+// RankHosts through the real gRPC stack: a broker server on loopback port 0
+// whose ranker calls an in-process fake predictor and fake state manager
+// (also over gRPC), with hosts registered by RegisterHost / Heartbeat.
+#include <grpcpp/grpcpp.h>
+
+#include "common/metrics.h"
+#include "common/server.h"
+#include "gtest/gtest.h"
+#include "services/broker/broker_service.h"
+#include "tests/services/broker/fake_backends.h"
+#include "tests/test_util.h"
+
+namespace sojourn::broker {
+namespace {
+
+using sojourn::broker::testing::FakeHost;
+using sojourn::broker::testing::FakeHosts;
+using sojourn::broker::testing::FakePredictorService;
+using sojourn::broker::testing::FakeStatemgrService;
+using sojourn::testing::IsOk;
+
+class BrokerGrpcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    hosts_.Set("fast-flaky", FakeHost{3 * 3600.0, sojourn::v1::HOST_STATE_S1_IDLE, 0.0});
+    hosts_.Set("slow-steady", FakeHost{40 * 3600.0, sojourn::v1::HOST_STATE_S2_BUSY, 0.3});
+    hosts_.Set("revoked", FakeHost{3600.0, sojourn::v1::HOST_STATE_S5_REVOKED, 0.0});
+    auto b = GrpcServer::Start({}, {&predictor_service_, &statemgr_service_}, backend_metrics_);
+    ASSERT_THAT(b.status(), IsOk());
+    backend_ = std::move(*b);
+    tr_source_ = std::make_unique<GrpcTrSource>(backend_->address());
+    RankerConfig rc;
+    rc.fanout_threads = 4;
+    rc.cache_ttl = absl::Seconds(60);
+    ranker_ = std::make_unique<Ranker>(*tr_source_, &load_source_, clock_, rc);
+    service_ = std::make_unique<BrokerService>(registry_, *ranker_, pool_);
+    auto s = GrpcServer::Start({}, {service_.get()}, broker_metrics_);
+    ASSERT_THAT(s.status(), IsOk());
+    broker_ = std::move(*s);
+    stub_ = v1::Broker::NewStub(
+        grpc::CreateChannel(broker_->address(), grpc::InsecureChannelCredentials()));
+    Register("fast-flaky", 3000, 1000);
+    Register("slow-steady", 1000, 1000);
+    Register("revoked", 2000, 1000);
+  }
+  void TearDown() override {
+    if (broker_) broker_->Shutdown(absl::Seconds(1));
+    if (backend_) backend_->Shutdown(absl::Seconds(1));
+  }
+
+  void Register(const std::string& host, double mhz, int64_t last_sample) {
+    grpc::ClientContext ctx;
+    v1::RegisterHostRequest req;
+    req.set_host(host);
+    req.set_statemgr_address(backend_->address());
+    req.mutable_attributes()->set_cpu_mhz(mhz);
+    req.mutable_attributes()->set_cpu_cores(1);
+    req.mutable_attributes()->set_total_mem_mb(4096);
+    req.set_last_sample_unix_seconds(last_sample);
+    v1::RegisterHostResponse resp;
+    ASSERT_TRUE(stub_->RegisterHost(&ctx, req, &resp).ok());
+  }
+
+  grpc::Status Rank(const std::string& policy, int64_t seconds, v1::RankHostsResponse* resp,
+                    double memory_mb = 0) {
+    grpc::ClientContext ctx;
+    v1::RankHostsRequest req;
+    req.set_policy(policy);
+    req.mutable_job()->set_duration_seconds(seconds);
+    req.mutable_job()->set_memory_mb(memory_mb);
+    return stub_->RankHosts(&ctx, req, resp);
+  }
+
+  FakeHosts hosts_;
+  FakePredictorService predictor_service_{hosts_};
+  FakeStatemgrService statemgr_service_{hosts_};
+  Metrics backend_metrics_{"fake"}, broker_metrics_{"broker"};
+  std::unique_ptr<GrpcServer> backend_, broker_;
+  std::unique_ptr<GrpcTrSource> tr_source_;
+  GrpcLoadSource load_source_;
+  FakeClock clock_{absl::FromUnixSeconds(FakeHosts::kNow)};
+  HostRegistry registry_{clock_, absl::Seconds(60)};
+  ThreadPool pool_{2};
+  std::unique_ptr<Ranker> ranker_;
+  std::unique_ptr<BrokerService> service_;
+  std::unique_ptr<v1::Broker::Stub> stub_;
+};
+
+// Each policy answers with figures for every usable host and a reason for the
+// revoked one. A 4 h job: fast-flaky (CR 1.5, TR gone after 3 h, MTTF 1.5 h)
+// vs slow-steady (CR 0.5, load 0.3, MTTF 20 h): proactive prefers the steady
+// host (fast-flaky cannot finish 4 h of work within its expected life),
+// condor the fast one.
+TEST_F(BrokerGrpcTest, EveryPolicyReturnsFigures) {
+  for (const std::string policy : {"proactive", "condor", "round_robin", "tr"}) {
+    v1::RankHostsResponse resp;
+    ASSERT_TRUE(Rank(policy, 4 * 3600, &resp).ok()) << policy;
+    EXPECT_EQ(resp.policy(), policy);
+    ASSERT_EQ(resp.hosts_size(), 3) << policy;
+    for (int i = 0; i < 2; ++i) {
+      const auto& h = resp.hosts(i);
+      EXPECT_TRUE(h.eligible()) << policy << " " << h.host() << ": " << h.reason();
+      EXPECT_EQ(h.rank(), i + 1);
+      EXPECT_FALSE(h.rule().empty());
+      EXPECT_TRUE(h.has_tr_ratio() && h.has_mttf_seconds() && h.has_jct_seconds() &&
+                  h.has_etl_seconds() && h.has_predicted_load_ratio())
+          << policy << " " << h.host();
+      EXPECT_FALSE(h.reason().empty());
+    }
+    EXPECT_EQ(resp.hosts(2).host(), "revoked");
+    EXPECT_FALSE(resp.hosts(2).eligible());
+    EXPECT_NE(resp.hosts(2).reason().find("S5"), std::string::npos);
+    if (policy == "proactive") {
+      EXPECT_EQ(resp.hosts(0).host(), "slow-steady");
+      EXPECT_EQ(resp.rule(), "jctf");
+      EXPECT_TRUE(resp.hosts(0).has_jctf_seconds());
+      EXPECT_FALSE(resp.hosts(1).has_jctf_seconds());
+      EXPECT_NEAR(resp.hosts(0).predicted_load_ratio(), 0.3, 1e-9);
+    }
+    if (policy == "condor") EXPECT_EQ(resp.hosts(0).host(), "fast-flaky");
+  }
+  // Only the first ranking fetched (3 predictor calls, one per host).
+  EXPECT_EQ(hosts_.predict_calls.load(), 3);
+  v1::RankHostsResponse resp;
+  grpc::Status s = Rank("omniscient", 3600, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("simulation"), std::string::npos);
+}
+
+// A heartbeat that reports newer history invalidates that host's prediction.
+TEST_F(BrokerGrpcTest, HeartbeatWithNewHistoryInvalidatesTheCache) {
+  v1::RankHostsResponse resp;
+  ASSERT_TRUE(Rank("", 3600, &resp).ok());
+  EXPECT_EQ(resp.predictions_fetched(), 3);
+  grpc::ClientContext ctx;
+  v1::HeartbeatRequest hb;
+  hb.set_host("slow-steady");
+  hb.set_last_sample_unix_seconds(1006);
+  v1::HeartbeatResponse hr;
+  ASSERT_TRUE(stub_->Heartbeat(&ctx, hb, &hr).ok());
+  resp.Clear();
+  ASSERT_TRUE(Rank("", 3600, &resp).ok());
+  EXPECT_EQ(resp.predictions_fetched(), 1);
+  EXPECT_EQ(resp.predictions_cached(), 2);
+}
+
+// A job no host can run: every host listed with why, not an empty answer.
+TEST_F(BrokerGrpcTest, NoHostCanRunTheJob) {
+  v1::RankHostsResponse resp;
+  ASSERT_TRUE(Rank("proactive", 3600, &resp, /*memory_mb=*/1e6).ok());
+  ASSERT_EQ(resp.hosts_size(), 3);
+  for (const auto& h : resp.hosts()) {
+    EXPECT_FALSE(h.eligible());
+    EXPECT_EQ(h.rank(), 0);
+    EXPECT_FALSE(h.reason().empty());
+  }
+  int memory_reasons = 0;
+  for (const auto& h : resp.hosts()) memory_reasons += h.reason().find("MiB") != std::string::npos;
+  EXPECT_EQ(memory_reasons, 3);
+}
+
+}  // namespace
+}  // namespace sojourn::broker
