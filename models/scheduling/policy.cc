@@ -107,18 +107,22 @@ std::optional<double> SolveJctf(double task_length_seconds, const TrCurve& tr, d
   };
   const double d = static_cast<double>(tr.step_seconds());
   const size_t M = tr.values().size();
-  // First grid point where the work reaches TL, then bisection inside the step.
-  double lo = 0, hi = -1;
-  for (size_t m = 1; m <= M; ++m) {
-    const double x = d * static_cast<double>(m);
-    if (work(x) >= task_length_seconds) {
-      hi = x;
-      break;
+  if (work(d * static_cast<double>(M)) < task_length_seconds) return std::nullopt;
+  // W is nondecreasing unless the forecast load rises with the horizon (the
+  // integral of TR >= 0 never decreases): binary search for the grid step
+  // where W reaches TL, then bisection inside that step (to 1 ms). With a
+  // rising load forecast this finds a crossing, not necessarily the first.
+  size_t lo_m = 0, hi_m = M;  // W(lo_m d) < TL <= W(hi_m d)
+  while (hi_m - lo_m > 1) {
+    const size_t mid = (lo_m + hi_m) / 2;
+    if (work(d * static_cast<double>(mid)) >= task_length_seconds) {
+      hi_m = mid;
+    } else {
+      lo_m = mid;
     }
-    lo = x;
   }
-  if (hi < 0) return std::nullopt;
-  for (int it = 0; it < 60 && hi - lo > 1e-6; ++it) {
+  double lo = d * static_cast<double>(lo_m), hi = d * static_cast<double>(hi_m);
+  while (hi - lo > 1e-3) {
     const double mid = 0.5 * (lo + hi);
     if (work(mid) >= task_length_seconds) {
       hi = mid;

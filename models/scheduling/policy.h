@@ -144,8 +144,10 @@ struct Ranking {
 
 // Figures of one host for a job (no eligibility checks).
 HostFigures ComputeFigures(const Job& job, const HostInput& host, double reference_mhz);
-// Solves eq. 7 for JCTF on `tr` with relative speed `cr`, share function of
-// the load; nullopt when the work is not done within the curve's horizon.
+// Solves eq. 7 for JCTF on `tr` with relative speed `cr` and the guest's
+// share of the host at the forecast load (to 1 ms; binary search, exact for
+// a load forecast that does not rise with the horizon); nullopt when the work
+// is not done within the curve's horizon.
 std::optional<double> SolveJctf(double task_length_seconds, const TrCurve& tr, double cr,
                                 const LoadForecast& load, int cpu_cores, double cpu_share);
 

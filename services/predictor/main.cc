@@ -12,6 +12,9 @@
 #include "common/thread_pool.h"
 #include "services/predictor/availability_predictor.h"
 #include "services/predictor/predictor_service.h"
+#include "models/turnaround/hist_db_rocksdb.h"
+#include "models/turnaround/estimator.h"
+#include <memory>
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7402", "gRPC listen address (port 0 = any free port)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9402",
@@ -28,6 +31,8 @@ ABSL_FLAG(bool, paper_estimator, false,
           "use the paper-literal estimator (paper 000 section 6.2: transition counting that drops "
           "censored sojourns) instead of sojourn's censoring-aware, shrunk, age-conditioned one");
 ABSL_FLAG(int, threads, 4, "worker threads for predictions");
+ABSL_FLAG(std::string, histdb_path, "./predictor-histdb",
+          "RocksDB directory of the job history (HistDB) behind EstimateTurnaround (empty = off)");
 ABSL_FLAG(int, population_prior_minutes, 10,
           "shrink each host's kernel towards the same window pooled over every registered host "
           "(issue 7), rebuilt every N minutes; 0 = off");
@@ -55,7 +60,19 @@ int main(int argc, char** argv) {
   sojourn::predictor::StatemgrDirectory directory(absl::GetFlag(FLAGS_broker), absl::Seconds(10));
   sojourn::predictor::AvailabilityPredictor predictor(config, directory, sojourn::Clock::Real());
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
-  sojourn::predictor::PredictorService service(predictor, directory, pool);
+  std::unique_ptr<sojourn::turnaround::RocksHistDb> histdb;
+  std::unique_ptr<sojourn::turnaround::TurnaroundEstimator> turnaround;
+  if (!absl::GetFlag(FLAGS_histdb_path).empty()) {
+    auto db = sojourn::turnaround::RocksHistDb::Open(absl::GetFlag(FLAGS_histdb_path), {});
+    if (!db.ok()) {
+      SOJOURN_LOG(ERROR, "%s", db.status().ToString());
+      return 1;
+    }
+    histdb = std::move(*db);
+    turnaround = std::make_unique<sojourn::turnaround::TurnaroundEstimator>(
+        *histdb, sojourn::turnaround::EstimatorOptions{});
+  }
+  sojourn::predictor::PredictorService service(predictor, directory, pool, turnaround.get());
   sojourn::Metrics metrics("predictor");
   sojourn::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);

@@ -4,6 +4,8 @@
 
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/status.h"
+#include "services/predictor/turnaround_convert.h"
 
 namespace sojourn::predictor {
 
@@ -76,6 +78,73 @@ grpc::ServerUnaryReactor* PredictorService::HowLong(grpc::CallbackServerContext*
                     const sojourn::v1::HowLongRequest& req, sojourn::v1::HowLongResponse* resp) {
                    return stub->HowLong(ctx, req, resp);
                  });
+}
+
+grpc::ServerUnaryReactor* PredictorService::EstimateTurnaround(
+    grpc::CallbackServerContext* context, const sojourn::v1::EstimateTurnaroundRequest* request,
+    sojourn::v1::EstimateTurnaroundResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  pool_.Schedule([this, request, response, reactor] {
+    absl::Status status = [&]() -> absl::Status {
+      if (turnaround_ == nullptr) return absl::FailedPreconditionError("no job history configured");
+      ASSIGN_OR_RETURN(turnaround::JobSpec job, FromProto(request->job()));
+      ASSIGN_OR_RETURN(turnaround::ClusterSnapshot snapshot, FromProto(request->snapshot()));
+      ASSIGN_OR_RETURN(turnaround::TurnaroundResult r, turnaround_->Estimate({job, snapshot}));
+      *response->add_estimates() = ToProto("historical", r.historical);
+      *response->add_estimates() = ToProto("simulation", r.simulation);
+      *response->add_estimates() = ToProto("hybrid", r.hybrid);
+      return absl::OkStatus();
+    }();
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
+    grpc::CallbackServerContext* context, const sojourn::v1::JobEvent* request,
+    sojourn::v1::RecordJobEventResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  pool_.Schedule([this, request, response, reactor] {
+    absl::Status status = [&]() -> absl::Status {
+      if (turnaround_ == nullptr) return absl::FailedPreconditionError("no job history configured");
+      switch (request->event_case()) {
+        case sojourn::v1::JobEvent::kSubmitted: {
+          ASSIGN_OR_RETURN(turnaround::JobSpec job, FromProto(request->submitted().job()));
+          ASSIGN_OR_RETURN(turnaround::ClusterSnapshot s,
+                           FromProto(request->submitted().snapshot()));
+          RETURN_IF_ERROR(turnaround_->OnSubmitted(job, s));
+          break;
+        }
+        case sojourn::v1::JobEvent::kStarted: {
+          const auto& e = request->started();
+          ASSIGN_OR_RETURN(turnaround::ClusterSnapshot s, FromProto(e.snapshot()));
+          for (int32_t n : e.nodes()) {
+            if (n < 0 || n >= e.snapshot().nodes_size()) {
+              return absl::InvalidArgumentError("started on a node outside the snapshot");
+            }
+          }
+          RETURN_IF_ERROR(turnaround_->OnStarted(
+              e.job_id(), e.start_unix_seconds(), {e.nodes().begin(), e.nodes().end()}, s));
+          break;
+        }
+        case sojourn::v1::JobEvent::kFinished: {
+          const auto& e = request->finished();
+          RETURN_IF_ERROR(
+              turnaround_->OnFinished(e.job_id(), e.finish_unix_seconds(), e.cpu_seconds_per_task()));
+          break;
+        }
+        case sojourn::v1::JobEvent::kCancelled:
+          RETURN_IF_ERROR(turnaround_->OnCancelled(request->cancelled().job_id()));
+          break;
+        default:
+          return absl::InvalidArgumentError("empty job event");
+      }
+      response->set_history_records(turnaround_->db().size());
+      return absl::OkStatus();
+    }();
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
 }
 
 }  // namespace sojourn::predictor

@@ -4,6 +4,7 @@
 #define SOJOURN_SERVICES_PREDICTOR_PREDICTOR_SERVICE_H_
 
 #include "common/thread_pool.h"
+#include "models/turnaround/estimator.h"
 #include "services/predictor/availability_predictor.h"
 #include "sojourn/v1/predictor.grpc.pb.h"
 
@@ -12,9 +13,11 @@ namespace sojourn::predictor {
 class PredictorService final : public sojourn::v1::Predictor::CallbackService {
  public:
   // `predictor` and `pool` must outlive the service.
+  // `turnaround` may be null (then EstimateTurnaround and RecordJobEvent are
+  // FAILED_PRECONDITION).
   PredictorService(AvailabilityPredictor& predictor, StatemgrDirectory& directory,
-                   ThreadPool& pool)
-      : predictor_(predictor), directory_(directory), pool_(pool) {}
+                   ThreadPool& pool, turnaround::TurnaroundEstimator* turnaround = nullptr)
+      : predictor_(predictor), directory_(directory), pool_(pool), turnaround_(turnaround) {}
 
   grpc::ServerUnaryReactor* PredictAvailability(
       grpc::CallbackServerContext* context,
@@ -30,6 +33,12 @@ class PredictorService final : public sojourn::v1::Predictor::CallbackService {
   grpc::ServerUnaryReactor* HowLong(grpc::CallbackServerContext* context,
                                     const sojourn::v1::HowLongRequest* request,
                                     sojourn::v1::HowLongResponse* response) override;
+  grpc::ServerUnaryReactor* EstimateTurnaround(
+      grpc::CallbackServerContext* context, const sojourn::v1::EstimateTurnaroundRequest* request,
+      sojourn::v1::EstimateTurnaroundResponse* response) override;
+  grpc::ServerUnaryReactor* RecordJobEvent(grpc::CallbackServerContext* context,
+                                           const sojourn::v1::JobEvent* request,
+                                           sojourn::v1::RecordJobEventResponse* response) override;
 
  private:
   template <typename Req, typename Resp, typename Call>
@@ -38,6 +47,7 @@ class PredictorService final : public sojourn::v1::Predictor::CallbackService {
   AvailabilityPredictor& predictor_;
   StatemgrDirectory& directory_;
   ThreadPool& pool_;
+  turnaround::TurnaroundEstimator* turnaround_;
 };
 
 }  // namespace sojourn::predictor

@@ -1,0 +1,92 @@
+#include "services/predictor/turnaround_convert.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+namespace sojourn::predictor {
+
+absl::StatusOr<turnaround::JobSpec> FromProto(const v1::JobSpec& p) {
+  if (p.procs() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", p.job_id(), ": procs must be >= 1"));
+  }
+  if (p.submit_unix_seconds() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", p.job_id(), ": negative submit time"));
+  }
+  if (!(p.cpu_ratio() >= 0 && p.cpu_ratio() <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", p.job_id(), ": cpu_ratio in [0, 1]"));
+  }
+  turnaround::JobSpec j;
+  j.job_id = p.job_id();
+  j.submit_time = p.submit_unix_seconds();
+  j.user = p.user();
+  j.group = p.group();
+  j.executable = p.executable();
+  j.queue = p.queue();
+  j.procs = p.procs();
+  j.requested_time = p.requested_seconds() > 0 ? p.requested_seconds() : -1;
+  j.cpu_fraction = p.cpu_ratio() > 0 ? p.cpu_ratio() : -1;
+  return j;
+}
+
+absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot& p) {
+  turnaround::ClusterSnapshot s;
+  s.now = p.now_unix_seconds();
+  s.policy.job_selection = p.policy().job_selection() == v1::JOB_SELECTION_EASY
+                               ? turnaround::JobSelection::kEasyBackfilling
+                               : turnaround::JobSelection::kFcfs;
+  s.policy.node_selection = p.policy().node_selection() == v1::NODE_SELECTION_UNIFORM
+                                ? turnaround::NodeSelection::kUniform
+                                : turnaround::NodeSelection::kNormal;
+  if (p.policy().mpl_limit() < 0) return absl::InvalidArgumentError("mpl_limit must be >= 0");
+  s.policy.mpl_limit = p.policy().mpl_limit() > 0 ? p.policy().mpl_limit() : 1;
+  for (const v1::NodeState& n : p.nodes()) {
+    if (!(n.local_cpu_ratio() >= 0 && n.local_cpu_ratio() <= 1) || n.local_tasks() < 0) {
+      return absl::InvalidArgumentError("node local_cpu_ratio must be in [0, 1], tasks >= 0");
+    }
+    s.nodes.push_back({n.local_cpu_ratio(), n.local_tasks()});
+  }
+  for (const v1::RunningJob& r : p.running()) {
+    turnaround::RunningJob rj;
+    ASSIGN_OR_RETURN(rj.spec, FromProto(r.spec()));
+    rj.start_time = r.start_unix_seconds();
+    for (int32_t n : r.nodes()) {
+      if (n < 0 || n >= p.nodes_size()) {
+        return absl::InvalidArgumentError(absl::StrCat("running job ", r.spec().job_id(),
+                                                       ": node ", n, " outside the snapshot"));
+      }
+      rj.nodes.push_back(n);
+    }
+    rj.cpu_time_cur = r.cpu_seconds_per_task();
+    s.running.push_back(std::move(rj));
+  }
+  for (const v1::JobSpec& w : p.waiting()) {
+    ASSIGN_OR_RETURN(turnaround::JobSpec j, FromProto(w));
+    s.waiting.push_back(j);
+  }
+  return s;
+}
+
+namespace {
+v1::TimeInterval ToProto(const turnaround::TimeEstimate& t) {
+  v1::TimeInterval out;
+  out.set_point_seconds(t.point);
+  out.set_lo_seconds(t.lo);
+  out.set_hi_seconds(t.hi);
+  return out;
+}
+}  // namespace
+
+v1::KernelEstimate ToProto(const char* kernel, const turnaround::KernelEstimate& e) {
+  v1::KernelEstimate out;
+  out.set_kernel(kernel);
+  *out.mutable_wait() = ToProto(e.wait);
+  *out.mutable_exec() = ToProto(e.exec);
+  *out.mutable_turnaround() = ToProto(e.turnaround);
+  out.set_from_history(e.from_history);
+  out.set_matched_records(e.matched);
+  return out;
+}
+
+}  // namespace sojourn::predictor

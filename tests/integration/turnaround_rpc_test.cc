@@ -1,0 +1,161 @@
+// EstimateTurnaround and RecordJobEvent through the predictor's gRPC stack,
+// with the job history in RocksDB on disk: it survives a predictor restart.
+#include <grpcpp/grpcpp.h>
+
+#include "common/server.h"
+#include "gtest/gtest.h"
+#include "models/turnaround/hist_db_rocksdb.h"
+#include "services/predictor/predictor_service.h"
+#include "tests/test_util.h"
+
+namespace sojourn {
+namespace {
+
+using sojourn::testing::IsOk;
+using sojourn::testing::TempDir;
+
+// One predictor process: HistDB + estimator + service + server.
+class PredictorUnderTest {
+ public:
+  explicit PredictorUnderTest(const std::string& db_path) {
+    auto db = turnaround::RocksHistDb::Open(db_path, {});
+    EXPECT_THAT(db.status(), IsOk());
+    db_ = std::move(*db);
+    estimator_ = std::make_unique<turnaround::TurnaroundEstimator>(*db_, turnaround::EstimatorOptions{});
+    predictor_ = std::make_unique<predictor::AvailabilityPredictor>(
+        predictor::AvailabilityPredictorConfig{}, directory_, clock_);
+    service_ = std::make_unique<predictor::PredictorService>(*predictor_, directory_, pool_,
+                                                             estimator_.get());
+    auto server = GrpcServer::Start({}, {service_.get()}, metrics_);
+    EXPECT_THAT(server.status(), IsOk());
+    server_ = std::move(*server);
+    stub_ = v1::Predictor::NewStub(
+        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  }
+  ~PredictorUnderTest() { server_->Shutdown(absl::Seconds(1)); }
+  v1::Predictor::Stub& stub() { return *stub_; }
+
+ private:
+  FakeClock clock_;
+  predictor::StatemgrDirectory directory_{"", absl::Seconds(5)};
+  ThreadPool pool_{2};
+  Metrics metrics_{"predictor"};
+  std::unique_ptr<turnaround::RocksHistDb> db_;
+  std::unique_ptr<turnaround::TurnaroundEstimator> estimator_;
+  std::unique_ptr<predictor::AvailabilityPredictor> predictor_;
+  std::unique_ptr<predictor::PredictorService> service_;
+  std::unique_ptr<GrpcServer> server_;
+  std::unique_ptr<v1::Predictor::Stub> stub_;
+};
+
+v1::ClusterSnapshot Cluster(int64_t now, int nodes) {
+  v1::ClusterSnapshot s;
+  s.set_now_unix_seconds(now);
+  for (int i = 0; i < nodes; ++i) s.add_nodes()->set_local_cpu_ratio(0.1);
+  return s;
+}
+
+v1::JobSpec Job(int64_t id, int64_t submit) {
+  v1::JobSpec j;
+  j.set_job_id(id);
+  j.set_submit_unix_seconds(submit);
+  j.set_user(7);
+  j.set_executable(3);
+  j.set_procs(2);
+  j.set_requested_seconds(7200);
+  return j;
+}
+
+grpc::Status Send(v1::Predictor::Stub& stub, const v1::JobEvent& e,
+                  v1::RecordJobEventResponse* resp) {
+  grpc::ClientContext ctx;
+  return stub.RecordJobEvent(&ctx, e, resp);
+}
+
+// Jobs that ran 1000 s teach the history; an estimate for the same
+// application uses it, and still does after a restart.
+TEST(TurnaroundRpcTest, HistorySurvivesRestartAndDrivesEstimates) {
+  TempDir dir;
+  const int64_t t0 = 1700000000;
+  {
+    PredictorUnderTest p(dir.File("histdb"));
+    v1::RecordJobEventResponse resp;
+    for (int i = 0; i < 5; ++i) {
+      const int64_t submit = t0 + i * 5000;
+      v1::JobEvent sub;
+      *sub.mutable_submitted()->mutable_job() = Job(i, submit);
+      *sub.mutable_submitted()->mutable_snapshot() = Cluster(submit, 4);
+      ASSERT_TRUE(Send(p.stub(), sub, &resp).ok());
+      v1::JobEvent start;
+      start.mutable_started()->set_job_id(i);
+      start.mutable_started()->set_start_unix_seconds(submit + 60);
+      start.mutable_started()->add_nodes(0);
+      start.mutable_started()->add_nodes(1);
+      *start.mutable_started()->mutable_snapshot() = Cluster(submit + 60, 4);
+      ASSERT_TRUE(Send(p.stub(), start, &resp).ok());
+      v1::JobEvent fin;
+      fin.mutable_finished()->set_job_id(i);
+      fin.mutable_finished()->set_finish_unix_seconds(submit + 60 + 1000);
+      fin.mutable_finished()->set_cpu_seconds_per_task(900);
+      ASSERT_TRUE(Send(p.stub(), fin, &resp).ok());
+    }
+    EXPECT_EQ(resp.history_records(), 5);
+  }
+  PredictorUnderTest again(dir.File("histdb"));
+  grpc::ClientContext ctx;
+  v1::EstimateTurnaroundRequest req;
+  *req.mutable_job() = Job(99, t0 + 100000);
+  *req.mutable_snapshot() = Cluster(t0 + 100000, 4);
+  v1::EstimateTurnaroundResponse resp;
+  ASSERT_TRUE(again.stub().EstimateTurnaround(&ctx, req, &resp).ok());
+  ASSERT_EQ(resp.estimates_size(), 3);
+  EXPECT_EQ(resp.estimates(0).kernel(), "historical");
+  EXPECT_EQ(resp.estimates(2).kernel(), "hybrid");
+  const auto& hist = resp.estimates(0);
+  EXPECT_TRUE(hist.from_history());
+  EXPECT_GT(hist.matched_records(), 0);
+  // The history says 1000 s, not the 7200 s the user asked for.
+  EXPECT_NEAR(hist.exec().point_seconds(), 1000, 1);
+  for (const auto& e : resp.estimates()) {
+    EXPECT_LE(e.turnaround().lo_seconds(), e.turnaround().point_seconds()) << e.kernel();
+    EXPECT_GE(e.turnaround().hi_seconds(), e.turnaround().point_seconds()) << e.kernel();
+  }
+}
+
+// Malformed jobs and events for unknown jobs are refused with a message.
+TEST(TurnaroundRpcTest, RejectsMalformedRequests) {
+  TempDir dir;
+  PredictorUnderTest p(dir.File("histdb"));
+  {
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(1, 1700000000);
+    req.mutable_job()->set_procs(0);
+    v1::EstimateTurnaroundResponse resp;
+    grpc::Status s = p.stub().EstimateTurnaround(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("procs"), std::string::npos);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(1, 1700000000);
+    *req.mutable_snapshot() = Cluster(1700000000, 2);
+    auto* r = req.mutable_snapshot()->add_running();
+    *r->mutable_spec() = Job(2, 1699990000);
+    r->add_nodes(5);  // no node 5
+    v1::EstimateTurnaroundResponse resp;
+    EXPECT_EQ(p.stub().EstimateTurnaround(&ctx, req, &resp).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  v1::RecordJobEventResponse resp;
+  v1::JobEvent fin;
+  fin.mutable_finished()->set_job_id(12345);
+  fin.mutable_finished()->set_finish_unix_seconds(1700000000);
+  EXPECT_EQ(Send(p.stub(), fin, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Send(p.stub(), v1::JobEvent(), &resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace sojourn
