@@ -6,10 +6,12 @@
 // server (tests/services/broker/fake_backends.h) answering each host's TR
 // curve (288 points over the 24 h horizon) and 4 h of 5-minute load samples
 // over real gRPC. The fake does no SMP work: the predictor's own cost per host
-// is measured by bench/availability. Per-call latencies are reported as
+// is measured by bench/availability. SOJOURN_BENCH_FANOUT=N overrides the
+// ranker's concurrent fetches (default 16). Per-call latencies are reported as
 // p50_ms / p99_ms counters (the benchmark's own time is the mean).
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -43,6 +45,7 @@ class Cluster {
     tr_source_ = std::make_unique<GrpcTrSource>(backend_->address());
     RankerConfig rc;
     if (!load) rc.load_history_seconds = 0;  // one predictor call per host, no GetSeries
+    if (const char* f = std::getenv("SOJOURN_BENCH_FANOUT")) rc.fanout_threads = std::atoi(f);
     ranker_ = std::make_unique<Ranker>(*tr_source_, &load_source_, Clock::Real(), rc);
     service_ = std::make_unique<BrokerService>(registry_, *ranker_, pool_);
     auto s = GrpcServer::Start({}, {service_.get()}, broker_metrics_);

@@ -234,7 +234,7 @@ absl::StatusOr<Ranking> RankHosts(Policy policy, const Job& job,
           all_exceed = false;
         }
       }
-      out.rule = all_exceed ? "etl" : "jctf";
+      out.rule = usable.empty() ? "" : (all_exceed ? "etl" : "jctf");
       if (all_exceed) {
         std::stable_sort(usable.begin(), usable.end(), [&](const RankedHost& a, const RankedHost& b) {
           const double ea = opt(a.figures.etl_seconds, 0), eb = opt(b.figures.etl_seconds, 0);
@@ -329,6 +329,7 @@ absl::StatusOr<Ranking> RankHosts(Policy policy, const Job& job,
       }
       break;
   }
+  if (usable.empty()) out.rule.clear();  // no rule placed anything
   int rank = 0;
   out.usable = static_cast<int>(usable.size());
   out.hosts.reserve(hosts.size());

@@ -109,17 +109,15 @@ std::string TemplateSuffix(const TemplateKey& k) {
 }
 std::string IndexPrefix(const TemplateKey& k) { return "i" + TemplateSuffix(k); }
 std::string StatsKey(const TemplateKey& k) { return "s" + TemplateSuffix(k); }
-std::string RecordKey(uint64_t seq) {
-  std::string s = "j";
-  PutBe(&s, seq, 8);
-  return s;
-}
 std::string PendingKey(int64_t job_id) {
   std::string s = "p";
   PutBe(&s, static_cast<uint64_t>(job_id) ^ (1ull << 63), 8);
   return s;
 }
 const char kSeqKey[] = "mseq";
+// On-disk layout version: 2 = records inside the template index entries.
+const char kFormatKey[] = "mformat";
+const char kFormat[] = "2";
 
 std::string EncodeStats(const TemplateStats& t) {
   Writer w;
@@ -217,6 +215,23 @@ absl::StatusOr<std::unique_ptr<RocksHistDb>> RocksHistDb::Open(const std::string
   if (!s.ok()) return FromRocks(s, "open");
   auto store = std::unique_ptr<RocksHistDb>(
       new RocksHistDb(std::move(db), std::max(0, options.recent_cache_templates)));
+  std::string format;
+  s = store->db_->Get(rocksdb::ReadOptions(), kFormatKey, &format);
+  if (s.IsNotFound()) {
+    std::string probe;
+    if (store->db_->Get(rocksdb::ReadOptions(), kSeqKey, &probe).ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "histdb ", path, " has layout 1 (index without records); this build needs layout ",
+          kFormat, ": move it away and replay the job events"));
+    }
+    s = store->db_->Put(rocksdb::WriteOptions(), kFormatKey, kFormat);
+    if (!s.ok()) return FromRocks(s, "write format");
+  } else if (!s.ok()) {
+    return FromRocks(s, "read format");
+  } else if (format != kFormat) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("histdb ", path, " has layout ", format, "; this build needs ", kFormat));
+  }
   std::string seq;
   s = store->db_->Get(rocksdb::ReadOptions(), kSeqKey, &seq);
   if (s.ok()) {
@@ -250,13 +265,15 @@ absl::Status RocksHistDb::Put(const JobRecord& record) {
   absl::MutexLock lock(&mu_);
   const uint64_t seq = next_seq_;
   rocksdb::WriteBatch batch;
-  batch.Put(RecordKey(seq), EncodeJobRecord(record));
+  // The record is stored under every template's index key, so Recent() is a
+  // single sequential scan of one prefix (no random reads).
+  const std::string value = EncodeJobRecord(record);
   std::vector<std::pair<TemplateKey, TemplateStats>> updated;
   for (int level = 0; level < kNumTemplateLevels; ++level) {
     TemplateKey key = TemplateKey::For(record.spec, static_cast<TemplateLevel>(level));
     std::string index = IndexPrefix(key);
     PutBe(&index, ~seq, 8);
-    batch.Put(index, "");
+    batch.Put(index, value);
     auto stats = StatsLocked(key);
     if (!stats.ok()) return stats.status();
     stats->Add(record);
@@ -308,23 +325,14 @@ absl::StatusOr<std::vector<JobRecord>> RocksHistDb::Recent(const TemplateKey& ke
   rocksdb::ReadOptions ro;
   if (bounded) ro.iterate_upper_bound = &upper_slice;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
-  std::vector<std::string> keys;
-  for (it->Seek(prefix); it->Valid() && static_cast<int>(keys.size()) < limit; it->Next()) {
+  for (it->Seek(prefix); it->Valid() && static_cast<int>(out.size()) < limit; it->Next()) {
     rocksdb::Slice k = it->key();
     if (k.size() != prefix.size() + 8 || !k.starts_with(prefix)) break;
-    keys.push_back(RecordKey(~GetBe(k.data() + prefix.size(), 8)));
-  }
-  if (!it->status().ok()) return FromRocks(it->status(), "scan");
-  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
-  std::vector<std::string> values;
-  std::vector<rocksdb::Status> st = db_->MultiGet(rocksdb::ReadOptions(), slices, &values);
-  out.reserve(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (!st[i].ok()) return FromRocks(st[i], "read record");
-    auto rec = DecodeJobRecord(values[i]);
+    auto rec = DecodeJobRecord(it->value().ToString());
     if (!rec.ok()) return rec.status();
     out.push_back(*std::move(rec));
   }
+  if (!it->status().ok()) return FromRocks(it->status(), "scan");
   if (recent_cache_templates_ > 0) {
     absl::MutexLock lock(&mu_);
     if (version == version_) {

@@ -1,11 +1,13 @@
 // RocksDB-backed HistDB: job history that survives a predictor restart.
 //
 // Layout (one column family, all integers big-endian so keys sort):
-//   'j' seq                          -> encoded JobRecord (the record itself)
-//   'i' level a b c (~seq)           -> ""   (template index, newest first)
+//   'i' level a b c (~seq)           -> encoded JobRecord, once per template
+//                                       level, newest first (denormalized so
+//                                       that a template is one sequential scan)
 //   's' level a b c                  -> encoded TemplateStats
 //   'p' job_id                       -> encoded JobRecord (pending job)
 //   'm' "seq"                        -> next sequence number
+//   'm' "format"                     -> layout version ("2")
 // Recent() iterates one template prefix only, so an estimate never reads the
 // records of unrelated applications.
 #ifndef SOJOURN_MODELS_TURNAROUND_HIST_DB_ROCKSDB_H_
@@ -40,7 +42,8 @@ struct RocksHistDbOptions {
 class RocksHistDb final : public HistDb {
  public:
   // Opens or creates the store in directory `path`. Unavailable/Internal on
-  // RocksDB errors (e.g. the directory is locked by another process).
+  // RocksDB errors (e.g. the directory is locked by another process);
+  // FailedPrecondition if it holds another layout version.
   static absl::StatusOr<std::unique_ptr<RocksHistDb>> Open(const std::string& path,
                                                            const RocksHistDbOptions& options);
   ~RocksHistDb() override;

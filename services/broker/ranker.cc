@@ -108,7 +108,12 @@ absl::StatusOr<std::shared_ptr<const HostPrediction>> Ranker::Fetch(
   e->response.clear_curve();
   e->version = host.last_sample_unix_seconds();
   e->fetched = clock_.Now();
-  if (load_source_ != nullptr && config_.load_history_seconds > 0) {
+  if (e->response.load_forecast_size() > 0) {
+    // The state manager's forecast came with the prediction: no second call.
+    scheduling::LoadForecast load;
+    for (const auto& p : e->response.load_forecast()) load.Add(p.horizon_seconds(), p.load_ratio());
+    e->load = load;
+  } else if (load_source_ != nullptr && config_.load_history_seconds > 0) {
     int64_t last = e->response.last_sample_unix_seconds();
     if (last <= 0) last = host.last_sample_unix_seconds();
     if (last <= 0) last = absl::ToUnixSeconds(clock_.Now());

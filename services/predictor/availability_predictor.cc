@@ -113,6 +113,8 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   out.set_method(config_.estimator.censoring_aware ? "smp" : "smp_paper");
   const int64_t step = stats->step_seconds > 0 ? stats->step_seconds : 1;
   out.set_step_seconds(step);
+  out.set_last_sample_unix_seconds(stats_resp.last_sample_unix_seconds());
+  *out.mutable_load_forecast() = stats_resp.load_forecast();
   const int M = static_cast<int>(std::max<int64_t>(1, (request.window_seconds() + step - 1) / step));
   // Issue 7: shrink towards the population of hosts, and condition the first
   // sojourn on how long the host has been in its state (as sojourn-eval does).

@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "models/availability/predict.h"
+#include "models/scheduling/load_forecast.h"
 
 namespace sojourn::statemgr {
 
@@ -158,6 +159,18 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
     series = SeriesOf(it->second);
     out.info = InfoOf(host, it->second);
+    // Predicted load L_t0(t) (paper 000 section 8.4) from the last 4 hours.
+    const auto& samples = it->second.samples;
+    const int64_t t0 = end_unix > 0 ? end_unix : out.info.last_unix;
+    auto lo = std::lower_bound(samples.begin(), samples.end(), t0 - 4 * 3600,
+                               [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });
+    auto hi = std::upper_bound(lo, samples.end(), t0,
+                               [](int64_t t, const HostSample& s) { return t < s.unix_seconds; });
+    if (lo != hi) {
+      std::vector<HostSample> recent(lo, hi);
+      out.load_forecast =
+          scheduling::LoadForecast::FromSamples(recent, recent.back().unix_seconds).points();
+    }
   }
   out.stats.step_seconds = series->step_seconds;
   if (series->states.empty()) {

@@ -52,6 +52,9 @@ struct WindowStatsResult {
   std::vector<int64_t> window_starts_unix;
   bool whole_history_fallback = false;
   HostInfo info;
+  // (horizon seconds, mean load) from the last hours of samples before the
+  // window start.
+  std::vector<std::pair<int64_t, double>> load_forecast;
 };
 
 struct StateInterval {

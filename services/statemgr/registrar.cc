@@ -33,6 +33,7 @@ int Registrar::RegisterAll() {
     sojourn::v1::RegisterHostRequest req;
     req.set_host(info.host);
     req.set_statemgr_address(config_.advertise_address);
+    req.set_last_sample_unix_seconds(info.last_unix);
     *req.mutable_attributes() = info.meta.attributes;
     sojourn::v1::RegisterHostResponse resp;
     grpc::ClientContext ctx;

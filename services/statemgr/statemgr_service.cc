@@ -210,6 +210,11 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
   response->set_last_sample_unix_seconds(result->info.last_unix);
   for (int64_t t : result->window_starts_unix) response->add_window_start_unix_seconds(t);
   response->set_whole_history_fallback(result->whole_history_fallback);
+  for (const auto& [horizon, load] : result->load_forecast) {
+    auto* p = response->add_load_forecast();
+    p->set_horizon_seconds(horizon);
+    p->set_load_ratio(load);
+  }
   return Done(context, absl::OkStatus());
 }
 

@@ -300,6 +300,108 @@ int Rank(int argc, char** argv) {
   return 0;
 }
 
+std::string MethodText(const sojourn::v1::UsageMethod& m) {
+  std::string out = m.method();
+  if (m.has_recent_error_ratio()) {
+    out += absl::StrFormat(" (recent error %.3f over %d points)", m.recent_error_ratio(),
+                           m.recent_points());
+  }
+  return out + ": " + m.why();
+}
+
+double HoursArg(const Args& a, bool required) {
+  auto it = a.values.find("hours");
+  if (it == a.values.end()) {
+    if (required) sojourn::DieUsage(kProgram, "--hours is required");
+    return 0;
+  }
+  double h = 0;
+  if (!absl::SimpleAtod(it->second, &h) || !(h > 0) || h > 72) {
+    sojourn::DieUsage(kProgram, "--hours must be a number in (0, 72], got '" + it->second + "'");
+  }
+  return h;
+}
+
+std::unique_ptr<sojourn::v1::Predictor::Stub> PredictorStub(const Args& a) {
+  return sojourn::v1::Predictor::NewStub(
+      grpc::CreateChannel(Address(a, "predictor", "SOJOURN_PREDICTOR", "127.0.0.1:7402"),
+                          grpc::InsecureChannelCredentials()));
+}
+
+std::string HostArg(const Args& a) {
+  auto it = a.values.find("host");
+  if (it == a.values.end()) sojourn::DieUsage(kProgram, "--host is required");
+  return it->second;
+}
+
+int Usage(int argc, char** argv) {
+  Args a = Parse(argc, argv, With({"host", "resource", "hours"}), {"json"});
+  sojourn::v1::PredictUsageRequest req;
+  req.set_host(HostArg(a));
+  req.set_resource(a.values.count("resource") ? a.values["resource"] : "cpu");
+  req.set_hours(HoursArg(a, true));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(a));
+  sojourn::v1::PredictUsageResponse resp;
+  grpc::Status s = PredictorStub(a)->PredictUsage(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s, "predicting usage of " + req.host());
+  if (a.flags.count("json")) {
+    PrintJson(resp);
+    return 0;
+  }
+  std::printf("host %s, %s use for the next %.1fh, method %s\n", resp.host().c_str(),
+              resp.resource().c_str(), req.hours(), MethodText(resp.method()).c_str());
+  for (int i = 0; i < resp.use_ratio_size(); ++i) {
+    if (i % 12 == 0) std::printf("%s  +%2dh", i ? "\n" : "", i / 12);
+    std::printf(" %.2f", resp.use_ratio(i));
+  }
+  std::printf("\n");
+  return 0;
+}
+
+int CanRun(int argc, char** argv) {
+  Args a = Parse(argc, argv, With({"host", "cpu", "memory-mb", "hours"}), {"json"});
+  sojourn::v1::CanRunRequest req;
+  req.set_host(HostArg(a));
+  req.set_free_cpu_ratio(NumberArg(a, "cpu", 0));
+  req.set_free_mem_mb(NumberArg(a, "memory-mb", 0));
+  req.set_hours(HoursArg(a, true));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(a));
+  sojourn::v1::CanRunResponse resp;
+  grpc::Status s = PredictorStub(a)->CanRun(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s, "asking whether " + req.host() + " can run the job");
+  if (a.flags.count("json")) {
+    PrintJson(resp);
+    return 0;
+  }
+  std::printf("%s: %s\n  %s\n  method %s\n", req.host().c_str(), resp.can_run() ? "yes" : "no",
+              resp.reason().c_str(), resp.method().c_str());
+  return 0;
+}
+
+int HowLong(int argc, char** argv) {
+  Args a = Parse(argc, argv, With({"host", "cpu", "memory-mb"}), {"json"});
+  sojourn::v1::HowLongRequest req;
+  req.set_host(HostArg(a));
+  req.set_free_cpu_ratio(NumberArg(a, "cpu", 0));
+  req.set_free_mem_mb(NumberArg(a, "memory-mb", 0));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(a));
+  sojourn::v1::HowLongResponse resp;
+  grpc::Status s = PredictorStub(a)->HowLong(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s, "asking how long " + req.host() + " can run the job");
+  if (a.flags.count("json")) {
+    PrintJson(resp);
+    return 0;
+  }
+  std::printf("%s: %.2fh%s%s\n  method %s\n", req.host().c_str(), resp.hours(),
+              resp.capped() ? " (the 72 h cap)" : "",
+              resp.limited_by().empty() ? "" : (", limited by " + resp.limited_by()).c_str(),
+              resp.method().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -190,6 +190,7 @@ TEST(RankTest, NoHostCanRunTheJob) {
   auto r = RankHosts(Policy::kProactive, job, hosts);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->usable, 0);
+  EXPECT_TRUE(r->rule.empty());
   ASSERT_EQ(r->hosts.size(), 2u);
   for (const RankedHost& h : r->hosts) {
     EXPECT_FALSE(h.eligible);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "gtest/gtest.h"
+#include "rocksdb/db.h"
 
 namespace sojourn::turnaround {
 namespace {
@@ -119,6 +120,25 @@ TEST_F(RocksHistDbTest, PrefixBoundaryAt0xff) {
   ASSERT_TRUE(recs.ok());
   ASSERT_EQ(recs->size(), 1u);
   EXPECT_EQ((*recs)[0].spec.job_id, 1);
+}
+
+// A store written with the old layout (no format key, but history) is refused
+// rather than misread.
+TEST_F(RocksHistDbTest, RefusesOtherLayout) {
+  {
+    auto db = RocksHistDb::Open(dir_.string(), {});
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Put(Rec(1, 5, 7, 2, 100)).ok());
+  }
+  {
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Options opts;
+    ASSERT_TRUE(rocksdb::DB::Open(opts, dir_.string(), &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Delete(rocksdb::WriteOptions(), "mformat").ok());
+  }
+  auto db = RocksHistDb::Open(dir_.string(), {});
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 // A second open of a locked directory fails cleanly.

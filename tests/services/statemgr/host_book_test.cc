@@ -99,11 +99,17 @@ TEST_F(HostBookTest, WindowStatsUseSameClockWindowsOfTheDayType) {
   spec.day_type = availability::DayType::kWeekday;
   spec.start_second_of_day = 9 * 3600;
   spec.length_seconds = 2 * 3600;
-  auto r = book_->WindowStats("h", spec, 0);
+  auto r = book_->WindowStats("h", spec, 0, availability::PaperEstimatorOptions());
   ASSERT_THAT(r.status(), IsOk());
   EXPECT_FALSE(r->whole_history_fallback);
   EXPECT_EQ(r->window_starts_unix.size(), 10u);  // 10 weekdays in 2 weeks
   EXPECT_EQ(r->stats.num_windows, 10);
+  // sojourn's default adds the windows an hour earlier and later, weighted.
+  auto with_neighbours = book_->WindowStats("h", spec, 0);
+  ASSERT_THAT(with_neighbours.status(), IsOk());
+  EXPECT_EQ(with_neighbours->stats.num_windows, 30);
+  EXPECT_NEAR(with_neighbours->stats.total_weight,
+              10 + 20 * availability::EstimatorOptions().neighbor_window_weight, 1e-9);
   for (int64_t start : r->window_starts_unix) {
     EXPECT_EQ(availability::DayTypeOf(start, 0), availability::DayType::kWeekday);
     EXPECT_EQ(start % 86400, 9 * 3600);
