@@ -24,6 +24,9 @@ ABSL_FLAG(std::string, statemgr, "127.0.0.1:7403", "address of this host's state
 ABSL_FLAG(std::string, host, "", "name of this host as sojourn knows it (default: hostname)");
 ABSL_FLAG(int64_t, period_seconds, 6, "sampling period (paper 000: 6 s)");
 ABSL_FLAG(std::string, proc_root, "/proc", "where to read /proc from");
+ABSL_FLAG(std::string, spool_path, "",
+          "file keeping the samples not yet acknowledged by the state manager, so they survive a "
+          "restart of the monitor while the state manager is unreachable (empty = memory only)");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -50,6 +53,7 @@ int main(int argc, char** argv) {
   sc.statemgr_address = absl::GetFlag(FLAGS_statemgr);
   sc.attributes = sampler.Attributes();
   sc.period_seconds = absl::GetFlag(FLAGS_period_seconds);
+  sc.spool_path = absl::GetFlag(FLAGS_spool_path);
   sojourn::monitor::SampleSender sender(sc, clock);
   sojourn::Metrics metrics("monitor");
   sojourn::monitor::Monitor monitor(sampler, sender, clock, metrics,
@@ -63,6 +67,10 @@ int main(int argc, char** argv) {
   if (!server.ok()) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());
     return 1;
+  }
+  if (sender.restored() > 0) {
+    SOJOURN_LOG(INFO, "restored %d unacknowledged samples from %s", sender.restored(),
+                sc.spool_path);
   }
   SOJOURN_LOG(INFO, "monitor of host %s on %s (metrics :%d), streaming to %s every %ds", host,
               (*server)->address(), (*server)->metrics_port(), sc.statemgr_address,

@@ -2,7 +2,10 @@
 // PushSamples. A sample leaves the buffer only once the state manager has
 // acknowledged it as persisted; while the state manager is unreachable the
 // sender backs off exponentially (1 s doubling to 60 s) and keeps buffering
-// (up to max_buffer samples, dropping the oldest beyond that).
+// (up to max_buffer samples, dropping the oldest beyond that). With a spool
+// file, every buffered sample is also appended to it and the file is
+// rewritten with what is left after each acknowledgement, so samples taken
+// while the state manager is down survive a restart of the monitor too.
 #ifndef SOJOURN_SERVICES_MONITOR_SAMPLE_SENDER_H_
 #define SOJOURN_SERVICES_MONITOR_SAMPLE_SENDER_H_
 
@@ -29,6 +32,9 @@ struct SenderConfig {
   size_t batch_size = 2000;
   absl::Duration min_backoff = absl::Seconds(1);
   absl::Duration max_backoff = absl::Seconds(60);
+  // Spool file for unacknowledged samples (empty = memory only). Loaded by
+  // the constructor.
+  std::string spool_path;
 };
 
 // Thread-safe.
@@ -44,12 +50,17 @@ class SampleSender {
   absl::Status MaybeFlush();
 
   size_t unacknowledged() const;
+  // Samples loaded from the spool file at construction.
+  size_t restored() const { return restored_; }
   int64_t acknowledged() const;
   bool connected() const;
   const SenderConfig& config() const { return config_; }
 
  private:
+  // Rewrites the spool with the buffer (after an acknowledgement).
+  void RewriteSpool() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const SenderConfig config_;
+  size_t restored_ = 0;
   Clock& clock_;
   std::unique_ptr<sojourn::v1::StateManager::Stub> stub_;
   absl::Mutex flush_mu_;  // one stream at a time

@@ -445,3 +445,43 @@ TEST_F(ClusterTest, MonitorBuffersAndDelivers) {
 
 }  // namespace
 }  // namespace sojourn
+
+namespace sojourn {
+namespace {
+
+// Samples the state manager never acknowledged survive a restart of the
+// monitor through the spool file, and are delivered (once) afterwards.
+TEST_F(ClusterTest, SpooledSamplesSurviveMonitorRestart) {
+  monitor::SenderConfig dead;
+  dead.host = "spooled";
+  dead.statemgr_address = "127.0.0.1:1";  // unreachable
+  dead.spool_path = dir_.File("monitor.spool");
+  {
+    monitor::SampleSender sender(dead, clock_);
+    for (int i = 0; i < 5; ++i) {
+      HostSample s;
+      s.unix_seconds = kMonday + 6 * i;
+      s.cpu_load = 0.1 * i;
+      sender.Add(s);
+    }
+    EXPECT_FALSE(sender.Flush().ok());
+    EXPECT_EQ(sender.unacknowledged(), 5u);
+  }  // the monitor stops with nothing acknowledged
+  monitor::SenderConfig live = dead;
+  live.statemgr_address = sm_server_->address();
+  monitor::SampleSender restarted(live, clock_);
+  EXPECT_EQ(restarted.restored(), 5u);
+  ASSERT_THAT(restarted.Flush(), IsOk());
+  EXPECT_EQ(restarted.unacknowledged(), 0u);
+  bool truncated = false;
+  auto got = book_->Series("spooled", 0, 0, 100, &truncated);
+  ASSERT_THAT(got.status(), IsOk());
+  ASSERT_EQ(got->size(), 5u);
+  EXPECT_NEAR((*got)[4].cpu_load, 0.4, 1e-12);
+  // The spool is empty now: a third start restores nothing.
+  monitor::SampleSender third(live, clock_);
+  EXPECT_EQ(third.restored(), 0u);
+}
+
+}  // namespace
+}  // namespace sojourn
