@@ -132,6 +132,11 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
   return result;
 }
 
+size_t HostBook::size() const {
+  absl::ReaderMutexLock l(&mu_);
+  return hosts_.size();
+}
+
 std::vector<HostInfo> HostBook::List() const {
   absl::MutexLock l(&mu_);
   std::vector<HostInfo> out;

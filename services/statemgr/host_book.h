@@ -82,6 +82,7 @@ class HostBook {
                                       const HostMeta* meta);
 
   std::vector<HostInfo> List() const;
+  size_t size() const;
   absl::StatusOr<HostInfo> Info(const std::string& host) const;
 
   // Statistics of the same-clock windows of `spec` ending by `end_unix`

@@ -102,6 +102,8 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
     response_->set_duplicate_samples(response_->duplicate_samples() + result->duplicates);
     (*response_->mutable_last_persisted_unix_seconds())[request_.host()] =
         result->last_persisted_unix;
+    metrics_.Set("sojourn_statemgr_hosts", "Hosts held by this state manager", {},
+                 static_cast<double>(book_.size()));
     metrics_.Increment("sojourn_statemgr_samples_persisted_total", "Samples written to RocksDB",
                        {}, static_cast<double>(result->persisted));
     metrics_.Increment("sojourn_statemgr_samples_duplicate_total",
