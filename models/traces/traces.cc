@@ -194,13 +194,15 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
   if (!reader.Next(&line)) return LineError(file, 1, "empty file: expected a header row");
   std::vector<absl::string_view> fields;
   SplitInto(line, ',', &fields);
-  int col_host = -1, col_ts = -1, col_load = -1, col_mem = -1;
+  int col_host = -1, col_ts = -1, col_load = -1, col_mem = -1, col_total = -1;
   for (size_t i = 0; i < fields.size(); ++i) {
     std::string name = absl::AsciiStrToLower(std::string(Trim(fields[i])));
     if (name == "host") col_host = static_cast<int>(i);
     if (name == "timestamp") col_ts = static_cast<int>(i);
     if (name == "cpu_load") col_load = static_cast<int>(i);
     if (name == "free_mem_mb") col_mem = static_cast<int>(i);
+    // Optional extra column: the host's memory capacity (kept as HostTrace::total_mem_mb).
+    if (name == "total_mem_mb") col_total = static_cast<int>(i);
   }
   if (col_host < 0) {
     return LineError(file, 1,
@@ -244,6 +246,14 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
       traces.back().host = host;
     }
     HostTrace& t = traces[it->second];
+    double total = 0;
+    if (col_total >= 0 && !Trim(fields[col_total]).empty()) {
+      if (!ParseDouble(fields[col_total], &total) || total < 0) {
+        return LineError(file, ln,
+                         absl::StrCat("total_mem_mb '", fields[col_total], "' is not a number >= 0"));
+      }
+      t.total_mem_mb = std::max(t.total_mem_mb, total);
+    }
     if (!t.samples.empty() && s.unix_seconds < t.samples.back().unix_seconds) {
       return LineError(
           file, ln,

@@ -85,6 +85,24 @@ TEST_F(TracesTest, ReadsCanonicalCsv) {
   EXPECT_FALSE((*traces)[1].samples[0].has_free_mem());
 }
 
+// The optional total_mem_mb column gives the host's memory capacity; a bad
+// value is an error naming the line.
+TEST_F(TracesTest, ReadsOptionalTotalMemory) {
+  auto traces = ImportTrace(Write("m.csv",
+                                  "host,timestamp,cpu_load,free_mem_mb,total_mem_mb\n"
+                                  "a,100,0.5,1024,4096\n"
+                                  "a,160,0.5,1000,4096\n"
+                                  "b,100,0.5,10,\n"),
+                            {});
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  EXPECT_DOUBLE_EQ((*traces)[0].total_mem_mb, 4096);
+  EXPECT_DOUBLE_EQ((*traces)[1].total_mem_mb, 0);
+  auto bad = ImportTrace(
+      Write("bad.csv", "host,timestamp,cpu_load,free_mem_mb,total_mem_mb\na,100,0.5,1,lots\n"), {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find(":2:"), std::string::npos) << bad.status();
+}
+
 // .gz and .xz give the same result as the plain file.
 TEST_F(TracesTest, ReadsCompressedCanonicalCsv) {
   for (const std::string& p : {WriteGz("t.csv.gz", kCanonical), WriteXz("t.csv.xz", kCanonical)}) {
