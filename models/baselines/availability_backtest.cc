@@ -584,18 +584,9 @@ absl::Status ValidateConfig(const BacktestConfig& c) {
 }  // namespace
 
 availability::EstimatorOptions PaperLiteralOptions() {
-  availability::EstimatorOptions o;
-  o.censoring_aware = false;
-  o.first_sojourn_kernel = false;
-  // None of the issue 7 improvements (whatever the library defaults are).
-  o.prior_windows = 0;
-  o.recency_half_life_windows = 0;
-  o.borrow_below_windows = 0;
-  o.other_day_type_weight = 0;
-  o.neighbor_window_weight = 0;
-  o.recent_age_seconds = 0;
-  o.frequency_weight = 0;
-  return o;
+  // The library's paper-literal preset: no issue 7 improvement, whatever the
+  // library defaults are.
+  return availability::PaperEstimatorOptions();
 }
 
 const std::vector<std::string>& AllMethods() {

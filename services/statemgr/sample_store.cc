@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "services/convert.h"
 #include "sojourn/v1/statemgr.pb.h"
 
 namespace sojourn::statemgr {
@@ -49,26 +50,6 @@ std::string MetaKey(const std::string& host) {
   return k;
 }
 
-sojourn::v1::HostSample ToProto(const HostSample& s) {
-  sojourn::v1::HostSample p;
-  p.set_unix_seconds(s.unix_seconds);
-  p.set_cpu_load_ratio(s.cpu_load);
-  if (!std::isnan(s.free_mem_mb)) p.set_free_mem_mb(s.free_mem_mb);
-  if (!std::isnan(s.swap_in_per_s)) p.set_swap_in_pages_per_second(s.swap_in_per_s);
-  if (!std::isnan(s.swap_out_per_s)) p.set_swap_out_pages_per_second(s.swap_out_per_s);
-  return p;
-}
-
-HostSample FromProto(const sojourn::v1::HostSample& p) {
-  HostSample s;
-  s.unix_seconds = p.unix_seconds();
-  s.cpu_load = p.cpu_load_ratio();
-  if (p.has_free_mem_mb()) s.free_mem_mb = p.free_mem_mb();
-  if (p.has_swap_in_pages_per_second()) s.swap_in_per_s = p.swap_in_pages_per_second();
-  if (p.has_swap_out_pages_per_second()) s.swap_out_per_s = p.swap_out_pages_per_second();
-  return s;
-}
-
 }  // namespace
 
 SampleStore::SampleStore(std::unique_ptr<rocksdb::DB> db, bool sync_writes)
@@ -97,7 +78,7 @@ absl::Status SampleStore::Append(const std::string& host, const std::vector<Host
     std::string key = prefix;
     PutBigEndian(&key, s.unix_seconds);
     value.clear();
-    ToProto(s).SerializeToString(&value);
+    sojourn::ToProto(s).SerializeToString(&value);
     batch.Put(key, value);
   }
   if (meta != nullptr) {
@@ -181,7 +162,7 @@ absl::Status SampleStore::ForEachHost(
     if (!p.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
       return absl::DataLossError(absl::StrCat("malformed sample of host ", host));
     }
-    samples.push_back(FromProto(p));
+    samples.push_back(sojourn::FromProto(p));
   }
   RETURN_IF_ERROR(FromRocks(it->status(), "scanning samples"));
   return flush();
