@@ -53,6 +53,32 @@ TEST(ForecastersTest, UpaPicksNearestPrototypeAndRecentres) {
   for (double v : out) EXPECT_NEAR(v, 0.25, 1e-9);
 }
 
+// The level a variational forecast starts from is the mean of the last 24 h,
+// not the last observed value (section 2.2: "The average a is added to each
+// element of the chosen prototypical element"). A desktop that was down (full
+// use under kFullUse) for 18 of the last 24 hours and has been up (use 0) for
+// the last 6 is forecast at a = 18/24 = 0.75 by a flat prototype, although
+// its current use is 0.
+TEST(ForecastersTest, UpaVariationalLevelIsTheRecentMeanNotTheLastValue) {
+  UsagePatterns p;
+  p.options.normalization = Normalization::kVariational;
+  p.options.downtime = DowntimePolicy::kFullUse;
+  p.prototypes.assign(1, std::vector<double>(kObjectBins, 0.0));
+  p.cluster_sizes = {1};
+  p.objects = 1;
+  const int64_t now = 3 * kBinsPerDay + 12 * kBinsPerHour;  // 12:00
+  std::vector<double> s(now, 0.0);
+  for (int64_t b = now - kBinsPerDay; b < now - 6 * kBinsPerHour; ++b) s[b] = kNaN;  // down
+  std::vector<double> out(4 * kBinsPerHour);
+  ASSERT_TRUE(
+      Forecast(Forecaster::kUpa, s, now, out.size(), DowntimePolicy::kFullUse, &p, out.data()));
+  for (double v : out) EXPECT_NEAR(v, 0.75, 1e-9);
+  // Persistence answers with the current use.
+  ASSERT_TRUE(Forecast(Forecaster::kPersist, s, now, out.size(), DowntimePolicy::kFullUse, nullptr,
+                       out.data()));
+  EXPECT_NEAR(out[0], 0.0, 1e-9);
+}
+
 // Past the end of the 48 h object the forecast is chained; values are clamped.
 TEST(ForecastersTest, UpaChainsPastTheObjectAndClamps) {
   const UsagePatterns p = TwoPrototypes();
