@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <memory>
 #include <numeric>
 
@@ -439,21 +438,39 @@ class AnalyticModel final : public RuntimeModel {
   CpuTimeMethod cpu_;
 };
 
-// Hybrid kernel's RemTime: Algorithm 4 over the application's history.
+// Hybrid kernel (section 4.3): the Simulation engine (Algorithm 3) with
+// RemTime from Algorithm 4 over the application's history.
+//
+// Algorithm 4 averages the execution times of the application's runs that
+// match the current SharedTasksCount: runs made in isolation when no task
+// shares the job's nodes (lines 3-6), runs with the same SharedTasksCount
+// otherwise (lines 8-9). It defines no value when that set is empty (the
+// average of lines 5 and 9 is over nothing). The Hybrid replaces the
+// analytical RemTime of the Simulation kernel by this search ("instead of the
+// analytical model", section 4.3), so where the search finds nothing, and for
+// an application without history, RemTime is the Simulation kernel's own
+// (section 4.2.2, same characterization and CPUtime_cur tracking, and its
+// rule for a job past its CPU time): on such jobs the Hybrid is the
+// Simulation kernel. Runs under a different SharedTasksCount are never used
+// as if they were under this one.
 class HybridModel final : public RuntimeModel {
  public:
   struct Profile {
-    double iso_sum = 0;
+    double iso_sum = 0;  // isolated runs (line 4)
     int iso_n = 0;
-    std::map<int, std::pair<double, int>> by_shared;  // SharedTasksCount -> (sum, n)
+    // Co-scheduled runs by their SharedTasksCount at start (line 8).
+    absl::flat_hash_map<int, std::pair<double, int>> by_shared;  // count -> (sum, n)
     std::vector<double> sorted_exec;
     std::vector<double> suffix_sum;  // sum of sorted_exec[i..]
   };
 
-  explicit HybridModel(HistoryView& view) : view_(view) {}
+  HybridModel(HistoryView& view, RemTimeMethod rem, CpuTimeMethod cpu)
+      : view_(view), analytic_(view, rem, cpu) {}
 
   absl::Status Init(SimJob& j) override {
-    RETURN_IF_ERROR(Characterize(j, view_));  // fallback when there is no history
+    // The Simulation kernel's characterization, used where Algorithm 4 has
+    // no matching run.
+    RETURN_IF_ERROR(analytic_.Init(j));
     ASSIGN_OR_RETURN(std::optional<TemplateKey> key, view_.AppTemplate(j.spec));
     if (!key) return absl::OkStatus();
     auto it = profiles_.find(*key);
@@ -462,10 +479,15 @@ class HybridModel final : public RuntimeModel {
       auto p = std::make_unique<Profile>();
       for (const JobRecord& r : *recs) {
         const double x = std::max<int64_t>(0, r.exec_time);
-        if (r.isolated()) p->iso_sum += x, ++p->iso_n;
-        auto& slot = p->by_shared[r.isolated() ? 0 : std::max(1, r.shared_tasks)];
-        slot.first += x;
-        ++slot.second;
+        if (r.isolated()) {
+          p->iso_sum += x, ++p->iso_n;
+        } else if (r.shared_tasks > 0) {
+          // A run with no shared task but local CPU on its nodes was neither
+          // isolated nor at any SharedTasksCount > 0: it matches neither line.
+          auto& slot = p->by_shared[r.shared_tasks];
+          slot.first += x;
+          ++slot.second;
+        }
         p->sorted_exec.push_back(x);
       }
       std::sort(p->sorted_exec.begin(), p->sorted_exec.end());
@@ -483,47 +505,42 @@ class HybridModel final : public RuntimeModel {
 
   double RemTime(const SimJob& j, const ClusterModel& c) const override {
     const Profile* p = static_cast<const Profile*>(j.profile);
-    if (p == nullptr || p->sorted_exec.empty()) {
-      const double r = j.exec_total - j.exec_cur;
-      return r > 0 ? r : OverrunRemaining(j);
-    }
+    if (p == nullptr || p->sorted_exec.empty()) return analytic_.RemTime(j, c);
     // Line 1: SharedTasksCount now (a waiting job is estimated as isolated
     // until it is placed).
     const int shared = j.nodes.empty() ? 0 : c.SharedTasks(j.nodes);
     double mean;
-    if (shared == 0 && p->iso_n > 0) {
+    if (shared == 0) {
+      if (p->iso_n == 0) return analytic_.RemTime(j, c);  // no isolated run
       mean = p->iso_sum / p->iso_n;  // lines 3-5
     } else {
-      // Lines 8-9: same SharedTasksCount; the nearest count when the history
-      // has none with exactly this one.
-      auto it = p->by_shared.lower_bound(shared);
-      const std::pair<double, int>* pick = nullptr;
-      if (it != p->by_shared.end() && it->first == shared) {
-        pick = &it->second;
-      } else {
-        int best_d = std::numeric_limits<int>::max();
-        if (it != p->by_shared.end()) best_d = it->first - shared, pick = &it->second;
-        if (it != p->by_shared.begin()) {
-          auto prev = std::prev(it);
-          if (shared - prev->first <= best_d) pick = &prev->second;
-        }
-      }
-      mean = pick->first / pick->second;
+      auto it = p->by_shared.find(shared);  // line 8
+      if (it == p->by_shared.end()) return analytic_.RemTime(j, c);  // no such run
+      mean = it->second.first / it->second.second;  // line 9
     }
-    const double r = mean - j.exec_cur;  // line 13
-    if (r >= 0) return r;
-    // Line 10-11 return 0 ("should have finished"); a job still running has
-    // not, so sojourn uses the mean of the longer past runs instead, then the
-    // requested time.
-    auto pos = std::upper_bound(p->sorted_exec.begin(), p->sorted_exec.end(), j.exec_cur);
-    const size_t i = pos - p->sorted_exec.begin();
-    const size_t n = p->sorted_exec.size() - i;
-    if (n > 0) return p->suffix_sum[i] / n - j.exec_cur;
-    return OverrunRemaining(j);
+    const double r = mean - j.exec_cur;  // lines 6 and 13
+    return r >= 0 ? r : Overrun(j, *p);
+  }
+
+  // CPUtime_cur (eq. 9-12) is kept for the analytical fallback.
+  void Advance(SimJob& j, double dt, const ClusterModel& c) const override {
+    analytic_.Advance(j, dt, c);
   }
 
  private:
+  // Lines 10-11 return 0 ("should have finished"); a job still running has
+  // not, so sojourn uses the mean of the application's longer past runs minus
+  // the elapsed time, then the requested time.
+  static double Overrun(const SimJob& j, const Profile& p) {
+    auto pos = std::upper_bound(p.sorted_exec.begin(), p.sorted_exec.end(), j.exec_cur);
+    const size_t i = pos - p.sorted_exec.begin();
+    const size_t n = p.sorted_exec.size() - i;
+    if (n > 0) return p.suffix_sum[i] / n - j.exec_cur;
+    return OverrunRemaining(j);
+  }
+
   HistoryView& view_;
+  AnalyticModel analytic_;
   absl::flat_hash_map<TemplateKey, std::unique_ptr<Profile>> profiles_;
 };
 
@@ -584,7 +601,7 @@ absl::StatusOr<KernelEstimate> RunSimulated(Kernel kernel, const EstimateRequest
       model = std::make_unique<AnalyticModel>(view, opt.remtime, opt.cputime);
       break;
     case Kernel::kHybrid:
-      model = std::make_unique<HybridModel>(view);
+      model = std::make_unique<HybridModel>(view, opt.remtime, opt.cputime);
       break;
     default:
       model = std::make_unique<FixedLengthModel>(view, kernel);

@@ -231,6 +231,86 @@ TEST_F(EstimatorTest, HybridMatchesSharedTasksCount) {
   EXPECT_NEAR(e.exec.point, 120, 1e-6);
 }
 
+// Algorithm 4 lines 3-6 average the application's isolated runs; with none
+// the average is over nothing, and the Hybrid uses the Simulation kernel's
+// RemTime (section 4.3 replaces only that function). The target's one run
+// was co-scheduled (SharedTasksCount 3, 500 s) but used 200 CPU-s per task
+// at CPU(J) = 1, i.e. 200 s in isolation (section 4.2). Alone on an idle
+// cluster: MPL_max = 1, RemTime = 200 (eq. 3, 5), not the 500 s of a run
+// slowed by three co-resident tasks.
+TEST_F(EstimatorTest, HybridWithoutIsolatedRunsUsesSimulationRemTime) {
+  const JobSpec t = Job(2, 1, 7, 2, -1, 1.0);
+  Put(Hist(t, 0, 500, 200, 0, 0, 3));
+  EstimateRequest req{t, Dedicated(4)};
+  req.job.submit_time = req.snapshot.now;
+  KernelEstimate sim = Run(Kernel::kSimulation, req);
+  KernelEstimate hyb = Run(Kernel::kHybrid, req);
+  EXPECT_NEAR(sim.exec.point, 200, 1e-6);
+  EXPECT_NEAR(hyb.exec.point, 200, 1e-6);
+  EXPECT_NEAR(hyb.wait.point, 0, 1e-6);
+  EXPECT_TRUE(hyb.from_history);
+}
+
+// Algorithm 4 line 8 wants runs with the same SharedTasksCount. Node 0 has a
+// local task (CPU 0.5), node 1 none: the 2-task target sees SharedTasksCount
+// 1. Its runs: isolated, 100 s (100 CPU-s); 4 co-resident tasks, 400 s (100
+// CPU-s). No run with count 1 -> Simulation RemTime: ExecTime_total = 100 s
+// in isolation (both runs: 100 CPU-s / CPU(J) 1), x MPL_max = 2 (eq. 5) ->
+// 200 s; neither the isolated 100 s nor the 400 s of another count. With a
+// run at count 1 (250 s) the history answers: 250 s.
+TEST_F(EstimatorTest, HybridWithoutSameSharedTasksCountUsesSimulationRemTime) {
+  const JobSpec t = Job(2, 1, 7, 2, -1, 1.0);
+  Put(Hist(t, 0, 100, 100));
+  Put(Hist(t, 0, 400, 100, 0, 0, 4));
+  EstimateRequest req{t, Dedicated(2)};
+  req.job.submit_time = req.snapshot.now;
+  req.snapshot.nodes[0] = {0.5, 1};
+  KernelEstimate sim = Run(Kernel::kSimulation, req);
+  KernelEstimate hyb = Run(Kernel::kHybrid, req);
+  EXPECT_NEAR(sim.exec.point, 200, 1e-6);
+  EXPECT_NEAR(hyb.exec.point, 200, 1e-6);
+  Put(Hist(t, 0, 250, 125, 0, 0, 1));
+  hyb = Run(Kernel::kHybrid, req);
+  EXPECT_NEAR(hyb.exec.point, 250, 1e-6);
+}
+
+// Where Algorithm 4 has no run, the whole RemTime is the Simulation kernel's,
+// including its rule for a job past its CPU time. R ran 150 s and used 150
+// CPU-s per task; its runs were both co-scheduled (4 tasks: 400 s and 600 s,
+// 100 CPU-s each -> 100 s in isolation). Alone now (no isolated run):
+// CPUtime_rem = 100 - 150 < 0 (eq. 1) and R has no requested time, so R ends
+// now and the target, which needs all 4 nodes, starts at once (wait 0), as in
+// the Simulation kernel; the co-scheduled runs (mean 500 s) are not used.
+TEST_F(EstimatorTest, HybridFallbackIsSimulationForOverrunningJob) {
+  const JobSpec r = Job(1, 3, 3, 4, -1, 1.0);
+  Put(Hist(r, 0, 400, 100, 0, 0, 4));
+  Put(Hist(r, 0, 600, 100, 0, 0, 4));
+  JobSpec t = Job(2, 1, 7, 4, 50, 1.0);
+  t.queue = 2;  // no history at any level: 50 s requested
+  EstimateRequest req{t, Dedicated(4)};
+  req.job.submit_time = req.snapshot.now;
+  req.snapshot.running = {Running(r, 850, {0, 1, 2, 3}, 150)};
+  KernelEstimate hyb = Run(Kernel::kHybrid, req);
+  KernelEstimate sim = Run(Kernel::kSimulation, req);
+  EXPECT_NEAR(sim.wait.point, 0, 1e-6);
+  EXPECT_NEAR(hyb.wait.point, 0, 1e-6);
+  EXPECT_NEAR(hyb.exec.point, 50, 1e-6);
+}
+
+// No history at any template level: the Hybrid is the Simulation kernel.
+// Requested 300 s, one local task on each node: x MPL_max = 2 -> 600 s.
+TEST_F(EstimatorTest, HybridWithoutHistoryIsSimulation) {
+  const JobSpec t = Job(2, 1, 7, 2, 300, 1.0);
+  EstimateRequest req{t, Dedicated(2)};
+  req.job.submit_time = req.snapshot.now;
+  for (NodeState& n : req.snapshot.nodes) n = {0.5, 1};
+  KernelEstimate sim = Run(Kernel::kSimulation, req);
+  KernelEstimate hyb = Run(Kernel::kHybrid, req);
+  EXPECT_NEAR(sim.exec.point, 600, 1e-6);
+  EXPECT_NEAR(hyb.exec.point, 600, 1e-6);
+  EXPECT_FALSE(hyb.from_history);
+}
+
 // Baselines inside the same queue simulation. R requested 1000 s, ran 100;
 // the target requested 500 s on all 4 nodes.
 TEST_F(EstimatorTest, Baselines) {
