@@ -1,5 +1,7 @@
 #include "common/cli_util.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -27,6 +29,73 @@ absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat("duration must be positive, got '", text, "'"));
   }
   return d;
+}
+
+std::string CommandLine::Get(const std::string& key, const std::string& def) const {
+  auto it = values_.find(key);
+  return it == values_.end() ? def : it->second;
+}
+
+double CommandLine::GetDouble(const std::string& key, double def) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) return def;
+  double v = 0;
+  if (!absl::SimpleAtod(it->second, &v) || !std::isfinite(v)) {
+    DieUsage(program_, absl::StrCat("--", key, ": '", it->second, "' is not a number"));
+  }
+  return v;
+}
+
+int64_t CommandLine::GetInt(const std::string& key, int64_t def) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) return def;
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(it->second, &v)) {
+    DieUsage(program_, absl::StrCat("--", key, ": '", it->second, "' is not an integer"));
+  }
+  return v;
+}
+
+CommandLine ParseCommandLine(int argc, char** argv, absl::string_view program,
+                             absl::string_view help, const std::vector<std::string>& valued,
+                             const std::vector<std::string>& flags) {
+  auto known = [](const std::vector<std::string>& list, const std::string& key) {
+    return std::find(list.begin(), list.end(), key) != list.end();
+  };
+  CommandLine out;
+  out.program_ = std::string(program);
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fwrite(help.data(), 1, help.size(), stdout);
+      std::exit(0);
+    }
+    if (arg.rfind("--", 0) != 0) {
+      DieUsage(program, absl::StrCat("unexpected argument '", arg, "' (try --help)"));
+    }
+    std::string key = arg.substr(2), value;
+    const size_t eq = key.find('=');
+    const bool has_value = eq != std::string::npos;
+    if (has_value) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    }
+    if (known(flags, key)) {
+      if (has_value) DieUsage(program, absl::StrCat("--", key, " takes no value"));
+      out.flags_.insert(key);
+      continue;
+    }
+    if (!known(valued, key)) {
+      DieUsage(program, absl::StrCat("unknown option --", key, " (try --help)"));
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) DieUsage(program, absl::StrCat("option --", key, " needs a value"));
+      value = argv[++i];
+    }
+    out.values_[key] = value;
+    out.ordered_.emplace_back(key, value);
+  }
+  return out;
 }
 
 }  // namespace sojourn

@@ -3,7 +3,12 @@
 #ifndef SOJOURN_COMMON_CLI_UTIL_H_
 #define SOJOURN_COMMON_CLI_UTIL_H_
 
+#include <cstdint>
+#include <map>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -20,6 +25,40 @@ inline constexpr int kExitUsage = 2;
 // Parses a positive duration such as "2h", "90m", "45s", "1.5h", "1h30m" or a
 // bare number of seconds. Rejects negative and zero durations.
 absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view text);
+
+// The options of one command line: "--key value", "--key=value" and bare
+// "--flag". Every front end (sojourn, each sojourn-eval subcommand) parses
+// with ParseCommandLine, so they accept and reject the same shapes.
+class CommandLine {
+ public:
+  bool Has(const std::string& key) const { return values_.count(key) > 0; }
+  std::string Get(const std::string& key, const std::string& def = "") const;
+  bool Flag(const std::string& name) const { return flags_.count(name) > 0; }
+  // Numbers; a value that does not parse exits with kExitUsage and
+  // "--key: 'value' is not a number" / "... is not an integer".
+  double GetDouble(const std::string& key, double def) const;
+  int64_t GetInt(const std::string& key, int64_t def) const;
+  // Valued options in command-line order (repeated keys appear each time).
+  const std::vector<std::pair<std::string, std::string>>& ordered() const { return ordered_; }
+
+ private:
+  friend CommandLine ParseCommandLine(int, char**, absl::string_view, absl::string_view,
+                                      const std::vector<std::string>&,
+                                      const std::vector<std::string>&);
+  std::string program_;
+  std::map<std::string, std::string> values_;
+  std::set<std::string> flags_;
+  std::vector<std::pair<std::string, std::string>> ordered_;
+};
+
+// Parses argv[0..argc) (the options only: pass argc - 1, argv + 1 after a
+// subcommand). Keys are given without "--". "--help"/"-h" prints `help` on
+// stdout and exits 0; a stray argument, an unknown option, a missing value or
+// a value given to a flag exits with kExitUsage and a one-line reason
+// prefixed by `program`.
+CommandLine ParseCommandLine(int argc, char** argv, absl::string_view program,
+                             absl::string_view help, const std::vector<std::string>& valued,
+                             const std::vector<std::string>& flags = {});
 
 }  // namespace sojourn
 

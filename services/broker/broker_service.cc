@@ -6,16 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/reactors.h"
+#include "common/status.h"
 
 namespace sojourn::broker {
-namespace {
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
-  auto* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(s));
-  return reactor;
-}
-}  // namespace
-
 GrpcTrSource::GrpcTrSource(const std::string& predictor_address)
     : address_(predictor_address),
       stub_(sojourn::v1::Predictor::NewStub(
@@ -74,43 +68,40 @@ grpc::ServerUnaryReactor* BrokerService::RegisterHost(
     sojourn::v1::RegisterHostResponse* response) {
   absl::Status s = registry_.Register(*request);
   response->set_heartbeat_ttl_seconds(absl::ToInt64Seconds(registry_.ttl()));
-  return Done(context, s);
+  return FinishNow(context, s);
 }
 
 grpc::ServerUnaryReactor* BrokerService::Heartbeat(grpc::CallbackServerContext* context,
                                                    const sojourn::v1::HeartbeatRequest* request,
                                                    sojourn::v1::HeartbeatResponse* response) {
-  if (request->host().empty()) return Done(context, absl::InvalidArgumentError("host is required"));
+  if (request->host().empty()) return FinishNow(context, absl::InvalidArgumentError("host is required"));
   response->set_heartbeat_ttl_seconds(absl::ToInt64Seconds(registry_.ttl()));
-  return Done(context, registry_.Heartbeat(request->host(), request->last_sample_unix_seconds()));
+  return FinishNow(context, registry_.Heartbeat(request->host(), request->last_sample_unix_seconds()));
 }
 
 grpc::ServerUnaryReactor* BrokerService::ListHosts(
     grpc::CallbackServerContext* context, const sojourn::v1::BrokerListHostsRequest* /*request*/,
     sojourn::v1::BrokerListHostsResponse* response) {
   for (auto& h : registry_.List()) *response->add_hosts() = std::move(h);
-  return Done(context, absl::OkStatus());
+  return FinishNow(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* BrokerService::GetHost(grpc::CallbackServerContext* context,
                                                  const sojourn::v1::GetHostRequest* request,
                                                  sojourn::v1::RegisteredHost* response) {
-  if (request->host().empty()) return Done(context, absl::InvalidArgumentError("host is required"));
+  if (request->host().empty()) return FinishNow(context, absl::InvalidArgumentError("host is required"));
   auto h = registry_.Get(request->host());
   if (h.ok()) *response = std::move(*h);
-  return Done(context, h.status());
+  return FinishNow(context, h.status());
 }
 
 grpc::ServerUnaryReactor* BrokerService::RankHosts(grpc::CallbackServerContext* context,
                                                    const sojourn::v1::RankHostsRequest* request,
                                                    sojourn::v1::RankHostsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  pool_.Schedule([this, request, response, reactor] {
-    auto result = ranker_.Rank(*request, registry_.List());
-    if (result.ok()) *response = std::move(*result);
-    reactor->Finish(ToGrpcStatus(result.status()));
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
+    ASSIGN_OR_RETURN(*response, ranker_.Rank(*request, registry_.List()));
+    return absl::OkStatus();
   });
-  return reactor;
 }
 
 }  // namespace sojourn::broker

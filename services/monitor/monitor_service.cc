@@ -1,29 +1,22 @@
 #include "services/monitor/monitor_service.h"
 
 #include "common/grpc_status.h"
+#include "common/reactors.h"
 #include "services/convert.h"
 
 namespace sojourn::monitor {
-namespace {
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
-  auto* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(s));
-  return reactor;
-}
-}  // namespace
-
 grpc::ServerUnaryReactor* MonitorService::RegisterGuest(
     grpc::CallbackServerContext* context, const sojourn::v1::RegisterGuestRequest* request,
     sojourn::v1::RegisterGuestResponse* /*response*/) {
-  return Done(context, monitor_.RegisterGuest(request->pid()));
+  return FinishNow(context, monitor_.RegisterGuest(request->pid()));
 }
 
 grpc::ServerUnaryReactor* MonitorService::UnregisterGuest(
     grpc::CallbackServerContext* context, const sojourn::v1::UnregisterGuestRequest* request,
     sojourn::v1::UnregisterGuestResponse* /*response*/) {
-  if (request->pid() <= 0) return Done(context, absl::InvalidArgumentError("invalid pid"));
+  if (request->pid() <= 0) return FinishNow(context, absl::InvalidArgumentError("invalid pid"));
   monitor_.UnregisterGuest(request->pid());
-  return Done(context, absl::OkStatus());
+  return FinishNow(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* MonitorService::GetStatus(
@@ -38,7 +31,7 @@ grpc::ServerUnaryReactor* MonitorService::GetStatus(
   for (int pid : monitor_.guests()) response->add_guest_pids(pid);
   response->set_statemgr_address(sender_.config().statemgr_address);
   response->set_connected(sender_.connected());
-  return Done(context, absl::OkStatus());
+  return FinishNow(context, absl::OkStatus());
 }
 
 }  // namespace sojourn::monitor

@@ -4,6 +4,7 @@
 
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/reactors.h"
 #include "common/status.h"
 #include "services/predictor/turnaround_convert.h"
 
@@ -12,41 +13,32 @@ namespace sojourn::predictor {
 grpc::ServerUnaryReactor* PredictorService::PredictAvailability(
     grpc::CallbackServerContext* context, const sojourn::v1::PredictAvailabilityRequest* request,
     sojourn::v1::PredictAvailabilityResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  pool_.Schedule([this, request, response, reactor] {
-    auto result = predictor_.Predict(*request);
-    if (result.ok()) *response = std::move(*result);
-    reactor->Finish(ToGrpcStatus(result.status()));
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
+    ASSIGN_OR_RETURN(*response, predictor_.Predict(*request));
+    return absl::OkStatus();
   });
-  return reactor;
 }
 
 template <typename Req, typename Resp, typename Call>
 grpc::ServerUnaryReactor* PredictorService::Forward(grpc::CallbackServerContext* context,
                                                     const Req* request, Resp* response,
                                                     Call call) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  pool_.Schedule([this, request, response, reactor, call] {
+  return FinishOnPool(context, pool_, [this, request, response, call]() -> absl::Status {
     std::string address;
-    auto stub = directory_.Find(request->host(), request->statemgr_address(), &address);
-    if (!stub.ok()) {
-      reactor->Finish(ToGrpcStatus(stub.status()));
-      return;
-    }
+    ASSIGN_OR_RETURN(sojourn::v1::StateManager::Stub * stub,
+                     directory_.Find(request->host(), request->statemgr_address(), &address));
     Req forwarded = *request;
     forwarded.clear_statemgr_address();
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
-    grpc::Status s = call(*stub, &ctx, forwarded, response);
+    grpc::Status s = call(stub, &ctx, forwarded, response);
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      s = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                       "state manager " + address + " of host " + request->host() + ": " +
-                           s.error_message());
+      return absl::UnavailableError("state manager " + address + " of host " + request->host() +
+                                    ": " + s.error_message());
     }
-    reactor->Finish(s);
+    return FromGrpcStatus(s);
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* PredictorService::PredictUsage(
@@ -83,68 +75,58 @@ grpc::ServerUnaryReactor* PredictorService::HowLong(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* PredictorService::EstimateTurnaround(
     grpc::CallbackServerContext* context, const sojourn::v1::EstimateTurnaroundRequest* request,
     sojourn::v1::EstimateTurnaroundResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  pool_.Schedule([this, request, response, reactor] {
-    absl::Status status = [&]() -> absl::Status {
-      if (turnaround_ == nullptr) return absl::FailedPreconditionError("no job history configured");
-      ASSIGN_OR_RETURN(turnaround::JobSpec job, FromProto(request->job()));
-      ASSIGN_OR_RETURN(turnaround::ClusterSnapshot snapshot, FromProto(request->snapshot()));
-      ASSIGN_OR_RETURN(turnaround::TurnaroundResult r, turnaround_->Estimate({job, snapshot}));
-      *response->add_estimates() = ToProto("historical", r.historical);
-      *response->add_estimates() = ToProto("simulation", r.simulation);
-      *response->add_estimates() = ToProto("hybrid", r.hybrid);
-      return absl::OkStatus();
-    }();
-    reactor->Finish(ToGrpcStatus(status));
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
+    if (turnaround_ == nullptr) return absl::FailedPreconditionError("no job history configured");
+    ASSIGN_OR_RETURN(turnaround::JobSpec job, FromProto(request->job()));
+    ASSIGN_OR_RETURN(turnaround::ClusterSnapshot snapshot, FromProto(request->snapshot()));
+    ASSIGN_OR_RETURN(turnaround::TurnaroundResult r, turnaround_->Estimate({job, snapshot}));
+    *response->add_estimates() = ToProto("historical", r.historical);
+    *response->add_estimates() = ToProto("simulation", r.simulation);
+    *response->add_estimates() = ToProto("hybrid", r.hybrid);
+    return absl::OkStatus();
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
     grpc::CallbackServerContext* context, const sojourn::v1::JobEvent* request,
     sojourn::v1::RecordJobEventResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  pool_.Schedule([this, request, response, reactor] {
-    absl::Status status = [&]() -> absl::Status {
-      if (turnaround_ == nullptr) return absl::FailedPreconditionError("no job history configured");
-      switch (request->event_case()) {
-        case sojourn::v1::JobEvent::kSubmitted: {
-          ASSIGN_OR_RETURN(turnaround::JobSpec job, FromProto(request->submitted().job()));
-          ASSIGN_OR_RETURN(turnaround::ClusterSnapshot s,
-                           FromProto(request->submitted().snapshot()));
-          RETURN_IF_ERROR(turnaround_->OnSubmitted(job, s));
-          break;
-        }
-        case sojourn::v1::JobEvent::kStarted: {
-          const auto& e = request->started();
-          ASSIGN_OR_RETURN(turnaround::ClusterSnapshot s, FromProto(e.snapshot()));
-          for (int32_t n : e.nodes()) {
-            if (n < 0 || n >= e.snapshot().nodes_size()) {
-              return absl::InvalidArgumentError("started on a node outside the snapshot");
-            }
-          }
-          RETURN_IF_ERROR(turnaround_->OnStarted(
-              e.job_id(), e.start_unix_seconds(), {e.nodes().begin(), e.nodes().end()}, s));
-          break;
-        }
-        case sojourn::v1::JobEvent::kFinished: {
-          const auto& e = request->finished();
-          RETURN_IF_ERROR(
-              turnaround_->OnFinished(e.job_id(), e.finish_unix_seconds(), e.cpu_seconds_per_task()));
-          break;
-        }
-        case sojourn::v1::JobEvent::kCancelled:
-          RETURN_IF_ERROR(turnaround_->OnCancelled(request->cancelled().job_id()));
-          break;
-        default:
-          return absl::InvalidArgumentError("empty job event");
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
+    if (turnaround_ == nullptr) return absl::FailedPreconditionError("no job history configured");
+    switch (request->event_case()) {
+      case sojourn::v1::JobEvent::kSubmitted: {
+        ASSIGN_OR_RETURN(turnaround::JobSpec job, FromProto(request->submitted().job()));
+        ASSIGN_OR_RETURN(turnaround::ClusterSnapshot s,
+                         FromProto(request->submitted().snapshot()));
+        RETURN_IF_ERROR(turnaround_->OnSubmitted(job, s));
+        break;
       }
-      response->set_history_records(turnaround_->db().size());
-      return absl::OkStatus();
-    }();
-    reactor->Finish(ToGrpcStatus(status));
+      case sojourn::v1::JobEvent::kStarted: {
+        const auto& e = request->started();
+        ASSIGN_OR_RETURN(turnaround::ClusterSnapshot s, FromProto(e.snapshot()));
+        for (int32_t n : e.nodes()) {
+          if (n < 0 || n >= e.snapshot().nodes_size()) {
+            return absl::InvalidArgumentError("started on a node outside the snapshot");
+          }
+        }
+        RETURN_IF_ERROR(turnaround_->OnStarted(
+            e.job_id(), e.start_unix_seconds(), {e.nodes().begin(), e.nodes().end()}, s));
+        break;
+      }
+      case sojourn::v1::JobEvent::kFinished: {
+        const auto& e = request->finished();
+        RETURN_IF_ERROR(
+            turnaround_->OnFinished(e.job_id(), e.finish_unix_seconds(), e.cpu_seconds_per_task()));
+        break;
+      }
+      case sojourn::v1::JobEvent::kCancelled:
+        RETURN_IF_ERROR(turnaround_->OnCancelled(request->cancelled().job_id()));
+        break;
+      default:
+        return absl::InvalidArgumentError("empty job event");
+    }
+    response->set_history_records(turnaround_->db().size());
+    return absl::OkStatus();
   });
-  return reactor;
 }
 
 }  // namespace sojourn::predictor

@@ -137,6 +137,23 @@ size_t HostBook::size() const {
   return hosts_.size();
 }
 
+std::vector<HostInfo> HostBook::ListBrief() const {
+  absl::ReaderMutexLock l(&mu_);
+  std::vector<HostInfo> out;
+  for (const auto& [name, h] : hosts_) {
+    HostInfo info;
+    info.host = name;
+    info.meta = h.meta;
+    info.samples = static_cast<int64_t>(h.samples.size());
+    if (!h.samples.empty()) {
+      info.first_unix = h.samples.front().unix_seconds;
+      info.last_unix = h.samples.back().unix_seconds;
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
 std::vector<HostInfo> HostBook::List() const {
   absl::MutexLock l(&mu_);
   std::vector<HostInfo> out;

@@ -82,6 +82,9 @@ class HostBook {
                                       const HostMeta* meta);
 
   std::vector<HostInfo> List() const;
+  // Like List() without the current state (no classification): for callers
+  // that only need names, sample counts, times and attributes.
+  std::vector<HostInfo> ListBrief() const;
   size_t size() const;
   absl::StatusOr<HostInfo> Info(const std::string& host) const;
 

@@ -26,7 +26,7 @@ void Registrar::Stop() {
 
 int Registrar::RegisterAll() {
   int ok = 0;
-  for (const HostInfo& info : book_.List()) {
+  for (const HostInfo& info : book_.ListBrief()) {
     // A host known only from a sender's hello (no sample yet) is not offered
     // to the broker: nothing could be predicted for it.
     if (info.samples == 0) continue;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/grpc_status.h"
+#include "common/reactors.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "services/convert.h"
@@ -130,11 +131,7 @@ void FillStatus(const HostInfo& info, sojourn::v1::HostStatus* out) {
   out->set_period_seconds(info.meta.period_seconds);
 }
 
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
-  auto* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(s));
-  return reactor;
-}
+
 
 }  // namespace
 
@@ -150,21 +147,21 @@ grpc::ServerUnaryReactor* StateManagerService::ListHosts(
   metrics_.Set("sojourn_statemgr_hosts", "Hosts held by this state manager", {},
                static_cast<double>(hosts.size()));
   for (const HostInfo& info : hosts) FillStatus(info, response->add_hosts());
-  return Done(context, absl::OkStatus());
+  return FinishNow(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* StateManagerService::GetStateIntervals(
     grpc::CallbackServerContext* context, const sojourn::v1::GetStateIntervalsRequest* request,
     sojourn::v1::GetStateIntervalsResponse* response) {
-  if (absl::Status s = ValidateHostName(request->host()); !s.ok()) return Done(context, s);
+  if (absl::Status s = ValidateHostName(request->host()); !s.ok()) return FinishNow(context, s);
   if (request->end_unix_seconds() != 0 &&
       request->end_unix_seconds() < request->start_unix_seconds()) {
-    return Done(context, absl::InvalidArgumentError("end_unix_seconds is before start"));
+    return FinishNow(context, absl::InvalidArgumentError("end_unix_seconds is before start"));
   }
   int64_t step = 0;
   auto intervals = book_.Intervals(request->host(), request->start_unix_seconds(),
                                    request->end_unix_seconds(), &step);
-  if (!intervals.ok()) return Done(context, intervals.status());
+  if (!intervals.ok()) return FinishNow(context, intervals.status());
   response->set_step_seconds(step);
   for (const StateInterval& i : *intervals) {
     auto* out = response->add_intervals();
@@ -172,26 +169,26 @@ grpc::ServerUnaryReactor* StateManagerService::GetStateIntervals(
     out->set_start_unix_seconds(i.start_unix);
     out->set_end_unix_seconds(i.end_unix);
   }
-  return Done(context, absl::OkStatus());
+  return FinishNow(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
     grpc::CallbackServerContext* context, const sojourn::v1::GetWindowStatsRequest* request,
     sojourn::v1::GetWindowStatsResponse* response) {
-  if (absl::Status s = ValidateHostName(request->host()); !s.ok()) return Done(context, s);
+  if (absl::Status s = ValidateHostName(request->host()); !s.ok()) return FinishNow(context, s);
   if (request->length_seconds() <= 0 || request->length_seconds() > kMaxWindowSeconds) {
-    return Done(context, absl::InvalidArgumentError(absl::StrCat(
+    return FinishNow(context, absl::InvalidArgumentError(absl::StrCat(
                              "length_seconds must be in (0, ", kMaxWindowSeconds, "], got ",
                              request->length_seconds())));
   }
   if (request->start_second_of_day() < 0 || request->start_second_of_day() >= 86400) {
-    return Done(context, absl::InvalidArgumentError("start_second_of_day must be in [0, 86400)"));
+    return FinishNow(context, absl::InvalidArgumentError("start_second_of_day must be in [0, 86400)"));
   }
   if (request->history_days() < 0) {
-    return Done(context, absl::InvalidArgumentError("history_days must be >= 0"));
+    return FinishNow(context, absl::InvalidArgumentError("history_days must be >= 0"));
   }
   if (std::abs(request->utc_offset_seconds()) > 14 * 3600) {
-    return Done(context, absl::InvalidArgumentError("utc_offset_seconds must be within +-14 h"));
+    return FinishNow(context, absl::InvalidArgumentError("utc_offset_seconds must be within +-14 h"));
   }
   availability::WindowSpec spec;
   spec.day_type = request->day_type() == sojourn::v1::DAY_TYPE_WEEKEND
@@ -205,7 +202,7 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
                                   request->paper_literal()
                                       ? availability::PaperEstimatorOptions()
                                       : availability::EstimatorOptions());
-  if (!result.ok()) return Done(context, result.status());
+  if (!result.ok()) return FinishNow(context, result.status());
   *response->mutable_stats() = ToProto(result->stats);
   response->set_current_state(ToProto(result->info.state));
   response->set_state_since_unix_seconds(result->info.state_since_unix);
@@ -217,32 +214,26 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
     p->set_horizon_seconds(horizon);
     p->set_load_ratio(load);
   }
-  return Done(context, absl::OkStatus());
+  return FinishNow(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* StateManagerService::GetSeries(
     grpc::CallbackServerContext* context, const sojourn::v1::GetSeriesRequest* request,
     sojourn::v1::GetSeriesResponse* response) {
-  if (absl::Status s = ValidateHostName(request->host()); !s.ok()) return Done(context, s);
+  if (absl::Status s = ValidateHostName(request->host()); !s.ok()) return FinishNow(context, s);
   if (request->max_samples() < 0) {
-    return Done(context, absl::InvalidArgumentError("max_samples must be >= 0"));
+    return FinishNow(context, absl::InvalidArgumentError("max_samples must be >= 0"));
   }
   bool truncated = false;
   const size_t max = request->max_samples() == 0 ? 100000 : request->max_samples();
   auto samples = book_.Series(request->host(), request->start_unix_seconds(),
                               request->end_unix_seconds(), max, &truncated);
-  if (!samples.ok()) return Done(context, samples.status());
+  if (!samples.ok()) return FinishNow(context, samples.status());
   for (const HostSample& s : *samples) *response->add_samples() = ToProto(s);
   response->set_truncated(truncated);
-  return Done(context, absl::OkStatus());
+  return FinishNow(context, absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* StateManagerService::OnPool(grpc::CallbackServerContext* context,
-                                                      std::function<absl::Status()> fn) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  pool_.Schedule([reactor, fn = std::move(fn)] { reactor->Finish(ToGrpcStatus(fn())); });
-  return reactor;
-}
 
 namespace {
 
@@ -287,7 +278,7 @@ absl::Status CheckCpu(double free_cpu) {
 grpc::ServerUnaryReactor* StateManagerService::PredictUsage(
     grpc::CallbackServerContext* context, const sojourn::v1::PredictUsageRequest* request,
     sojourn::v1::PredictUsageResponse* response) {
-  return OnPool(context, [this, request, response]() -> absl::Status {
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
     RETURN_IF_ERROR(ValidateHostName(request->host()));
     ASSIGN_OR_RETURN(usage::Resource resource, usage::ParseResource(request->resource()));
     RETURN_IF_ERROR(CheckHours(request->hours()));
@@ -308,7 +299,7 @@ grpc::ServerUnaryReactor* StateManagerService::PredictUsage(
 grpc::ServerUnaryReactor* StateManagerService::CanRun(
     grpc::CallbackServerContext* context, const sojourn::v1::CanRunRequest* request,
     sojourn::v1::CanRunResponse* response) {
-  return OnPool(context, [this, request, response]() -> absl::Status {
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
     RETURN_IF_ERROR(ValidateHostName(request->host()));
     RETURN_IF_ERROR(CheckHours(request->hours()));
     RETURN_IF_ERROR(CheckCpu(request->free_cpu_ratio()));
@@ -335,7 +326,7 @@ grpc::ServerUnaryReactor* StateManagerService::CanRun(
 grpc::ServerUnaryReactor* StateManagerService::HowLong(
     grpc::CallbackServerContext* context, const sojourn::v1::HowLongRequest* request,
     sojourn::v1::HowLongResponse* response) {
-  return OnPool(context, [this, request, response]() -> absl::Status {
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
     RETURN_IF_ERROR(ValidateHostName(request->host()));
     RETURN_IF_ERROR(CheckCpu(request->free_cpu_ratio()));
     ASSIGN_OR_RETURN(UsageKeeper::Model m, usage_.Get(request->host()));
@@ -360,7 +351,7 @@ grpc::ServerUnaryReactor* StateManagerService::HowLong(
 grpc::ServerUnaryReactor* StateManagerService::AnalyzeUsage(
     grpc::CallbackServerContext* context, const sojourn::v1::AnalyzeUsageRequest* request,
     sojourn::v1::AnalyzeUsageResponse* response) {
-  return OnPool(context, [this, request, response]() -> absl::Status {
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
     RETURN_IF_ERROR(ValidateHostName(request->host()));
     ASSIGN_OR_RETURN(UsageKeeper::Model m, usage_.Analyze(request->host()));
     response->set_analyzed_unix_seconds(m.analyzed_unix);

@@ -45,9 +45,6 @@ class StateManagerService final : public sojourn::v1::StateManager::CallbackServ
                                          sojourn::v1::AnalyzeUsageResponse* response) override;
 
  private:
-  // Runs `fn` on the pool and finishes the call with its status.
-  grpc::ServerUnaryReactor* OnPool(grpc::CallbackServerContext* context,
-                                   std::function<absl::Status()> fn);
   HostBook& book_;
   UsageKeeper& usage_;
   ThreadPool& pool_;

@@ -25,3 +25,48 @@ TEST(ParsePositiveDurationTest, RejectsNonPositiveAndGarbage) {
 
 }  // namespace
 }  // namespace sojourn
+
+namespace sojourn {
+namespace {
+
+std::vector<char*> Argv(std::vector<std::string>& args) {
+  std::vector<char*> out;
+  for (std::string& a : args) out.push_back(a.data());
+  return out;
+}
+
+// Both value forms, flags, order and typed getters.
+TEST(ParseCommandLineTest, ParsesValuesAndFlags) {
+  std::vector<std::string> args = {"--trace", "t.csv", "--json=o.json", "--seed", "7",
+                                   "--sweep", "--th2=0.5"};
+  auto argv = Argv(args);
+  CommandLine cl = ParseCommandLine(static_cast<int>(argv.size()), argv.data(), "prog", "help\n",
+                                    {"trace", "json", "seed", "th2"}, {"sweep"});
+  EXPECT_EQ(cl.Get("trace"), "t.csv");
+  EXPECT_EQ(cl.Get("json"), "o.json");
+  EXPECT_EQ(cl.GetInt("seed", 1), 7);
+  EXPECT_DOUBLE_EQ(cl.GetDouble("th2", 0.6), 0.5);
+  EXPECT_DOUBLE_EQ(cl.GetDouble("missing", 0.25), 0.25);
+  EXPECT_TRUE(cl.Flag("sweep"));
+  EXPECT_FALSE(cl.Has("sweep"));
+  ASSERT_EQ(cl.ordered().size(), 4u);
+  EXPECT_EQ(cl.ordered()[1].first, "json");
+}
+
+// Bad command lines exit with code 2 and a one-line reason.
+TEST(ParseCommandLineDeathTest, RejectsBadCommandLines) {
+  auto parse = [](std::vector<std::string> args) {
+    auto argv = Argv(args);
+    CommandLine cl = ParseCommandLine(static_cast<int>(argv.size()), argv.data(), "prog", "",
+                                      {"seed"}, {"json"});
+    (void)cl.GetInt("seed", 0);
+  };
+  EXPECT_EXIT(parse({"--nope", "1"}), ::testing::ExitedWithCode(kExitUsage), "unknown option --nope");
+  EXPECT_EXIT(parse({"stray"}), ::testing::ExitedWithCode(kExitUsage), "unexpected argument");
+  EXPECT_EXIT(parse({"--seed"}), ::testing::ExitedWithCode(kExitUsage), "needs a value");
+  EXPECT_EXIT(parse({"--json=x"}), ::testing::ExitedWithCode(kExitUsage), "takes no value");
+  EXPECT_EXIT(parse({"--seed", "x"}), ::testing::ExitedWithCode(kExitUsage), "not an integer");
+}
+
+}  // namespace
+}  // namespace sojourn

@@ -9,9 +9,7 @@
 // --predictor (env SOJOURN_PREDICTOR, default 127.0.0.1:7402).
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -65,46 +63,15 @@ const char kUsage[] =
     "DURATION: 2h, 90m, 45s, 1h30m or seconds. Exit codes: 0 ok, 2 bad usage or rejected\n"
     "request, 1 cluster unreachable or other failure.\n";
 
-struct Args {
-  std::map<std::string, std::string> values;
-  std::set<std::string> flags;
-};
+using Args = sojourn::CommandLine;
 
-Args Parse(int argc, char** argv, const std::set<std::string>& with_value,
-           const std::set<std::string>& boolean) {
-  Args a;
-  for (int i = 0; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (arg.rfind("--", 0) != 0) sojourn::DieUsage(kProgram, "unexpected argument '" + arg + "'");
-    std::string key = arg.substr(2), value;
-    bool has_value = false;
-    if (auto eq = key.find('='); eq != std::string::npos) {
-      value = key.substr(eq + 1);
-      key = key.substr(0, eq);
-      has_value = true;
-    }
-    if (boolean.count(key)) {
-      if (has_value) sojourn::DieUsage(kProgram, "--" + key + " takes no value");
-      a.flags.insert(key);
-    } else if (with_value.count(key)) {
-      if (!has_value) {
-        if (i + 1 >= argc) sojourn::DieUsage(kProgram, "--" + key + " needs a value");
-        value = argv[++i];
-      }
-      a.values[key] = value;
-    } else {
-      sojourn::DieUsage(kProgram, "unknown option --" + key + " (try --help)");
-    }
-  }
-  return a;
+Args Parse(int argc, char** argv, const std::vector<std::string>& with_value,
+           const std::vector<std::string>& flags) {
+  return sojourn::ParseCommandLine(argc, argv, kProgram, kUsage, with_value, flags);
 }
 
 std::string Address(const Args& a, const std::string& key, const char* env, const char* def) {
-  if (auto it = a.values.find(key); it != a.values.end()) return it->second;
+  if (a.Has(key)) return a.Get(key);
   const char* e = std::getenv(env);
   return e != nullptr && *e ? e : def;
 }
@@ -141,8 +108,8 @@ std::string Hours(double seconds) { return absl::StrFormat("%.2fh", seconds / 36
 
 std::chrono::system_clock::time_point Deadline(const Args& a) {
   double t = 30;
-  if (auto it = a.values.find("timeout"); it != a.values.end()) {
-    if (!absl::SimpleAtod(it->second, &t) || t <= 0) {
+  if (a.Has("timeout")) {
+    if (!absl::SimpleAtod(a.Get("timeout"), &t) || t <= 0) {
       sojourn::DieUsage(kProgram, "--timeout must be a positive number of seconds");
     }
   }
@@ -150,28 +117,29 @@ std::chrono::system_clock::time_point Deadline(const Args& a) {
          std::chrono::milliseconds(static_cast<int64_t>(t * 1000));
 }
 
+// The value of a required option.
+std::string Required(const Args& a, const std::string& key) {
+  if (!a.Has(key)) sojourn::DieUsage(kProgram, "--" + key + " is required");
+  return a.Get(key);
+}
+
 absl::Duration DurationArg(const Args& a, const std::string& key) {
-  auto it = a.values.find(key);
-  if (it == a.values.end()) sojourn::DieUsage(kProgram, "--" + key + " is required");
-  auto d = sojourn::ParsePositiveDuration(it->second);
+  auto d = sojourn::ParsePositiveDuration(Required(a, key));
   if (!d.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--", key, ": ", d.status().message()));
   return *d;
 }
 
 double NumberArg(const Args& a, const std::string& key, double def) {
-  auto it = a.values.find(key);
-  if (it == a.values.end()) return def;
+  if (!a.Has(key)) return def;
   double v = 0;
-  if (!absl::SimpleAtod(it->second, &v) || !(v >= 0)) {
-    sojourn::DieUsage(kProgram, "--" + key + " must be a number >= 0, got '" + it->second + "'");
+  if (!absl::SimpleAtod(a.Get(key), &v) || !(v >= 0)) {
+    sojourn::DieUsage(kProgram, "--" + key + " must be a number >= 0, got '" + a.Get(key) + "'");
   }
   return v;
 }
 
-const std::set<std::string> kCommon = {"broker", "predictor", "timeout"};
-
-std::set<std::string> With(std::set<std::string> s) {
-  s.insert(kCommon.begin(), kCommon.end());
+std::vector<std::string> With(std::vector<std::string> s) {
+  for (const char* common : {"broker", "predictor", "timeout"}) s.push_back(common);
   return s;
 }
 
@@ -184,7 +152,7 @@ int Hosts(int argc, char** argv) {
   sojourn::v1::BrokerListHostsResponse resp;
   grpc::Status s = stub->ListHosts(&ctx, {}, &resp);
   if (!s.ok()) return Fail(s, "listing hosts");
-  if (a.flags.count("json")) {
+  if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
   }
@@ -204,9 +172,8 @@ int Hosts(int argc, char** argv) {
 
 int Availability(int argc, char** argv) {
   Args a = Parse(argc, argv, With({"host", "window", "history-days", "curve"}), {"json"});
-  if (!a.values.count("host")) sojourn::DieUsage(kProgram, "--host is required");
   sojourn::v1::PredictAvailabilityRequest req;
-  req.set_host(a.values["host"]);
+  req.set_host(Required(a, "host"));
   req.set_window_seconds(absl::ToInt64Seconds(DurationArg(a, "window")));
   req.set_history_days(static_cast<int>(NumberArg(a, "history-days", 0)));
   req.set_curve_points(static_cast<int>(NumberArg(a, "curve", 0)));
@@ -218,7 +185,7 @@ int Availability(int argc, char** argv) {
   sojourn::v1::PredictAvailabilityResponse resp;
   grpc::Status s = stub->PredictAvailability(&ctx, req, &resp);
   if (!s.ok()) return Fail(s, "predicting availability of " + req.host());
-  if (a.flags.count("json")) {
+  if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
   }
@@ -244,12 +211,12 @@ int Rank(int argc, char** argv) {
   req.mutable_job()->set_cpu_share_ratio(NumberArg(a, "cpu", 1.0));
   req.mutable_job()->set_memory_mb(NumberArg(a, "memory-mb", 0));
   req.mutable_job()->set_min_cpu_mhz(NumberArg(a, "min-mhz", 0));
-  if (auto it = a.values.find("hosts"); it != a.values.end()) {
-    for (absl::string_view h : absl::StrSplit(it->second, ',', absl::SkipEmpty())) {
+  if (a.Has("hosts")) {
+    for (absl::string_view h : absl::StrSplit(a.Get("hosts"), ',', absl::SkipEmpty())) {
       req.mutable_job()->add_only_hosts(std::string(h));
     }
   }
-  if (a.values.count("policy")) req.set_policy(a.values["policy"]);
+  if (a.Has("policy")) req.set_policy(a.Get("policy"));
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(256 << 20);  // rankings of many thousands of hosts
   auto stub = sojourn::v1::Broker::NewStub(grpc::CreateCustomChannel(
@@ -260,7 +227,7 @@ int Rank(int argc, char** argv) {
   sojourn::v1::RankHostsResponse resp;
   grpc::Status s = stub->RankHosts(&ctx, req, &resp);
   if (!s.ok()) return Fail(s, "ranking hosts");
-  if (a.flags.count("json")) {
+  if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
   }
@@ -309,15 +276,11 @@ std::string MethodText(const sojourn::v1::UsageMethod& m) {
   return out + ": " + m.why();
 }
 
-double HoursArg(const Args& a, bool required) {
-  auto it = a.values.find("hours");
-  if (it == a.values.end()) {
-    if (required) sojourn::DieUsage(kProgram, "--hours is required");
-    return 0;
-  }
+double HoursArg(const Args& a) {
+  const std::string text = Required(a, "hours");
   double h = 0;
-  if (!absl::SimpleAtod(it->second, &h) || !(h > 0) || h > 72) {
-    sojourn::DieUsage(kProgram, "--hours must be a number in (0, 72], got '" + it->second + "'");
+  if (!absl::SimpleAtod(text, &h) || !(h > 0) || h > 72) {
+    sojourn::DieUsage(kProgram, "--hours must be a number in (0, 72], got '" + text + "'");
   }
   return h;
 }
@@ -328,24 +291,19 @@ std::unique_ptr<sojourn::v1::Predictor::Stub> PredictorStub(const Args& a) {
                           grpc::InsecureChannelCredentials()));
 }
 
-std::string HostArg(const Args& a) {
-  auto it = a.values.find("host");
-  if (it == a.values.end()) sojourn::DieUsage(kProgram, "--host is required");
-  return it->second;
-}
 
 int Usage(int argc, char** argv) {
   Args a = Parse(argc, argv, With({"host", "resource", "hours"}), {"json"});
   sojourn::v1::PredictUsageRequest req;
-  req.set_host(HostArg(a));
-  req.set_resource(a.values.count("resource") ? a.values["resource"] : "cpu");
-  req.set_hours(HoursArg(a, true));
+  req.set_host(Required(a, "host"));
+  req.set_resource(a.Get("resource", "cpu"));
+  req.set_hours(HoursArg(a));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::PredictUsageResponse resp;
   grpc::Status s = PredictorStub(a)->PredictUsage(&ctx, req, &resp);
   if (!s.ok()) return Fail(s, "predicting usage of " + req.host());
-  if (a.flags.count("json")) {
+  if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
   }
@@ -362,16 +320,16 @@ int Usage(int argc, char** argv) {
 int CanRun(int argc, char** argv) {
   Args a = Parse(argc, argv, With({"host", "cpu", "memory-mb", "hours"}), {"json"});
   sojourn::v1::CanRunRequest req;
-  req.set_host(HostArg(a));
+  req.set_host(Required(a, "host"));
   req.set_free_cpu_ratio(NumberArg(a, "cpu", 0));
   req.set_free_mem_mb(NumberArg(a, "memory-mb", 0));
-  req.set_hours(HoursArg(a, true));
+  req.set_hours(HoursArg(a));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::CanRunResponse resp;
   grpc::Status s = PredictorStub(a)->CanRun(&ctx, req, &resp);
   if (!s.ok()) return Fail(s, "asking whether " + req.host() + " can run the job");
-  if (a.flags.count("json")) {
+  if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
   }
@@ -383,7 +341,7 @@ int CanRun(int argc, char** argv) {
 int HowLong(int argc, char** argv) {
   Args a = Parse(argc, argv, With({"host", "cpu", "memory-mb"}), {"json"});
   sojourn::v1::HowLongRequest req;
-  req.set_host(HostArg(a));
+  req.set_host(Required(a, "host"));
   req.set_free_cpu_ratio(NumberArg(a, "cpu", 0));
   req.set_free_mem_mb(NumberArg(a, "memory-mb", 0));
   grpc::ClientContext ctx;
@@ -391,7 +349,7 @@ int HowLong(int argc, char** argv) {
   sojourn::v1::HowLongResponse resp;
   grpc::Status s = PredictorStub(a)->HowLong(&ctx, req, &resp);
   if (!s.ok()) return Fail(s, "asking how long " + req.host() + " can run the job");
-  if (a.flags.count("json")) {
+  if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
   }

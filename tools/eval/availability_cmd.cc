@@ -11,12 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "common/cli_util.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "common/cli_util.h"
 #include "models/availability/kernel.h"
 #include "models/baselines/availability_backtest.h"
 #include "models/traces/traces.h"
@@ -91,19 +93,7 @@ options:
   --help                   this text
 )";
 
-[[noreturn]] void Die(const std::string& reason) {
-  std::fprintf(stderr, "sojourn-eval availability: %s\n", reason.c_str());
-  std::exit(2);
-}
-
-struct Args {
-  std::map<std::string, std::string> values;
-  bool Has(const std::string& k) const { return values.count(k) > 0; }
-  std::string Get(const std::string& k, const std::string& def = "") const {
-    auto it = values.find(k);
-    return it == values.end() ? def : it->second;
-  }
-};
+[[noreturn]] void Die(const std::string& reason) { DieUsage("sojourn-eval availability", reason); }
 
 const std::vector<std::string> kOptions = {"trace",
                                            "format",
@@ -135,47 +125,6 @@ const std::vector<std::string> kOptions = {"trace",
                                            "noise-windows",
                                            "seed"};
 
-Args ParseArgs(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (arg.rfind("--", 0) != 0) Die(absl::StrCat("unexpected argument '", arg, "' (try --help)"));
-    std::string key = arg.substr(2), value;
-    const size_t eq = key.find('=');
-    if (eq != std::string::npos) {
-      value = key.substr(eq + 1);
-      key = key.substr(0, eq);
-    } else {
-      if (i + 1 >= argc) Die(absl::StrCat("option --", key, " needs a value"));
-      value = argv[++i];
-    }
-    if (std::find(kOptions.begin(), kOptions.end(), key) == kOptions.end()) {
-      Die(absl::StrCat("unknown option --", key, " (try --help)"));
-    }
-    a.values[key] = value;
-  }
-  return a;
-}
-
-double GetDouble(const Args& a, const std::string& k, double def) {
-  if (!a.Has(k)) return def;
-  double v;
-  if (!absl::SimpleAtod(a.Get(k), &v) || !std::isfinite(v)) {
-    Die(absl::StrCat("--", k, ": '", a.Get(k), "' is not a number"));
-  }
-  return v;
-}
-int64_t GetInt(const Args& a, const std::string& k, int64_t def) {
-  if (!a.Has(k)) return def;
-  int64_t v;
-  if (!absl::SimpleAtoi(a.Get(k), &v))
-    Die(absl::StrCat("--", k, ": '", a.Get(k), "' is not an integer"));
-  return v;
-}
 void ApplySmpOptions(const std::string& text, availability::EstimatorOptions* o) {
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
     std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
@@ -215,13 +164,13 @@ void ApplySmpOptions(const std::string& text, availability::EstimatorOptions* o)
   }
 }
 
-std::vector<std::string> GetList(const Args& a, const std::string& k) {
+std::vector<std::string> GetList(const CommandLine& a, const std::string& k) {
   std::vector<std::string> out;
   if (!a.Has(k)) return out;
   for (absl::string_view s : absl::StrSplit(a.Get(k), ',', absl::SkipEmpty())) out.emplace_back(s);
   return out;
 }
-std::vector<double> GetDoubleList(const Args& a, const std::string& k) {
+std::vector<double> GetDoubleList(const CommandLine& a, const std::string& k) {
   std::vector<double> out;
   for (const std::string& s : GetList(a, k)) {
     double v;
@@ -230,7 +179,7 @@ std::vector<double> GetDoubleList(const Args& a, const std::string& k) {
   }
   return out;
 }
-std::vector<int> GetIntList(const Args& a, const std::string& k, std::vector<int> def) {
+std::vector<int> GetIntList(const CommandLine& a, const std::string& k, std::vector<int> def) {
   if (!a.Has(k)) return def;
   std::vector<int> out;
   for (const std::string& s : GetList(a, k)) {
@@ -318,7 +267,8 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
 }
 
 int RunAvailability(int argc, char** argv) {
-  Args args = ParseArgs(argc, argv);
+  const CommandLine args =
+      ParseCommandLine(argc - 1, argv + 1, "sojourn-eval availability", kUsage, kOptions);
   if (!args.Has("trace")) Die("--trace PATH is required (try --help)");
   traces::ImportOptions io;
   {
@@ -341,9 +291,9 @@ int RunAvailability(int argc, char** argv) {
       Die(absl::StrCat("--start: '", text, "' is neither Unix seconds nor YYYY-MM-DD[THH:MM:SS]"));
     }
   }
-  io.period_seconds = GetInt(args, "period", io.period_seconds);
+  io.period_seconds = args.GetInt("period", io.period_seconds);
   if (io.period_seconds <= 0) Die("--period must be positive");
-  io.max_hosts = static_cast<int>(GetInt(args, "max-hosts", 0));
+  io.max_hosts = static_cast<int>(args.GetInt("max-hosts", 0));
   if (io.max_hosts < 0) Die("--max-hosts must be >= 0");
 
   auto t0 = std::chrono::steady_clock::now();
@@ -365,29 +315,29 @@ int RunAvailability(int argc, char** argv) {
                       : "canonical");
 
   backtest::BacktestConfig cfg;
-  cfg.step_seconds = GetInt(args, "step", matrix ? io.period_seconds : 300);
+  cfg.step_seconds = args.GetInt("step", matrix ? io.period_seconds : 300);
   cfg.utc_offset_seconds =
-      static_cast<int>(std::lround(GetDouble(args, "utc-offset", gwa ? 2.0 : 0.0) * 3600));
-  cfg.max_window_hours = static_cast<int>(GetInt(args, "max-window-hours", 10));
-  cfg.history_days = static_cast<int>(GetInt(args, "history-days", 0));
-  cfg.train_ratio = GetDouble(args, "train-ratio", 0.5);
-  cfg.outage_fraction = GetDouble(args, "outage-fraction", matrix ? 0.0 : 0.5);
-  cfg.min_test_windows = static_cast<int>(GetInt(args, "min-test-windows", 3));
-  cfg.reliability_bins = static_cast<int>(GetInt(args, "reliability-bins", 10));
-  cfg.threads = static_cast<int>(GetInt(args, "threads", 2));
+      static_cast<int>(std::lround(args.GetDouble("utc-offset", gwa ? 2.0 : 0.0) * 3600));
+  cfg.max_window_hours = static_cast<int>(args.GetInt("max-window-hours", 10));
+  cfg.history_days = static_cast<int>(args.GetInt("history-days", 0));
+  cfg.train_ratio = args.GetDouble("train-ratio", 0.5);
+  cfg.outage_fraction = args.GetDouble("outage-fraction", matrix ? 0.0 : 0.5);
+  cfg.min_test_windows = static_cast<int>(args.GetInt("min-test-windows", 3));
+  cfg.reliability_bins = static_cast<int>(args.GetInt("reliability-bins", 10));
+  cfg.threads = static_cast<int>(args.GetInt("threads", 2));
   if (cfg.threads < 1 || cfg.threads > 2) Die("--threads must be 1 or 2");
   cfg.methods = GetList(args, "methods");
   cfg.day_types = GetList(args, "day-types");
-  cfg.classifier.th1 = GetDouble(args, "th1", cfg.classifier.th1);
-  cfg.classifier.th2 = GetDouble(args, "th2", cfg.classifier.th2);
+  cfg.classifier.th1 = args.GetDouble("th1", cfg.classifier.th1);
+  cfg.classifier.th2 = args.GetDouble("th2", cfg.classifier.th2);
   if (!(cfg.classifier.th1 >= 0 && cfg.classifier.th1 <= cfg.classifier.th2)) {
     Die("need 0 <= th1 <= th2");
   }
-  cfg.classifier.grace_seconds = GetInt(args, "grace", cfg.classifier.grace_seconds);
+  cfg.classifier.grace_seconds = args.GetInt("grace", cfg.classifier.grace_seconds);
   cfg.classifier.guest_working_set_mb =
-      GetDouble(args, "working-set-mb", cfg.classifier.guest_working_set_mb);
+      args.GetDouble("working-set-mb", cfg.classifier.guest_working_set_mb);
   cfg.classifier.revocation_gap_seconds =
-      GetInt(args, "revocation-gap", matrix ? cfg.step_seconds / 2 : 900);
+      args.GetInt("revocation-gap", matrix ? cfg.step_seconds / 2 : 900);
   if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
   if (cfg.outage_fraction < 0 || cfg.outage_fraction > 1)
     Die("--outage-fraction must be in [0, 1]");
@@ -405,7 +355,7 @@ int RunAvailability(int argc, char** argv) {
   std::vector<double> sweep = GetDoubleList(args, "sweep-train-ratios");
   std::vector<int> noise = GetIntList(args, "noise", {});
   std::vector<int> noise_windows = GetIntList(args, "noise-windows", {1, 2, 3, 5, 10});
-  const int64_t seed = GetInt(args, "seed", 1);
+  const int64_t seed = args.GetInt("seed", 1);
 
   int last_pct = -1;
   std::string phase = "backtest";

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/cli_util.h"
 #include "models/scheduling/simulation.h"
 #include "models/traces/traces.h"
 #include "nlohmann/json.hpp"
@@ -61,61 +62,12 @@ options:
   --help                   this text
 )";
 
-[[noreturn]] void Die(const std::string& reason) {
-  std::fprintf(stderr, "sojourn-eval schedule: %s\n", reason.c_str());
-  std::exit(2);
-}
+[[noreturn]] void Die(const std::string& reason) { DieUsage("sojourn-eval schedule", reason); }
 
 const std::vector<std::string> kOptions = {
     "trace", "format", "json", "submissions", "pool", "lengths", "seed", "clock-mhz", "horizon-hours",
     "history-days", "warmup-days", "retry-seconds", "step", "utc-offset", "start", "period",
     "max-hosts", "th1", "th2", "working-set-mb", "revocation-gap"};
-
-std::map<std::string, std::string> ParseArgs(int argc, char** argv) {
-  std::map<std::string, std::string> a;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (arg.rfind("--", 0) != 0) Die(absl::StrCat("unexpected argument '", arg, "' (try --help)"));
-    std::string key = arg.substr(2), value;
-    const size_t eq = key.find('=');
-    if (eq != std::string::npos) {
-      value = key.substr(eq + 1);
-      key = key.substr(0, eq);
-    } else {
-      if (i + 1 >= argc) Die(absl::StrCat("option --", key, " needs a value"));
-      value = argv[++i];
-    }
-    if (std::find(kOptions.begin(), kOptions.end(), key) == kOptions.end()) {
-      Die(absl::StrCat("unknown option --", key, " (try --help)"));
-    }
-    a[key] = value;
-  }
-  return a;
-}
-
-double Num(const std::map<std::string, std::string>& a, const std::string& k, double def) {
-  auto it = a.find(k);
-  if (it == a.end()) return def;
-  double v;
-  if (!absl::SimpleAtod(it->second, &v) || !std::isfinite(v)) {
-    Die(absl::StrCat("--", k, ": '", it->second, "' is not a number"));
-  }
-  return v;
-}
-
-int64_t Int(const std::map<std::string, std::string>& a, const std::string& k, int64_t def) {
-  auto it = a.find(k);
-  if (it == a.end()) return def;
-  int64_t v;
-  if (!absl::SimpleAtoi(it->second, &v)) {
-    Die(absl::StrCat("--", k, ": '", it->second, "' is not an integer"));
-  }
-  return v;
-}
 
 std::vector<double> NumList(const std::string& k, const std::string& text) {
   std::vector<double> out;
@@ -166,71 +118,72 @@ scheduling::PolicyStats Pool(const std::map<double, scheduling::PolicyStats>& by
 }
 
 int RunSchedule(int argc, char** argv) {
-  auto args = ParseArgs(argc, argv);
-  if (!args.count("trace")) Die("--trace PATH is required (try --help)");
+  const CommandLine args =
+      ParseCommandLine(argc - 1, argv + 1, "sojourn-eval schedule", kUsage, kOptions);
+  if (!args.Has("trace")) Die("--trace PATH is required (try --help)");
   traces::ImportOptions io;
   {
-    auto f = traces::ParseTraceFormat(args.count("format") ? args["format"] : "auto");
+    auto f = traces::ParseTraceFormat(args.Get("format", "auto"));
     if (!f.ok()) Die(std::string(f.status().message()));
     io.format = *f;
   }
-  io.start_unix_seconds = Int(args, "start", io.start_unix_seconds);
-  io.period_seconds = Int(args, "period", io.period_seconds);
+  io.start_unix_seconds = args.GetInt("start", io.start_unix_seconds);
+  io.period_seconds = args.GetInt("period", io.period_seconds);
   if (io.period_seconds <= 0) Die("--period must be positive");
-  io.max_hosts = static_cast<int>(Int(args, "max-hosts", 0));
+  io.max_hosts = static_cast<int>(args.GetInt("max-hosts", 0));
   if (io.max_hosts < 0) Die("--max-hosts must be >= 0");
 
   const auto t0 = std::chrono::steady_clock::now();
-  std::fprintf(stderr, "reading %s ...\n", args["trace"].c_str());
+  std::fprintf(stderr, "reading %s ...\n", args.Get("trace").c_str());
   traces::TraceFormat used = traces::TraceFormat::kAuto;
-  auto traces = traces::ImportTrace(args["trace"], io, &used);
+  auto traces = traces::ImportTrace(args.Get("trace"), io, &used);
   if (!traces.ok()) Die(std::string(traces.status().message()));
   if (traces->empty()) Die("the trace has no hosts");
   const bool matrix = used == traces::TraceFormat::kAvailabilityMatrix;
   const bool gwa = used == traces::TraceFormat::kGwa;
 
   scheduling::ScheduleConfig cfg;
-  cfg.step_seconds = Int(args, "step", matrix ? io.period_seconds : 300);
+  cfg.step_seconds = args.GetInt("step", matrix ? io.period_seconds : 300);
   if (cfg.step_seconds <= 0) Die("--step must be positive");
   cfg.utc_offset_seconds =
-      static_cast<int>(std::lround(Num(args, "utc-offset", gwa ? 2.0 : 0.0) * 3600));
-  cfg.submissions = static_cast<int>(Int(args, "submissions", 60));
+      static_cast<int>(std::lround(args.GetDouble("utc-offset", gwa ? 2.0 : 0.0) * 3600));
+  cfg.submissions = static_cast<int>(args.GetInt("submissions", 60));
   if (cfg.submissions <= 0) Die("--submissions must be positive");
-  cfg.pool_size = static_cast<int>(Int(args, "pool", 20));
+  cfg.pool_size = static_cast<int>(args.GetInt("pool", 20));
   if (cfg.pool_size < 0) Die("--pool must be >= 0");
-  if (args.count("lengths")) cfg.lengths_hours = NumList("lengths", args["lengths"]);
+  if (args.Has("lengths")) cfg.lengths_hours = NumList("lengths", args.Get("lengths"));
   for (double l : cfg.lengths_hours) {
     if (!(l > 0)) Die("--lengths must be positive hours");
   }
-  const int64_t seed = Int(args, "seed", 1);
+  const int64_t seed = args.GetInt("seed", 1);
   if (seed < 0) Die("--seed must be >= 0");
   cfg.seed = static_cast<uint64_t>(seed);
-  if (args.count("clock-mhz")) {
-    auto c = NumList("clock-mhz", args["clock-mhz"]);
+  if (args.Has("clock-mhz")) {
+    auto c = NumList("clock-mhz", args.Get("clock-mhz"));
     if (c.size() != 2 || !(c[0] > 0) || c[1] < c[0]) Die("--clock-mhz needs MIN,MAX with 0 < MIN <= MAX");
     cfg.clock_min_mhz = c[0];
     cfg.clock_max_mhz = c[1];
   }
-  const double horizon_hours = Num(args, "horizon-hours", 24);
+  const double horizon_hours = args.GetDouble("horizon-hours", 24);
   if (!(horizon_hours > 0) || horizon_hours > 168) Die("--horizon-hours must be in (0, 168]");
   cfg.horizon_seconds = static_cast<int64_t>(horizon_hours * 3600);
   cfg.horizon_seconds -= cfg.horizon_seconds % cfg.step_seconds;
   if (cfg.horizon_seconds <= 0) Die("--horizon-hours is shorter than one step");
-  cfg.history_days = static_cast<int>(Int(args, "history-days", 0));
+  cfg.history_days = static_cast<int>(args.GetInt("history-days", 0));
   if (cfg.history_days < 0) Die("--history-days must be >= 0");
-  cfg.warmup_days = static_cast<int>(Int(args, "warmup-days", 7));
+  cfg.warmup_days = static_cast<int>(args.GetInt("warmup-days", 7));
   if (cfg.warmup_days < 1) Die("--warmup-days must be >= 1 (proactive needs some history)");
-  cfg.retry_seconds = Int(args, "retry-seconds", 300);
+  cfg.retry_seconds = args.GetInt("retry-seconds", 300);
   if (cfg.retry_seconds <= 0) Die("--retry-seconds must be positive");
-  cfg.classifier.th1 = Num(args, "th1", cfg.classifier.th1);
-  cfg.classifier.th2 = Num(args, "th2", cfg.classifier.th2);
+  cfg.classifier.th1 = args.GetDouble("th1", cfg.classifier.th1);
+  cfg.classifier.th2 = args.GetDouble("th2", cfg.classifier.th2);
   if (!(cfg.classifier.th1 >= 0 && cfg.classifier.th1 <= cfg.classifier.th2)) {
     Die("need 0 <= th1 <= th2");
   }
   cfg.classifier.guest_working_set_mb =
-      Num(args, "working-set-mb", cfg.classifier.guest_working_set_mb);
+      args.GetDouble("working-set-mb", cfg.classifier.guest_working_set_mb);
   cfg.classifier.revocation_gap_seconds =
-      Int(args, "revocation-gap", matrix ? cfg.step_seconds / 2 : 900);
+      args.GetInt("revocation-gap", matrix ? cfg.step_seconds / 2 : 900);
   if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
 
   int last_pct = -1;
@@ -247,7 +200,7 @@ int RunSchedule(int argc, char** argv) {
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  std::printf("sojourn-eval schedule: %s\n", args["trace"].c_str());
+  std::printf("sojourn-eval schedule: %s\n", args.Get("trace").c_str());
   std::printf("%d hosts (pool %d per submission), %d days, grid %llds, UTC%+.1f, %lld jobs "
               "(%d submissions x %zu lengths), seed %lld, TR horizon %.0fh, clock %.0f-%.0f MHz\n",
               r->hosts, cfg.pool_size, r->days, static_cast<long long>(cfg.step_seconds),
@@ -296,9 +249,9 @@ int RunSchedule(int argc, char** argv) {
               static_cast<long long>(r->tr_computed), static_cast<long long>(r->tr_cache_hits),
               secs);
 
-  if (args.count("json")) {
+  if (args.Has("json")) {
     nlohmann::json j;
-    j["trace"] = args["trace"];
+    j["trace"] = args.Get("trace");
     j["hosts"] = r->hosts;
     j["days"] = r->days;
     j["jobs"] = r->jobs;
@@ -314,10 +267,10 @@ int RunSchedule(int argc, char** argv) {
     }
     for (const auto& [name, s] : long_jobs) j["summary_2h_plus"][name] = StatsJson(s);
     j["timing_seconds"] = secs;
-    std::ofstream out(args["json"]);
-    if (!out) Die(absl::StrCat("cannot write ", args["json"]));
+    std::ofstream out(args.Get("json"));
+    if (!out) Die(absl::StrCat("cannot write ", args.Get("json")));
     out << j.dump(1) << "\n";
-    if (!out) Die(absl::StrCat("write error on ", args["json"]));
+    if (!out) Die(absl::StrCat("write error on ", args.Get("json")));
   }
   return 0;
 }

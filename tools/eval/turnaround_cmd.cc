@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/cli_util.h"
 #include "models/turnaround/evaluation.h"
 #include "models/turnaround/hist_db_rocksdb.h"
 #include "models/turnaround/swf.h"
@@ -93,22 +94,13 @@ T ParseNumber(const std::string& flag, const std::string& v) {
 
 Args ParseArgs(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kHelp, stdout);
-      std::exit(0);
-    }
-    if (arg.rfind("--", 0) != 0) Usage(absl::StrCat("unexpected argument '", arg, "' (try --help)"));
-    std::string key = arg, value;
-    size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      key = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    } else {
-      if (i + 1 >= argc) Usage(absl::StrCat(key, " needs a value"));
-      value = argv[++i];
-    }
+  const CommandLine cl = ParseCommandLine(
+      argc - 1, argv + 1, kProgram, kHelp,
+      {"swf", "mode", "json", "policy", "nsp", "histdb", "on-malformed", "remtime", "cputime", "mpl",
+       "nodes", "window", "local-load", "threshold", "seed", "max-jobs"});
+  for (const auto& [name, v] : cl.ordered()) {
+    const std::string key = "--" + name;
+    std::string value = v;
     if (key == "--swf") a.swf = value;
     else if (key == "--mode") a.mode = value;
     else if (key == "--json") a.json = value;
@@ -127,7 +119,6 @@ Args ParseArgs(int argc, char** argv) {
     } else if (key == "--threshold") a.threshold = ParseNumber<double>(key, value);
     else if (key == "--seed") a.seed = ParseNumber<uint64_t>(key, value);
     else if (key == "--max-jobs") a.max_jobs = ParseNumber<int64_t>(key, value);
-    else Usage(absl::StrCat("unknown option ", key, " (try --help)"));
   }
   if (a.swf.empty()) Usage("--swf PATH is required (try --help)");
   if (a.mode != "replay" && a.mode != "simulate") Usage("--mode must be replay or simulate");

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/cli_util.h"
 #include "models/traces/traces.h"
 #include "models/usage/forecasters.h"
 #include "models/usage/patterns.h"
@@ -119,25 +120,15 @@ struct Args {
 
 Args ParseArgs(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kHelp, stdout);
-      std::exit(0);
-    }
-    if (arg == "--sweep") {
-      a.sweep = true;
-      continue;
-    }
-    std::string key = arg, value;
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      key = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    } else {
-      if (i + 1 >= argc) Usage(absl::StrCat(arg, " needs a value"));
-      value = argv[++i];
-    }
+  const CommandLine cl = ParseCommandLine(
+      argc - 1, argv + 1, kProgram, kHelp,
+      {"trace", "format", "json", "max-hosts", "downtime", "clusters", "linkage", "normalization",
+       "normalisation", "utc-offset-hours", "seed", "tests"},
+      {"sweep"});
+  a.sweep = cl.Flag("sweep");
+  for (const auto& option : cl.ordered()) {
+    const std::string key = "--" + option.first;
+    const std::string& value = option.second;
     auto to_int = [&](int64_t lo) {
       int64_t v;
       if (!absl::SimpleAtoi(value, &v) || v < lo) {
@@ -176,8 +167,6 @@ Args ParseArgs(int argc, char** argv) {
       a.seed = static_cast<uint64_t>(to_int(0));
     } else if (key == "--tests") {
       a.tests = static_cast<int>(to_int(1));
-    } else {
-      Usage(absl::StrCat("unknown option '", key, "'"));
     }
   }
   if (a.trace.empty()) Usage("--trace is required");

@@ -188,3 +188,26 @@ TEST_F(HostBookTest, FallbackCountsEveryFailure) {
 
 }  // namespace
 }  // namespace sojourn::statemgr
+
+namespace sojourn::statemgr {
+namespace {
+
+// ListBrief gives the same names, counts and times as List, without states.
+TEST_F(HostBookTest, ListBriefMatchesList) {
+  Fill("a", 1, [](int64_t) { return 0.1; });
+  Fill("b", 2, [](int64_t) { return 0.3; });
+  const auto full = book_->List();
+  const auto brief = book_->ListBrief();
+  ASSERT_EQ(brief.size(), full.size());
+  for (size_t i = 0; i < full.size(); ++i) {
+    EXPECT_EQ(brief[i].host, full[i].host);
+    EXPECT_EQ(brief[i].samples, full[i].samples);
+    EXPECT_EQ(brief[i].first_unix, full[i].first_unix);
+    EXPECT_EQ(brief[i].last_unix, full[i].last_unix);
+    EXPECT_EQ(brief[i].meta.period_seconds, 300);
+  }
+  EXPECT_EQ(brief[1].samples, 2 * 288);
+}
+
+}  // namespace
+}  // namespace sojourn::statemgr
