@@ -31,7 +31,10 @@ using testing::FakeHosts;
 
 class Cluster {
  public:
-  Cluster(int n, bool load) {
+  // load: 0 = no load forecast at all, 1 = the ranker fetches it with
+  // GetSeries, 2 = it comes with the prediction (what the real predictor does).
+  Cluster(int n, int load) {
+    hosts_.load_with_prediction = load == 2;
     hosts_.fallback = [](const std::string& name, FakeHost* h) {
       const int i = std::atoi(name.c_str() + 1);
       h->life_seconds = 3600.0 * (2 + i % 37);
@@ -44,7 +47,7 @@ class Cluster {
     backend_ = std::move(*b);
     tr_source_ = std::make_unique<GrpcTrSource>(backend_->address());
     RankerConfig rc;
-    if (!load) rc.load_history_seconds = 0;  // one predictor call per host, no GetSeries
+    if (load == 0) rc.load_history_seconds = 0;  // one predictor call per host, no GetSeries
     if (const char* f = std::getenv("SOJOURN_BENCH_FANOUT")) rc.fanout_threads = std::atoi(f);
     ranker_ = std::make_unique<Ranker>(*tr_source_, &load_source_, Clock::Real(), rc);
     service_ = std::make_unique<BrokerService>(registry_, *ranker_, pool_);
@@ -78,6 +81,7 @@ class Cluster {
     return stub_->RankHosts(&ctx, req, resp).ok();
   }
   Ranker& ranker() { return *ranker_; }
+  int64_t series_calls() const { return hosts_.series_calls.load(); }
 
  private:
   FakeHosts hosts_;
@@ -108,7 +112,7 @@ void Report(benchmark::State& state, std::vector<double>& ms) {
 void BM_RankHosts(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const bool warm = state.range(1) != 0;
-  const bool load = state.range(2) != 0;
+  const int load = static_cast<int>(state.range(2));
   Cluster cluster(n, load);
   v1::RankHostsResponse resp;
   if (!cluster.Rank(&resp) || resp.hosts_size() != n) {
@@ -136,19 +140,27 @@ void BM_RankHosts(benchmark::State& state) {
       return;
     }
   }
+  if (load == 2 && cluster.series_calls() != 0) {
+    state.SkipWithError("GetSeries called although the load came with the prediction");
+    return;
+  }
   state.counters["hosts"] = n;
   state.counters["fetched"] = resp.predictions_fetched();
   Report(state, ms);
 }
 
 // {hosts, warm, load}; iteration counts keep the run to a few seconds per
-// case. load = 0: no load forecast (what a predictor that carried the load
-// summary in its answer would cost: one call per host instead of two).
+// case. load = 1: the load comes from GetSeries (two calls per host); load =
+// 2: it comes with the prediction, as from the real predictor (one call per
+// host); load = 0: no load forecast at all (lower bound).
 BENCHMARK(BM_RankHosts)->Args({100, 0, 1})->Iterations(100)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RankHosts)->Args({100, 1, 1})->Iterations(300)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RankHosts)->Args({1000, 0, 1})->Iterations(30)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RankHosts)->Args({1000, 1, 1})->Iterations(200)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RankHosts)->Args({1000, 0, 0})->Iterations(30)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RankHosts)->Args({100, 0, 2})->Iterations(100)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RankHosts)->Args({1000, 0, 2})->Iterations(30)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RankHosts)->Args({10000, 0, 2})->Iterations(5)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RankHosts)->Args({10000, 0, 1})->Iterations(5)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RankHosts)->Args({10000, 1, 1})->Iterations(20)->Unit(benchmark::kMillisecond);
 

@@ -78,6 +78,10 @@ class Experiment {
   absl::StatusOr<ScheduleResult> Run();
 
  private:
+  // One replicate with its own seed (submission times, pools, clock rates);
+  // adds its counts to `out` (not finalized).
+  void RunReplicate(uint64_t seed, ScheduleResult* out);
+
   std::shared_ptr<const TrCurve> Tr(size_t host, int64_t t, HostState init);
   const LoadForecast& Load(size_t host, int64_t t);
   // Ranks the hosts at time t for a job of `work` seconds; -1 when no host is usable.
@@ -88,6 +92,9 @@ class Experiment {
   std::vector<SimHost> hosts_;
   std::vector<size_t> pool_;  // candidates of the current submission
   double reference_mhz_ = 0;
+  int64_t origin_ = 0;
+  int64_t ndays_ = 0;
+  int64_t trace_end_ = 0;
   // (host, local day, hour, init) -> curve
   std::map<std::tuple<size_t, int64_t, int, int>, std::shared_ptr<const TrCurve>> tr_cache_;
   std::map<std::pair<size_t, int64_t>, LoadForecast> load_cache_;
@@ -176,6 +183,37 @@ void Finalize(PolicyStats* s) {
   s->avg_makespan_s = s->finished > 0 ? s->sum_makespan_s / s->finished : 0;
 }
 
+void Add(const PolicyStats& a, PolicyStats* s) {
+  s->jobs += a.jobs;
+  s->scheduled += a.scheduled;
+  s->unscheduled += a.unscheduled;
+  s->failed += a.failed;
+  s->restarts += a.restarts;
+  s->unfinished += a.unfinished;
+  s->finished += a.finished;
+  s->sum_makespan_s += a.sum_makespan_s;
+}
+
+// Rates and slowdown of every summary / by_length entry from its counts.
+void FinalizeAll(ScheduleResult* r) {
+  for (auto& [name, s] : r->summary) Finalize(&s);
+  for (auto& [name, m] : r->by_length) {
+    for (auto& [h, s] : m) Finalize(&s);
+  }
+  const std::string omni = PolicyName(Policy::kOmniscient);
+  if (!r->summary.count(omni)) return;
+  const double base = r->summary[omni].avg_makespan_s;
+  for (auto& [name, s] : r->summary) {
+    s.slowdown_vs_omniscient = base > 0 ? s.avg_makespan_s / base - 1.0 : 0.0;
+  }
+  for (auto& [name, m] : r->by_length) {
+    for (auto& [h, s] : m) {
+      const double b = r->by_length[omni][h].avg_makespan_s;
+      s.slowdown_vs_omniscient = b > 0 ? s.avg_makespan_s / b - 1.0 : 0.0;
+    }
+  }
+}
+
 absl::StatusOr<ScheduleResult> Experiment::Run() {
   if (cfg_.step_seconds <= 0) return absl::InvalidArgumentError("step must be positive");
   if (cfg_.horizon_seconds < cfg_.step_seconds) {
@@ -212,10 +250,12 @@ absl::StatusOr<ScheduleResult> Experiment::Run() {
         cfg_.warmup_days + cfg_.tail_days));
   }
 
-  std::mt19937_64 rng(cfg_.seed);
-  std::uniform_real_distribution<double> clock(cfg_.clock_min_mhz, cfg_.clock_max_mhz);
+  origin_ = origin;
+  ndays_ = ndays;
+  trace_end_ = last;
+  if (cfg_.replicates < 1) return absl::InvalidArgumentError("replicates must be >= 1");
+  // Classification does not depend on the seed: done once for every replicate.
   hosts_.reserve(traces_.size());
-  double sum_mhz = 0;
   for (const HostTrace& t : traces_) {
     SimHost h;
     h.trace = &t;
@@ -228,13 +268,41 @@ absl::StatusOr<ScheduleResult> Experiment::Run() {
       const double l = t.samples.empty() ? 0.0 : t.samples[j].cpu_load;
       h.load[k] = static_cast<float>(std::isfinite(l) ? std::clamp(l, 0.0, 1.0) : 0.0);
     }
-    h.cpu_mhz = clock(rng);
-    sum_mhz += h.cpu_mhz;
     hosts_.push_back(std::move(h));
   }
-  reference_mhz_ = sum_mhz / static_cast<double>(hosts_.size());
   result_.hosts = static_cast<int>(hosts_.size());
+  // Replicate r uses seed + r; the TR and load caches are shared (they depend
+  // on the trace and the decision time only, not on the seed).
+  for (int r = 0; r < cfg_.replicates; ++r) {
+    ScheduleResult rep;
+    RunReplicate(cfg_.seed + static_cast<uint64_t>(r), &rep);
+    rep.hosts = result_.hosts;
+    rep.days = result_.days;
+    for (const auto& [name, s] : rep.summary) Add(s, &result_.summary[name]);
+    for (const auto& [name, m] : rep.by_length) {
+      for (const auto& [h, s] : m) Add(s, &result_.by_length[name][h]);
+    }
+    result_.jobs += rep.jobs;
+    FinalizeAll(&rep);
+    result_.replicates.push_back(ReplicateResult{cfg_.seed + static_cast<uint64_t>(r),
+                                                 std::move(rep.summary),
+                                                 std::move(rep.by_length)});
+  }
+  FinalizeAll(&result_);
+  return result_;
+}
 
+void Experiment::RunReplicate(uint64_t seed, ScheduleResult* out) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> clock(cfg_.clock_min_mhz, cfg_.clock_max_mhz);
+  double sum_mhz = 0;
+  for (SimHost& h : hosts_) {
+    h.cpu_mhz = clock(rng);
+    sum_mhz += h.cpu_mhz;
+  }
+  reference_mhz_ = sum_mhz / static_cast<double>(hosts_.size());
+  const int64_t origin = origin_;
+  const int64_t ndays = ndays_;
   // Submission times: uniform over the eligible days and 6 AM - 10 PM.
   std::uniform_int_distribution<int64_t> day(cfg_.warmup_days, ndays - cfg_.tail_days - 1);
   std::uniform_int_distribution<int64_t> sec(cfg_.submit_start_hour * 3600,
@@ -245,7 +313,7 @@ absl::StatusOr<ScheduleResult> Experiment::Run() {
     submits.push_back(origin + d * 86400 + sec(rng));
   }
   std::sort(submits.begin(), submits.end());
-  const int64_t trace_end = last;
+  const int64_t trace_end = trace_end_;
 
   std::map<Policy, uint64_t> rr;
   const size_t total = submits.size() * cfg_.policies.size();
@@ -262,8 +330,8 @@ absl::StatusOr<ScheduleResult> Experiment::Run() {
     for (Policy p : cfg_.policies) {
       for (double hours : cfg_.lengths_hours) {
         const double work = hours * 3600.0;
-        PolicyStats& s = result_.summary[PolicyName(p)];
-        PolicyStats& sl = result_.by_length[PolicyName(p)][hours];
+        PolicyStats& s = out->summary[PolicyName(p)];
+        PolicyStats& sl = out->by_length[PolicyName(p)][hours];
         ++s.jobs;
         ++sl.jobs;
         int64_t t = submit;
@@ -315,28 +383,12 @@ absl::StatusOr<ScheduleResult> Experiment::Run() {
         }
       }
       ++done;
-      if (cfg_.progress) cfg_.progress(static_cast<double>(done) / static_cast<double>(total));
+      if (cfg_.progress) cfg_.progress((static_cast<double>(done) / static_cast<double>(total) +
+                                      static_cast<double>(seed - cfg_.seed)) /
+                                     cfg_.replicates);
     }
   }
-  result_.jobs = static_cast<int64_t>(submits.size() * cfg_.lengths_hours.size());
-  for (auto& [name, s] : result_.summary) Finalize(&s);
-  for (auto& [name, m] : result_.by_length) {
-    for (auto& [h, s] : m) Finalize(&s);
-  }
-  const std::string omni = PolicyName(Policy::kOmniscient);
-  if (result_.summary.count(omni)) {
-    const double base = result_.summary[omni].avg_makespan_s;
-    for (auto& [name, s] : result_.summary) {
-      s.slowdown_vs_omniscient = base > 0 ? s.avg_makespan_s / base - 1.0 : 0.0;
-    }
-    for (auto& [name, m] : result_.by_length) {
-      for (auto& [h, s] : m) {
-        const double b = result_.by_length[omni][h].avg_makespan_s;
-        s.slowdown_vs_omniscient = b > 0 ? s.avg_makespan_s / b - 1.0 : 0.0;
-      }
-    }
-  }
-  return result_;
+  out->jobs = static_cast<int64_t>(submits.size() * cfg_.lengths_hours.size());
 }
 
 }  // namespace

@@ -66,6 +66,12 @@ struct ScheduleConfig {
   double clock_min_mhz = 1000;
   double clock_max_mhz = 3000;
   uint64_t seed = 1;
+  // Independent replicates of the experiment, replicate r with seed + r (its
+  // own submission times, pools and clock rates). The summary pools their
+  // counts; each replicate's own figures are kept in ScheduleResult. One
+  // paper-size run (420 jobs) sees only a handful of failures, so a single
+  // replicate cannot tell two policies apart.
+  int replicates = 1;
   std::vector<Policy> policies = ExperimentPolicies();
   std::function<void(double)> progress;
 };
@@ -89,8 +95,15 @@ struct PolicyStats {
   double slowdown_vs_omniscient = 0;
 };
 
+struct ReplicateResult {
+  uint64_t seed = 0;
+  std::map<std::string, PolicyStats> summary;
+  std::map<std::string, std::map<double, PolicyStats>> by_length;
+};
+
 struct ScheduleResult {
-  // policy name -> stats; by_length: policy -> length (hours) -> stats.
+  // policy name -> stats; by_length: policy -> length (hours) -> stats. Counts
+  // are pooled over the replicates (rates are of the pooled counts).
   std::map<std::string, PolicyStats> summary;
   std::map<std::string, std::map<double, PolicyStats>> by_length;
   int hosts = 0;
@@ -99,6 +112,8 @@ struct ScheduleResult {
   // Ranking cache (TR curves) hits and misses of proactive.
   int64_t tr_computed = 0;
   int64_t tr_cache_hits = 0;
+  // Per replicate, in seed order.
+  std::vector<ReplicateResult> replicates;
 };
 
 // INVALID_ARGUMENT for an unusable configuration or a trace too short for

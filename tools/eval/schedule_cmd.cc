@@ -41,9 +41,14 @@ options:
   --trace PATH             trace file or directory (required)
   --format F               canonical | gwa | availability-matrix | auto (default auto)
   --json OUT               write summary[policy] and by_length[policy][hours] as JSON
-  --submissions N          submission times (default 60; x 7 lengths = 420 jobs)
+  --submissions N          submission times per replicate (default 60; x 7 lengths = 420
+                           jobs, the paper's experiment size)
   --lengths LIST           task lengths in hours (default 0.5,1,2,3,4,5,6)
   --seed N                 seed of submission times, pools and clock rates (default 1)
+  --replicates N           independent replicates with seeds seed..seed+N-1, each with
+                           its own submission times, pools and clock rates; the summary
+                           pools their jobs and each replicate is listed too (default 10:
+                           one paper-size run of 420 jobs sees only a handful of failures)
   --pool N                 each submission sees a random pool of N hosts of the
                            trace (the paper's testbed had 20; default 20; 0 = all)
   --clock-mhz MIN,MAX      range of the hosts' clock rates (default 1000,3000)
@@ -65,7 +70,7 @@ options:
 [[noreturn]] void Die(const std::string& reason) { DieUsage("sojourn-eval schedule", reason); }
 
 const std::vector<std::string> kOptions = {
-    "trace", "format", "json", "submissions", "pool", "lengths", "seed", "clock-mhz", "horizon-hours",
+    "trace", "format", "json", "submissions", "replicates", "pool", "lengths", "seed", "clock-mhz", "horizon-hours",
     "history-days", "warmup-days", "retry-seconds", "step", "utc-offset", "start", "period",
     "max-hosts", "th1", "th2", "working-set-mb", "revocation-gap"};
 
@@ -158,6 +163,8 @@ int RunSchedule(int argc, char** argv) {
   const int64_t seed = args.GetInt("seed", 1);
   if (seed < 0) Die("--seed must be >= 0");
   cfg.seed = static_cast<uint64_t>(seed);
+  cfg.replicates = static_cast<int>(args.GetInt("replicates", 10));
+  if (cfg.replicates < 1 || cfg.replicates > 1000) Die("--replicates must be in 1..1000");
   if (args.Has("clock-mhz")) {
     auto c = NumList("clock-mhz", args.Get("clock-mhz"));
     if (c.size() != 2 || !(c[0] > 0) || c[1] < c[0]) Die("--clock-mhz needs MIN,MAX with 0 < MIN <= MAX");
@@ -202,10 +209,12 @@ int RunSchedule(int argc, char** argv) {
 
   std::printf("sojourn-eval schedule: %s\n", args.Get("trace").c_str());
   std::printf("%d hosts (pool %d per submission), %d days, grid %llds, UTC%+.1f, %lld jobs "
-              "(%d submissions x %zu lengths), seed %lld, TR horizon %.0fh, clock %.0f-%.0f MHz\n",
+              "(%d replicates x %d submissions x %zu lengths), seeds %lld..%lld, TR horizon %.0fh, "
+              "clock %.0f-%.0f MHz\n",
               r->hosts, cfg.pool_size, r->days, static_cast<long long>(cfg.step_seconds),
-              cfg.utc_offset_seconds / 3600.0, static_cast<long long>(r->jobs), cfg.submissions,
-              cfg.lengths_hours.size(), static_cast<long long>(cfg.seed), horizon_hours,
+              cfg.utc_offset_seconds / 3600.0, static_cast<long long>(r->jobs), cfg.replicates,
+              cfg.submissions, cfg.lengths_hours.size(), static_cast<long long>(cfg.seed),
+              static_cast<long long>(cfg.seed) + cfg.replicates - 1, horizon_hours,
               cfg.clock_min_mhz, cfg.clock_max_mhz);
   std::printf("\n%-12s %9s %9s %9s %12s %9s %9s %9s\n", "policy", "failure", "unsched",
               "restarts", "makespan_h", "slowdown", "finished", "unfinish");
@@ -245,6 +254,32 @@ int RunSchedule(int argc, char** argv) {
                   s.slowdown_vs_omniscient);
     }
   }
+  // Each replicate's jobs of 2 h and more: failures per policy (the spread
+  // behind the pooled numbers).
+  std::vector<std::map<std::string, scheduling::PolicyStats>> rep_long(r->replicates.size());
+  {
+    const std::string omni = scheduling::PolicyName(scheduling::Policy::kOmniscient);
+    std::printf("\nPer replicate, jobs of 2 h and more: failed/scheduled; average makespan (h) of "
+                "all lengths\n%-6s", "seed");
+    for (scheduling::Policy p : cfg.policies) std::printf(" %22s", scheduling::PolicyName(p));
+    std::printf("\n");
+    for (size_t i = 0; i < r->replicates.size(); ++i) {
+      const auto& rep = r->replicates[i];
+      double omni_avg = 0;
+      if (rep.by_length.count(omni)) omni_avg = Pool(rep.by_length.at(omni), 2.0, 0).avg_makespan_s;
+      std::printf("%-6llu", static_cast<unsigned long long>(rep.seed));
+      for (scheduling::Policy p : cfg.policies) {
+        const std::string name = scheduling::PolicyName(p);
+        rep_long[i][name] = Pool(rep.by_length.at(name), 2.0, omni_avg);
+        const auto& s = rep_long[i][name];
+        std::printf(" %22s", absl::StrFormat("%lld/%lld; %.3f", static_cast<long long>(s.failed),
+                                             static_cast<long long>(s.scheduled),
+                                             rep.summary.at(name).avg_makespan_s / 3600)
+                                 .c_str());
+      }
+      std::printf("\n");
+    }
+  }
   std::printf("\nTR curves computed %lld, cache hits %lld; %.1f s\n",
               static_cast<long long>(r->tr_computed), static_cast<long long>(r->tr_cache_hits),
               secs);
@@ -256,6 +291,7 @@ int RunSchedule(int argc, char** argv) {
     j["days"] = r->days;
     j["jobs"] = r->jobs;
     j["seed"] = cfg.seed;
+    j["replicate_count"] = cfg.replicates;
     j["submissions"] = cfg.submissions;
     j["pool"] = cfg.pool_size;
     j["horizon_hours"] = horizon_hours;
@@ -266,6 +302,14 @@ int RunSchedule(int argc, char** argv) {
       for (const auto& [h, s] : m) j["by_length"][name][LengthKey(h)] = StatsJson(s);
     }
     for (const auto& [name, s] : long_jobs) j["summary_2h_plus"][name] = StatsJson(s);
+    for (size_t i = 0; i < r->replicates.size(); ++i) {
+      const auto& rep = r->replicates[i];
+      nlohmann::json jr;
+      jr["seed"] = rep.seed;
+      for (const auto& [name, s] : rep.summary) jr["summary"][name] = StatsJson(s);
+      for (const auto& [name, s] : rep_long[i]) jr["summary_2h_plus"][name] = StatsJson(s);
+      j["replicates"].push_back(std::move(jr));
+    }
     j["timing_seconds"] = secs;
     std::ofstream out(args.Get("json"));
     if (!out) Die(absl::StrCat("cannot write ", args.Get("json")));

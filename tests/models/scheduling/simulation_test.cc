@@ -84,5 +84,56 @@ TEST(ScheduleExperimentTest, SeededAndValidated) {
   EXPECT_TRUE(absl::IsInvalidArgument(RunScheduleExperiment(Hosts(8), cfg).status()));
 }
 
+// Replicate r is the single run with seed + r, and the summary pools the
+// replicates' counts (rates are of the pooled counts).
+TEST(ScheduleExperimentTest, ReplicatesPoolIndependentSeeds) {
+  ScheduleConfig cfg;
+  cfg.warmup_days = 3;
+  cfg.tail_days = 1;
+  cfg.submissions = 6;
+  cfg.seed = 11;
+  std::vector<ScheduleResult> singles;
+  for (uint64_t s : {11, 12, 13}) {
+    cfg.seed = s;
+    auto r = RunScheduleExperiment(Hosts(12), cfg);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->replicates.size(), 1u);
+    singles.push_back(*std::move(r));
+  }
+  cfg.seed = 11;
+  cfg.replicates = 3;
+  auto pooled = RunScheduleExperiment(Hosts(12), cfg);
+  ASSERT_TRUE(pooled.ok()) << pooled.status();
+  ASSERT_EQ(pooled->replicates.size(), 3u);
+  EXPECT_EQ(pooled->jobs, 3 * 6 * 7);
+  for (const char* p : {"proactive", "condor", "round_robin", "omniscient"}) {
+    int64_t jobs = 0, failed = 0, finished = 0;
+    double sum = 0;
+    for (size_t i = 0; i < 3; ++i) {
+      const PolicyStats& one = singles[i].summary.at(p);
+      const PolicyStats& rep = pooled->replicates[i].summary.at(p);
+      EXPECT_EQ(pooled->replicates[i].seed, 11 + i);
+      EXPECT_EQ(rep.failed, one.failed) << p << " replicate " << i;
+      EXPECT_DOUBLE_EQ(rep.sum_makespan_s, one.sum_makespan_s) << p << " replicate " << i;
+      EXPECT_DOUBLE_EQ(rep.failure_rate, one.failure_rate) << p << " replicate " << i;
+      jobs += one.jobs;
+      failed += one.failed;
+      finished += one.finished;
+      sum += one.sum_makespan_s;
+    }
+    const PolicyStats& all = pooled->summary.at(p);
+    EXPECT_EQ(all.jobs, jobs) << p;
+    EXPECT_EQ(all.failed, failed) << p;
+    EXPECT_DOUBLE_EQ(all.sum_makespan_s, sum) << p;
+    EXPECT_DOUBLE_EQ(all.avg_makespan_s, sum / finished) << p;
+  }
+  // The seeds differ, so the replicates do not all see the same submissions.
+  EXPECT_NE(singles[0].summary.at("condor").sum_makespan_s +
+                singles[1].summary.at("condor").sum_makespan_s,
+            2 * singles[0].summary.at("condor").sum_makespan_s);
+  cfg.replicates = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(RunScheduleExperiment(Hosts(12), cfg).status()));
+}
+
 }  // namespace
 }  // namespace sojourn::scheduling

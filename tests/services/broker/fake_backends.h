@@ -37,6 +37,10 @@ class FakeHosts {
     hosts_[host] = h;
   }
   std::function<bool(const std::string&, FakeHost*)> fallback;
+  // When true, Predict also answers the host's load forecast (as the real
+  // predictor does with the state manager's), so the ranker needs no
+  // GetSeries call.
+  bool load_with_prediction = false;
 
   bool Find(const std::string& host, FakeHost* out) const {
     {
@@ -71,6 +75,14 @@ class FakeHosts {
       p->set_tr_ratio(tr(static_cast<double>(off)));
     }
     r.set_tr_ratio(tr(static_cast<double>(req.window_seconds())));
+    if (load_with_prediction) {
+      // What LoadForecast::FromSamples gives for 4 h of a constant load.
+      for (int64_t horizon : {300, 900, 1800, 3600, 7200, 14400}) {
+        auto* lp = r.add_load_forecast();
+        lp->set_horizon_seconds(horizon);
+        lp->set_load_ratio(h.load);
+      }
+    }
     return r;
   }
 
