@@ -47,7 +47,8 @@ v1::SojournStats ToProto(const availability::SojournStats& stats) {
   p.set_windows(static_cast<int32_t>(stats.num_windows));
   p.set_total_weight(stats.total_weight);
   for (double w : stats.initial) p.add_initial_weight(w);
-  auto emit = [&p](const availability::StateSojourns& s, int from, bool first, int age_class) {
+  auto emit = [&p](const availability::StateSojourns& s, int from, bool first, int age_class,
+                   int64_t age_steps = 0) {
     for (const auto& [key, count] : s.completed) {
       v1::SojournCount* c = p.add_sojourns();
       c->set_from_state(static_cast<v1::HostState>(from));
@@ -56,6 +57,7 @@ v1::SojournStats ToProto(const availability::SojournStats& stats) {
       c->set_count(count);
       c->set_first_in_window(first);
       c->set_age_class(age_class);
+      c->set_age_steps(age_steps);
     }
     for (const auto& [length, count] : s.censored) {
       v1::SojournCount* c = p.add_sojourns();
@@ -65,6 +67,7 @@ v1::SojournStats ToProto(const availability::SojournStats& stats) {
       c->set_count(count);
       c->set_first_in_window(first);
       c->set_age_class(age_class);
+      c->set_age_steps(age_steps);
     }
   };
   for (int i = 1; i <= 5; ++i) {
@@ -72,6 +75,7 @@ v1::SojournStats ToProto(const availability::SojournStats& stats) {
     emit(stats.first[i], i, true, 0);
     emit(stats.first_by_age[0][i], i, true, 1);
     emit(stats.first_by_age[1][i], i, true, 2);
+    for (const auto& [age, s] : stats.first_by_exact_age[i]) emit(s, i, true, 3, age);
     for (const auto& [step, weight] : stats.first_failure[i]) {
       auto* f = p.add_first_failures();
       f->set_initial_state(static_cast<v1::HostState>(i));
@@ -81,6 +85,8 @@ v1::SojournStats ToProto(const availability::SojournStats& stats) {
   }
   for (double w : stats.initial_by_age[0]) p.add_initial_weight_settled(w);
   for (double w : stats.initial_by_age[1]) p.add_initial_weight_recent(w);
+  p.set_own_up_windows(stats.own_up_windows);
+  p.set_own_up_survived(stats.own_up_survived);
   return p;
 }
 
@@ -90,6 +96,12 @@ absl::StatusOr<availability::SojournStats> FromProto(const v1::SojournStats& p) 
   stats.window_steps = p.window_steps();
   stats.num_windows = p.windows();
   stats.total_weight = p.total_weight();
+  stats.own_up_windows = p.own_up_windows();
+  stats.own_up_survived = p.own_up_survived();
+  if (!(stats.own_up_windows >= 0) || !(stats.own_up_survived >= 0) ||
+      stats.own_up_survived > stats.own_up_windows) {
+    return absl::InvalidArgumentError("invalid own window counts");
+  }
   if (p.initial_weight_size() > 6) return absl::InvalidArgumentError("too many initial weights");
   if (p.initial_weight_settled_size() > 6 || p.initial_weight_recent_size() > 6) {
     return absl::InvalidArgumentError("too many initial weights");
@@ -116,11 +128,13 @@ absl::StatusOr<availability::SojournStats> FromProto(const v1::SojournStats& p) 
       return absl::InvalidArgumentError(absl::StrCat("invalid sojourn count: from ", from, " to ",
                                                      to, " length ", c.length_steps()));
     }
-    if (c.age_class() < 0 || c.age_class() > 2 || (c.age_class() > 0 && !c.first_in_window())) {
+    if (c.age_class() < 0 || c.age_class() > 3 || (c.age_class() > 0 && !c.first_in_window()) ||
+        c.age_steps() < 0 || (c.age_class() != 3 && c.age_steps() != 0)) {
       return absl::InvalidArgumentError("invalid age class");
     }
     availability::StateSojourns& s =
-        c.age_class() > 0  ? stats.first_by_age[c.age_class() - 1][from]
+        c.age_class() == 3 ? stats.first_by_exact_age[from][c.age_steps()]
+        : c.age_class() > 0  ? stats.first_by_age[c.age_class() - 1][from]
         : c.first_in_window() ? stats.first[from]
                               : stats.ordinary[from];
     if (to == 0) {

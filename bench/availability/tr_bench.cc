@@ -136,6 +136,25 @@ void BM_PredictFromStats(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictFromStats)->Unit(benchmark::kMicrosecond);
 
+// The same with exact age conditioning (issue 3): the 20 windows' first
+// sojourns filed at ages 0, 100, ..., and a host of age 500 steps.
+void BM_PredictFromStatsExactAge(benchmark::State& state) {
+  const int steps = 6000;
+  std::mt19937_64 rng(7);
+  SojournStats stats;
+  stats.step_seconds = 6;
+  for (int i = 0; i < 20; ++i) {
+    const auto w = SyntheticWindow(rng, steps);
+    AccumulateWindow(w.data(), w.size(), 1.0, &stats, -1, 100 * i);
+  }
+  EstimatorOptions opt;
+  opt.exact_age_first_sojourn = true;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(PredictFromStats(stats, HostState::kS1, steps, opt, nullptr, 500 * 6));
+  }
+}
+BENCHMARK(BM_PredictFromStatsExactAge)->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace sojourn::availability
 

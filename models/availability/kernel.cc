@@ -1,6 +1,7 @@
 #include "models/availability/kernel.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace sojourn::availability {
 namespace {
@@ -78,6 +79,8 @@ EstimatorOptions BasicEstimatorOptions() {
   o.neighbor_window_weight = 0;
   o.recent_age_seconds = 0;
   o.frequency_weight = 0;
+  o.empirical_bayes_prior = false;
+  o.exact_age_first_sojourn = false;
   return o;
 }
 
@@ -114,6 +117,90 @@ double SemiMarkovKernel::RowSum(int i) const {
     for (double v : pmf) s += v;
   }
   return s;
+}
+
+KernelRow AgeConditionedFirstRow(const std::map<int64_t, StateSojourns>& own,
+                                 const std::map<int64_t, StateSojourns>* prior,
+                                 double prior_scale, int64_t age, int horizon, int max_length,
+                                 const KernelRow* fallback, double fallback_weight) {
+  KernelRow row;
+  if (horizon <= 0 || age < 0) return row;
+  // risk[l] and events[j][l] at total length t = age + l, l = 1..horizon
+  // (difference array for the risk sets).
+  std::vector<double> risk_diff(horizon + 2, 0.0);
+  std::map<int, std::vector<double>> events;
+  auto add_table = [&](const std::map<int64_t, StateSojourns>& table, double scale) {
+    if (scale <= 0) return;
+    // Entries with a_k + x_k > age and a_k < age + horizon.
+    for (auto it = table.lower_bound(std::max<int64_t>(0, age + 1 - max_length));
+         it != table.end() && it->first < age + horizon; ++it) {
+      const int64_t a = it->first;
+      auto span = [&](int64_t x, double w) {  // at risk for t in (a, a + x]
+        const int64_t lo = std::max<int64_t>(a + 1, age + 1) - age;
+        const int64_t hi = std::min<int64_t>(a + x, age + horizon) - age;
+        if (lo > hi) return;
+        risk_diff[lo] += w;
+        risk_diff[hi + 1] -= w;
+      };
+      for (const auto& [key, c] : it->second.completed) {
+        span(key.second, scale * c);
+        const int64_t l = a + key.second - age;
+        if (l >= 1 && l <= horizon) {
+          auto& e = events[key.first];
+          if (e.empty()) e.assign(horizon + 1, 0.0);
+          e[l] += scale * c;
+        }
+      }
+      for (const auto& [len, c] : it->second.censored) span(len, scale * c);
+    }
+  };
+  add_table(own, 1.0);
+  if (prior != nullptr) add_table(*prior, prior_scale);
+  // Hazards of the fallback row: h_j(l) = G_j(l) / S(l-1).
+  std::map<int, std::vector<double>> fb_hazard;
+  if (fallback != nullptr) {
+    std::vector<double> mass(horizon + 1, 0.0);
+    for (const auto& [to, pmf] : *fallback) {
+      for (int l = 1; l <= std::min<int>(horizon, pmf.size()); ++l) mass[l] += pmf[l - 1];
+    }
+    std::vector<double> surv_before(horizon + 1, 1.0);  // S(l-1)
+    for (int l = 2; l <= horizon; ++l) surv_before[l] = surv_before[l - 1] - mass[l - 1];
+    for (const auto& [to, pmf] : *fallback) {
+      auto& h = fb_hazard[to];
+      h.assign(horizon + 1, 0.0);
+      for (int l = 1; l <= std::min<int>(horizon, pmf.size()); ++l) {
+        h[l] = surv_before[l] > 1e-300 ? pmf[l - 1] / surv_before[l] : 0.0;
+      }
+    }
+  }
+  for (const auto& [to, e] : events) row[to].assign(horizon, 0.0);
+  for (const auto& [to, h] : fb_hazard) row[to].assign(horizon, 0.0);
+  double surv = 1.0;  // S(l-1), relative to the age
+  double risk = 0;
+  for (int l = 1; l <= horizon && surv > 0; ++l) {
+    risk += risk_diff[l];
+    if (risk < 1e-12) risk = 0;  // rounding residue of the difference array
+    const double denom = risk + fallback_weight;
+    double total = 0;
+    if (denom > 0) {
+      for (auto& [to, pmf] : row) {
+        auto e = events.find(to);
+        auto fb = fb_hazard.find(to);
+        const double d = (e != events.end() ? e->second[l] : 0.0) +
+                         (fb != fb_hazard.end() ? fallback_weight * fb->second[l] : 0.0);
+        const double h = d / denom;
+        pmf[l - 1] = surv * h;
+        total += h;
+      }
+    } else {
+      for (const auto& [to, h] : fb_hazard) {
+        row[to][l - 1] = surv * h[l];
+        total += h[l];
+      }
+    }
+    surv *= std::max(0.0, 1.0 - total);
+  }
+  return row;
 }
 
 SemiMarkovKernel EstimateKernel(const SojournStats& stats, const EstimatorOptions& opt) {

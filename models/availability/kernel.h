@@ -66,6 +66,25 @@ struct EstimatorOptions {
   // shrunk towards all first sojourns with weight age_prior_windows. 0 = off.
   int64_t recent_age_seconds = 6 * 3600;
   double age_prior_windows = 2;
+  // ---- Issue 3 (acceptance 3) improvements.
+  // Empirical-Bayes shrinkage strength: when the `prior` passed to
+  // PredictFromStats carries an estimated strength (prior_strength > 0, set by
+  // PopulationPriorBuilder from the dispersion of window survival between the
+  // hosts of the pooled cell), it replaces prior_windows, which stays the
+  // strength when there is no estimate and the switch for shrinkage at all
+  // (prior_windows = 0 disables it).
+  bool empirical_bayes_prior = false;
+  // Exact age conditioning of the first sojourn: CollectStats also files each
+  // window's first sojourn by the initial state's exact age, and
+  // PredictFromStats, given the host's age a in its initial state, uses the
+  // delayed-entry (left-truncated Kaplan-Meier) cause-specific hazards of the
+  // whole sojourn at lengths a+1, a+2, ... (semi-Markov residual holding time
+  // H(a+l) / S(a)), from the host's windows plus the prior's, scaled as for
+  // the shrinkage (AgeConditionedFirstRow), shrunk towards the hazards of the
+  // first-sojourn kernel without it (with the 2-class split when that is on)
+  // with weight age_prior_windows sojourns at risk, the weight the 2-class
+  // split gives all first sojourns.
+  bool exact_age_first_sojourn = false;
   // Blend with the empirical window frequency of the training windows that
   // started in the same state (PredictFromStats): TR = (1 - w) TR_smp + w
   // TR_freq. 0 = pure SMP.
@@ -101,6 +120,22 @@ struct SemiMarkovKernel {
 };
 
 inline bool IsAbsorbingState(int s) { return s >= 3 && s <= 5; }
+
+// First-sojourn row of state i for a host that has been in i for `age` >= 0
+// steps, l = 1..horizon: the discrete cause-specific hazards of the total
+// sojourn length t = age + l, h_j(t) = d_j(t) / R(t), where a first sojourn
+// filed at age a_k with holding length x_k (completed towards j, or censored)
+// is at risk for a_k < t <= a_k + x_k and ends at t = a_k + x_k
+// (delayed entry). `own` counts weigh 1, `prior` counts (may be null)
+// prior_scale. The hazards h_fb of `fallback` (a row of the same state, may
+// be null = no transition) act as a prior worth `fallback_weight` sojourns
+// at risk: h_j = (d_j + w h_fb_j) / (R + w); with w = 0 they are used only
+// where R = 0.
+// `max_length` bounds the holding lengths x_k stored in the tables.
+KernelRow AgeConditionedFirstRow(const std::map<int64_t, StateSojourns>& own,
+                                 const std::map<int64_t, StateSojourns>* prior,
+                                 double prior_scale, int64_t age, int horizon, int max_length,
+                                 const KernelRow* fallback, double fallback_weight = 0);
 
 // Estimates the kernel of transient states 1 and 2 (and, with
 // opt.first_sojourn_kernel, their first-sojourn kernels). States with no data

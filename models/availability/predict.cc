@@ -1,5 +1,6 @@
 #include "models/availability/predict.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "models/availability/tr.h"
@@ -23,29 +24,74 @@ std::vector<double> WindowFrequencyCurve(const SojournStats& stats, HostState in
   return tr;
 }
 
-TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
-                              const EstimatorOptions& opt, const SojournStats* prior,
-                              int64_t init_age_seconds) {
+double BetaBinomialConcentration(const std::vector<std::pair<double, double>>& n_and_survived) {
+  double N = 0, Y = 0, sum_n2 = 0;
+  int H = 0;
+  for (const auto& [n, y] : n_and_survived) {
+    if (!(n > 0)) continue;
+    ++H;
+    N += n;
+    Y += y;
+    sum_n2 += n * n;
+  }
+  if (H < 2 || N - H <= 0) return 0;
+  const double mu = Y / N;
+  if (mu <= 0 || mu >= 1) return 0;
+  double ssb = 0, ssw = 0;
+  for (const auto& [n, y] : n_and_survived) {
+    if (!(n > 0)) continue;
+    const double p = y / n;
+    ssb += n * (p - mu) * (p - mu);
+    ssw += n * p * (1 - p);
+  }
+  const double msb = ssb / (H - 1);
+  const double msw = ssw / (N - H);
+  const double n0 = (N - sum_n2 / N) / (H - 1);
+  const double denom = msb + (n0 - 1) * msw;
+  const double rho = denom > 0 ? (msb - msw) / denom : 0;
+  if (rho <= 0) return N;
+  return std::clamp(1.0 / rho - 1.0, 1.0, N);
+}
+
+void PopulationPriorBuilder::Add(const SojournStats& host) {
+  pooled_.Merge(host);
+  if (host.own_up_windows > 0) per_host_.emplace_back(host.own_up_windows, host.own_up_survived);
+}
+
+SojournStats PopulationPriorBuilder::Build() const {
+  SojournStats out = pooled_;
+  out.prior_strength = BetaBinomialConcentration(per_host_);
+  return out;
+}
+
+SojournStats ShrinkStats(const SojournStats& stats, const EstimatorOptions& opt,
+                         const SojournStats* prior, double* strength) {
+  *strength = 0;
+  if (prior == nullptr || opt.prior_windows <= 0 || prior->total_weight <= 0) return stats;
+  // Shrinkage towards the prior: pseudo-counts worth `strength` windows.
+  *strength = opt.empirical_bayes_prior && prior->prior_strength > 0 ? prior->prior_strength
+                                                                     : opt.prior_windows;
+  SojournStats shrunk = stats;
+  shrunk.Merge(*prior, *strength / prior->total_weight, /*with_exact_age=*/false);
+  shrunk.num_windows = stats.num_windows;
+  return shrunk;
+}
+
+TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M,
+                               const EstimatorOptions& opt, const SojournStats* prior,
+                               double strength, int64_t init_age_seconds) {
   TrPrediction out;
-  out.windows_used = static_cast<int>(stats.num_windows);
+  out.windows_used = static_cast<int>(shrunk.num_windows);
   const int i = StateIndex(init);
-  const bool seen = !IsFailure(init) && (!stats.ordinary[i].empty() || !stats.first[i].empty());
-  out.low_history = stats.num_windows < 3 || !seen;
+  const bool seen = !IsFailure(init) && (!shrunk.ordinary[i].empty() || !shrunk.first[i].empty());
+  out.low_history = shrunk.num_windows < 3 || !seen;
   if (M <= 0) return out;
   if (IsFailure(init)) {
     out.tr.assign(M, 0.0);
     out.mttf_seconds = 0;
     return out;
   }
-  const SojournStats* used = &stats;
-  SojournStats shrunk;
-  if (prior != nullptr && opt.prior_windows > 0 && prior->total_weight > 0) {
-    // Shrinkage towards the prior: pseudo-counts worth opt.prior_windows windows.
-    shrunk = stats;
-    shrunk.Merge(*prior, opt.prior_windows / prior->total_weight);
-    shrunk.num_windows = stats.num_windows;
-    used = &shrunk;
-  }
+  const SojournStats* used = &shrunk;
   SojournStats aged;
   if (opt.recent_age_seconds > 0 && init_age_seconds >= 0) {
     // Age conditioning: the first sojourns of windows whose initial state was
@@ -64,7 +110,31 @@ TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
     aged.initial[i] = used->initial_by_age[bucket][i] + (n_all > 0 ? opt.age_prior_windows : 0);
     used = &aged;
   }
-  const SemiMarkovKernel kernel = EstimateKernel(*used, opt);
+  SemiMarkovKernel kernel = EstimateKernel(*used, opt);
+  if (opt.exact_age_first_sojourn && opt.first_sojourn_kernel && init_age_seconds >= 0 &&
+      shrunk.step_seconds > 0) {
+    // Exact age: the residual holding time of the sojourn in progress, from
+    // the delayed-entry hazards of the host's and the prior's first sojourns
+    // (the fallback, where no window was at that length, is the kernel's
+    // first row as estimated without it).
+    const int64_t age_steps = init_age_seconds / shrunk.step_seconds;
+    const bool with_prior = prior != nullptr && strength > 0 && prior->total_weight > 0;
+    const double prior_scale = with_prior ? strength / prior->total_weight : 0;
+    int max_length = shrunk.window_steps;
+    if (with_prior) max_length = std::max(max_length, prior->window_steps);
+    const KernelRow* fallback = nullptr;
+    KernelRow fb;
+    if (auto it = kernel.first_rows.find(i); it != kernel.first_rows.end()) {
+      fb = it->second;
+      fallback = &fb;
+    } else if (auto r = kernel.rows.find(i); r != kernel.rows.end()) {
+      fb = r->second;
+      fallback = &fb;
+    }
+    kernel.first_rows[i] = AgeConditionedFirstRow(
+        shrunk.first_by_exact_age[i], with_prior ? &prior->first_by_exact_age[i] : nullptr,
+        prior_scale, age_steps, M, max_length, fallback, opt.age_prior_windows);
+  }
   out.tr = TrCurve(kernel, init, M);
   if (opt.frequency_weight > 0) {
     const std::vector<double> freq = WindowFrequencyCurve(*used, init, M);
@@ -73,7 +143,20 @@ TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
       for (int m = 0; m < M; ++m) out.tr[m] = (1 - w) * out.tr[m] + w * freq[m];
     }
   }
-  out.mttf_seconds = MttfSteps(out.tr) * static_cast<double>(stats.step_seconds);
+  out.mttf_seconds = MttfSteps(out.tr) * static_cast<double>(shrunk.step_seconds);
+  return out;
+}
+
+TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
+                              const EstimatorOptions& opt, const SojournStats* prior,
+                              int64_t init_age_seconds) {
+  double strength = 0;
+  const SojournStats shrunk = ShrinkStats(stats, opt, prior, &strength);
+  TrPrediction out = PredictFromShrunk(shrunk, init, M, opt, prior, strength, init_age_seconds);
+  // Low history is about the host's own data, not the prior's.
+  const int i = StateIndex(init);
+  out.low_history = stats.num_windows < 3 || IsFailure(init) ||
+                    (stats.ordinary[i].empty() && stats.first[i].empty());
   return out;
 }
 
@@ -89,7 +172,10 @@ SojournStats CollectStats(const StateSeries& series, const WindowSpec& spec, int
       opt.recent_age_seconds > 0 && series.step_seconds > 0
           ? (opt.recent_age_seconds + series.step_seconds - 1) / series.step_seconds
           : 0;
-  auto add = [&](const std::vector<size_t>& starts, double base_weight) {
+  // Exact ages (uncapped; -1 = the run reaches the series start).
+  std::vector<int64_t> exact_ages;
+  if (opt.exact_age_first_sojourn) exact_ages = StateAges(series.states);
+  auto add = [&](const std::vector<size_t>& starts, double base_weight, bool own) {
     int k = 0;
     int used = 0;
     for (size_t s : starts) {
@@ -105,26 +191,33 @@ SojournStats CollectStats(const StateSeries& series, const WindowSpec& spec, int
         const int64_t age = InitialAgeSteps(series.states, s, recent_steps);
         if (age >= 0) bucket = age < recent_steps ? 1 : 0;
       }
+      if (own && !IsFailure(series.states[s])) {
+        // The cell's own windows (for the between-host dispersion).
+        stats.own_up_windows += 1;
+        bool survived = true;
+        for (int k = 1; k <= steps && survived; ++k) survived = !IsFailure(series.states[s + k]);
+        stats.own_up_survived += survived ? 1 : 0;
+      }
       AccumulateWindow(series.states.data() + s, static_cast<size_t>(steps) + 1, w, &stats,
-                       bucket);
+                       bucket, exact_ages.empty() ? -1 : exact_ages[s]);
       ++used;
     }
     return used;
   };
-  const int same = add(HistoryWindowStarts(series, spec, end_unix), 1.0);
+  const int same = add(HistoryWindowStarts(series, spec, end_unix), 1.0, true);
   if (opt.neighbor_window_weight > 0 && opt.neighbor_offset_seconds > 0) {
     for (int sign : {-1, 1}) {
       WindowSpec nb = spec;
       nb.start_second_of_day += sign * opt.neighbor_offset_seconds;
       // Keep the start day (and so the day type) of the window itself.
       if (nb.start_second_of_day < 0 || nb.start_second_of_day >= 86400) continue;
-      add(HistoryWindowStarts(series, nb, end_unix), opt.neighbor_window_weight);
+      add(HistoryWindowStarts(series, nb, end_unix), opt.neighbor_window_weight, false);
     }
   }
   if (same < opt.borrow_below_windows && opt.other_day_type_weight > 0) {
     WindowSpec other = spec;
     other.day_type = spec.day_type == DayType::kWeekday ? DayType::kWeekend : DayType::kWeekday;
-    add(HistoryWindowStarts(series, other, end_unix), opt.other_day_type_weight);
+    add(HistoryWindowStarts(series, other, end_unix), opt.other_day_type_weight, false);
   }
   return stats;
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "models/availability/kernel.h"
@@ -52,6 +53,50 @@ TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
 SojournStats CollectStats(const StateSeries& series, const WindowSpec& spec, int64_t end_unix,
                           const EstimatorOptions& opt,
                           const std::function<bool(size_t start)>& exclude = nullptr);
+
+// Empirical-Bayes concentration kappa = alpha + beta (in windows) of a beta
+// prior on the per-host probability that a window survives, from the hosts'
+// (n_h windows, y_h survived) pairs: the ANOVA estimator of the intraclass
+// correlation rho of clustered binary data (Fleiss, Statistical Methods for
+// Rates and Proportions, 2nd ed. 1981, section 13.2; Ridout, Demetrio & Firth,
+// Biometrics 55, 1999), which subtracts the binomial within-host variance,
+// and kappa = 1 / rho - 1 (the beta-binomial identity rho = 1 / (kappa + 1)).
+// Clamped to [1, N] (N = total windows): at least one window, the strength
+// of the Jeffreys Beta(1/2, 1/2) prior, at most all the data (rho <= 0: no
+// detectable heterogeneity, pool completely). 0 when it cannot be estimated
+// (fewer than 2 hosts with windows, no within-host degrees of freedom, or
+// every window survived / failed).
+double BetaBinomialConcentration(const std::vector<std::pair<double, double>>& n_and_survived);
+
+// The shrinkage prior of one cell pooled over hosts, as both the predictor
+// service (over its registered hosts) and sojourn-eval (over the trace's
+// hosts) build it: Add each host's CollectStats of the cell, then Build the
+// sum, whose prior_strength is the BetaBinomialConcentration of the hosts'
+// full-window survival (windows starting in S1 or S2; weighted counts).
+class PopulationPriorBuilder {
+ public:
+  void Add(const SojournStats& host);
+  SojournStats Build() const;
+  int hosts() const { return static_cast<int>(per_host_.size()); }
+
+ private:
+  SojournStats pooled_;
+  std::vector<std::pair<double, double>> per_host_;
+};
+
+// The shrinkage step of PredictFromStats: `stats` plus `prior` scaled to weigh
+// the shrinkage strength (opt.prior_windows, or prior->prior_strength with
+// opt.empirical_bayes_prior); `stats` itself when there is no shrinkage. The
+// exact-age table is not merged (PredictFromShrunk reads it from the prior).
+// Returns the strength used in *strength (0 = none).
+SojournStats ShrinkStats(const SojournStats& stats, const EstimatorOptions& opt,
+                         const SojournStats* prior, double* strength);
+// The rest of PredictFromStats on ShrinkStats' output (so a caller predicting
+// one cell for many ages shrinks once): PredictFromStats(stats, ...) ==
+// PredictFromShrunk(ShrinkStats(stats, opt, prior, &s), init, M, opt, prior, s, age).
+TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M,
+                               const EstimatorOptions& opt, const SojournStats* prior,
+                               double strength, int64_t init_age_seconds);
 
 // The empirical window frequency TR_freq(1..M | init) of `stats` (fraction of
 // the windows that started in init with no failure by step m); empty when no

@@ -16,7 +16,7 @@ double StateSojourns::total_censored() const {
   return t;
 }
 
-void SojournStats::Merge(const SojournStats& other, double scale) {
+void SojournStats::Merge(const SojournStats& other, double scale, bool with_exact_age) {
   if (step_seconds == 0) step_seconds = other.step_seconds;
   window_steps = std::max(window_steps, other.window_steps);
   for (int i = 0; i < 6; ++i) {
@@ -35,9 +35,17 @@ void SojournStats::Merge(const SojournStats& other, double scale) {
       }
       initial_by_age[b][i] += scale * other.initial_by_age[b][i];
     }
+    if (!with_exact_age) continue;
+    for (const auto& [age, src] : other.first_by_exact_age[i]) {
+      StateSojourns& dst = first_by_exact_age[i][age];
+      for (const auto& [key, c] : src.completed) dst.completed[key] += scale * c;
+      for (const auto& [len, c] : src.censored) dst.censored[len] += scale * c;
+    }
   }
   num_windows += other.num_windows;
   total_weight += scale * other.total_weight;
+  own_up_windows += scale * other.own_up_windows;
+  own_up_survived += scale * other.own_up_survived;
 }
 
 bool SojournStats::operator==(const SojournStats& o) const {
@@ -52,10 +60,19 @@ bool SojournStats::operator==(const SojournStats& o) const {
         first_by_age[1][i].censored != o.first_by_age[1][i].censored) {
       return false;
     }
+    if (first_by_exact_age[i].size() != o.first_by_exact_age[i].size()) return false;
+    for (auto a = first_by_exact_age[i].begin(), b = o.first_by_exact_age[i].begin();
+         a != first_by_exact_age[i].end(); ++a, ++b) {
+      if (a->first != b->first || a->second.completed != b->second.completed ||
+          a->second.censored != b->second.censored) {
+        return false;
+      }
+    }
   }
   return step_seconds == o.step_seconds && window_steps == o.window_steps &&
          num_windows == o.num_windows && total_weight == o.total_weight && initial == o.initial &&
-         initial_by_age == o.initial_by_age;
+         initial_by_age == o.initial_by_age && prior_strength == o.prior_strength &&
+         own_up_windows == o.own_up_windows && own_up_survived == o.own_up_survived;
 }
 
 void AccumulateWindow(const HostState* states, size_t n, SojournStats* stats) {
@@ -72,8 +89,18 @@ int64_t InitialAgeSteps(const std::vector<HostState>& states, size_t index, int6
   return age;
 }
 
+std::vector<int64_t> StateAges(const std::vector<HostState>& states) {
+  std::vector<int64_t> ages(states.size(), -1);
+  int64_t run_start = -1;  // -1: the current run began at the series start
+  for (size_t k = 1; k < states.size(); ++k) {
+    if (states[k] != states[k - 1]) run_start = static_cast<int64_t>(k);
+    ages[k] = run_start < 0 ? -1 : static_cast<int64_t>(k) - run_start;
+  }
+  return ages;
+}
+
 void AccumulateWindow(const HostState* states, size_t n, double weight, SojournStats* stats,
-                      int age_bucket) {
+                      int age_bucket, int64_t exact_age_steps) {
   if (n == 0 || weight <= 0) return;
   stats->num_windows += 1;
   stats->total_weight += weight;
@@ -98,14 +125,21 @@ void AccumulateWindow(const HostState* states, size_t n, double weight, SojournS
     while (b < n && states[b] == states[entry]) ++b;
     StateSojourns* aged_bucket =
         (entry == 0 && aged) ? &stats->first_by_age[age_bucket][from] : nullptr;
+    StateSojourns* exact_bucket = (entry == 0 && exact_age_steps >= 0)
+                                      ? &stats->first_by_exact_age[from][exact_age_steps]
+                                      : nullptr;
     if (b == n) {
       bucket.censored[static_cast<int>(n - 1 - entry)] += weight;
       if (aged_bucket) aged_bucket->censored[static_cast<int>(n - 1 - entry)] += weight;
+      if (exact_bucket) exact_bucket->censored[static_cast<int>(n - 1 - entry)] += weight;
       return;
     }
     bucket.completed[{StateIndex(states[b]), static_cast<int>(b - entry)}] += weight;
     if (aged_bucket) {
       aged_bucket->completed[{StateIndex(states[b]), static_cast<int>(b - entry)}] += weight;
+    }
+    if (exact_bucket) {
+      exact_bucket->completed[{StateIndex(states[b]), static_cast<int>(b - entry)}] += weight;
     }
     entry = b;
   }

@@ -63,9 +63,29 @@ struct SojournStats {
   // index 0). Windows of unknown age are in neither. initial_by_age likewise.
   std::array<std::array<StateSojourns, 6>, 2> first_by_age;
   std::array<std::array<double, 6>, 2> initial_by_age{};
+  // Exact age conditioning (issue 3): the first sojourns once more, keyed by
+  // the initial state's age in steps at the window start (how long the state
+  // had already lasted; windows of unknown age are left out). A first sojourn
+  // filed at age a with holding length x has a total length a + x, observed
+  // from a on (left-truncated), so these give the delayed-entry
+  // (Kaplan-Meier) hazards of the whole sojourn length: see
+  // AgeConditionedFirstRow in kernel.h.
+  std::array<std::map<int64_t, StateSojourns>, 6> first_by_exact_age;
+  // The cell's own windows only (CollectStats: same day type and clock time,
+  // unweighted; not the neighbouring start times or the other day type, which
+  // repeat the same days): how many started in S1 or S2 and how many of those
+  // had no failure state in the whole window. The between-host dispersion of
+  // these gives PopulationPriorBuilder's strength.
+  double own_up_windows = 0;
+  double own_up_survived = 0;
+  // Empirical-Bayes strength (in windows) of this statistics object when it
+  // is used as a shrinkage prior: set by PopulationPriorBuilder (predict.h)
+  // from the dispersion between hosts; 0 = unknown. Not merged.
+  double prior_strength = 0;
 
-  // Adds every count of `other` (scaled by `scale`) to this.
-  void Merge(const SojournStats& other, double scale = 1.0);
+  // Adds every count of `other` (scaled by `scale`) to this (the exact-age
+  // table only with `with_exact_age`).
+  void Merge(const SojournStats& other, double scale = 1.0, bool with_exact_age = true);
   bool operator==(const SojournStats& o) const;
 };
 
@@ -75,13 +95,18 @@ void AccumulateWindow(const HostState* states, size_t n, SojournStats* stats);
 // Same with every count multiplied by `weight` (> 0). `age_bucket` is 1 when
 // the initial state was entered recently before the window start, 0 when not,
 // -1 when unknown (see SojournStats::first_by_age).
+// `exact_age_steps` >= 0 also files the first sojourn in first_by_exact_age
+// under that age.
 void AccumulateWindow(const HostState* states, size_t n, double weight, SojournStats* stats,
-                      int age_bucket = -1);
+                      int age_bucket = -1, int64_t exact_age_steps = -1);
 
 // Number of consecutive grid points before `index` with the same state as
 // states[index], counting at most `cap`; -1 when the series starts before
 // `cap` equal points were seen (the age is unknown but below cap).
 int64_t InitialAgeSteps(const std::vector<HostState>& states, size_t index, int64_t cap);
+// InitialAgeSteps without a cap for every index at once: ages[k] = number of
+// equal states right before k, or -1 when the run reaches the series start.
+std::vector<int64_t> StateAges(const std::vector<HostState>& states);
 
 }  // namespace sojourn::availability
 

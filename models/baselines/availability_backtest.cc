@@ -75,6 +75,7 @@ struct HostGrid {
   std::vector<int32_t> fail_next;  // first failure index >= i (n if none)
   std::vector<int32_t> outage_next;
   std::vector<int32_t> up_since;   // steps since the current up run started
+  std::vector<int64_t> state_age;  // availability::StateAges (uncapped; -1 unknown)
   std::vector<float> on_fraction;  // BOINC on-fraction after observing point i
   int64_t first_day = 0, last_day = 0, split_day = 0;
   int64_t split_idx = 0;
@@ -180,6 +181,7 @@ Grids BuildGrids(const std::vector<HostTrace>& traces, const BacktestConfig& cfg
         hg.up_since[i] = static_cast<int32_t>(i - run_start);
       }
     }
+    hg.state_age = availability::StateAges(hg.series.states);
     hg.on_fraction.resize(n);
     baselines::OnFraction of;
     for (int64_t i = 0; i < n; ++i) {
@@ -297,6 +299,8 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
   const int64_t age_cap_steps = cfg.smp_pass_age && cfg.smp_options.recent_age_seconds > 0
                                     ? (cfg.smp_options.recent_age_seconds + step - 1) / step
                                     : 0;
+  // Exact age conditioning needs the uncapped age.
+  const bool exact_age = cfg.smp_pass_age && cfg.smp_options.exact_age_first_sojourn;
 
   // HTCondor: completed availability intervals of the training half.
   std::vector<bool> up(hg.split_idx);
@@ -376,15 +380,22 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
           prior = &(*pooled)[dt][hour];
         }
       }
+      // PredictFromStats in two steps (the shrinkage once per cell).
+      double strength = 0;
+      std::unique_ptr<availability::SojournStats> shrunk;
       auto smp_curve = [&](int i, int64_t age_seconds) -> const std::vector<double>& {
         auto it = smp_curves[i].find(age_seconds);
         if (it == smp_curves[i].end()) {
+          if (shrunk == nullptr) {
+            shrunk = std::make_unique<availability::SojournStats>(
+                availability::ShrinkStats(smp_stats[hour], cfg.smp_options, prior, &strength));
+          }
           it = smp_curves[i]
-                   .emplace(age_seconds,
-                            availability::PredictFromStats(
-                                smp_stats[hour], static_cast<HostState>(i + 1), static_cast<int>(M),
-                                cfg.smp_options, prior, age_seconds)
-                                .tr)
+                   .emplace(age_seconds, availability::PredictFromShrunk(
+                                             *shrunk, static_cast<HostState>(i + 1),
+                                             static_cast<int>(M), cfg.smp_options, prior,
+                                             strength, age_seconds)
+                                             .tr)
                    .first;
         }
         return it->second;
@@ -467,7 +478,10 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
           // How long the host has been in its initial state (capped; -1 =
           // unknown), as the predictor service passes it.
           int64_t age_seconds = -1;
-          if (age_cap_steps > 0) {
+          if (exact_age) {
+            const int64_t a = hg.state_age[t.s];
+            if (a >= 0) age_seconds = a * step;
+          } else if (age_cap_steps > 0) {
             const int64_t a = availability::InitialAgeSteps(
                 hg.series.states, static_cast<size_t>(t.s), age_cap_steps);
             if (a >= 0) age_seconds = a * step;
@@ -614,12 +628,17 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
   const bool want_smp =
       std::find(methods->begin(), methods->end(), static_cast<int>(kSmp)) != methods->end();
   if (want_smp && config.smp_options.prior_windows > 0 && config.smp_prior == "hosts") {
-    pooled = std::make_unique<PooledStats>();
+    // The library's builder, as the predictor service pools its hosts.
+    auto builders = std::make_unique<std::array<std::array<availability::PopulationPriorBuilder, 24>, 2>>();
     for (const HostGrid& hg : grids.hosts) {
       for (int dt = 0; dt < 2; ++dt) {
         auto hs = HourStats(hg, dt, config, config.smp_options);
-        for (int hour = 0; hour < 24; ++hour) (*pooled)[dt][hour].Merge(hs[hour]);
+        for (int hour = 0; hour < 24; ++hour) (*builders)[dt][hour].Add(hs[hour]);
       }
+    }
+    pooled = std::make_unique<PooledStats>();
+    for (int dt = 0; dt < 2; ++dt) {
+      for (int hour = 0; hour < 24; ++hour) (*pooled)[dt][hour] = (*builders)[dt][hour].Build();
     }
   }
 
@@ -860,12 +879,13 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
   // taken from the clean data so only the host's own log is disturbed.
   std::unique_ptr<availability::SojournStats> pooled;
   if (config.smp_options.prior_windows > 0 && config.smp_prior == "hosts") {
-    pooled = std::make_unique<availability::SojournStats>();
+    availability::PopulationPriorBuilder builder;
     for (const HostGrid& hg : grids.hosts) {
-      pooled->Merge(availability::CollectStats(hg.series, SpecOf(0, kHour, config),
-                                               SplitUnix(hg, config), config.smp_options,
-                                               OutageExclude(hg, M)));
+      builder.Add(availability::CollectStats(hg.series, SpecOf(0, kHour, config),
+                                             SplitUnix(hg, config), config.smp_options,
+                                             OutageExclude(hg, M)));
     }
+    pooled = std::make_unique<availability::SojournStats>(builder.Build());
   }
   auto predict = [&](const HostGrid& hg, const availability::StateSeries& series,
                      const std::vector<TrainWindow>& train, const std::string& method,

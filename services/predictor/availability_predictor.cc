@@ -41,7 +41,9 @@ std::shared_ptr<const availability::SojournStats> AvailabilityPredictor::Populat
   // build is harmless.
   auto hosts = directory_.ListHosts();
   if (!hosts.ok() || hosts->empty()) return nullptr;
-  auto pooled = std::make_shared<availability::SojournStats>();
+  // The library's builder (as sojourn-eval pools the trace's hosts): the sum
+  // of the hosts' statistics and its empirical-Bayes strength.
+  availability::PopulationPriorBuilder builder;
   for (const auto& [host, address] : *hosts) {
     auto stub = directory_.Find(host, address);
     if (!stub.ok()) continue;
@@ -52,8 +54,9 @@ std::shared_ptr<const availability::SojournStats> AvailabilityPredictor::Populat
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
     if (!(*stub)->GetWindowStats(&ctx, req, &resp).ok() || resp.whole_history_fallback()) continue;
     auto stats = FromProto(resp.stats());
-    if (stats.ok()) pooled->Merge(*stats);
+    if (stats.ok()) builder.Add(*stats);
   }
+  auto pooled = std::make_shared<availability::SojournStats>(builder.Build());
   if (pooled->num_windows == 0) return nullptr;
   absl::MutexLock l(&prior_mu_);
   priors_[key] = PriorEntry{pooled, clock_.Now()};
@@ -91,6 +94,8 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   stats_req.set_utc_offset_seconds(config_.utc_offset_seconds);
   stats_req.set_end_unix_seconds(request.start_unix_seconds() > 0 ? start : 0);
   stats_req.set_paper_literal(!config_.estimator.censoring_aware);
+  stats_req.set_exact_age(config_.estimator.censoring_aware &&
+                          config_.estimator.exact_age_first_sojourn);
   sojourn::v1::GetWindowStatsResponse stats_resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));

@@ -198,10 +198,11 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
   spec.length_seconds = request->length_seconds();
   spec.history_days = request->history_days();
   spec.utc_offset_seconds = request->utc_offset_seconds();
-  auto result = book_.WindowStats(request->host(), spec, request->end_unix_seconds(),
-                                  request->paper_literal()
-                                      ? availability::PaperEstimatorOptions()
-                                      : availability::EstimatorOptions());
+  availability::EstimatorOptions opt = request->paper_literal()
+                                           ? availability::PaperEstimatorOptions()
+                                           : availability::EstimatorOptions();
+  if (!request->paper_literal()) opt.exact_age_first_sojourn = request->exact_age();
+  auto result = book_.WindowStats(request->host(), spec, request->end_unix_seconds(), opt);
   if (!result.ok()) return FinishNow(context, result.status());
   *response->mutable_stats() = ToProto(result->stats);
   response->set_current_state(ToProto(result->info.state));

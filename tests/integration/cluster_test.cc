@@ -1,6 +1,7 @@
 // Starts the four services in this process on loopback port 0 (statemgr on a
 // RocksDB temp dir, predictor, broker, monitor on a fake /proc), streams
 // samples, and ranks hosts through the real gRPC stack.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -355,6 +356,40 @@ TEST_F(ClusterTest, UsageForecastsNameTheirMethod) {
 // the TR of the library pipeline sojourn-eval runs (ClassifyToGrid ->
 // CollectStats -> PredictFromStats with the population prior and the host's
 // age in its state) for the same history.
+// The library pipeline of sojourn-eval for host "calm" at `start`: each host's
+// CollectStats, the population prior from PopulationPriorBuilder, the host's
+// age in its state, PredictFromStats.
+availability::TrPrediction LibraryPipeline(statemgr::HostBook& book, int64_t start,
+                                           const availability::EstimatorOptions& opt,
+                                           availability::HostState* init) {
+  availability::ClassifierConfig cc;
+  cc.revocation_gap_seconds = 450;  // the statemgr's rule: max(60 s, 1.5 periods)
+  availability::WindowSpec spec;
+  spec.day_type = availability::DayType::kWeekday;
+  spec.start_second_of_day = 9 * 3600 + 1800;
+  spec.length_seconds = 5 * 3600;
+  availability::SojournStats own;
+  availability::PopulationPriorBuilder builder;
+  availability::StateSeries calm_series;
+  for (const std::string host : {"calm", "stormy"}) {
+    bool truncated = false;
+    auto samples = book.Series(host, 0, 0, 1 << 30, &truncated);
+    EXPECT_THAT(samples.status(), IsOk());
+    availability::StateSeries series = availability::ClassifyToGrid(*samples, cc, 300, 0);
+    availability::SojournStats stats = availability::CollectStats(series, spec, start, opt);
+    builder.Add(stats);
+    if (host == "calm") {
+      own = stats;
+      calm_series = series;
+    }
+  }
+  const availability::SojournStats pooled = builder.Build();
+  const size_t at = static_cast<size_t>((start - calm_series.start_unix) / 300);
+  *init = calm_series.states[at];
+  const int64_t age = availability::InitialAgeSteps(calm_series.states, at, 1 << 20) * 300;
+  return availability::PredictFromStats(own, *init, 60, opt, &pooled, age);
+}
+
 TEST_F(ClusterTest, PredictAvailabilityMatchesTheLibraryPipeline) {
   Push("calm", 21, 0.75, /*busy_every_days=*/3);  // S3 spikes on every third day
   Push("stormy", 21, 0.95);
@@ -372,37 +407,33 @@ TEST_F(ClusterTest, PredictAvailabilityMatchesTheLibraryPipeline) {
   v1::PredictAvailabilityResponse resp;
   ASSERT_TRUE(predictor_stub_->PredictAvailability(&ctx, req, &resp).ok());
 
-  // The same computation straight from the libraries.
-  availability::ClassifierConfig cc;
-  cc.revocation_gap_seconds = 450;  // the statemgr's rule: max(60 s, 1.5 periods)
-  availability::WindowSpec spec;
-  spec.day_type = availability::DayType::kWeekday;
-  spec.start_second_of_day = 9 * 3600 + 1800;
-  spec.length_seconds = 5 * 3600;
-  const availability::EstimatorOptions opt;
-  availability::SojournStats own, pooled;
-  availability::StateSeries calm_series;
-  for (const std::string host : {"calm", "stormy"}) {
-    bool truncated = false;
-    auto samples = book_->Series(host, 0, 0, 1 << 30, &truncated);
-    ASSERT_THAT(samples.status(), IsOk());
-    availability::StateSeries series = availability::ClassifyToGrid(*samples, cc, 300, 0);
-    availability::SojournStats stats = availability::CollectStats(series, spec, start, opt);
-    pooled.Merge(stats);
-    if (host == "calm") {
-      own = stats;
-      calm_series = series;
-    }
-  }
-  const size_t at = static_cast<size_t>((start - calm_series.start_unix) / 300);
-  const availability::HostState init = calm_series.states[at];
-  const int64_t age = availability::InitialAgeSteps(calm_series.states, at, 1 << 20) * 300;
-  const auto expected = availability::PredictFromStats(own, init, 60, opt, &pooled, age);
+  // The same computation straight from the libraries, with the defaults.
+  availability::HostState init;
+  const auto expected = LibraryPipeline(*book_, start, availability::EstimatorOptions(), &init);
   EXPECT_EQ(static_cast<int>(resp.initial_state()), static_cast<int>(init));
   EXPECT_NEAR(resp.tr_ratio(), expected.tr.back(), 1e-12);
   EXPECT_NEAR(resp.mttf_seconds(), expected.mttf_seconds, 1e-6);
   EXPECT_GT(resp.tr_ratio(), 0.0);
   EXPECT_LT(resp.tr_ratio(), 1.0);
+
+  // And with the issue 3 switches on (empirical-Bayes prior strength, exact
+  // age conditioning): the statemgr ships the exact-age table, the predictor
+  // pools with the library's builder.
+  predictor::AvailabilityPredictorConfig pc;
+  pc.estimator.empirical_bayes_prior = true;
+  pc.estimator.exact_age_first_sojourn = true;
+  predictor::AvailabilityPredictor switched(pc, *directory_, clock_);
+  auto resp2 = switched.Predict(req);
+  ASSERT_THAT(resp2.status(), IsOk());
+  availability::HostState init2;
+  const auto expected2 = LibraryPipeline(*book_, start, pc.estimator, &init2);
+  EXPECT_EQ(static_cast<int>(resp2->initial_state()), static_cast<int>(init2));
+  EXPECT_NEAR(resp2->tr_ratio(), expected2.tr.back(), 1e-12);
+  EXPECT_NEAR(resp2->mttf_seconds(), expected2.mttf_seconds, 1e-6);
+  EXPECT_GT(resp2->tr_ratio(), 0.0);
+  EXPECT_LT(resp2->tr_ratio(), 1.0);
+  // The switches change the answer (the test would not notice them otherwise).
+  EXPECT_GT(std::fabs(resp2->tr_ratio() - resp.tr_ratio()), 1e-9);
 }
 
 void WriteFakeProc(const std::string& root, uint64_t busy, uint64_t idle) {

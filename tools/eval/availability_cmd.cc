@@ -75,7 +75,8 @@ options:
                            recency_half_life_windows, borrow_below_windows,
                            other_day_type_weight, neighbor_window_weight,
                            neighbor_offset_seconds, recent_age_seconds,
-                           age_prior_windows, frequency_weight
+                           age_prior_windows, frequency_weight,
+                           empirical_bayes_prior, exact_age_first_sojourn
   --smp-prior SRC          shrinkage prior when prior_windows > 0: hosts (the same
                            day type and start hour pooled over all hosts, default),
                            hours (this host's other start hours) or none
@@ -155,6 +156,10 @@ void ApplySmpOptions(const std::string& text, availability::EstimatorOptions* o)
       o->recent_age_seconds = static_cast<int64_t>(v);
     } else if (k == "age_prior_windows") {
       o->age_prior_windows = v;
+    } else if (k == "empirical_bayes_prior") {
+      o->empirical_bayes_prior = v != 0;
+    } else if (k == "exact_age_first_sojourn") {
+      o->exact_age_first_sojourn = v != 0;
     } else if (k == "frequency_weight") {
       if (v > 1) Die("--smp-options: frequency_weight must be in [0, 1]");
       o->frequency_weight = v;

@@ -142,5 +142,38 @@ TEST(KernelConsistencyTest, CensoringAwareRecoversHazardCountingDoesNot) {
   EXPECT_NEAR(tr_paper[19], 0.0, 1e-12);
 }
 
+// Delayed-entry hazards, computed by hand. First sojourns filed by age a_k
+// with holding length x_k: (a=2, completed to S3 at 3: total 5),
+// (a=0, censored at 4: total > 4), (a=4, censored at 3: total > 7). For a host
+// of age 3, l = 1..4 is t = 4..7: R(4) = 2 (a=2, a=0), d = 0; R(5) = 2 (a=2,
+// a=4), d_3 = 1 -> h = 1/2; R(6) = R(7) = 1 (a=4), d = 0.
+TEST(AgeConditionedFirstRowTest, HandComputed) {
+  std::map<int64_t, StateSojourns> table;
+  table[2].completed[{3, 3}] = 1;
+  table[0].censored[4] = 1;
+  table[4].censored[3] = 1;
+  KernelRow row = AgeConditionedFirstRow(table, nullptr, 0, 3, 4, 4, nullptr);
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_EQ(row.at(3), (std::vector<double>{0, 0.5, 0, 0}));
+  // A prior table scaled by 2: one sojourn at age 3 ending at length 1 (t=4)
+  // towards S2: R(4) = 2 + 2, d_2 = 2 -> h_2(1) = 1/2; then S = 1/2 and
+  // R(5) = 2, d_3 = 1 -> G_3(2) = 1/2 * 1/2.
+  std::map<int64_t, StateSojourns> prior;
+  prior[3].completed[{2, 1}] = 1;
+  row = AgeConditionedFirstRow(table, &prior, 2.0, 3, 4, 4, nullptr);
+  EXPECT_EQ(row.at(2), (std::vector<double>{0.5, 0, 0, 0}));
+  EXPECT_EQ(row.at(3), (std::vector<double>{0, 0.25, 0, 0}));
+  // A fallback row {S3: G(1) = 1/2} as a prior worth 1 at-risk sojourn:
+  // h(1) = (0 + 1/2) / (2 + 1) = 1/6, h(2) = (1 + 0) / (2 + 1) = 1/3.
+  const KernelRow fb = {{3, {0.5}}};
+  row = AgeConditionedFirstRow(table, nullptr, 0, 3, 4, 4, &fb, 1.0);
+  ASSERT_EQ(row.at(3).size(), 4u);
+  EXPECT_NEAR(row.at(3)[0], 1.0 / 6, 1e-15);
+  EXPECT_NEAR(row.at(3)[1], 5.0 / 6 / 3, 1e-15);
+  // Beyond every observed length (age 20): only the fallback's hazards.
+  row = AgeConditionedFirstRow(table, nullptr, 0, 20, 2, 4, &fb, 1.0);
+  EXPECT_EQ(row.at(3), (std::vector<double>{0.5, 0}));
+}
+
 }  // namespace
 }  // namespace sojourn::availability

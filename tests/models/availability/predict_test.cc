@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -228,6 +229,123 @@ TEST(EstimatorOptionsTest, Presets) {
   Add({1, 1, 1}, &stats);
   EXPECT_EQ(PredictFromStats(stats, HostState::kS1, 2, def).tr,
             PredictFromStats(stats, HostState::kS1, 2, BasicEstimatorOptions()).tr);
+}
+
+// Empirical-Bayes strength on a synthetic population with known dispersion:
+// p_h ~ Beta(kappa mu, kappa (1 - mu)), y_h ~ Binomial(n_h, p_h).
+TEST(BetaBinomialConcentrationTest, RecoversKnownKappa) {
+  std::mt19937_64 rng(7);
+  for (double kappa : {2.0, 8.0}) {
+    const double mu = 0.8;
+    std::gamma_distribution<double> ga(kappa * mu, 1.0), gb(kappa * (1 - mu), 1.0);
+    std::vector<std::pair<double, double>> hosts;
+    for (int h = 0; h < 4000; ++h) {
+      const double a = ga(rng), b = gb(rng);
+      const int n = 10 + h % 21;  // unequal sizes 10..30
+      std::binomial_distribution<int> bin(n, a / (a + b));
+      hosts.emplace_back(n, bin(rng));
+    }
+    const double est = BetaBinomialConcentration(hosts);
+    EXPECT_NEAR(est, kappa, 0.15 * kappa) << "kappa " << kappa;
+  }
+  // Homogeneous hosts (p = 0.8 for all): no dispersion beyond the binomial,
+  // so (nearly) complete pooling.
+  std::vector<std::pair<double, double>> same;
+  std::binomial_distribution<int> bin(20, 0.8);
+  for (int h = 0; h < 2000; ++h) same.emplace_back(20, bin(rng));
+  EXPECT_GT(BetaBinomialConcentration(same), 200);
+  // Perfectly separated hosts (always up / always down): the minimum, 1.
+  EXPECT_DOUBLE_EQ(BetaBinomialConcentration({{10, 10}, {10, 0}, {10, 10}, {10, 0}}), 1.0);
+  // Not estimable: one host, or every window survived.
+  EXPECT_EQ(BetaBinomialConcentration({{10, 7}}), 0);
+  EXPECT_EQ(BetaBinomialConcentration({{10, 10}, {5, 5}}), 0);
+}
+
+// The builder pools the hosts and estimates the strength from their own
+// windows' full-window survival.
+TEST(PopulationPriorBuilderTest, PoolsAndEstimatesStrength) {
+  SojournStats a, b, c;
+  // (own_up_windows, own_up_survived) as CollectStats counts them.
+  a.own_up_windows = 3;
+  a.own_up_survived = 2;
+  b.own_up_windows = 2;
+  b.own_up_survived = 2;
+  c.own_up_windows = 3;
+  c.own_up_survived = 1;
+  Add({1, 1, 1}, &a);
+  Add({1, 1, 3}, &a);
+  Add({2, 2, 2}, &a);
+  Add({1, 1, 1}, &b);
+  Add({1, 1, 1}, &b);
+  Add({1, 3, 3}, &c);
+  Add({2, 1, 5}, &c);
+  Add({1, 1, 1}, &c);
+  Add({5, 5, 5}, &c);  // starts in a failure: not a window of the survival count
+  PopulationPriorBuilder builder;
+  for (const SojournStats* s : {&a, &b, &c}) builder.Add(*s);
+  const SojournStats prior = builder.Build();
+  SojournStats sum = a;
+  sum.Merge(b);
+  sum.Merge(c);
+  sum.prior_strength = prior.prior_strength;
+  EXPECT_EQ(prior, sum);
+  EXPECT_EQ(builder.hosts(), 3);
+  EXPECT_DOUBLE_EQ(prior.prior_strength,
+                   BetaBinomialConcentration({{3, 2}, {2, 2}, {3, 1}}));
+  EXPECT_GT(prior.prior_strength, 0);
+  // With empirical_bayes_prior the estimated strength replaces prior_windows.
+  SojournStats own;
+  own.step_seconds = 300;
+  Add({1, 1, 1}, &own);
+  EstimatorOptions opt = BasicEstimatorOptions();
+  opt.prior_windows = 6;
+  double strength = 0;
+  ShrinkStats(own, opt, &prior, &strength);
+  EXPECT_EQ(strength, 6);
+  opt.empirical_bayes_prior = true;
+  const SojournStats shrunk = ShrinkStats(own, opt, &prior, &strength);
+  EXPECT_DOUBLE_EQ(strength, prior.prior_strength);
+  EXPECT_DOUBLE_EQ(shrunk.total_weight, own.total_weight + prior.prior_strength);
+  // prior_windows = 0 still disables shrinkage.
+  opt.prior_windows = 0;
+  ShrinkStats(own, opt, &prior, &strength);
+  EXPECT_EQ(strength, 0);
+}
+
+// Exact ages: StateAges, the exact-age table of CollectStats, and a
+// prediction that depends on the host's age as the residual life does.
+TEST(ExactAgeTest, StateAgesAndResidualLife) {
+  const std::vector<HostState> st = {HostState::kS1, HostState::kS1, HostState::kS5,
+                                     HostState::kS1, HostState::kS1, HostState::kS1};
+  EXPECT_EQ(StateAges(st), (std::vector<int64_t>{-1, -1, 0, 0, 1, 2}));
+  for (size_t k = 0; k < st.size(); ++k) {
+    EXPECT_EQ(StateAges(st)[k], InitialAgeSteps(st, k, 100)) << k;
+  }
+  // Sojourns of state 1 last exactly 6 steps. Windows of 2 steps started at
+  // ages 0..4: the first sojourn ends inside the window iff age >= 4.
+  SojournStats stats;
+  stats.step_seconds = 60;
+  for (int age = 0; age <= 4; ++age) {
+    std::vector<HostState> w;
+    for (int k = 0; k <= 2; ++k) w.push_back(age + k < 6 ? HostState::kS1 : HostState::kS3);
+    AccumulateWindow(w.data(), w.size(), 1.0, &stats, -1, age);
+  }
+  ASSERT_EQ(stats.first_by_exact_age[1].size(), 5u);
+  EXPECT_EQ(stats.first_by_exact_age[1].at(4).completed.at({3, 2}), 1.0);
+  EXPECT_EQ(stats.first_by_exact_age[1].at(0).censored.at(2), 1.0);
+  EstimatorOptions opt = BasicEstimatorOptions();
+  opt.exact_age_first_sojourn = true;
+  opt.age_prior_windows = 0;
+  // Age 1: total lengths 2, 3 are below 6 -> TR(2) = 1. Age 4: the sojourn
+  // ends at 6 = 4 + 2 -> TR(1) = 1, TR(2) = 0. Age 3: ends at step 3.
+  EXPECT_EQ(PredictFromStats(stats, HostState::kS1, 2, opt, nullptr, 1 * 60).tr,
+            (std::vector<double>{1.0, 1.0}));
+  EXPECT_EQ(PredictFromStats(stats, HostState::kS1, 2, opt, nullptr, 4 * 60).tr,
+            (std::vector<double>{1.0, 0.0}));
+  // Without the switch the age does not matter (no 2-class split either).
+  opt.exact_age_first_sojourn = false;
+  EXPECT_EQ(PredictFromStats(stats, HostState::kS1, 2, opt, nullptr, 1 * 60).tr,
+            PredictFromStats(stats, HostState::kS1, 2, opt, nullptr, 4 * 60).tr);
 }
 
 }  // namespace
