@@ -67,6 +67,32 @@ void BM_UpaPrediction(benchmark::State& state) {
 }
 BENCHMARK(BM_UpaPrediction)->Arg(48)->Arg(864)->Unit(benchmark::kMicrosecond);
 
+// The same with the paper-literal UPA (no residual correction).
+void BM_UpaPaperPrediction(benchmark::State& state) {
+  const UsageSeries s = OfficeSeries(120);
+  const int64_t now = 119 * kBinsPerDay + 14 * kBinsPerHour;
+  auto p = AnalysePatterns(s, Resource::kCpu, {}, s.UnixOfBin(119 * kBinsPerDay));
+  std::vector<double> out(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) {
+    Forecast(Forecaster::kUpaPaper, s.cpu, now, out.size(), DowntimePolicy::kDiscard, &*p,
+             out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel("phi=" + std::to_string(p->residual_phi));
+}
+BENCHMARK(BM_UpaPaperPrediction)->Arg(48)->Arg(864)->Unit(benchmark::kMicrosecond);
+
+// Fitting the residual coefficient alone (part of the pattern analysis).
+void BM_FitResidualPhi120Days(benchmark::State& state) {
+  const UsageSeries s = OfficeSeries(120);
+  auto p = AnalysePatterns(s, Resource::kCpu, {}, s.UnixOfBin(s.bins()));
+  for (auto _ : state) {
+    double phi = FitResidualPhi(s.cpu, DowntimePolicy::kDiscard, *p, s.bins());
+    benchmark::DoNotOptimize(phi);
+  }
+}
+BENCHMARK(BM_FitResidualPhi120Days)->Unit(benchmark::kMillisecond);
+
 // One PredictUsage call of a built model (selector choice + forecast), and CanRun.
 void BM_ModelPredictUsage(benchmark::State& state) {
   const UsageSeries s = OfficeSeries(120);

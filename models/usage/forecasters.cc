@@ -23,17 +23,31 @@ double LastValue(const std::vector<double>& series, int64_t now, DowntimePolicy 
   return kNaN;
 }
 
-bool ForecastUpa(const std::vector<double>& series, int64_t now, int horizon,
-                 DowntimePolicy downtime, const UsagePatterns& patterns, double* out) {
+// The residual of the paper's UPA at the last known history bin: the
+// observed value minus the matched, re-centred prototype there.
+struct UpaResidual {
+  int64_t bin = -1;  // last history bin with a value; -1 when none
+  double residual = 0;
+};
+
+// The paper's UPA (section 2.2). `residual` (optional) receives the residual
+// of the first match at the last known history bin.
+bool ForecastUpaPaper(const std::vector<double>& series, int64_t now, int horizon,
+                      DowntimePolicy downtime, const UsagePatterns& patterns, double* out,
+                      UpaResidual* residual = nullptr) {
   if (patterns.empty()) return false;
   const bool variational = patterns.options.normalization == Normalization::kVariational;
   // window[i] = bin now - 288 + i: 24 h of history, then the forecast as it is
   // produced (chaining, section 2.2 (b)).
   std::vector<double> window(kBinsPerDay + horizon, kNaN);
   int valid_history = 0;
+  int last_valid = -1;
   for (int i = 0; i < kBinsPerDay; ++i) {
     window[i] = HistoryValue(series, now - kBinsPerDay + i, downtime);
-    if (!std::isnan(window[i])) ++valid_history;
+    if (!std::isnan(window[i])) {
+      ++valid_history;
+      last_valid = i;
+    }
   }
   if (valid_history == 0) return false;
   int produced = 0;
@@ -68,6 +82,11 @@ bool ForecastUpa(const std::vector<double>& series, int64_t now, int horizon,
         best = c;
       }
     }
+    if (produced == 0 && residual != nullptr) {
+      residual->bin = now - kBinsPerDay + last_valid;
+      residual->residual =
+          window[last_valid] - Clamp01(patterns.prototypes[best][phase + last_valid] + a);
+    }
     const double* future = patterns.prototypes[best].data() + phase + kBinsPerDay;
     const int steps = std::min(kBinsPerDay - phase, horizon - produced);
     for (int j = 0; j < steps; ++j) {
@@ -77,6 +96,33 @@ bool ForecastUpa(const std::vector<double>& series, int64_t now, int horizon,
     }
     produced += steps;
     phase = 0;
+  }
+  return true;
+}
+
+// sojourn's UPA: the paper's forecast plus the expected AR(1) residual.
+bool ForecastUpa(const std::vector<double>& series, int64_t now, int horizon,
+                 DowntimePolicy downtime, const UsagePatterns& patterns, double* out) {
+  const double phi = patterns.residual_phi;
+  if (!(phi > 0)) return ForecastUpaPaper(series, now, horizon, downtime, patterns, out);
+  UpaResidual r;
+  if (!ForecastUpaPaper(series, now, horizon, downtime, patterns, out, &r)) return false;
+  const std::vector<double>& by_step = patterns.residual_phi_by_step;
+  if (!by_step.empty()) {
+    const int64_t steps = static_cast<int64_t>(by_step.size());
+    for (int j = 0; j < horizon; ++j) {
+      const int64_t k = now + j - r.bin;
+      const double c = k <= steps ? by_step[k - 1]
+                                  : by_step.back() * std::pow(phi, static_cast<double>(k - steps));
+      out[j] = Clamp01(out[j] + c * r.residual);
+    }
+    return true;
+  }
+  // phi^(now - r.bin) for the first forecast bin, then one more factor per bin.
+  double w = r.residual * std::pow(phi, static_cast<double>(now - r.bin));
+  for (int j = 0; j < horizon && w != 0; ++j) {
+    out[j] = Clamp01(out[j] + w);
+    w *= phi;
   }
   return true;
 }
@@ -93,6 +139,8 @@ const char* ForecasterName(Forecaster f) {
       return "persist";
     case Forecaster::kSameTimeYesterday:
       return "same_time_yesterday";
+    case Forecaster::kUpaPaper:
+      return "upa_paper";
   }
   return "?";
 }
@@ -102,8 +150,9 @@ absl::StatusOr<Forecaster> ParseForecaster(absl::string_view name) {
   for (Forecaster f : kAllForecasters) {
     if (n == ForecasterName(f)) return f;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown forecaster '", name, "' (upa, last4, persist or same_time_yesterday)"));
+  if (n == ForecasterName(Forecaster::kUpaPaper)) return Forecaster::kUpaPaper;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown forecaster '", name, "' (upa, last4, persist, same_time_yesterday or upa_paper)"));
 }
 
 double HistoryValue(const std::vector<double>& series, int64_t b, DowntimePolicy downtime) {
@@ -119,6 +168,9 @@ bool Forecast(Forecaster f, const std::vector<double>& series, int64_t now, int 
   switch (f) {
     case Forecaster::kUpa:
       return patterns != nullptr && ForecastUpa(series, now, horizon, downtime, *patterns, out);
+    case Forecaster::kUpaPaper:
+      return patterns != nullptr &&
+             ForecastUpaPaper(series, now, horizon, downtime, *patterns, out);
     case Forecaster::kPersist: {
       const double v = LastValue(series, now, downtime);
       if (std::isnan(v)) return false;
@@ -152,6 +204,116 @@ bool Forecast(Forecaster f, const std::vector<double>& series, int64_t now, int 
     }
   }
   return false;
+}
+
+double FitResidualPhi(const std::vector<double>& series, DowntimePolicy downtime,
+                      const UsagePatterns& patterns, int64_t end_bin, int* pairs, int steps,
+                      std::vector<double>* by_step) {
+  if (pairs != nullptr) *pairs = 0;
+  if (by_step != nullptr) by_step->clear();
+  if (by_step == nullptr) steps = 0;
+  steps = std::max(0, steps);
+  std::vector<double> s0k(steps, 0.0), s00k(steps, 0.0), chained(steps);
+  if (patterns.empty()) return 0.0;
+  end_bin = std::min<int64_t>(end_bin, static_cast<int64_t>(series.size()));
+  // Span of data collection before end_bin (as BuildObjects).
+  int64_t first = -1, last = -1;
+  for (int64_t b = 0; b < end_bin; ++b) {
+    if (!std::isnan(series[b])) {
+      if (first < 0) first = b;
+      last = b;
+    }
+  }
+  if (first < 0) return 0.0;
+  const bool variational = patterns.options.normalization == Normalization::kVariational;
+  const int k = static_cast<int>(patterns.prototypes.size());
+  const int64_t lo = first + kBinsPerDay;          // a day of history
+  const int64_t hi = std::min(last, end_bin - 1);  // the target bin is known
+  // For every `now` of a day starting at bin d0 the matched window
+  // [now - 288, now) lines up with prototype bins [now - d0, now - d0 + 288),
+  // i.e. bin base + i of the series with prototype bin i, base = d0 - 288. The
+  // distance of section 2.2, sum over known bins of (x - a - P)^2, is then
+  // See - 2 a Se + n a^2 with prefix sums of e = x - P, e^2 and n over the
+  // day's 576 bins.
+  constexpr int kW = kObjectBins;
+  std::vector<double> h(kW), sx(kW + 1), se(static_cast<size_t>(k) * (kW + 1)),
+      see(static_cast<size_t>(k) * (kW + 1));
+  std::vector<int> cnt(kW + 1);
+  double s00 = 0, s01 = 0;
+  int n_pairs = 0;
+  for (int64_t d0 = lo - ((lo % kBinsPerDay) + kBinsPerDay) % kBinsPerDay; d0 <= hi;
+       d0 += kBinsPerDay) {
+    const int64_t base = d0 - kBinsPerDay;
+    cnt[0] = 0;
+    sx[0] = 0;
+    for (int c = 0; c < k; ++c) se[c * (kW + 1)] = see[c * (kW + 1)] = 0;
+    for (int i = 0; i < kW; ++i) {
+      h[i] = HistoryValue(series, base + i, downtime);
+      const bool known = !std::isnan(h[i]);
+      cnt[i + 1] = cnt[i] + (known ? 1 : 0);
+      sx[i + 1] = sx[i] + (known ? h[i] : 0.0);
+      for (int c = 0; c < k; ++c) {
+        const size_t o = static_cast<size_t>(c) * (kW + 1);
+        const double e = known ? h[i] - patterns.prototypes[c][i] : 0.0;
+        se[o + i + 1] = se[o + i] + e;
+        see[o + i + 1] = see[o + i] + e * e;
+      }
+    }
+    const int64_t from = std::max(d0, lo), to = std::min(d0 + kBinsPerDay - 1, hi);
+    for (int64_t now = from; now <= to; ++now) {
+      const int p = static_cast<int>(now - d0);
+      const double x0 = h[p + kBinsPerDay - 1], x1 = h[p + kBinsPerDay];
+      if (std::isnan(x0) || std::isnan(x1)) continue;
+      const int n = cnt[p + kBinsPerDay] - cnt[p];
+      const double a = variational ? (sx[p + kBinsPerDay] - sx[p]) / n : 0.0;
+      int best = 0;
+      double best_d = std::numeric_limits<double>::infinity();
+      for (int c = 0; c < k; ++c) {
+        const size_t o = static_cast<size_t>(c) * (kW + 1);
+        const double d = (see[o + p + kBinsPerDay] - see[o + p]) -
+                         2 * a * (se[o + p + kBinsPerDay] - se[o + p]) + n * a * a;
+        if (d < best_d) {
+          best_d = d;
+          best = c;
+        }
+      }
+      const std::vector<double>& proto = patterns.prototypes[best];
+      const double r0 = x0 - Clamp01(proto[p + kBinsPerDay - 1] + a);
+      const double r1 = x1 - Clamp01(proto[p + kBinsPerDay] + a);
+      s00 += r0 * r0;
+      s01 += r0 * r1;
+      ++n_pairs;
+      // k-step residuals against the forecast made at `now`; past the 48 h
+      // object the paper's chained forecast (computed directly).
+      bool have_chained = false;
+      for (int j = 0; j < steps && now + j <= hi; ++j) {
+        const double x = HistoryValue(series, now + j, downtime);
+        if (std::isnan(x)) continue;
+        double level;
+        if (p + kBinsPerDay + j < kObjectBins) {
+          level = Clamp01(proto[p + kBinsPerDay + j] + a);
+        } else {
+          if (!have_chained) {
+            have_chained = ForecastUpaPaper(series, now, steps, downtime, patterns, chained.data());
+            if (!have_chained) break;
+          }
+          level = chained[j];
+        }
+        s0k[j] += r0 * (x - level);
+        s00k[j] += r0 * r0;
+      }
+    }
+  }
+  if (pairs != nullptr) *pairs = n_pairs;
+  if (n_pairs < kMinResidualPairs || !(s00 > 0)) return 0.0;
+  if (steps > 0) {
+    by_step->resize(steps);
+    for (int j = 0; j < steps; ++j) {
+      (*by_step)[j] =
+          s00k[j] > 0 ? std::min(kMaxResidualPhi, std::max(0.0, s0k[j] / s00k[j])) : 0.0;
+    }
+  }
+  return std::min(kMaxResidualPhi, std::max(0.0, s01 / s00));
 }
 
 bool StaysAvailable(const double* use, int bins, double alpha) {

@@ -21,16 +21,19 @@
 namespace sojourn::usage {
 
 enum class Forecaster {
-  kUpa = 0,                // nearest prototype to the last 24 h (section 2.2)
+  kUpa = 0,                // sojourn's UPA: kUpaPaper plus a decaying residual (section 2.2)
   kLast4 = 1,              // mean of the last 4 hours (section 4.2)
   kPersist = 2,            // the current use persists (section 4.2)
   kSameTimeYesterday = 3,  // the value 24 h earlier (issue 8)
+  kUpaPaper = 4,           // the paper-literal UPA: nearest prototype to the last 24 h
 };
+// The forecasters the best-of selector and the data-age rule choose among
+// (kUpaPaper is kept for comparison only: wherever sojourn uses UPA it is kUpa).
 inline constexpr int kNumForecasters = 4;
 inline constexpr std::array<Forecaster, kNumForecasters> kAllForecasters = {
     Forecaster::kUpa, Forecaster::kLast4, Forecaster::kPersist, Forecaster::kSameTimeYesterday};
 
-// "upa", "last4", "persist", "same_time_yesterday".
+// "upa", "last4", "persist", "same_time_yesterday", "upa_paper".
 const char* ForecasterName(Forecaster f);
 absl::StatusOr<Forecaster> ParseForecaster(absl::string_view name);
 
@@ -40,18 +43,51 @@ double HistoryValue(const std::vector<double>& series, int64_t b, DowntimePolicy
 
 // Predicts the use of bins [now, now + horizon) into out[0..horizon), each
 // value clamped to 0..1. Reads only bins before `now`. `patterns` is needed
-// by kUpa only. Returns false when the forecaster cannot answer (no history;
-// for kUpa also no prototypes or no data in the last 24 h).
+// by the UPAs only. Returns false when the forecaster cannot answer (no
+// history; for the UPAs also no prototypes or no data in the last 24 h).
 //
-// kUpa (section 2.2): the last 24 h are compared with bins [p, p + 288) of
-// every prototype, p = time of day of `now`, and the nearest prototype's bins
-// from p + 288 on are the forecast. With variational normalisation the mean
-// of the last 24 h is subtracted before the comparison and added to the
-// prototype. Past the end of the 48 h object the prediction is chained
-// (section 2.2, option (b)): the last 24 h of history-plus-forecast select
-// the next prototype. Missing history bins are left out of the distance.
+// kUpaPaper (section 2.2, to the letter): the last 24 h are compared with
+// bins [p, p + 288) of every prototype, p = time of day of `now`, and the
+// nearest prototype's bins from p + 288 on are the forecast. With variational
+// normalisation the mean of the last 24 h is subtracted before the comparison
+// and added to the prototype. Past the end of the 48 h object the prediction
+// is chained (section 2.2, option (b)): the last 24 h of history-plus-forecast
+// select the next prototype. Missing history bins are left out of the
+// distance.
+//
+// kUpa: section 2.2's "after some possible processing" made concrete as a
+// seasonal-plus-error model. The matched, re-centred prototype is the
+// seasonal level L; its residual at the last known history bin b is
+// r = x_b - L_b, and the residuals are modelled as AR(1) with the
+// coefficient patterns->residual_phi fitted on the training data
+// (FitResidualPhi). The forecast of bin now + j is the paper's forecast plus
+// the expected residual, L_{now+j} + phi^(now+j-b) * r, clamped to 0..1 (with
+// k-step coefficients, residual_phi_by_step, phi_k replaces phi^k). With
+// phi = 0 (e.g. patterns stored before the correction existed) kUpa is
+// kUpaPaper.
 bool Forecast(Forecaster f, const std::vector<double>& series, int64_t now, int horizon,
               DowntimePolicy downtime, const UsagePatterns* patterns, double* out);
+
+// Least-squares AR(1) coefficient of the residuals of the paper's UPA on
+// the history bins before `end_bin`: at every `now` with a day of history
+// inside the span of data collection, the last 24 h are matched as
+// kUpaPaper does, and the residual pair (x_{now-1} - L_{now-1},
+// x_now - L_now) of the matched, re-centred prototype L is collected (both
+// bins known). phi = sum(r0 * r1) / sum(r0^2), clamped to [0, kMaxResidualPhi];
+// 0 (the paper's forecast) with fewer than kMinResidualPairs pairs or when the
+// residuals are all zero (phi cannot be estimated). `pairs` (optional)
+// receives the number of pairs.
+inline constexpr int kMinResidualPairs = 288;  // one day of 5-minute pairs
+inline constexpr double kMaxResidualPhi = 0.999;
+//
+// With steps > 0, by_step[k - 1] (k = 1..steps) receives the k-step
+// coefficient phi_k = sum(r0 * r_k) / sum(r0^2) over the same `now`s, r_k the
+// residual of bin now + k - 1 against the paper's forecast made at `now`
+// (chained past the 48 h object) where that bin is known and before the end
+// of data collection; clamped like phi.
+double FitResidualPhi(const std::vector<double>& series, DowntimePolicy downtime,
+                      const UsagePatterns& patterns, int64_t end_bin, int* pairs = nullptr,
+                      int steps = 0, std::vector<double>* by_step = nullptr);
 
 // Availability tests of section 3: "will the free share of the resource stay
 // at or above alpha for eta?" with alpha in 10 %..90 % (step 10 %) and eta in

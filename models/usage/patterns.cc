@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "models/usage/forecasters.h"
 
 namespace sojourn::usage {
 namespace {
@@ -62,8 +63,11 @@ class Reader {
 };
 
 constexpr char kMagic[] = "SJUP";
-constexpr uint32_t kVersion = 1;
+// Version 2 appends residual_phi and residual_pairs; version 1 is still read.
+constexpr uint32_t kVersion = 2;
 constexpr char kHostMagic[] = "SJHP";
+// The host envelope's layout did not change (its members carry their own version).
+constexpr uint32_t kHostVersion = 1;
 
 }  // namespace
 
@@ -158,6 +162,9 @@ absl::StatusOr<UsagePatterns> AnalysePatterns(const UsageSeries& series, Resourc
     out.prototypes[c].resize(kObjectBins);
     for (int i = 0; i < kObjectBins; ++i) out.prototypes[c][i] = sums(c, i) / out.cluster_sizes[c];
   }
+  out.residual_phi =
+      FitResidualPhi(series.of(r), options.downtime, out, end_bin, &out.residual_pairs,
+                     options.residual_steps, &out.residual_phi_by_step);
   return out;
 }
 
@@ -177,6 +184,10 @@ std::string UsagePatterns::Serialize() const {
     PutU32(&out, static_cast<uint32_t>(prototypes[c].size()));
     for (double x : prototypes[c]) PutF64(&out, x);
   }
+  PutF64(&out, residual_phi);
+  PutU32(&out, static_cast<uint32_t>(residual_pairs));
+  PutU32(&out, static_cast<uint32_t>(residual_phi_by_step.size()));
+  for (double x : residual_phi_by_step) PutF64(&out, x);
   return out;
 }
 
@@ -189,7 +200,7 @@ absl::StatusOr<UsagePatterns> UsagePatterns::Parse(absl::string_view bytes) {
     return absl::InvalidArgumentError(absl::StrCat("bad usage patterns: ", why));
   };
   if (!in.Bytes(4, &magic) || magic != absl::string_view(kMagic, 4)) return bad("wrong magic");
-  if (!in.U32(&version) || version != kVersion) return bad("unsupported version");
+  if (!in.U32(&version) || version < 1 || version > kVersion) return bad("unsupported version");
   if (!in.U32(&resource) || !in.U32(&clusters) || !in.U32(&linkage) || !in.U32(&normalization) ||
       !in.U32(&downtime) || !in.I64(&p.trained_until_unix) || !in.U32(&objects) || !in.U32(&k)) {
     return bad("truncated header");
@@ -215,13 +226,26 @@ absl::StatusOr<UsagePatterns> UsagePatterns::Parse(absl::string_view bytes) {
       if (!in.F64(&p.prototypes[c][i])) return bad("truncated prototype");
     }
   }
+  if (version >= 2) {
+    uint32_t pairs;
+    if (!in.F64(&p.residual_phi) || !in.U32(&pairs)) return bad("truncated residual fields");
+    if (!(p.residual_phi >= 0 && p.residual_phi < 1)) return bad("residual_phi out of range");
+    p.residual_pairs = static_cast<int>(pairs);
+    uint32_t steps;
+    if (!in.U32(&steps) || steps > 100000) return bad("truncated residual fields");
+    p.residual_phi_by_step.resize(steps);
+    for (double& x : p.residual_phi_by_step) {
+      if (!in.F64(&x)) return bad("truncated residual fields");
+      if (!(x >= 0 && x < 1)) return bad("residual_phi out of range");
+    }
+  }
   if (!in.done()) return bad("trailing bytes");
   return p;
 }
 
 std::string HostPatterns::Serialize() const {
   std::string out(kHostMagic, 4);
-  PutU32(&out, kVersion);
+  PutU32(&out, kHostVersion);
   for (const UsagePatterns* p : {&cpu, &mem, &cpu_backtest, &mem_backtest}) {
     const std::string s = p->empty() ? std::string() : p->Serialize();
     PutU32(&out, static_cast<uint32_t>(s.size()));
@@ -235,7 +259,7 @@ absl::StatusOr<HostPatterns> HostPatterns::Parse(absl::string_view bytes) {
   absl::string_view magic;
   uint32_t version;
   if (!in.Bytes(4, &magic) || magic != absl::string_view(kHostMagic, 4) || !in.U32(&version) ||
-      version != kVersion) {
+      version != kHostVersion) {
     return absl::InvalidArgumentError("bad host patterns: wrong magic or version");
   }
   HostPatterns h;

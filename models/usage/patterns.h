@@ -37,6 +37,10 @@ struct PatternOptions {
   Normalization normalization = Normalization::kVariational;
   // Default discard, LUPA's choice; kFullUse suits hosts switched off daily.
   DowntimePolicy downtime = DowntimePolicy::kDiscard;
+  // UPA's residual correction: 0 = AR(1), phi^k for a residual k bins old;
+  // K > 0 = also fit the k-step coefficients phi_k for k = 1..K
+  // (residual_phi_by_step); not part of the serialized options.
+  int residual_steps = 0;
 };
 
 // Result of one pattern analysis: the k prototypes of one resource, in the
@@ -54,9 +58,20 @@ struct UsagePatterns {
   std::vector<std::vector<double>> prototypes;
   // Members of each class, parallel to prototypes.
   std::vector<int> cluster_sizes;
+  // Lag-one (5-minute) autocorrelation of the residuals of the matched,
+  // re-centred prototypes on the training data (FitResidualPhi), used by the
+  // UPA forecast's decaying correction; 0 = the paper's forecast. Patterns
+  // stored in format version 1 read as 0.
+  double residual_phi = 0;
+  // Number of residual pairs behind residual_phi.
+  int residual_pairs = 0;
+  // Optional k-step coefficients, [k - 1] = phi_k (options.residual_steps);
+  // past the last one the correction decays by residual_phi per bin.
+  std::vector<double> residual_phi_by_step;
 
   bool empty() const { return prototypes.empty(); }
-  // Compact binary encoding ("SJUP" magic, version 1, little-endian).
+  // Compact binary encoding ("SJUP" magic, version 2, little-endian; version 1,
+  // without the residual fields, is still read).
   std::string Serialize() const;
   static absl::StatusOr<UsagePatterns> Parse(absl::string_view bytes);
 };
@@ -71,7 +86,8 @@ Eigen::MatrixXd BuildObjects(const UsageSeries& series, Resource r, const Patter
                              int64_t end_bin, std::vector<int>* day_index = nullptr);
 
 // Clusters the objects of `r` before `until_unix` into at most
-// options.clusters classes and returns their centroids. FailedPrecondition
+// options.clusters classes and returns their centroids, and fits the
+// residual coefficient of the UPA forecast on the same data (FitResidualPhi). FailedPrecondition
 // when there is no complete object; InvalidArgument on bad options.
 absl::StatusOr<UsagePatterns> AnalysePatterns(const UsageSeries& series, Resource r,
                                               const PatternOptions& options, int64_t until_unix);

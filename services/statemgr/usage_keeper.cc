@@ -9,7 +9,10 @@
 
 namespace sojourn::statemgr {
 namespace {
-// Stored value: 8-byte analysis time, then HostPatterns::Serialize().
+// Stored value: 8-byte analysis time, then HostPatterns::Serialize() (the
+// prototypes and UPA's fitted residual coefficient; values stored before the
+// coefficient existed load with phi = 0, the paper's forecast, until the next
+// daily analysis).
 std::string Encode(int64_t analyzed, const std::string& patterns) {
   std::string out(8, '\0');
   std::memcpy(out.data(), &analyzed, 8);

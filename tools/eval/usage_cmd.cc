@@ -73,13 +73,17 @@ options:
   --linkage NAME        centroid (default), ward, single, complete
   --normalization NAME  variational (default) or pure
   --utc-offset-hours H  days start at local midnight, local = UTC + H (default 0)
+  --residual-steps K    upa: fit the k-step residual coefficients for
+                        k = 1..K instead of phi^k (default 0: phi^k)
   --seed N              seed of all random draws (default 1)
   --tests N             tests per matrix cell (default 100)
   --sweep               also run the UPA parameter sweep of section 3
-                        (4 linkages x k in 5, 10 x pure / variational)
+                        (4 linkages x k in 5, 10 x pure / variational; upa_paper)
   --help                this text
 
-Methods: upa, last4, persist, same_time_yesterday (forecasters), always_yes
+Methods: upa (sojourn's UPA: the paper's forecast plus a decaying residual
+with the per-host coefficient fitted on the training data), upa_paper (the
+paper-literal UPA), last4, persist, same_time_yesterday (forecasters), always_yes
 (answers yes to every test), best_of (per-host selector, falling back to the
 data-age rule), adaptive (LUPA's data-age rule of section 4.2 with the idle
 rule). Progress goes to stderr; tables to stdout.
@@ -95,10 +99,11 @@ constexpr double kActiveShare = 0.05;
 
 // Methods of the availability matrix, in output order.
 const std::vector<std::string> kMatrixMethods = {
-    "upa", "last4", "persist", "same_time_yesterday", "always_yes", "best_of", "adaptive"};
+    "upa",        "upa_paper", "last4",   "persist", "same_time_yesterday",
+    "always_yes", "best_of",   "adaptive"};
 // Methods of the scheduling comparison.
 const std::vector<std::string> kSchedMethods = {
-    "rr", "upa", "last4", "persist", "same_time_yesterday", "best_of", "adaptive"};
+    "rr", "upa", "upa_paper", "last4", "persist", "same_time_yesterday", "best_of", "adaptive"};
 
 struct Args {
   std::string trace;
@@ -123,7 +128,7 @@ Args ParseArgs(int argc, char** argv) {
   const CommandLine cl = ParseCommandLine(
       argc - 1, argv + 1, kProgram, kHelp,
       {"trace", "format", "json", "max-hosts", "downtime", "clusters", "linkage", "normalization",
-       "normalisation", "utc-offset-hours", "seed", "tests"},
+       "normalisation", "utc-offset-hours", "seed", "tests", "residual-steps"},
       {"sweep"});
   a.sweep = cl.Flag("sweep");
   for (const auto& option : cl.ordered()) {
@@ -163,6 +168,8 @@ Args ParseArgs(int argc, char** argv) {
       if (!absl::SimpleAtod(value, &h) || std::abs(h) > 14)
         Usage("--utc-offset-hours wants -14..14");
       a.utc_offset_seconds = static_cast<int64_t>(std::lround(h * 3600));
+    } else if (key == "--residual-steps") {
+      a.patterns.residual_steps = static_cast<int>(to_int(0));
     } else if (key == "--seed") {
       a.seed = static_cast<uint64_t>(to_int(0));
     } else if (key == "--tests") {
@@ -227,6 +234,8 @@ Forecaster Predict(const Context& ctx, const Host& host, const Pair& p, const st
   Forecaster f = Forecaster::kPersist;
   if (m == "upa") {
     f = Forecaster::kUpa;
+  } else if (m == "upa_paper") {
+    f = Forecaster::kUpaPaper;
   } else if (m == "last4") {
     f = Forecaster::kLast4;
   } else if (m == "persist") {
@@ -338,7 +347,7 @@ void RunMatrix(const Context& ctx, const std::vector<Host>& hosts, Pair* p,
   for (const auto& [name, patterns] : sweep) {
     for (size_t i = 0; i < tests.size(); ++i) {
       const int eta_bins = usage::kEtaMinutes[tests[i].eta] / 5;
-      Predict(ctx, host, *p, "upa", tests[i].t, eta_bins, &pred, Usable(patterns));
+      Predict(ctx, host, *p, "upa_paper", tests[i].t, eta_bins, &pred, Usable(patterns));
       correct[i] = usage::StaysAvailable(pred.data(), eta_bins, usage::Alpha(tests[i].alpha)) ==
                    static_cast<bool>(actual[i]);
     }
@@ -506,6 +515,24 @@ json Block(const std::vector<const Pair*>& pairs, const std::vector<SchedTest>& 
   for (const auto& [m, c] : choice) ch[m] = static_cast<double>(c) / std::max(1L, total_choice);
   b["best_of_answered_by"] = ch;
   b["upa_vs_last4"] = Compare(sched, "upa", "last4");
+  b["upa_paper_vs_last4"] = Compare(sched, "upa_paper", "last4");
+  b["upa_vs_upa_paper"] = Compare(sched, "upa", "upa_paper");
+  // The fitted residual coefficients of the pairs' current patterns.
+  std::vector<double> phis;
+  for (const Pair* p : pairs) {
+    if (p->tests > 0 && !p->patterns.empty()) phis.push_back(p->patterns.residual_phi);
+  }
+  if (!phis.empty()) {
+    std::sort(phis.begin(), phis.end());
+    auto q = [&](double f) { return phis[static_cast<size_t>(f * (phis.size() - 1) + 0.5)]; };
+    b["residual_phi"] = json{{"pairs_with_patterns", phis.size()},
+                             {"zero", std::count(phis.begin(), phis.end(), 0.0)},
+                             {"min", phis.front()},
+                             {"p10", q(0.1)},
+                             {"median", q(0.5)},
+                             {"p90", q(0.9)},
+                             {"max", phis.back()}};
+  }
   json s;
   s["tests"] = sched.size();
   s["pool"] = sched.empty() ? 0 : sched.front().pool;
@@ -527,6 +554,8 @@ json Block(const std::vector<const Pair*>& pairs, const std::vector<SchedTest>& 
       if (t.h == h) sub.push_back(t);
     }
     by_h[std::to_string(h)] = json{{"upa_vs_last4", Compare(sub, "upa", "last4")},
+                                   {"upa_paper_vs_last4", Compare(sub, "upa_paper", "last4")},
+                                   {"upa_vs_upa_paper", Compare(sub, "upa", "upa_paper")},
                                    {"best_of_vs_last4", Compare(sub, "best_of", "last4")}};
   }
   s["by_h"] = by_h;
@@ -557,6 +586,15 @@ void PrintBlock(const std::string& title, const json& b) {
       std::printf("| %s | %.4f |\n", m.c_str(), v.get<double>());
     }
   }
+  if (b.contains("residual_phi")) {
+    const json& f = b["residual_phi"];
+    std::printf(
+        "\nUPA residual phi over %d pairs: %d zero, min %.3f, p10 %.3f, median %.3f, p90 %.3f, "
+        "max %.3f\n",
+        f["pairs_with_patterns"].get<int>(), f["zero"].get<int>(), f["min"].get<double>(),
+        f["p10"].get<double>(), f["median"].get<double>(), f["p90"].get<double>(),
+        f["max"].get<double>());
+  }
   std::printf("\nbest_of answered by:");
   for (const auto& [m, v] : b["best_of_answered_by"].items()) {
     std::printf(" %s %.1f%%", m.c_str(), 100 * v.get<double>());
@@ -577,6 +615,12 @@ void PrintBlock(const std::string& title, const json& b) {
   for (int h : kSchedHours) {
     cmp(absl::StrCat("  h = ", h, " h").c_str(), s["by_h"][std::to_string(h)]["upa_vs_last4"]);
   }
+  cmp("upa_paper vs last4", b["upa_paper_vs_last4"]);
+  for (int h : kSchedHours) {
+    cmp(absl::StrCat("  h = ", h, " h").c_str(),
+        s["by_h"][std::to_string(h)]["upa_paper_vs_last4"]);
+  }
+  cmp("upa vs upa_paper", b["upa_vs_upa_paper"]);
   cmp("best_of vs last4", s["best_of_vs_last4"]);
   cmp("upa vs persist", s["upa_vs_persist"]);
   cmp("upa vs rr", s["upa_vs_rr"]);
@@ -785,6 +829,10 @@ int RunUsage(int argc, char** argv) {
       {"clusters", ctx.args.patterns.clusters},
       {"linkage", usage::LinkageName(ctx.args.patterns.linkage)},
       {"normalization", usage::NormalizationName(ctx.args.patterns.normalization)},
+      {"upa_residual",
+       ctx.args.patterns.residual_steps > 0
+           ? absl::StrCat("k-step coefficients, k = 1..", ctx.args.patterns.residual_steps)
+           : std::string("AR(1), phi^k")},
       {"utc_offset_seconds", args.utc_offset_seconds},
       {"scheduling",
        {{"pool", kPoolSize},
@@ -814,6 +862,8 @@ int RunUsage(int argc, char** argv) {
               {"days", h.days},
               {"train_days", h.train_days},
               {"objects", p.patterns.objects},
+              {"residual_phi", p.patterns.residual_phi},
+              {"residual_pairs", p.patterns.residual_pairs},
               {"tests", p.tests},
               {"mu_a", p.mu_a},
               {"best_of_answered_by", p.best_of_choice}};

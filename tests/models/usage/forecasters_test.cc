@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -77,6 +78,158 @@ TEST(ForecastersTest, UpaVariationalLevelIsTheRecentMeanNotTheLastValue) {
   ASSERT_TRUE(Forecast(Forecaster::kPersist, s, now, out.size(), DowntimePolicy::kFullUse, nullptr,
                        out.data()));
   EXPECT_NEAR(out[0], 0.0, 1e-9);
+  // The paper-literal UPA keeps the paper's level whatever the residual
+  // coefficient of the patterns.
+  p.residual_phi = 0.9;
+  ASSERT_TRUE(Forecast(Forecaster::kUpaPaper, s, now, out.size(), DowntimePolicy::kFullUse, &p,
+                       out.data()));
+  for (double v : out) EXPECT_NEAR(v, 0.75, 1e-9);
+}
+
+// sojourn's UPA adds the decaying residual of the matched prototype. The
+// desktop of the previous test (level a = 0.75, current use 0) has the
+// residual r = 0 - 0.75 at the last bin; with phi = 0.9 the forecast of bin
+// now + j is 0.75 + 0.9^(j + 1) * r.
+TEST(ForecastersTest, UpaAddsTheDecayingResidual) {
+  UsagePatterns p;
+  p.options.normalization = Normalization::kVariational;
+  p.options.downtime = DowntimePolicy::kFullUse;
+  p.prototypes.assign(1, std::vector<double>(kObjectBins, 0.0));
+  p.cluster_sizes = {1};
+  p.objects = 1;
+  p.residual_phi = 0.9;
+  const int64_t now = 3 * kBinsPerDay + 12 * kBinsPerHour;  // 12:00
+  std::vector<double> s(now, 0.0);
+  for (int64_t b = now - kBinsPerDay; b < now - 6 * kBinsPerHour; ++b) s[b] = kNaN;  // down
+  std::vector<double> out(4 * kBinsPerHour);
+  ASSERT_TRUE(
+      Forecast(Forecaster::kUpa, s, now, out.size(), DowntimePolicy::kFullUse, &p, out.data()));
+  EXPECT_NEAR(out[0], 0.75 - 0.9 * 0.75, 1e-12);  // 0.075
+  EXPECT_NEAR(out[1], 0.75 - 0.81 * 0.75, 1e-12);
+  for (size_t j = 0; j < out.size(); ++j) {
+    EXPECT_NEAR(out[j], 0.75 - std::pow(0.9, j + 1) * 0.75, 1e-12) << j;
+  }
+  // phi = 0 is the paper's forecast.
+  p.residual_phi = 0;
+  ASSERT_TRUE(
+      Forecast(Forecaster::kUpa, s, now, out.size(), DowntimePolicy::kFullUse, &p, out.data()));
+  for (double v : out) EXPECT_NEAR(v, 0.75, 1e-12);
+
+  // Around prototype B (+0.3 / -0.3 halves) at level 0.4, with the last
+  // known bin (05:45, B's +0.3 half) 0.2 above the series and the two bins
+  // before `now` missing (kDiscard): the residual is three bins old, so bin
+  // now + j gets r * phi^(j + 3) on top of the paper's a + 0.3.
+  UsagePatterns two = TwoPrototypes();
+  two.residual_phi = 0.5;
+  const int64_t t = 3 * kBinsPerDay + 6 * kBinsPerHour;  // 06:00
+  std::vector<double> h = HistoryLikeB(t, 0.4);
+  h[t - 3] += 0.2;
+  h[t - 2] = h[t - 1] = kNaN;
+  // Recent mean over the 286 known bins: two bins of 0.7 missing, 0.2 added.
+  const double a = (kBinsPerDay * 0.4 - 2 * 0.7 + 0.2) / 286;
+  const double r = 0.9 - (a + 0.3);  // x - (B + a) at 05:45
+  std::vector<double> o(12);
+  ASSERT_TRUE(Forecast(Forecaster::kUpa, h, t, o.size(), DowntimePolicy::kDiscard, &two, o.data()));
+  for (size_t j = 0; j < o.size(); ++j) {
+    EXPECT_NEAR(o[j], a + 0.3 + r * std::pow(0.5, j + 3), 1e-12) << j;
+  }
+  ASSERT_TRUE(
+      Forecast(Forecaster::kUpaPaper, h, t, o.size(), DowntimePolicy::kDiscard, &two, o.data()));
+  for (double v : o) EXPECT_NEAR(v, a + 0.3, 1e-12);
+}
+
+// With k-step coefficients (the per-horizon variant) phi_k replaces phi^k up
+// to the last fitted k, then the correction decays by phi per bin.
+TEST(ForecastersTest, UpaWithKStepCoefficients) {
+  UsagePatterns p;
+  p.options.normalization = Normalization::kVariational;
+  p.options.downtime = DowntimePolicy::kFullUse;
+  p.prototypes.assign(1, std::vector<double>(kObjectBins, 0.0));
+  p.cluster_sizes = {1};
+  p.residual_phi = 0.9;
+  p.residual_phi_by_step = {0.8, 0.5};
+  const int64_t now = 3 * kBinsPerDay + 12 * kBinsPerHour;
+  std::vector<double> s(now, 0.0);
+  for (int64_t b = now - kBinsPerDay; b < now - 6 * kBinsPerHour; ++b) s[b] = kNaN;  // down
+  std::vector<double> out(4);
+  ASSERT_TRUE(
+      Forecast(Forecaster::kUpa, s, now, out.size(), DowntimePolicy::kFullUse, &p, out.data()));
+  const double r = -0.75;  // current use 0, paper level 0.75
+  EXPECT_NEAR(out[0], 0.75 + 0.8 * r, 1e-12);
+  EXPECT_NEAR(out[1], 0.75 + 0.5 * r, 1e-12);
+  EXPECT_NEAR(out[2], 0.75 + 0.5 * 0.9 * r, 1e-12);
+  EXPECT_NEAR(out[3], 0.75 + 0.5 * 0.81 * r, 1e-12);
+}
+
+// The residual coefficient is recovered from a series whose deviations from
+// a daily pattern are AR(1) with a known coefficient.
+TEST(ForecastersTest, FitResidualPhiRecoversAr1) {
+  for (double phi : {0.0, 0.5, 0.9}) {
+    std::mt19937 rng(7);
+    std::normal_distribution<double> eps(0.0, 0.04);
+    std::vector<double> s(30 * kBinsPerDay);
+    double e = 0;
+    for (size_t b = 0; b < s.size(); ++b) {
+      e = phi * e + eps(rng);
+      s[b] = 0.5 + ((b % kBinsPerDay) < kBinsPerDay / 2 ? 0.2 : -0.2) + e;
+    }
+    // The true pattern as the only prototype (variational: zero mean).
+    UsagePatterns p;
+    p.options.normalization = Normalization::kVariational;
+    p.prototypes.assign(1, std::vector<double>(kObjectBins));
+    for (int i = 0; i < kObjectBins; ++i) p.prototypes[0][i] = (i % kBinsPerDay) < 144 ? 0.2 : -0.2;
+    p.cluster_sizes = {29};
+    int pairs = 0;
+    const double fit = FitResidualPhi(s, DowntimePolicy::kDiscard, p, s.size(), &pairs);
+    EXPECT_EQ(pairs, 29 * kBinsPerDay);  // every now from bin 288 to the last bin (the target)
+    EXPECT_NEAR(fit, phi, 0.03) << phi;
+    // The pattern analysis fits it on its own prototypes.
+    UsageSeries series;
+    series.origin_unix = 1372636800;
+    series.cpu = s;
+    series.mem = s;
+    auto analysed = AnalysePatterns(series, Resource::kCpu, {}, series.UnixOfBin(series.bins()));
+    ASSERT_TRUE(analysed.ok()) << analysed.status();
+    EXPECT_NEAR(analysed->residual_phi, phi, 0.05) << phi;
+    EXPECT_GT(analysed->residual_pairs, 28 * kBinsPerDay);
+  }
+  // The k-step coefficients of an AR(1) residual are phi^k.
+  {
+    std::mt19937 rng(11);
+    std::normal_distribution<double> eps(0.0, 0.04);
+    std::vector<double> s(40 * kBinsPerDay);
+    double e = 0;
+    for (size_t b = 0; b < s.size(); ++b) {
+      e = 0.9 * e + eps(rng);
+      s[b] = 0.5 + e;
+    }
+    UsagePatterns flat;
+    flat.options.normalization = Normalization::kVariational;
+    flat.prototypes.assign(1, std::vector<double>(kObjectBins, 0.0));
+    flat.cluster_sizes = {39};
+    std::vector<double> by_step;
+    const double fit =
+        FitResidualPhi(s, DowntimePolicy::kDiscard, flat, s.size(), nullptr, 12, &by_step);
+    ASSERT_EQ(by_step.size(), 12u);
+    EXPECT_DOUBLE_EQ(by_step[0], fit);
+    // The residual is measured from the 24 h mean, which absorbs a little of
+    // the slow AR(1) component: a loose tolerance.
+    for (int k : {1, 2, 6, 12}) EXPECT_NEAR(by_step[k - 1], std::pow(0.9, k), 0.05) << k;
+  }
+  // Too few pairs (less than a day of history): phi = 0, the paper's forecast.
+  UsagePatterns p = TwoPrototypes();
+  std::vector<double> short_series(kBinsPerDay + 100, 0.3);
+  int pairs = -1;
+  EXPECT_EQ(FitResidualPhi(short_series, DowntimePolicy::kDiscard, p, short_series.size(), &pairs),
+            0.0);
+  EXPECT_EQ(pairs, 100);
+  // Training data only: nothing at or after end_bin is read.
+  std::vector<double> s(10 * kBinsPerDay, kNaN);
+  for (int64_t b = 0; b < 5 * kBinsPerDay; ++b) s[b] = 0.3 + 0.01 * (b % 7);
+  std::vector<double> s2 = s;
+  for (int64_t b = 5 * kBinsPerDay; b < 10 * kBinsPerDay; ++b) s2[b] = 0.9;
+  EXPECT_EQ(FitResidualPhi(s, DowntimePolicy::kFullUse, p, 5 * kBinsPerDay),
+            FitResidualPhi(s2, DowntimePolicy::kFullUse, p, 5 * kBinsPerDay));
 }
 
 // Past the end of the 48 h object the forecast is chained; values are clamped.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "gtest/gtest.h"
@@ -109,8 +110,71 @@ TEST(PatternsTest, SerializationRoundTrips) {
   EXPECT_EQ(back->mem.cluster_sizes, h.mem.cluster_sizes);
   EXPECT_EQ(back->cpu_backtest.trained_until_unix, h.cpu_backtest.trained_until_unix);
   EXPECT_EQ(back->mem.resource, Resource::kMemory);
+  EXPECT_EQ(back->cpu.residual_phi, h.cpu.residual_phi);
+  EXPECT_EQ(back->cpu.residual_pairs, h.cpu.residual_pairs);
+  EXPECT_GT(h.cpu.residual_pairs, 0);
   EXPECT_FALSE(HostPatterns::Parse(bytes.substr(0, bytes.size() - 3)).ok());
   EXPECT_FALSE(UsagePatterns::Parse("garbage").ok());
+}
+
+// Patterns stored before the residual coefficient existed (format version 1)
+// still load, with residual_phi = 0 (the paper's forecast).
+TEST(PatternsTest, ReadsVersionOnePatterns) {
+  auto u32 = [](std::string* o, uint32_t v) {
+    for (int i = 0; i < 4; ++i) o->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  auto u64 = [](std::string* o, uint64_t v) {
+    for (int i = 0; i < 8; ++i) o->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  // SJUP version 1: header, one prototype of 576 bins, nothing after it.
+  std::string v1("SJUP");
+  u32(&v1, 1);            // version
+  u32(&v1, 0);            // resource cpu
+  u32(&v1, 5);            // clusters
+  u32(&v1, 0);            // centroid
+  u32(&v1, 1);            // variational
+  u32(&v1, 0);            // discard
+  u64(&v1, 1372636800);   // trained until
+  u32(&v1, 9);            // objects
+  u32(&v1, 1);            // k
+  u32(&v1, 9);            // cluster size
+  u32(&v1, kObjectBins);  // bins
+  const double x = 0.25;
+  uint64_t bits;
+  std::memcpy(&bits, &x, 8);
+  for (int i = 0; i < kObjectBins; ++i) u64(&v1, bits);
+  auto p = UsagePatterns::Parse(v1);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->residual_phi, 0.0);
+  EXPECT_EQ(p->residual_pairs, 0);
+  EXPECT_EQ(p->objects, 9);
+  EXPECT_EQ(p->prototypes[0][100], 0.25);
+  EXPECT_EQ(p->trained_until_unix, 1372636800);
+  // Inside a host envelope (unchanged, version 1), as the statemgr stored it.
+  std::string host("SJHP");
+  u32(&host, 1);
+  for (int m = 0; m < 4; ++m) {
+    u32(&host, static_cast<uint32_t>(m == 0 ? v1.size() : 0));
+    if (m == 0) host += v1;
+  }
+  auto h = HostPatterns::Parse(host);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->cpu.residual_phi, 0.0);
+  EXPECT_TRUE(h->mem.empty());
+  // A version-1 blob with trailing bytes is still rejected.
+  EXPECT_FALSE(UsagePatterns::Parse(v1 + "x").ok());
+  // The current form re-encodes it with the residual fields.
+  UsagePatterns q = *p;
+  q.residual_phi = 0.8;
+  q.residual_pairs = 1234;
+  q.residual_phi_by_step = {0.8, 0.7, 0.65};
+  auto back = UsagePatterns::Parse(q.Serialize());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->residual_phi, 0.8);
+  EXPECT_EQ(back->residual_pairs, 1234);
+  EXPECT_EQ(back->residual_phi_by_step, q.residual_phi_by_step);
+  q.residual_phi = 1.5;
+  EXPECT_FALSE(UsagePatterns::Parse(q.Serialize()).ok());
 }
 
 }  // namespace
