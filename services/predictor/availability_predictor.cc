@@ -126,7 +126,11 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   std::shared_ptr<const availability::SojournStats> prior;
   int64_t age_seconds = -1;
   if (config_.estimator.censoring_aware) {
-    if (!stats_resp.whole_history_fallback()) prior = PopulationPrior(stats_req);
+    // Also for a host without a same-clock window yet (whole-history fallback):
+    // its few minutes or hours of history must not outweigh what the other
+    // hosts show at this clock time, or a host that just joined ranks first
+    // with TR 1. (The pool itself skips such hosts.)
+    prior = PopulationPrior(stats_req);
     if (stats_resp.state_since_unix_seconds() > 0 && start >= stats_resp.state_since_unix_seconds()) {
       age_seconds = start - stats_resp.state_since_unix_seconds();
     }

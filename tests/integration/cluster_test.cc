@@ -436,6 +436,65 @@ TEST_F(ClusterTest, PredictAvailabilityMatchesTheLibraryPipeline) {
   EXPECT_GT(std::fabs(resp2->tr_ratio() - resp.tr_ratio()), 1e-9);
 }
 
+// A host that joined an hour ago has no same-clock window yet (whole-history
+// fallback): its prediction is low-history and pulled towards what the other
+// hosts show at that clock time, not a perfect TR from one quiet hour.
+TEST_F(ClusterTest, NewHostLeansOnThePopulation) {
+  Push("calm", 21, 0.3);
+  Push("stormy", 21, 0.95);
+  const int64_t start = kMonday + 18 * 86400 + 9 * 3600;  // Friday 09:00, week 3
+  {
+    grpc::ClientContext ctx;
+    v1::PushSamplesResponse resp;
+    auto writer = sm_stub_->PushSamples(&ctx, &resp);
+    v1::PushSamplesRequest req;
+    req.set_host("fresh");
+    req.set_period_seconds(300);
+    for (int i = 0; i < 12; ++i) {  // the hour before `start`, idle
+      auto* s = req.add_samples();
+      s->set_unix_seconds(start - 3600 + i * 300);
+      s->set_cpu_load_ratio(0.05);
+      s->set_free_mem_mb(2000);
+    }
+    writer->Write(req);
+    writer->WritesDone();
+    ASSERT_TRUE(writer->Finish().ok());
+  }
+  statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
+  statemgr::Registrar registrar(rc, *book_, clock_);
+  ASSERT_EQ(registrar.RegisterAll(), 3);
+  clock_.Set(absl::FromUnixSeconds(start));
+  auto predict = [&](const std::string& host, predictor::AvailabilityPredictor& p) {
+    v1::PredictAvailabilityRequest req;
+    req.set_host(host);
+    req.set_window_seconds(3 * 3600);
+    req.set_start_unix_seconds(start);
+    return p.Predict(req);
+  };
+  predictor::AvailabilityPredictorConfig pc;
+  predictor::AvailabilityPredictor with_prior(pc, *directory_, clock_);
+  auto fresh = predict("fresh", with_prior);
+  auto stormy = predict("stormy", with_prior);
+  auto calm = predict("calm", with_prior);
+  ASSERT_THAT(fresh.status(), IsOk());
+  ASSERT_THAT(stormy.status(), IsOk());
+  ASSERT_THAT(calm.status(), IsOk());
+  EXPECT_TRUE(fresh->low_history());
+  EXPECT_EQ(fresh->history_windows(), 0);
+  // Without the population (prior switched off) the quiet hour alone says TR 1.
+  pc.estimator.prior_windows = 0;
+  predictor::AvailabilityPredictor alone(pc, *directory_, clock_);
+  auto fresh_alone = predict("fresh", alone);
+  ASSERT_THAT(fresh_alone.status(), IsOk());
+  EXPECT_GT(fresh_alone->tr_ratio(), 0.99);
+  // With it, the fresh host gets the population's mix of the calm host (no
+  // failure in office hours) and the stormy one (always failing): strictly
+  // between them, not ranked above the calm host with a perfect record.
+  EXPECT_LT(fresh->tr_ratio(), 0.9);
+  EXPECT_GT(fresh->tr_ratio(), stormy->tr_ratio() + 0.1);
+  EXPECT_LT(fresh->tr_ratio(), calm->tr_ratio() - 0.1);
+}
+
 void WriteFakeProc(const std::string& root, uint64_t busy, uint64_t idle) {
   std::filesystem::create_directories(root);
   std::ofstream(root + "/stat") << "cpu  " << busy << " 0 0 " << idle << " 0 0 0 0 0 0\ncpu0 0\n";
