@@ -138,20 +138,7 @@ int RunSchedule(int argc, char** argv) {
   io.max_hosts = static_cast<int>(args.GetInt("max-hosts", 0));
   if (io.max_hosts < 0) Die("--max-hosts must be >= 0");
 
-  const auto t0 = std::chrono::steady_clock::now();
-  std::fprintf(stderr, "reading %s ...\n", args.Get("trace").c_str());
-  traces::TraceFormat used = traces::TraceFormat::kAuto;
-  auto traces = traces::ImportTrace(args.Get("trace"), io, &used);
-  if (!traces.ok()) Die(std::string(traces.status().message()));
-  if (traces->empty()) Die("the trace has no hosts");
-  const bool matrix = used == traces::TraceFormat::kAvailabilityMatrix;
-  const bool gwa = used == traces::TraceFormat::kGwa;
-
   scheduling::ScheduleConfig cfg;
-  cfg.step_seconds = args.GetInt("step", matrix ? io.period_seconds : 300);
-  if (cfg.step_seconds <= 0) Die("--step must be positive");
-  cfg.utc_offset_seconds =
-      static_cast<int>(std::lround(args.GetDouble("utc-offset", gwa ? 2.0 : 0.0) * 3600));
   cfg.submissions = static_cast<int>(args.GetInt("submissions", 60));
   if (cfg.submissions <= 0) Die("--submissions must be positive");
   cfg.pool_size = static_cast<int>(args.GetInt("pool", 20));
@@ -174,8 +161,6 @@ int RunSchedule(int argc, char** argv) {
   const double horizon_hours = args.GetDouble("horizon-hours", 24);
   if (!(horizon_hours > 0) || horizon_hours > 168) Die("--horizon-hours must be in (0, 168]");
   cfg.horizon_seconds = static_cast<int64_t>(horizon_hours * 3600);
-  cfg.horizon_seconds -= cfg.horizon_seconds % cfg.step_seconds;
-  if (cfg.horizon_seconds <= 0) Die("--horizon-hours is shorter than one step");
   cfg.history_days = static_cast<int>(args.GetInt("history-days", 0));
   if (cfg.history_days < 0) Die("--history-days must be >= 0");
   cfg.warmup_days = static_cast<int>(args.GetInt("warmup-days", 7));
@@ -189,6 +174,29 @@ int RunSchedule(int argc, char** argv) {
   }
   cfg.classifier.guest_working_set_mb =
       args.GetDouble("working-set-mb", cfg.classifier.guest_working_set_mb);
+
+  if (args.Has("step") && args.GetInt("step", 1) <= 0) Die("--step must be positive");
+  if (args.Has("revocation-gap") && args.GetInt("revocation-gap", 1) <= 0) {
+    Die("--revocation-gap must be positive");
+  }
+  (void)args.GetDouble("utc-offset", 0);  // a non-number fails here, before reading
+
+  // Read the trace last: every option above is checked first. The grid step,
+  // time zone and revocation gap default by the format found.
+  const auto t0 = std::chrono::steady_clock::now();
+  std::fprintf(stderr, "reading %s ...\n", args.Get("trace").c_str());
+  traces::TraceFormat used = traces::TraceFormat::kAuto;
+  auto traces = traces::ImportTrace(args.Get("trace"), io, &used);
+  if (!traces.ok()) Die(std::string(traces.status().message()));
+  if (traces->empty()) Die("the trace has no hosts");
+  const bool matrix = used == traces::TraceFormat::kAvailabilityMatrix;
+  const bool gwa = used == traces::TraceFormat::kGwa;
+  cfg.step_seconds = args.GetInt("step", matrix ? io.period_seconds : 300);
+  if (cfg.step_seconds <= 0) Die("--step must be positive");
+  cfg.utc_offset_seconds =
+      static_cast<int>(std::lround(args.GetDouble("utc-offset", gwa ? 2.0 : 0.0) * 3600));
+  cfg.horizon_seconds -= cfg.horizon_seconds % cfg.step_seconds;
+  if (cfg.horizon_seconds <= 0) Die("--horizon-hours is shorter than one step");
   cfg.classifier.revocation_gap_seconds =
       args.GetInt("revocation-gap", matrix ? cfg.step_seconds / 2 : 900);
   if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
