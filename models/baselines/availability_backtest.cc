@@ -571,7 +571,9 @@ absl::StatusOr<std::vector<int>> ResolveMethods(const std::vector<std::string>& 
   return out;
 }
 
-absl::Status ValidateConfig(const BacktestConfig& c) {
+}  // namespace
+
+absl::Status ValidateBacktestConfig(const BacktestConfig& c) {
   if (c.step_seconds <= 0 || 3600 % c.step_seconds != 0) {
     return absl::InvalidArgumentError("the grid step must divide 3600 s");
   }
@@ -595,8 +597,6 @@ absl::Status ValidateConfig(const BacktestConfig& c) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
 availability::EstimatorOptions PaperLiteralOptions() {
   // The library's paper-literal preset: no issue 7 improvement, whatever the
   // library defaults are.
@@ -610,7 +610,7 @@ const std::vector<std::string>& AllMethods() {
 
 absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
                                            const BacktestConfig& config) {
-  if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  if (absl::Status s = ValidateBacktestConfig(config); !s.ok()) return s;
   absl::StatusOr<std::vector<int>> methods = ResolveMethods(config.methods);
   if (!methods.ok()) return methods.status();
   Grids grids = BuildGrids(traces, config);
@@ -851,7 +851,7 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
                                               const BacktestConfig& config,
                                               const std::vector<int>& injections,
                                               const std::vector<int>& window_hours, uint64_t seed) {
-  if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  if (absl::Status s = ValidateBacktestConfig(config); !s.ok()) return s;
   for (int w : window_hours) {
     if (w < 1 || w > config.max_window_hours) {
       return absl::InvalidArgumentError(absl::StrCat("noise window of ", w, " h is out of range"));

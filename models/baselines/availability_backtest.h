@@ -127,6 +127,10 @@ struct BacktestResult {
   int64_t grid_points = 0;
 };
 
+// INVALID_ARGUMENT with the reason when `config` cannot run (the checks
+// RunBacktest does first), so a caller can refuse it before reading a trace.
+absl::Status ValidateBacktestConfig(const BacktestConfig& config);
+
 // Runs the protocol on `traces` with up to 2 threads (over hosts). Fails on a
 // bad configuration (step not dividing 3600 s, unknown method or day type, ...).
 absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,

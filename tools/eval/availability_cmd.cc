@@ -2,6 +2,7 @@
 // baselines on a host trace under the protocol of issue 7 (paper 000 section
 // 8.2 refined), with the training-ratio sweep (paper 000 Fig. 12) and the
 // noise-injection robustness test (Fig. 14) as options.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -301,6 +302,66 @@ int RunAvailability(int argc, char** argv) {
   io.max_hosts = static_cast<int>(args.GetInt("max-hosts", 0));
   if (io.max_hosts < 0) Die("--max-hosts must be >= 0");
 
+  backtest::BacktestConfig cfg;
+  cfg.max_window_hours = static_cast<int>(args.GetInt("max-window-hours", 10));
+  cfg.history_days = static_cast<int>(args.GetInt("history-days", 0));
+  cfg.train_ratio = args.GetDouble("train-ratio", 0.5);
+  cfg.min_test_windows = static_cast<int>(args.GetInt("min-test-windows", 3));
+  cfg.reliability_bins = static_cast<int>(args.GetInt("reliability-bins", 10));
+  cfg.threads = static_cast<int>(args.GetInt("threads", 2));
+  if (cfg.threads < 1 || cfg.threads > 2) Die("--threads must be 1 or 2");
+  cfg.methods = GetList(args, "methods");
+  for (const std::string& m : cfg.methods) {
+    const auto& all = backtest::AllMethods();
+    if (std::find(all.begin(), all.end(), m) == all.end()) {
+      Die(absl::StrCat("--methods: unknown method '", m, "' (known: ", absl::StrJoin(all, ", "), ")"));
+    }
+  }
+  cfg.day_types = GetList(args, "day-types");
+  cfg.classifier.th1 = args.GetDouble("th1", cfg.classifier.th1);
+  cfg.classifier.th2 = args.GetDouble("th2", cfg.classifier.th2);
+  if (!(cfg.classifier.th1 >= 0 && cfg.classifier.th1 <= cfg.classifier.th2)) {
+    Die("need 0 <= th1 <= th2");
+  }
+  cfg.classifier.grace_seconds = args.GetInt("grace", cfg.classifier.grace_seconds);
+  cfg.classifier.guest_working_set_mb =
+      args.GetDouble("working-set-mb", cfg.classifier.guest_working_set_mb);
+  if (cfg.min_test_windows < 1) Die("--min-test-windows must be >= 1");
+
+  ApplySmpOptions(args.Get("smp-options"), &cfg.smp_options);
+  cfg.smp_prior = args.Get("smp-prior", "hosts");
+  if (cfg.smp_prior != "hosts" && cfg.smp_prior != "hours" && cfg.smp_prior != "none") {
+    Die("--smp-prior must be hosts, hours or none");
+  }
+  const std::string age = args.Get("smp-age", "on");
+  if (age != "on" && age != "off") Die("--smp-age must be on or off");
+  cfg.smp_pass_age = age == "on";
+
+  std::vector<double> sweep = GetDoubleList(args, "sweep-train-ratios");
+  std::vector<int> noise = GetIntList(args, "noise", {});
+  std::vector<int> noise_windows = GetIntList(args, "noise-windows", {1, 2, 3, 5, 10});
+  const int64_t seed = args.GetInt("seed", 1);
+
+  // Explicit values are checked before the (possibly long) read; the defaults
+  // of the grid step, time zone, outage rule and revocation gap depend on the
+  // format found.
+  if (args.Has("step") && args.GetInt("step", 1) <= 0) Die("--step must be positive");
+  if (args.Has("revocation-gap") && args.GetInt("revocation-gap", 1) <= 0) {
+    Die("--revocation-gap must be positive");
+  }
+  if (args.Has("outage-fraction")) {
+    const double f = args.GetDouble("outage-fraction", 0);
+    if (f < 0 || f > 1) Die("--outage-fraction must be in [0, 1]");
+  }
+  (void)args.GetDouble("utc-offset", 0);  // a non-number fails here
+  {
+    backtest::BacktestConfig early = cfg;
+    early.step_seconds = args.GetInt("step", 300);
+    if (absl::Status s = backtest::ValidateBacktestConfig(early); !s.ok()) {
+      Die(std::string(s.message()));
+    }
+  }
+
   auto t0 = std::chrono::steady_clock::now();
   std::fprintf(stderr, "reading %s ...\n", args.Get("trace").c_str());
   traces::TraceFormat format_used = traces::TraceFormat::kAuto;
@@ -319,48 +380,15 @@ int RunAvailability(int argc, char** argv) {
                : gwa  ? "gwa"
                       : "canonical");
 
-  backtest::BacktestConfig cfg;
   cfg.step_seconds = args.GetInt("step", matrix ? io.period_seconds : 300);
   cfg.utc_offset_seconds =
       static_cast<int>(std::lround(args.GetDouble("utc-offset", gwa ? 2.0 : 0.0) * 3600));
-  cfg.max_window_hours = static_cast<int>(args.GetInt("max-window-hours", 10));
-  cfg.history_days = static_cast<int>(args.GetInt("history-days", 0));
-  cfg.train_ratio = args.GetDouble("train-ratio", 0.5);
   cfg.outage_fraction = args.GetDouble("outage-fraction", matrix ? 0.0 : 0.5);
-  cfg.min_test_windows = static_cast<int>(args.GetInt("min-test-windows", 3));
-  cfg.reliability_bins = static_cast<int>(args.GetInt("reliability-bins", 10));
-  cfg.threads = static_cast<int>(args.GetInt("threads", 2));
-  if (cfg.threads < 1 || cfg.threads > 2) Die("--threads must be 1 or 2");
-  cfg.methods = GetList(args, "methods");
-  cfg.day_types = GetList(args, "day-types");
-  cfg.classifier.th1 = args.GetDouble("th1", cfg.classifier.th1);
-  cfg.classifier.th2 = args.GetDouble("th2", cfg.classifier.th2);
-  if (!(cfg.classifier.th1 >= 0 && cfg.classifier.th1 <= cfg.classifier.th2)) {
-    Die("need 0 <= th1 <= th2");
-  }
-  cfg.classifier.grace_seconds = args.GetInt("grace", cfg.classifier.grace_seconds);
-  cfg.classifier.guest_working_set_mb =
-      args.GetDouble("working-set-mb", cfg.classifier.guest_working_set_mb);
   cfg.classifier.revocation_gap_seconds =
       args.GetInt("revocation-gap", matrix ? cfg.step_seconds / 2 : 900);
   if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
   if (cfg.outage_fraction < 0 || cfg.outage_fraction > 1)
     Die("--outage-fraction must be in [0, 1]");
-  if (cfg.min_test_windows < 1) Die("--min-test-windows must be >= 1");
-
-  ApplySmpOptions(args.Get("smp-options"), &cfg.smp_options);
-  cfg.smp_prior = args.Get("smp-prior", "hosts");
-  if (cfg.smp_prior != "hosts" && cfg.smp_prior != "hours" && cfg.smp_prior != "none") {
-    Die("--smp-prior must be hosts, hours or none");
-  }
-  const std::string age = args.Get("smp-age", "on");
-  if (age != "on" && age != "off") Die("--smp-age must be on or off");
-  cfg.smp_pass_age = age == "on";
-
-  std::vector<double> sweep = GetDoubleList(args, "sweep-train-ratios");
-  std::vector<int> noise = GetIntList(args, "noise", {});
-  std::vector<int> noise_windows = GetIntList(args, "noise-windows", {1, 2, 3, 5, 10});
-  const int64_t seed = args.GetInt("seed", 1);
 
   int last_pct = -1;
   std::string phase = "backtest";
