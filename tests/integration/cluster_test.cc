@@ -124,6 +124,26 @@ class ClusterTest : public ::testing::Test {
     return resp;
   }
 
+  // One hour of 5-minute samples of a host that has just joined, ending at
+  // `end` (exclusive), at a constant load.
+  bool PushHour(const std::string& host, int64_t end, double load, double free_mem_mb) {
+    grpc::ClientContext ctx;
+    v1::PushSamplesResponse resp;
+    auto writer = sm_stub_->PushSamples(&ctx, &resp);
+    v1::PushSamplesRequest req;
+    req.set_host(host);
+    req.set_period_seconds(300);
+    for (int i = 0; i < 12; ++i) {
+      auto* s = req.add_samples();
+      s->set_unix_seconds(end - 3600 + i * 300);
+      s->set_cpu_load_ratio(load);
+      s->set_free_mem_mb(free_mem_mb);
+    }
+    writer->Write(req);
+    writer->WritesDone();
+    return writer->Finish().ok();
+  }
+
   TempDir dir_;
   FakeClock clock_{absl::FromUnixSeconds(kMonday + 21 * 86400 + 8 * 3600)};
   ThreadPool pool_{2};
@@ -282,23 +302,7 @@ TEST_F(ClusterTest, MalformedRequestsAreRejected) {
 // persistence, not an error; bad questions are INVALID_ARGUMENT.
 TEST_F(ClusterTest, UsageForecastsNameTheirMethod) {
   Push("calm", 21, 0.3);
-  {
-    grpc::ClientContext ctx;
-    v1::PushSamplesResponse resp;
-    auto writer = sm_stub_->PushSamples(&ctx, &resp);
-    v1::PushSamplesRequest req;
-    req.set_host("fresh");
-    req.set_period_seconds(300);
-    for (int i = 0; i < 12; ++i) {  // one hour
-      auto* s = req.add_samples();
-      s->set_unix_seconds(kMonday + 21 * 86400 - 3600 + i * 300);
-      s->set_cpu_load_ratio(0.25);
-      s->set_free_mem_mb(1000);
-    }
-    writer->Write(req);
-    writer->WritesDone();
-    ASSERT_TRUE(writer->Finish().ok());
-  }
+  ASSERT_TRUE(PushHour("fresh", kMonday + 21 * 86400, 0.25, 1000));  // one hour of data
   statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
   statemgr::Registrar registrar(rc, *book_, clock_);
   ASSERT_EQ(registrar.RegisterAll(), 2);
@@ -443,23 +447,7 @@ TEST_F(ClusterTest, NewHostLeansOnThePopulation) {
   Push("calm", 21, 0.3);
   Push("stormy", 21, 0.95);
   const int64_t start = kMonday + 18 * 86400 + 9 * 3600;  // Friday 09:00, week 3
-  {
-    grpc::ClientContext ctx;
-    v1::PushSamplesResponse resp;
-    auto writer = sm_stub_->PushSamples(&ctx, &resp);
-    v1::PushSamplesRequest req;
-    req.set_host("fresh");
-    req.set_period_seconds(300);
-    for (int i = 0; i < 12; ++i) {  // the hour before `start`, idle
-      auto* s = req.add_samples();
-      s->set_unix_seconds(start - 3600 + i * 300);
-      s->set_cpu_load_ratio(0.05);
-      s->set_free_mem_mb(2000);
-    }
-    writer->Write(req);
-    writer->WritesDone();
-    ASSERT_TRUE(writer->Finish().ok());
-  }
+  ASSERT_TRUE(PushHour("fresh", start, 0.05, 2000));  // the hour before `start`, idle
   statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
   statemgr::Registrar registrar(rc, *book_, clock_);
   ASSERT_EQ(registrar.RegisterAll(), 3);
