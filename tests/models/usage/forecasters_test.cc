@@ -54,6 +54,26 @@ TEST(ForecastersTest, UpaPicksNearestPrototypeAndRecentres) {
   for (double v : out) EXPECT_NEAR(v, 0.25, 1e-9);
 }
 
+// One flat variational prototype, down-time counted as full use.
+UsagePatterns FlatFullUsePatterns() {
+  UsagePatterns p;
+  p.options.normalization = Normalization::kVariational;
+  p.options.downtime = DowntimePolicy::kFullUse;
+  p.prototypes.assign(1, std::vector<double>(kObjectBins, 0.0));
+  p.cluster_sizes = {1};
+  p.objects = 1;
+  return p;
+}
+
+// A desktop's history up to 12:00 of day 3: down (no sample) from 12:00 the
+// day before until 06:00, up and idle otherwise.
+constexpr int64_t kDesktopNow = 3 * kBinsPerDay + 12 * kBinsPerHour;
+std::vector<double> DesktopDownMostOfTheDay() {
+  std::vector<double> s(kDesktopNow, 0.0);
+  for (int64_t b = kDesktopNow - kBinsPerDay; b < kDesktopNow - 6 * kBinsPerHour; ++b) s[b] = kNaN;
+  return s;
+}
+
 // The level a variational forecast starts from is the mean of the last 24 h,
 // not the last observed value (section 2.2: "The average a is added to each
 // element of the chosen prototypical element"). A desktop that was down (full
@@ -61,15 +81,9 @@ TEST(ForecastersTest, UpaPicksNearestPrototypeAndRecentres) {
 // the last 6 is forecast at a = 18/24 = 0.75 by a flat prototype, although
 // its current use is 0.
 TEST(ForecastersTest, UpaVariationalLevelIsTheRecentMeanNotTheLastValue) {
-  UsagePatterns p;
-  p.options.normalization = Normalization::kVariational;
-  p.options.downtime = DowntimePolicy::kFullUse;
-  p.prototypes.assign(1, std::vector<double>(kObjectBins, 0.0));
-  p.cluster_sizes = {1};
-  p.objects = 1;
-  const int64_t now = 3 * kBinsPerDay + 12 * kBinsPerHour;  // 12:00
-  std::vector<double> s(now, 0.0);
-  for (int64_t b = now - kBinsPerDay; b < now - 6 * kBinsPerHour; ++b) s[b] = kNaN;  // down
+  UsagePatterns p = FlatFullUsePatterns();
+  const int64_t now = kDesktopNow;
+  const std::vector<double> s = DesktopDownMostOfTheDay();
   std::vector<double> out(4 * kBinsPerHour);
   ASSERT_TRUE(
       Forecast(Forecaster::kUpa, s, now, out.size(), DowntimePolicy::kFullUse, &p, out.data()));
@@ -91,16 +105,10 @@ TEST(ForecastersTest, UpaVariationalLevelIsTheRecentMeanNotTheLastValue) {
 // residual r = 0 - 0.75 at the last bin; with phi = 0.9 the forecast of bin
 // now + j is 0.75 + 0.9^(j + 1) * r.
 TEST(ForecastersTest, UpaAddsTheDecayingResidual) {
-  UsagePatterns p;
-  p.options.normalization = Normalization::kVariational;
-  p.options.downtime = DowntimePolicy::kFullUse;
-  p.prototypes.assign(1, std::vector<double>(kObjectBins, 0.0));
-  p.cluster_sizes = {1};
-  p.objects = 1;
+  UsagePatterns p = FlatFullUsePatterns();
   p.residual_phi = 0.9;
-  const int64_t now = 3 * kBinsPerDay + 12 * kBinsPerHour;  // 12:00
-  std::vector<double> s(now, 0.0);
-  for (int64_t b = now - kBinsPerDay; b < now - 6 * kBinsPerHour; ++b) s[b] = kNaN;  // down
+  const int64_t now = kDesktopNow;
+  const std::vector<double> s = DesktopDownMostOfTheDay();
   std::vector<double> out(4 * kBinsPerHour);
   ASSERT_TRUE(
       Forecast(Forecaster::kUpa, s, now, out.size(), DowntimePolicy::kFullUse, &p, out.data()));
@@ -141,16 +149,11 @@ TEST(ForecastersTest, UpaAddsTheDecayingResidual) {
 // With k-step coefficients (the per-horizon variant) phi_k replaces phi^k up
 // to the last fitted k, then the correction decays by phi per bin.
 TEST(ForecastersTest, UpaWithKStepCoefficients) {
-  UsagePatterns p;
-  p.options.normalization = Normalization::kVariational;
-  p.options.downtime = DowntimePolicy::kFullUse;
-  p.prototypes.assign(1, std::vector<double>(kObjectBins, 0.0));
-  p.cluster_sizes = {1};
+  UsagePatterns p = FlatFullUsePatterns();
   p.residual_phi = 0.9;
   p.residual_phi_by_step = {0.8, 0.5};
-  const int64_t now = 3 * kBinsPerDay + 12 * kBinsPerHour;
-  std::vector<double> s(now, 0.0);
-  for (int64_t b = now - kBinsPerDay; b < now - 6 * kBinsPerHour; ++b) s[b] = kNaN;  // down
+  const int64_t now = kDesktopNow;
+  const std::vector<double> s = DesktopDownMostOfTheDay();
   std::vector<double> out(4);
   ASSERT_TRUE(
       Forecast(Forecaster::kUpa, s, now, out.size(), DowntimePolicy::kFullUse, &p, out.data()));
