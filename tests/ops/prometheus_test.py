@@ -18,11 +18,8 @@ Prints "N passed, N failed" last; exits non-zero on any failure.
 import argparse
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import unittest
 import urllib.parse
 import urllib.request
@@ -193,7 +190,7 @@ class PrometheusTest(unittest.TestCase):
 
 
 def main():
-    global ARGS, CLUSTER, WORKDIR
+    global ARGS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bin-dir", default=os.environ.get("SOJOURN_BIN_DIR",
                                                             os.path.join(REPO_DIR, "build", "bin")))
@@ -201,33 +198,16 @@ def main():
     parser.add_argument("--promtool", default="/usr/bin/promtool")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     ARGS = parser.parse_args()
-    # SIGTERM (e.g. a ctest timeout) unwinds through the finally below: children
-    # stopped, work dir removed. SIGKILL leaves the work dir; the children still
-    # die (PR_SET_PDEATHSIG).
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
-    WORKDIR = tempfile.mkdtemp(prefix="sojourn-opstest-")
-    CLUSTER = sojourn_cluster.Cluster(ARGS.bin_dir, WORKDIR)
-    passed = failed = 0
-    try:
-        try:
-            sojourn_cluster.generate_sojourn_stubs(REPO_DIR, os.path.join(WORKDIR, "stubs"))
-            CLUSTER.start_all(monitor_host="ops-monitor-host")
-            start_prometheus()
-        except Exception as e:
-            print(f"setup failed: {e}", file=sys.stderr)
-            CLUSTER.dump_logs()
-            print("0 passed, 1 failed")
-            return 1
-        print(f"prometheus at {PROM_URL} (work dir {WORKDIR})", file=sys.stderr)
-        suite = unittest.TestLoader().loadTestsFromTestCase(PrometheusTest)  # test_1.. in order
-        result = unittest.TextTestRunner(verbosity=2, stream=sys.stderr).run(suite)
-        failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
-        passed = result.testsRun - failed - len(result.skipped)
-        if failed:
-            CLUSTER.dump_logs()
-            print(f"----- prometheus log -----\n{prometheus_log()}", file=sys.stderr)
-    finally:
+    def setup(cluster, workdir):
+        global CLUSTER, WORKDIR
+        CLUSTER, WORKDIR = cluster, workdir
+        sojourn_cluster.generate_sojourn_stubs(REPO_DIR, os.path.join(workdir, "stubs"))
+        cluster.start_all(monitor_host="ops-monitor-host")
+        start_prometheus()
+        print(f"prometheus at {PROM_URL} (work dir {workdir})", file=sys.stderr)
+
+    def stop_prometheus():
         if PROMETHEUS is not None and PROMETHEUS.poll() is None:
             PROMETHEUS.terminate()
             try:
@@ -235,13 +215,14 @@ def main():
             except subprocess.TimeoutExpired:
                 PROMETHEUS.kill()
                 PROMETHEUS.wait()
-        CLUSTER.stop()
-        if ARGS.keep:
-            print(f"work dir kept: {WORKDIR}", file=sys.stderr)
-        else:
-            shutil.rmtree(WORKDIR, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+
+    return sojourn_cluster.run_suite_with_cluster(
+        ARGS.bin_dir, "sojourn-opstest-", ARGS.keep, setup,
+        # test_1.. in order
+        lambda: unittest.TestLoader().loadTestsFromTestCase(PrometheusTest),
+        on_failure=lambda: print(f"----- prometheus log -----\n{prometheus_log()}",
+                                 file=sys.stderr),
+        teardown=stop_prometheus)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,7 @@ import argparse
 import math
 import os
 import random
-import shutil
-import signal
 import sys
-import tempfile
 import time
 import unittest
 
@@ -35,7 +32,6 @@ REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 ARGS = None
 CLUSTER = None
 ADDRS = {}
-WORKDIR = None
 
 # Names bound after stub generation (the modules exist only then).
 grpc = None
@@ -302,44 +298,23 @@ def build_suite():
 
 
 def main():
-    global ARGS, CLUSTER, ADDRS, WORKDIR
+    global ARGS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bin-dir", default=os.environ.get("SOJOURN_BIN_DIR",
                                                             os.path.join(REPO_DIR, "build", "bin")),
                         help="directory holding broker, predictor, statemgr, monitor")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     ARGS = parser.parse_args()
-    # SIGTERM (e.g. a ctest timeout) unwinds through the finally below: children
-    # stopped, work dir removed. SIGKILL leaves the work dir; the children still
-    # die (PR_SET_PDEATHSIG).
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
-    WORKDIR = tempfile.mkdtemp(prefix="sojourn-pytest-")
-    CLUSTER = sojourn_cluster.Cluster(ARGS.bin_dir, WORKDIR)
-    passed = failed = 0
-    try:
-        try:
-            load_stubs(os.path.join(WORKDIR, "stubs"))
-            ADDRS = CLUSTER.start_all(monitor_host=MONITOR_HOST)
-        except Exception as e:
-            print(f"setup failed: {e}", file=sys.stderr)
-            CLUSTER.dump_logs()
-            print("0 passed, 1 failed")
-            return 1
-        print(f"cluster: {ADDRS} (work dir {WORKDIR})", file=sys.stderr)
-        result = unittest.TextTestRunner(verbosity=2, stream=sys.stderr).run(build_suite())
-        failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
-        passed = result.testsRun - failed - len(result.skipped)
-        if failed:
-            CLUSTER.dump_logs()
-    finally:
-        CLUSTER.stop()
-        if ARGS.keep:
-            print(f"work dir kept: {WORKDIR}", file=sys.stderr)
-        else:
-            shutil.rmtree(WORKDIR, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    def setup(cluster, workdir):
+        global CLUSTER, ADDRS
+        CLUSTER = cluster
+        load_stubs(os.path.join(workdir, "stubs"))
+        ADDRS = cluster.start_all(monitor_host=MONITOR_HOST)
+        print(f"cluster: {ADDRS} (work dir {workdir})", file=sys.stderr)
+
+    return sojourn_cluster.run_suite_with_cluster(ARGS.bin_dir, "sojourn-pytest-", ARGS.keep,
+                                                  setup, build_suite)
 
 
 if __name__ == "__main__":

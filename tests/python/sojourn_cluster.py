@@ -24,7 +24,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+import unittest
 
 _PR_SET_PDEATHSIG = 1
 
@@ -237,3 +239,46 @@ class Cluster:
             if s.exit_code is None:
                 s.exit_code = s.popen.returncode
         return {name: s.exit_code for name, s in self.services.items()}
+
+
+def run_suite_with_cluster(bin_dir, prefix, keep, setup, make_suite, on_failure=None,
+                           teardown=None):
+    """Runs a unittest suite against a Cluster in a fresh work directory.
+
+    setup(cluster, workdir) starts what the suite needs (an exception is a
+    failed setup); make_suite() builds the suite after it. On a failed test or
+    setup the services' logs (and on_failure()) go to stderr. teardown() and
+    cluster.stop() always run, and the work directory is removed unless `keep`.
+    SIGTERM (e.g. a ctest timeout) unwinds through the same cleanup; SIGKILL
+    leaves the work dir, but the children still die (PR_SET_PDEATHSIG).
+    Prints "P passed, F failed" and returns the exit code.
+    """
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    workdir = tempfile.mkdtemp(prefix=prefix)
+    cluster = Cluster(bin_dir, workdir)
+    passed = failed = 0
+    try:
+        try:
+            setup(cluster, workdir)
+        except Exception as e:
+            print(f"setup failed: {e}", file=sys.stderr)
+            cluster.dump_logs()
+            print("0 passed, 1 failed")
+            return 1
+        result = unittest.TextTestRunner(verbosity=2, stream=sys.stderr).run(make_suite())
+        failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+        passed = result.testsRun - failed - len(result.skipped)
+        if failed:
+            cluster.dump_logs()
+            if on_failure is not None:
+                on_failure()
+    finally:
+        if teardown is not None:
+            teardown()
+        cluster.stop()
+        if keep:
+            print(f"work dir kept: {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
