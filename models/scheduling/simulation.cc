@@ -276,8 +276,6 @@ absl::StatusOr<ScheduleResult> Experiment::Run() {
   for (int r = 0; r < cfg_.replicates; ++r) {
     ScheduleResult rep;
     RunReplicate(cfg_.seed + static_cast<uint64_t>(r), &rep);
-    rep.hosts = result_.hosts;
-    rep.days = result_.days;
     for (const auto& [name, s] : rep.summary) Add(s, &result_.summary[name]);
     for (const auto& [name, m] : rep.by_length) {
       for (const auto& [h, s] : m) Add(s, &result_.by_length[name][h]);
