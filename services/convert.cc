@@ -147,4 +147,38 @@ absl::StatusOr<availability::SojournStats> FromProto(const v1::SojournStats& p) 
   return stats;
 }
 
+v1::FailureExposure ToProto(const availability::FailureExposure& e) {
+  v1::FailureExposure p;
+  for (int k = 0; k < 2; ++k) {
+    for (int d = 0; d < 2; ++d) {
+      for (int h = 0; h < 24; ++h) {
+        p.add_up_steps(e.up_steps[k][d][h]);
+        p.add_failures(e.failures[k][d][h]);
+      }
+    }
+  }
+  return p;
+}
+
+absl::StatusOr<availability::FailureExposure> FromProto(const v1::FailureExposure& p) {
+  if (p.up_steps_size() != 96 || p.failures_size() != 96) {
+    return absl::InvalidArgumentError("failure exposure needs 96 up_steps and 96 failures");
+  }
+  availability::FailureExposure e;
+  int i = 0;
+  for (int k = 0; k < 2; ++k) {
+    for (int d = 0; d < 2; ++d) {
+      for (int h = 0; h < 24; ++h, ++i) {
+        const double up = p.up_steps(i), fail = p.failures(i);
+        if (!(up >= 0) || !(fail >= 0) || fail > up || !std::isfinite(up)) {
+          return absl::InvalidArgumentError("invalid failure exposure counts");
+        }
+        e.up_steps[k][d][h] = up;
+        e.failures[k][d][h] = fail;
+      }
+    }
+  }
+  return e;
+}
+
 }  // namespace sojourn

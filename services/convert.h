@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/host_sample.h"
+#include "models/availability/frailty.h"
 #include "models/availability/sojourn_stats.h"
 #include "models/availability/state.h"
 #include "models/availability/window.h"
@@ -25,6 +26,11 @@ v1::DayType ToProto(availability::DayType d);
 v1::SojournStats ToProto(const availability::SojournStats& stats);
 // INVALID_ARGUMENT when a count names an impossible state or length.
 absl::StatusOr<availability::SojournStats> FromProto(const v1::SojournStats& p);
+
+v1::FailureExposure ToProto(const availability::FailureExposure& e);
+// INVALID_ARGUMENT unless both lists have 96 finite, non-negative values with
+// failures <= up_steps.
+absl::StatusOr<availability::FailureExposure> FromProto(const v1::FailureExposure& p);
 
 }  // namespace sojourn
 

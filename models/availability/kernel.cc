@@ -81,6 +81,7 @@ EstimatorOptions BasicEstimatorOptions() {
   o.frequency_weight = 0;
   o.empirical_bayes_prior = false;
   o.exact_age_first_sojourn = false;
+  o.host_frailty = false;
   return o;
 }
 

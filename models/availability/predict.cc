@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/availability/frailty.h"
 #include "models/availability/tr.h"
 
 namespace sojourn::availability {
@@ -72,7 +73,12 @@ SojournStats ShrinkStats(const SojournStats& stats, const EstimatorOptions& opt,
   *strength = opt.empirical_bayes_prior && prior->prior_strength > 0 ? prior->prior_strength
                                                                      : opt.prior_windows;
   SojournStats shrunk = stats;
-  shrunk.Merge(*prior, *strength / prior->total_weight, /*with_exact_age=*/false);
+  if (opt.host_frailty && stats.prior_hazard_ratio != 1.0) {
+    shrunk.Merge(ScaleFailureHazards(*prior, stats.prior_hazard_ratio),
+                 *strength / prior->total_weight, /*with_exact_age=*/false);
+  } else {
+    shrunk.Merge(*prior, *strength / prior->total_weight, /*with_exact_age=*/false);
+  }
   shrunk.num_windows = stats.num_windows;
   return shrunk;
 }

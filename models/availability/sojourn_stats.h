@@ -82,6 +82,12 @@ struct SojournStats {
   // is used as a shrinkage prior: set by PopulationPriorBuilder (predict.h)
   // from the dispersion between hosts; 0 = unknown. Not merged.
   double prior_strength = 0;
+  // The host's failure hazard ratio theta against the population
+  // (HostFrailtyModel::Theta, frailty.h), set by the caller on the HOST's
+  // statistics; with EstimatorOptions::host_frailty, ShrinkStats multiplies
+  // the prior's failure hazards by it before adding the prior. 1 = none.
+  // Not merged.
+  double prior_hazard_ratio = 1;
 
   // Adds every count of `other` (scaled by `scale`) to this (the exact-age
   // table only with `with_exact_age`).

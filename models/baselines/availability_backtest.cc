@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "models/availability/frailty.h"
 #include "models/availability/kernel.h"
 #include "models/availability/predict.h"
 #include "models/availability/sojourn_stats.h"
@@ -282,7 +283,8 @@ std::array<availability::SojournStats, 24> HourStats(const HostGrid& hg, int dt,
 }
 
 HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
-                        const std::vector<int>& methods, const PooledStats* pooled) {
+                        const std::vector<int>& methods, const PooledStats* pooled,
+                        double hazard_ratio) {
   HostOutput out;
   const int bins = cfg.reliability_bins;
   out.reliability.assign(kNumMethods, std::vector<ReliabilityBin>(bins));
@@ -315,7 +317,10 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
       }
     }
     std::array<availability::SojournStats, 24> smp_stats, paper_stats;
-    if (want[kSmp]) smp_stats = HourStats(hg, dt, cfg, cfg.smp_options);
+    if (want[kSmp]) {
+      smp_stats = HourStats(hg, dt, cfg, cfg.smp_options);
+      for (auto& s : smp_stats) s.prior_hazard_ratio = hazard_ratio;
+    }
     if (want[kSmpPaper]) paper_stats = HourStats(hg, dt, cfg, SmpPaperOptions());
     // Test days of this type, chronological.
     std::vector<int64_t> test_days;
@@ -642,6 +647,24 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
     }
   }
 
+  // Host frailty (EstimatorOptions::host_frailty): each host's hazard ratio
+  // against all hosts' training halves, as the predictor computes it over its
+  // registered hosts.
+  std::vector<double> hazard_ratio(grids.hosts.size(), 1.0);
+  if (want_smp && config.smp_options.host_frailty && pooled != nullptr) {
+    availability::HostFrailtyModel frailty;
+    std::vector<availability::FailureExposure> exposure;
+    for (const HostGrid& hg : grids.hosts) {
+      exposure.push_back(availability::CountFailureExposure(
+          hg.series, SplitUnix(hg, config), config.utc_offset_seconds, OutageExclude(hg, 1)));
+      frailty.Add(exposure.back());
+    }
+    frailty.Build();
+    for (size_t h = 0; h < grids.hosts.size(); ++h) hazard_ratio[h] = frailty.Theta(exposure[h]);
+    r.frailty_variance = frailty.variance();
+    r.frailty_dispersion = frailty.dispersion();
+  }
+
   std::vector<HostOutput> outputs(grids.hosts.size());
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
@@ -650,7 +673,7 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
     while (true) {
       const size_t i = next.fetch_add(1);
       if (i >= grids.hosts.size()) return;
-      outputs[i] = EvaluateHost(grids.hosts[i], config, *methods, pooled.get());
+      outputs[i] = EvaluateHost(grids.hosts[i], config, *methods, pooled.get(), hazard_ratio[i]);
       const size_t d = done.fetch_add(1) + 1;
       if (config.progress) {
         std::lock_guard<std::mutex> lock(progress_mu);
@@ -843,6 +866,9 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
   j["busy_hosts"] = busy;
   j["cells_without_history"] = r.cells_without_history;
   j["outage_grid_points"] = r.outage_points;
+  if (config.smp_options.host_frailty) {
+    j["host_frailty"] = {{"variance", r.frailty_variance}, {"dispersion", r.frailty_dispersion}};
+  }
   j["grid_points"] = r.grid_points;
   return j;
 }
@@ -887,6 +913,17 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
     }
     pooled = std::make_unique<availability::SojournStats>(builder.Build());
   }
+  // Host frailty: the population model from the clean data; each host's
+  // ratio from the series it is given (clean or noisy), as its own log.
+  availability::HostFrailtyModel frailty;
+  const bool with_frailty = pooled != nullptr && config.smp_options.host_frailty;
+  if (with_frailty) {
+    for (const HostGrid& hg : grids.hosts) {
+      frailty.Add(availability::CountFailureExposure(hg.series, SplitUnix(hg, config),
+                                                     config.utc_offset_seconds, OutageExclude(hg, 1)));
+    }
+    frailty.Build();
+  }
   auto predict = [&](const HostGrid& hg, const availability::StateSeries& series,
                      const std::vector<TrainWindow>& train, const std::string& method,
                      int64_t m_steps) -> double {
@@ -913,6 +950,10 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
     if (method == "smp" && opt.prior_windows > 0) {
       if (config.smp_prior == "hosts") {
         prior = pooled.get();
+        if (with_frailty) {
+          stats.prior_hazard_ratio = frailty.Theta(availability::CountFailureExposure(
+              series, SplitUnix(hg, config), config.utc_offset_seconds, OutageExclude(hg, 1)));
+        }
       } else if (config.smp_prior == "hours") {
         for (int h2 = 0; h2 < 24; ++h2) {
           if (h2 == kHour) continue;

@@ -124,6 +124,9 @@ struct BacktestResult {
   std::vector<std::vector<ReliabilityBin>> reliability;
   std::vector<std::vector<ReliabilityBin>> reliability_busy;
   int64_t outage_points = 0;  // grid points flagged as global outage
+  // The frailty variance v and dispersion phi of HostFrailtyModel when smp used host_frailty.
+  double frailty_variance = 0;
+  double frailty_dispersion = 0;
   int64_t grid_points = 0;
 };
 

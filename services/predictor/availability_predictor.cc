@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <grpcpp/grpcpp.h>
 
@@ -20,11 +21,11 @@ AvailabilityPredictor::AvailabilityPredictor(const AvailabilityPredictorConfig& 
                                              StatemgrDirectory& directory, Clock& clock)
     : config_(config), directory_(directory), clock_(clock) {}
 
-std::shared_ptr<const availability::SojournStats> AvailabilityPredictor::PopulationPrior(
+AvailabilityPredictor::Population AvailabilityPredictor::PopulationPrior(
     const sojourn::v1::GetWindowStatsRequest& request) {
   if (config_.population_prior_ttl <= absl::ZeroDuration() ||
       config_.estimator.prior_windows <= 0) {
-    return nullptr;
+    return {};
   }
   sojourn::v1::GetWindowStatsRequest key_req = request;
   key_req.clear_host();
@@ -33,17 +34,21 @@ std::shared_ptr<const availability::SojournStats> AvailabilityPredictor::Populat
     absl::MutexLock l(&prior_mu_);
     auto it = priors_.find(key);
     if (it != priors_.end() && clock_.Now() - it->second.built < config_.population_prior_ttl) {
-      return it->second.stats;
+      return it->second.population;
     }
   }
   // Pool the same window over every host the broker knows (live or not: the
   // prior is about history). Built outside the lock; a concurrent duplicate
   // build is harmless.
   auto hosts = directory_.ListHosts();
-  if (!hosts.ok() || hosts->empty()) return nullptr;
+  if (!hosts.ok() || hosts->empty()) return {};
   // The library's builder (as sojourn-eval pools the trace's hosts): the sum
   // of the hosts' statistics and its empirical-Bayes strength.
   availability::PopulationPriorBuilder builder;
+  // Host frailty (as sojourn-eval): every host's failure exposure, including
+  // hosts without a same-clock window yet.
+  auto frailty = request.failure_exposure() ? std::make_shared<availability::HostFrailtyModel>()
+                                            : nullptr;
   for (const auto& [host, address] : *hosts) {
     auto stub = directory_.Find(host, address);
     if (!stub.ok()) continue;
@@ -52,15 +57,22 @@ std::shared_ptr<const availability::SojournStats> AvailabilityPredictor::Populat
     sojourn::v1::GetWindowStatsResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
-    if (!(*stub)->GetWindowStats(&ctx, req, &resp).ok() || resp.whole_history_fallback()) continue;
+    if (!(*stub)->GetWindowStats(&ctx, req, &resp).ok()) continue;
+    if (frailty != nullptr && resp.has_failure_exposure()) {
+      auto exposure = FromProto(resp.failure_exposure());
+      if (exposure.ok()) frailty->Add(*exposure);
+    }
+    if (resp.whole_history_fallback()) continue;
     auto stats = FromProto(resp.stats());
     if (stats.ok()) builder.Add(*stats);
   }
   auto pooled = std::make_shared<availability::SojournStats>(builder.Build());
-  if (pooled->num_windows == 0) return nullptr;
+  if (pooled->num_windows == 0) return {};
+  if (frailty != nullptr) frailty->Build();
+  Population population{pooled, frailty};
   absl::MutexLock l(&prior_mu_);
-  priors_[key] = PriorEntry{pooled, clock_.Now()};
-  return pooled;
+  priors_[key] = PriorEntry{population, clock_.Now()};
+  return population;
 }
 
 absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::Predict(
@@ -96,6 +108,8 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   stats_req.set_paper_literal(!config_.estimator.censoring_aware);
   stats_req.set_exact_age(config_.estimator.censoring_aware &&
                           config_.estimator.exact_age_first_sojourn);
+  stats_req.set_failure_exposure(config_.estimator.censoring_aware &&
+                                 config_.estimator.host_frailty);
   sojourn::v1::GetWindowStatsResponse stats_resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
@@ -108,6 +122,12 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   }
   auto stats = FromProto(stats_resp.stats());
   if (!stats.ok()) return stats.status();
+  std::optional<availability::FailureExposure> exposure;
+  if (stats_resp.has_failure_exposure()) {
+    auto e = FromProto(stats_resp.failure_exposure());
+    if (!e.ok()) return e.status();
+    exposure = *e;
+  }
   auto init = FromProto(stats_resp.current_state());
   if (!init.ok()) return absl::FailedPreconditionError("state manager reported no current state");
 
@@ -125,18 +145,24 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   // sojourn on how long the host has been in its state (as sojourn-eval does).
   std::shared_ptr<const availability::SojournStats> prior;
   int64_t age_seconds = -1;
+  availability::SojournStats host_stats = *std::move(stats);
   if (config_.estimator.censoring_aware) {
     // Also for a host without a same-clock window yet (whole-history fallback):
     // its few minutes or hours of history must not outweigh what the other
     // hosts show at this clock time, or a host that just joined ranks first
     // with TR 1. (The pool itself skips such hosts.)
-    prior = PopulationPrior(stats_req);
+    Population population = PopulationPrior(stats_req);
+    prior = population.stats;
+    // Host frailty: the prior's failure hazards at this host's level.
+    if (population.frailty != nullptr && exposure.has_value()) {
+      host_stats.prior_hazard_ratio = population.frailty->Theta(*exposure);
+    }
     if (stats_resp.state_since_unix_seconds() > 0 && start >= stats_resp.state_since_unix_seconds()) {
       age_seconds = start - stats_resp.state_since_unix_seconds();
     }
   }
   availability::TrPrediction p = availability::PredictFromStats(
-      *stats, *init, M, config_.estimator, prior.get(), age_seconds);
+      host_stats, *init, M, config_.estimator, prior.get(), age_seconds);
   const double tr = p.tr.empty() ? 0.0 : std::clamp(p.tr.back(), 0.0, 1.0);
   out.set_tr_ratio(tr);
   out.set_mttf_seconds(p.mttf_seconds);

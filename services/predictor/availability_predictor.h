@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "models/availability/frailty.h"
 #include "models/availability/kernel.h"
 #include "models/availability/sojourn_stats.h"
 #include "services/predictor/statemgr_directory.h"
@@ -49,15 +50,20 @@ class AvailabilityPredictor {
 
  private:
   // The pooled statistics of every registered host for the window of
-  // `request` (cached per window); null when there is no broker or no host.
-  std::shared_ptr<const availability::SojournStats> PopulationPrior(
-      const sojourn::v1::GetWindowStatsRequest& request);
+  // `request` (cached per window; stats null when there is no broker or no
+  // host) and, with the estimator's host_frailty, the frailty model of the
+  // same hosts (null otherwise).
+  struct Population {
+    std::shared_ptr<const availability::SojournStats> stats;
+    std::shared_ptr<const availability::HostFrailtyModel> frailty;
+  };
+  Population PopulationPrior(const sojourn::v1::GetWindowStatsRequest& request);
 
   const AvailabilityPredictorConfig config_;
   StatemgrDirectory& directory_;
   Clock& clock_;
   struct PriorEntry {
-    std::shared_ptr<const availability::SojournStats> stats;
+    Population population;
     absl::Time built;
   };
   absl::Mutex prior_mu_;

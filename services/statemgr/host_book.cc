@@ -208,6 +208,10 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     while (k > 0 && series->states[k - 1] == out.info.state) --k;
     out.info.state_since_unix = series->start_unix + static_cast<int64_t>(k) * series->step_seconds;
   }
+  if (opt.host_frailty) {
+    out.failure_exposure =
+        availability::CountFailureExposure(*series, end, spec.utc_offset_seconds);
+  }
   const std::vector<size_t> starts = availability::HistoryWindowStarts(*series, spec, end);
   const int steps = availability::WindowSteps(*series, spec);
   for (size_t s : starts) {

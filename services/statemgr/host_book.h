@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/host_sample.h"
+#include "models/availability/frailty.h"
 #include "models/availability/kernel.h"
 #include "models/availability/sojourn_stats.h"
 #include "models/availability/state.h"
@@ -55,6 +57,9 @@ struct WindowStatsResult {
   // (horizon seconds, mean load) from the last hours of samples before the
   // window start.
   std::vector<std::pair<int64_t, double>> load_forecast;
+  // With opt.host_frailty: the host's failure exposure over its history up
+  // to the window's end (availability::CountFailureExposure).
+  std::optional<availability::FailureExposure> failure_exposure;
 };
 
 struct StateInterval {

@@ -202,6 +202,7 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
                                            ? availability::PaperEstimatorOptions()
                                            : availability::EstimatorOptions();
   if (!request->paper_literal()) opt.exact_age_first_sojourn = request->exact_age();
+  opt.host_frailty = request->failure_exposure();
   auto result = book_.WindowStats(request->host(), spec, request->end_unix_seconds(), opt);
   if (!result.ok()) return FinishNow(context, result.status());
   *response->mutable_stats() = ToProto(result->stats);
@@ -210,6 +211,9 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
   response->set_last_sample_unix_seconds(result->info.last_unix);
   for (int64_t t : result->window_starts_unix) response->add_window_start_unix_seconds(t);
   response->set_whole_history_fallback(result->whole_history_fallback);
+  if (result->failure_exposure) {
+    *response->mutable_failure_exposure() = ToProto(*result->failure_exposure);
+  }
   for (const auto& [horizon, load] : result->load_forecast) {
     auto* p = response->add_load_forecast();
     p->set_horizon_seconds(horizon);

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "services/broker/broker_service.h"
 #include "services/convert.h"
+#include "models/availability/frailty.h"
 #include "models/availability/predict.h"
 #include "services/monitor/monitor.h"
 #include "services/monitor/monitor_service.h"
@@ -374,6 +375,8 @@ availability::TrPrediction LibraryPipeline(statemgr::HostBook& book, int64_t sta
   spec.length_seconds = 5 * 3600;
   availability::SojournStats own;
   availability::PopulationPriorBuilder builder;
+  availability::HostFrailtyModel frailty;
+  availability::FailureExposure calm_exposure;
   availability::StateSeries calm_series;
   for (const std::string host : {"calm", "stormy"}) {
     bool truncated = false;
@@ -382,12 +385,18 @@ availability::TrPrediction LibraryPipeline(statemgr::HostBook& book, int64_t sta
     availability::StateSeries series = availability::ClassifyToGrid(*samples, cc, 300, 0);
     availability::SojournStats stats = availability::CollectStats(series, spec, start, opt);
     builder.Add(stats);
+    const availability::FailureExposure exposure =
+        availability::CountFailureExposure(series, start, 0);
+    frailty.Add(exposure);
     if (host == "calm") {
       own = stats;
       calm_series = series;
+      calm_exposure = exposure;
     }
   }
   const availability::SojournStats pooled = builder.Build();
+  frailty.Build();
+  if (opt.host_frailty) own.prior_hazard_ratio = frailty.Theta(calm_exposure);
   const size_t at = static_cast<size_t>((start - calm_series.start_unix) / 300);
   *init = calm_series.states[at];
   const int64_t age = availability::InitialAgeSteps(calm_series.states, at, 1 << 20) * 300;
@@ -438,6 +447,20 @@ TEST_F(ClusterTest, PredictAvailabilityMatchesTheLibraryPipeline) {
   EXPECT_LT(resp2->tr_ratio(), 1.0);
   // The switches change the answer (the test would not notice them otherwise).
   EXPECT_GT(std::fabs(resp2->tr_ratio() - resp.tr_ratio()), 1e-9);
+
+  // Host frailty is on by default: "calm" fails on every third day, "stormy"
+  // every day, so calm's prior is moved towards fewer failures and its TR is
+  // higher than without the frailty, which the library pipeline reproduces.
+  ASSERT_TRUE(availability::EstimatorOptions().host_frailty);
+  predictor::AvailabilityPredictorConfig no_frailty;
+  no_frailty.estimator.host_frailty = false;
+  predictor::AvailabilityPredictor plain(no_frailty, *directory_, clock_);
+  auto resp3 = plain.Predict(req);
+  ASSERT_THAT(resp3.status(), IsOk());
+  availability::HostState init3;
+  const auto expected3 = LibraryPipeline(*book_, start, no_frailty.estimator, &init3);
+  EXPECT_NEAR(resp3->tr_ratio(), expected3.tr.back(), 1e-12);
+  EXPECT_GT(resp.tr_ratio(), resp3->tr_ratio() + 1e-6);
 }
 
 // A host that joined an hour ago has no same-clock window yet (whole-history

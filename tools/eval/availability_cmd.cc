@@ -77,7 +77,8 @@ options:
                            other_day_type_weight, neighbor_window_weight,
                            neighbor_offset_seconds, recent_age_seconds,
                            age_prior_windows, frequency_weight,
-                           empirical_bayes_prior, exact_age_first_sojourn
+                           empirical_bayes_prior, exact_age_first_sojourn,
+                           host_frailty
   --smp-prior SRC          shrinkage prior when prior_windows > 0: hosts (the same
                            day type and start hour pooled over all hosts, default),
                            hours (this host's other start hours) or none
@@ -161,6 +162,8 @@ void ApplySmpOptions(const std::string& text, availability::EstimatorOptions* o)
       o->empirical_bayes_prior = v != 0;
     } else if (k == "exact_age_first_sojourn") {
       o->exact_age_first_sojourn = v != 0;
+    } else if (k == "host_frailty") {
+      o->host_frailty = v != 0;
     } else if (k == "frequency_weight") {
       if (v > 1) Die("--smp-options: frequency_weight must be in [0, 1]");
       o->frequency_weight = v;
@@ -270,6 +273,10 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
       "global-outage grid points: %lld of %lld\n",
       static_cast<long long>(r.cells_without_history), static_cast<long long>(r.outage_points),
       static_cast<long long>(r.grid_points));
+  if (r.frailty_variance > 0 || r.frailty_dispersion > 0) {
+    std::printf("host frailty: between-host variance v = %.4g, within-host dispersion phi = %.4g\n",
+                r.frailty_variance, r.frailty_dispersion);
+  }
 }
 
 int RunAvailability(int argc, char** argv) {

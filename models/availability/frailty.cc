@@ -1,0 +1,194 @@
+#include "models/availability/frailty.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "models/availability/window.h"
+
+namespace sojourn::availability {
+
+namespace {
+
+double Sum(const FailureExposure::Table& t, int half) {
+  double s = 0;
+  for (int k = 0; k < 2; ++k) {
+    if (half >= 0 && k != half) continue;
+    for (const auto& d : t[k]) {
+      for (double v : d) s += v;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+double FailureExposure::total_up_steps(int half) const { return Sum(up_steps, half); }
+
+double FailureExposure::total_failures(int half) const { return Sum(failures, half); }
+
+void FailureExposure::Merge(const FailureExposure& other) {
+  for (int k = 0; k < 2; ++k) {
+    for (int d = 0; d < 2; ++d) {
+      for (int h = 0; h < 24; ++h) {
+        up_steps[k][d][h] += other.up_steps[k][d][h];
+        failures[k][d][h] += other.failures[k][d][h];
+      }
+    }
+  }
+}
+
+FailureExposure CountFailureExposure(const StateSeries& series, int64_t end_unix,
+                                     int utc_offset_seconds,
+                                     const std::function<bool(size_t t)>& exclude) {
+  FailureExposure out;
+  const int64_t step = series.step_seconds;
+  if (step <= 0) return out;
+  // Halves: the local days before and after the middle of the span.
+  const int64_t first_day =
+      (LocalMidnight(series.start_unix, utc_offset_seconds) + utc_offset_seconds) / 86400;
+  const int64_t span_end = std::min<int64_t>(
+      end_unix, series.start_unix + static_cast<int64_t>(series.states.size()) * step);
+  const int64_t last_day =
+      (LocalMidnight(span_end - 1, utc_offset_seconds) + utc_offset_seconds) / 86400;
+  const int64_t mid_day = first_day + (last_day - first_day + 1) / 2;
+  for (size_t t = 0; t + 1 < series.states.size(); ++t) {
+    const int64_t t_unix = series.start_unix + static_cast<int64_t>(t) * step;
+    if (t_unix + step > end_unix) break;
+    if (IsFailure(series.states[t])) continue;
+    if (exclude && exclude(t)) continue;
+    const int64_t midnight = LocalMidnight(t_unix, utc_offset_seconds);
+    const int k = (midnight + utc_offset_seconds) / 86400 < mid_day ? 0 : 1;
+    const int d = DayTypeOf(t_unix, utc_offset_seconds) == DayType::kWeekend ? 1 : 0;
+    const int h = static_cast<int>((t_unix - midnight) / 3600);
+    out.up_steps[k][d][h] += 1;
+    if (IsFailure(series.states[t + 1])) out.failures[k][d][h] += 1;
+  }
+  return out;
+}
+
+void HostFrailtyModel::Add(const FailureExposure& host) {
+  if (host.total_up_steps() <= 0) return;
+  hosts_.push_back(host);
+  pooled_.Merge(host);
+}
+
+void HostFrailtyModel::Build() {
+  for (int d = 0; d < 2; ++d) {
+    for (int h = 0; h < 24; ++h) {
+      const double up = pooled_.up_steps[0][d][h] + pooled_.up_steps[1][d][h];
+      const double fail = pooled_.failures[0][d][h] + pooled_.failures[1][d][h];
+      rate_[d][h] = up > 0 ? fail / up : 0.0;
+    }
+  }
+  built_ = true;
+  // Split-half moments (frailty.h): the cross-product of the two halves'
+  // excess failures estimates v, their difference phi.
+  double cross = 0, norm = 0, disp = 0;
+  int n = 0;
+  for (const FailureExposure& host : hosts_) {
+    const double e1 = Expected(host, 0), e2 = Expected(host, 1);
+    if (e1 <= 0 || e2 <= 0) continue;
+    const double o1 = host.total_failures(0), o2 = host.total_failures(1);
+    cross += (o1 - e1) * (o2 - e2);
+    norm += e1 * e2;
+    const double diff = o1 * e2 - o2 * e1;
+    disp += diff * diff / (e1 * e2 * (e1 + e2));
+    ++n;
+  }
+  variance_ = n >= 2 && norm > 0 ? std::max(0.0, cross / norm) : 0.0;
+  // At least Poisson: independent failures at a host's rate vary that much,
+  // and a smaller estimate (few hosts, regular synthetic loads) would make
+  // one quiet hour look like proof of a reliable host.
+  dispersion_ = n >= 2 ? std::max(1.0, disp / n) : 1.0;
+}
+
+double HostFrailtyModel::Expected(const FailureExposure& host, int half) const {
+  double e = 0;
+  for (int k = 0; k < 2; ++k) {
+    if (half >= 0 && k != half) continue;
+    for (int d = 0; d < 2; ++d) {
+      for (int h = 0; h < 24; ++h) e += host.up_steps[k][d][h] * rate_[d][h];
+    }
+  }
+  return e;
+}
+
+double HostFrailtyModel::Theta(const FailureExposure& host) const {
+  if (!built_ || variance_ <= 0) return 1.0;
+  const double e = Expected(host);
+  if (e <= 0) return 1.0;
+  const double z = e * variance_ / (e * variance_ + dispersion_);
+  return std::max(0.0, 1.0 + z * (host.total_failures() / e - 1.0));
+}
+
+StateSojourns ScaleFailureHazards(const StateSojourns& s, double theta) {
+  if (theta == 1.0 || s.empty()) return s;
+  theta = std::max(0.0, theta);
+  int lmax = 0;
+  for (const auto& [key, c] : s.completed) lmax = std::max(lmax, key.second);
+  for (const auto& [len, c] : s.censored) lmax = std::max(lmax, len);
+  StateSojourns out;
+  if (auto it = s.censored.find(0); it != s.censored.end()) out.censored[0] = it->second;
+  if (lmax == 0) return out;
+  // ends[l]: sojourns that leave the risk set after length l; at_risk[l] =
+  // sum of ends[l..lmax] (as in the kernel's HazardRow).
+  std::vector<double> ends(lmax + 1, 0.0), cens(lmax + 1, 0.0);
+  std::map<int, std::vector<double>> events;
+  for (const auto& [key, c] : s.completed) {
+    ends[key.second] += c;
+    auto& e = events[key.first];
+    if (e.empty()) e.assign(lmax + 1, 0.0);
+    e[key.second] += c;
+  }
+  for (const auto& [len, c] : s.censored) {
+    if (len <= 0) continue;
+    ends[len] += c;
+    cens[len] += c;
+  }
+  std::vector<double> at_risk(lmax + 2, 0.0);
+  for (int l = lmax; l >= 1; --l) at_risk[l] = at_risk[l + 1] + ends[l];
+  double risk = at_risk[1];  // the rebuilt cohort at risk at length l
+  for (int l = 1; l <= lmax && risk > 0; ++l) {
+    const double r = at_risk[l];
+    if (r <= 0) break;
+    double fail = 0, other = 0;
+    for (const auto& [to, e] : events) (IsFailure(static_cast<HostState>(to)) ? fail : other) += e[l] / r;
+    const double c = cens[l] / r;
+    double f = theta;
+    const double room = std::max(0.0, 1.0 - other - c);
+    if (fail * f > room) f = fail > 0 ? room / fail : 0.0;
+    double left = risk;
+    for (const auto& [to, e] : events) {
+      if (e[l] <= 0) continue;
+      const double h = e[l] / r * (IsFailure(static_cast<HostState>(to)) ? f : 1.0);
+      const double d = h * risk;
+      if (d > 0) out.completed[{to, l}] = d;
+      left -= d;
+    }
+    if (cens[l] > 0) {
+      out.censored[l] = c * risk;
+      left -= c * risk;
+    }
+    risk = std::max(0.0, left);
+  }
+  // With smaller failure hazards some of the cohort outlives the longest
+  // length seen: it is censored there (it lasted lmax steps), so the risk
+  // sets above stay those of the rebuilt cohort.
+  if (risk > 0) out.censored[lmax] += risk;
+  return out;
+}
+
+SojournStats ScaleFailureHazards(const SojournStats& s, double theta) {
+  if (theta == 1.0) return s;
+  SojournStats out = s;
+  for (int i = 1; i <= 2; ++i) {
+    out.ordinary[i] = ScaleFailureHazards(s.ordinary[i], theta);
+    out.first[i] = ScaleFailureHazards(s.first[i], theta);
+    for (int b = 0; b < 2; ++b) out.first_by_age[b][i] = ScaleFailureHazards(s.first_by_age[b][i], theta);
+    for (auto& [age, table] : out.first_by_exact_age[i]) table = ScaleFailureHazards(table, theta);
+  }
+  return out;
+}
+
+}  // namespace sojourn::availability

@@ -1,0 +1,122 @@
+// Host frailty (issue 3, acceptance 3): how much more or less often a host
+// fails than the population at the same clock times, as a multiplicative
+// factor on the failure hazards of the population's shrinkage prior.
+//
+// sojourn shrinks a host's sparse same-clock statistics towards the same cell
+// pooled over all hosts (PredictFromStats' `prior`). That prior has the
+// population's time-of-day shape but the population's level: a host that has
+// never failed in weeks is pulled towards the failure rate of the flaky ones.
+// The frailty keeps the shape and moves the level: the prior's
+// S1/S2 -> S3/S4/S5 hazards are multiplied by the host's hazard ratio theta
+// (proportional hazards with a shared gamma frailty; Clayton, Biometrika 65,
+// 1978; Vaupel, Manton & Stallard, Demography 16, 1979).
+//
+// theta is the host's credibility-weighted (empirical-Bayes, Buhlmann)
+// standardised failure ratio over its whole training history:
+//   O = the host's observed failures (up -> failure transitions),
+//   E = sum over its up steps of the population's failure rate per up step
+//       at that day type and local hour (the host is compared with the
+//       population at the clock times it was actually up),
+//   theta = 1 + Z (O / E - 1), Z = E v / (E v + phi),
+// with v the variance of the true ratio between hosts and phi the dispersion
+// of a host's count around theta E (Var(O | theta) = phi theta E; phi = 1 for
+// Poisson counts, where theta is the gamma-frailty posterior mean
+// (O + 1/v) / (E + 1/v); Clayton, Biometrika 65, 1978). Failures come in
+// bursts (a VM whose load flaps around Th2 fails every few minutes for an
+// hour), so phi is not assumed to be 1: both moments come from splitting
+// every host's history at its middle local day (halves 1 and 2, the earlier
+// and the later days; so the "noise" phi also holds how much a host changes
+// from one half of its history to the next, which is what a prediction for
+// the days after the history has to allow for):
+//   v   = max(0, sum_h (O1 - E1)(O2 - E2) / sum_h E1 E2)
+//         (E[(O1 - E1)(O2 - E2)] = E1 E2 Var(theta)),
+//   phi = max(1, mean_h (O1 E2 - O2 E1)^2 / (E1 E2 (E1 + E2)))
+//         (E[(O1/E1 - O2/E2)^2 | theta] = phi theta (1/E1 + 1/E2); at least
+//         the Poisson dispersion, as for quasi-Poisson counts),
+// over the hosts with exposure in both halves (Buhlmann & Gisler, A Course in
+// Credibility Theory, 2005, chapter 4). v = 0 (no detectable heterogeneity)
+// gives theta = 1 for every host: the prior is used as it is. Nothing here is
+// a tuning constant.
+#ifndef SOJOURN_MODELS_AVAILABILITY_FRAILTY_H_
+#define SOJOURN_MODELS_AVAILABILITY_FRAILTY_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "models/availability/sojourn_stats.h"
+#include "models/availability/state.h"
+
+namespace sojourn::availability {
+
+// A host's failure exposure by (half: 0 = the local days before the middle
+// day of the counted span, 1 = the rest; day type: 0 weekday, 1 weekend;
+// local hour 0..23) of the step's start: steps
+// spent in S1 or S2 whose next grid point is known, and how many of them
+// were followed by a failure state.
+struct FailureExposure {
+  using Table = std::array<std::array<std::array<double, 24>, 2>, 2>;
+  Table up_steps{};
+  Table failures{};
+
+  // Sums over one half (0, 1) or both (-1).
+  double total_up_steps(int half = -1) const;
+  double total_failures(int half = -1) const;
+  void Merge(const FailureExposure& other);
+  bool operator==(const FailureExposure& o) const {
+    return up_steps == o.up_steps && failures == o.failures;
+  }
+};
+
+// The exposure of `series` over the steps t -> t + 1 with the grid point t + 1
+// at or before `end_unix` (the training history). `exclude(t)`, if set, drops
+// the step t -> t + 1 (e.g. one touching a global monitoring outage).
+FailureExposure CountFailureExposure(const StateSeries& series, int64_t end_unix,
+                                     int utc_offset_seconds,
+                                     const std::function<bool(size_t t)>& exclude = nullptr);
+
+// The population model: Add every host's exposure, then Build; Theta(host)
+// is that host's hazard ratio. Hosts without up steps are ignored.
+class HostFrailtyModel {
+ public:
+  void Add(const FailureExposure& host);
+  void Build();
+
+  // Expected failures of `host` at the population's rates (in one half, or
+  // both with half = -1).
+  double Expected(const FailureExposure& host, int half = -1) const;
+  // 1 + Z (O / E - 1); 1 when v = 0, before Build, or with no exposure.
+  double Theta(const FailureExposure& host) const;
+  // The between-host variance v of the ratio (0 = no heterogeneity
+  // detected) and the within-host dispersion phi.
+  double variance() const { return variance_; }
+  double dispersion() const { return dispersion_; }
+  int hosts() const { return static_cast<int>(hosts_.size()); }
+
+ private:
+  std::vector<FailureExposure> hosts_;
+  FailureExposure pooled_;
+  std::array<std::array<double, 24>, 2> rate_{};
+  double variance_ = 0;
+  double dispersion_ = 1;
+  bool built_ = false;
+};
+
+// `s` with the discrete cause-specific hazards towards failure states
+// (S3, S4, S5) multiplied by theta >= 0, the hazards towards S1/S2 and the
+// censoring unchanged: the counts are rebuilt as the same cohort (same number
+// at risk at length 1, same censoring fraction at every length) under the new
+// hazards, so HazardRow of the result has exactly the scaled failure hazards
+// (capped where they would leave no room for the other exits and the
+// censoring at that length).
+StateSojourns ScaleFailureHazards(const StateSojourns& s, double theta);
+// The same for every sojourn table of a SojournStats that the kernel
+// estimator reads (ordinary, first, first_by_age and the exact-age table).
+// Window counts, window frequencies and prior_strength are unchanged.
+SojournStats ScaleFailureHazards(const SojournStats& s, double theta);
+
+}  // namespace sojourn::availability
+
+#endif  // SOJOURN_MODELS_AVAILABILITY_FRAILTY_H_
