@@ -80,7 +80,9 @@ options:
                            empirical_bayes_prior, exact_age_first_sojourn,
                            host_frailty
   --smp-prior SRC          shrinkage prior when prior_windows > 0: hosts (the same
-                           day type and start hour pooled over all hosts, default),
+                           day type and start hour pooled over all hosts, default;
+                           with host_frailty, on by default, its failure hazards
+                           are scaled to each host's level against all hosts),
                            hours (this host's other start hours) or none
   --smp-age on|off         pass each window's age in its initial state to the
                            estimator (age conditioning; default on)
