@@ -65,9 +65,6 @@ struct FailureExposure {
   double total_up_steps(int half = -1) const;
   double total_failures(int half = -1) const;
   void Merge(const FailureExposure& other);
-  bool operator==(const FailureExposure& o) const {
-    return up_steps == o.up_steps && failures == o.failures;
-  }
 };
 
 // The exposure of `series` over the steps t -> t + 1 with the grid point t + 1
