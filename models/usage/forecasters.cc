@@ -305,7 +305,9 @@ double FitResidualPhi(const std::vector<double>& series, DowntimePolicy downtime
     }
   }
   if (pairs != nullptr) *pairs = n_pairs;
-  if (n_pairs < kMinResidualPairs || !(s00 > 0)) return 0.0;
+  if (n_pairs < kMinResidualPairs || !(s00 > 0)) {
+    return std::min(kMaxResidualPhi, std::max(0.0, patterns.options.unestimated_residual_phi));
+  }
   if (steps > 0) {
     by_step->resize(steps);
     for (int j = 0; j < steps; ++j) {
@@ -321,6 +323,23 @@ bool StaysAvailable(const double* use, int bins, double alpha) {
     if (!(1.0 - use[i] >= alpha)) return false;
   }
   return true;
+}
+
+bool IsBinaryUse(const std::vector<double>& series, int64_t end) {
+  end = std::min<int64_t>(end, static_cast<int64_t>(series.size()));
+  bool any = false;
+  for (int64_t b = 0; b < end; ++b) {
+    const double v = series[b];
+    if (std::isnan(v)) continue;
+    if (v != 0.0 && v != 1.0) return false;
+    any = true;
+  }
+  return any;
+}
+
+void ToThresholdAnswer(bool binary_use, double* use, int bins) {
+  if (!binary_use) return;
+  for (int i = 0; i < bins; ++i) use[i] = use[i] > 0.5 ? 1.0 : 0.0;
 }
 
 double DecisionError(const double* pred, const double* actual) {
@@ -423,7 +442,8 @@ MethodChoice DataAgeRule(const std::vector<double>& series, int64_t now, int64_t
 
 RecentErrorTable::RecentErrorTable(const std::vector<double>& series, DowntimePolicy downtime,
                                    int64_t first, int64_t limit, const SelectorOptions& options,
-                                   const std::function<const UsagePatterns*(int64_t)>& patterns_for)
+                                   const std::function<const UsagePatterns*(int64_t)>& patterns_for,
+                                   bool binary_use)
     : first_(first),
       step_(std::max(1, options.step_bins)),
       window_bins_(options.window_days * kBinsPerDay) {
@@ -449,6 +469,7 @@ RecentErrorTable::RecentErrorTable(const std::vector<double>& series, DowntimePo
       int n = 0;
       if (ok && Forecast(kAllForecasters[f], series, s, kTestHorizonBins, downtime, patterns,
                          pred.data())) {
+        ToThresholdAnswer(binary_use, pred.data(), kTestHorizonBins);
         DecisionErrorsByEta(pred.data(), actual.data(), &wrong);
         n = 1;
       }

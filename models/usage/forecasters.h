@@ -73,10 +73,19 @@ bool Forecast(Forecaster f, const std::vector<double>& series, int64_t now, int 
 // inside the span of data collection, the last 24 h are matched as
 // kUpaPaper does, and the residual pair (x_{now-1} - L_{now-1},
 // x_now - L_now) of the matched, re-centred prototype L is collected (both
-// bins known). phi = sum(r0 * r1) / sum(r0^2), clamped to [0, kMaxResidualPhi];
-// 0 (the paper's forecast) with fewer than kMinResidualPairs pairs or when the
-// residuals are all zero (phi cannot be estimated). `pairs` (optional)
-// receives the number of pairs.
+// bins known). phi = sum(r0 * r1) / sum(r0^2), clamped to [0, kMaxResidualPhi].
+// `pairs` (optional) receives the number of pairs.
+//
+// With fewer than kMinResidualPairs pairs, or when the residuals are all zero
+// (e.g. a desktop that never went down in training), phi cannot be estimated
+// and is patterns.options.unestimated_residual_phi, by default kMaxResidualPhi:
+// the deviation from the pattern is taken to persist (the random-walk limit),
+// so UPA starts from the current use as persistence does, the forecast sojourn
+// falls back to wherever a model cannot be estimated. phi = 0 would assert
+// that every deviation vanishes within five minutes, which no host with an
+// estimate supports. (Until 2026-11-22 it was 0, the paper's forecast;
+// docs/EVALUATION-usage.md compares both.) 0 when there are no prototypes or
+// no data.
 inline constexpr int kMinResidualPairs = 288;  // one day of 5-minute pairs
 inline constexpr double kMaxResidualPhi = 0.999;
 //
@@ -99,6 +108,24 @@ inline double Alpha(int i) { return 0.1 * (i + 1); }
 
 // True when 1 - use[i] >= alpha for every i < bins (the test's "yes").
 bool StaysAvailable(const double* use, int bins, double alpha);
+
+// True when series[0, end) has a known value and every known value is exactly
+// 0 or 1: the resource is a state indicator, e.g. a host's up/down state with
+// down-time counted as full use (an availability matrix).
+bool IsBinaryUse(const std::vector<double>& series, int64_t end);
+
+// The use a threshold question ("will free >= alpha hold for eta?") is
+// answered with. For a binary resource a forecast bin is the probability of
+// state 1 (in use / down), and a threshold on it is a question about that
+// state, so each bin is replaced by its more likely state (1 when use > 0.5):
+// the per-bin median, which minimises the expected number of wrong answers
+// for every alpha at once, where the probability itself would answer "no" to
+// the high alphas and "yes" to the low ones. A continuous forecast is left as
+// it is. Used wherever sojourn answers threshold questions: the best-of
+// selector's scoring, UsageModel::CanRun / HowLong and the availability
+// matrix of `sojourn-eval usage`. The forecast itself (PredictUsage, ranking
+// by predicted mean use) is unchanged.
+void ToThresholdAnswer(bool binary_use, double* use, int bins);
 
 // Fraction of the 63 (alpha, eta) tests that `pred` answers differently from
 // `actual` (both kTestHorizonBins long). NaN when `actual` has a NaN.
@@ -178,10 +205,12 @@ using RecentScores = std::array<RecentScore, kNumForecasters>;
 class RecentErrorTable {
  public:
   // `patterns_for(s)` gives the prototypes UPA may use at replay point s (it
-  // should not have been trained on data after s), or nullptr.
+  // should not have been trained on data after s), or nullptr. `binary_use`:
+  // forecasts are scored as ToThresholdAnswer turns them into answers.
   RecentErrorTable(const std::vector<double>& series, DowntimePolicy downtime, int64_t first,
                    int64_t limit, const SelectorOptions& options,
-                   const std::function<const UsagePatterns*(int64_t)>& patterns_for);
+                   const std::function<const UsagePatterns*(int64_t)>& patterns_for,
+                   bool binary_use = false);
   RecentErrorTable() = default;
 
   // Scores over points s with now - window <= s and s + kTestHorizonBins <=

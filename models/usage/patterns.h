@@ -41,6 +41,10 @@ struct PatternOptions {
   // K > 0 = also fit the k-step coefficients phi_k for k = 1..K
   // (residual_phi_by_step); not part of the serialized options.
   int residual_steps = 0;
+  // UPA's residual coefficient where it cannot be estimated (FitResidualPhi):
+  // default 0.999 (= kMaxResidualPhi, the deviation persists); 0 gives the
+  // paper's forecast there. Not part of the serialized options.
+  double unestimated_residual_phi = 0.999;
 };
 
 // Result of one pattern analysis: the k prototypes of one resource, in the

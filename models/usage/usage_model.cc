@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -32,6 +33,7 @@ UsageModel::UsageModel(UsageSeries series, HostPatterns patterns, const UsageMod
   series_.Resize(now_bin_);
   for (Resource r : {Resource::kCpu, Resource::kMemory}) {
     first_valid_[Idx(r)] = series_.FirstValidBin(r);
+    binary_use_[Idx(r)] = IsBinaryUse(series_.of(r), now_bin_);
     if (!options_.use_selector) continue;
     const UsagePatterns& current = patterns_.current(r);
     const UsagePatterns& back = patterns_.backtest(r);
@@ -49,7 +51,7 @@ UsageModel::UsageModel(UsageSeries series, HostPatterns patterns, const UsageMod
     int64_t first = now_bin_ - window;
     first += ((-first) % step + step) % step;
     tables_[Idx(r)] = RecentErrorTable(series_.of(r), options_.patterns.downtime, first, now_bin_,
-                                       options_.selector, patterns_for);
+                                       options_.selector, patterns_for, binary_use_[Idx(r)]);
   }
 }
 
@@ -148,12 +150,19 @@ absl::StatusOr<CanRunAnswer> UsageModel::CanRun(double free_cpu, double free_ram
       continue;
     }
     methods.push_back(absl::StrCat(ResourceName(r), "=", ForecasterName(p.method.method)));
+    const bool binary = binary_use_[Idx(r)];
+    std::vector<double> answer = p.use;
+    ToThresholdAnswer(binary, answer.data(), bins);
     for (int i = 0; i < bins; ++i) {
-      if (!(1.0 - p.use[i] >= need)) {
+      if (!(1.0 - answer[i] >= need)) {
         a.can_run = false;
-        notes.push_back(absl::StrFormat("%s: predicted free %.2f < %.2f at %s (%s)",
-                                        ResourceName(r), 1.0 - p.use[i], need, Offset(i),
-                                        ForecasterName(p.method.method)));
+        notes.push_back(
+            binary ? absl::StrFormat("%s: predicted in use (probability %.2f) at %s (%s)",
+                                     ResourceName(r), p.use[i], Offset(i),
+                                     ForecasterName(p.method.method))
+                   : absl::StrFormat("%s: predicted free %.2f < %.2f at %s (%s)", ResourceName(r),
+                                     1.0 - p.use[i], need, Offset(i),
+                                     ForecasterName(p.method.method)));
         break;
       }
     }
@@ -184,6 +193,7 @@ absl::StatusOr<HowLongAnswer> UsageModel::HowLong(double free_cpu, double free_r
       continue;
     }
     methods.push_back(absl::StrCat(ResourceName(r), "=", ForecasterName(p.method.method)));
+    ToThresholdAnswer(binary_use_[Idx(r)], p.use.data(), max_bins);
     for (int i = 0; i < limit; ++i) {
       if (!(1.0 - p.use[i] >= need)) {
         limit = i;

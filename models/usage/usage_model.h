@@ -88,11 +88,13 @@ class UsageModel {
   absl::StatusOr<UsageForecast> PredictUsage(Resource r, double hours) const;
   // canRunGridApplication: whether free CPU >= free_cpu and free memory >=
   // free_ram (fractions 0..1 of the host's capacity) are predicted for every
-  // 5-minute step of the next `hours`. A zero request is not checked; memory
+  // 5-minute step of the next `hours`. For a resource whose history is a 0/1
+  // state (IsBinaryUse) the forecast is the probability of state 1 and each
+  // step is answered with the more likely state (ToThresholdAnswer). A zero request is not checked; memory
   // is not checked (and the reason says so) when the host has no memory data.
   absl::StatusOr<CanRunAnswer> CanRun(double free_cpu, double free_ram, double hours) const;
   // howLongCanRunGridApplication: for how long both requests are predicted
-  // to hold, capped at max_hours.
+  // to hold, capped at max_hours (0/1 resources as in CanRun).
   absl::StatusOr<HowLongAnswer> HowLong(double free_cpu, double free_ram) const;
 
   const HostPatterns& patterns() const { return patterns_; }
@@ -114,6 +116,9 @@ class UsageModel {
   int64_t now_unix_;
   int64_t now_bin_;
   std::array<int64_t, 2> first_valid_{-1, -1};
+  // IsBinaryUse of each resource's history: threshold questions are then
+  // answered with the more likely state (ToThresholdAnswer).
+  std::array<bool, 2> binary_use_{false, false};
   std::array<RecentErrorTable, 2> tables_;
 };
 

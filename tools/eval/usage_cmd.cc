@@ -75,6 +75,14 @@ options:
   --utc-offset-hours H  days start at local midnight, local = UTC + H (default 0)
   --residual-steps K    upa: fit the k-step residual coefficients for
                         k = 1..K instead of phi^k (default 0: phi^k)
+  --unestimated-phi X   upa: residual coefficient of a host whose phi cannot
+                        be estimated (under a day of residual pairs, or all
+                        residuals zero); default 0.999 (the deviation
+                        persists); 0 = the paper's forecast there
+  --threshold-answers M state (default): a resource whose training values
+                        are all 0 or 1 (an availability matrix) answers the
+                        tests with the more likely state of each forecast
+                        bin; mean: with the forecast value itself
   --seed N              seed of all random draws (default 1)
   --tests N             tests per matrix cell (default 100)
   --sweep               also run the UPA parameter sweep of section 3
@@ -116,6 +124,7 @@ struct Args {
   uint64_t seed = 1;
   int tests = 100;
   bool sweep = false;
+  bool state_answers = true;  // --threshold-answers state
 };
 
 [[noreturn]] void Usage(const std::string& reason) {
@@ -128,7 +137,8 @@ Args ParseArgs(int argc, char** argv) {
   const CommandLine cl = ParseCommandLine(
       argc - 1, argv + 1, kProgram, kHelp,
       {"trace", "format", "json", "max-hosts", "downtime", "clusters", "linkage", "normalization",
-       "normalisation", "utc-offset-hours", "seed", "tests", "residual-steps"},
+       "normalisation", "utc-offset-hours", "seed", "tests", "residual-steps",
+       "unestimated-phi", "threshold-answers"},
       {"sweep"});
   a.sweep = cl.Flag("sweep");
   for (const auto& option : cl.ordered()) {
@@ -170,6 +180,18 @@ Args ParseArgs(int argc, char** argv) {
       a.utc_offset_seconds = static_cast<int64_t>(std::lround(h * 3600));
     } else if (key == "--residual-steps") {
       a.patterns.residual_steps = static_cast<int>(to_int(0));
+    } else if (key == "--unestimated-phi") {
+      double phi;
+      if (!absl::SimpleAtod(value, &phi) || !(phi >= 0 && phi <= usage::kMaxResidualPhi)) {
+        Usage(absl::StrCat("--unestimated-phi wants a number in [0, ", usage::kMaxResidualPhi,
+                           "], got '", value, "'"));
+      }
+      a.patterns.unestimated_residual_phi = phi;
+    } else if (key == "--threshold-answers") {
+      if (value != "state" && value != "mean") {
+        Usage(absl::StrCat("--threshold-answers wants state or mean, got '", value, "'"));
+      }
+      a.state_answers = value == "state";
     } else if (key == "--seed") {
       a.seed = static_cast<uint64_t>(to_int(0));
     } else if (key == "--tests") {
@@ -195,6 +217,9 @@ struct Pair {
   bool active = false;
   int64_t train_end = 0;  // first test bin
   int64_t first_valid = -1;
+  // Training values all 0 or 1 (usage::IsBinaryUse) and --threshold-answers
+  // state: tests are answered with usage::ToThresholdAnswer.
+  bool binary_use = false;
   UsagePatterns patterns, backtest;
   usage::RecentErrorTable table;
   // Results.
@@ -338,6 +363,7 @@ void RunMatrix(const Context& ctx, const std::vector<Host>& hosts, Pair* p,
       if (m != "always_yes") {
         const Forecaster f = Predict(ctx, host, *p, m, tests[i].t, eta_bins, &pred);
         if (m == "best_of") ++p->best_of_choice[usage::ForecasterName(f)];
+        usage::ToThresholdAnswer(p->binary_use, pred.data(), eta_bins);
         yes = usage::StaysAvailable(pred.data(), eta_bins, usage::Alpha(tests[i].alpha));
       }
       correct[i] = yes == static_cast<bool>(actual[i]);
@@ -348,6 +374,7 @@ void RunMatrix(const Context& ctx, const std::vector<Host>& hosts, Pair* p,
     for (size_t i = 0; i < tests.size(); ++i) {
       const int eta_bins = usage::kEtaMinutes[tests[i].eta] / 5;
       Predict(ctx, host, *p, "upa_paper", tests[i].t, eta_bins, &pred, Usable(patterns));
+      usage::ToThresholdAnswer(p->binary_use, pred.data(), eta_bins);
       correct[i] = usage::StaysAvailable(pred.data(), eta_bins, usage::Alpha(tests[i].alpha)) ==
                    static_cast<bool>(actual[i]);
     }
@@ -477,10 +504,11 @@ json Block(const std::vector<const Pair*>& pairs, const std::vector<SchedTest>& 
   std::map<std::string, double> sweep_sum;
   std::map<std::string, long> choice;
   std::vector<char> seen(hosts.size(), 0);
-  int n = 0;
+  int n = 0, binary = 0;
   for (const Pair* p : pairs) {
     if (p->tests == 0) continue;
     ++n;
+    binary += p->binary_use ? 1 : 0;
     seen[p->host] = 1;
     const std::string r = usage::ResourceName(p->resource);
     ++res_n[r];
@@ -493,6 +521,7 @@ json Block(const std::vector<const Pair*>& pairs, const std::vector<SchedTest>& 
   }
   b["hosts"] = std::count(seen.begin(), seen.end(), 1);
   b["host_resource_pairs"] = n;
+  b["binary_use_pairs"] = binary;
   json mu = json::object();
   for (const auto& [m, v] : sum) mu[m] = v / n;
   b["mu_a"] = mu;
@@ -767,6 +796,7 @@ int RunUsage(int argc, char** argv) {
       p.train_end = h.train_end;
       p.first_valid = h.series.FirstValidBin(r);
       p.active = busy >= kActiveShare * valid;
+      p.binary_use = ctx.args.state_answers && usage::IsBinaryUse(s, h.train_end);
       const int64_t until = h.series.UnixOfBin(h.train_end);
       auto cur = usage::AnalysePatterns(h.series, r, ctx.args.patterns, until);
       if (cur.ok()) p.patterns = std::move(*cur);
@@ -784,7 +814,7 @@ int RunUsage(int argc, char** argv) {
       };
       p.table = usage::RecentErrorTable(
           s, ctx.downtime, h.train_end - int64_t{ctx.selector.window_days} * kBinsPerDay, s.size(),
-          ctx.selector, patterns_for);
+          ctx.selector, patterns_for, p.binary_use);
       h.pair[static_cast<int>(r)] = static_cast<int>(pairs.size());
       pairs.push_back(std::move(p));
     }
@@ -833,6 +863,10 @@ int RunUsage(int argc, char** argv) {
        ctx.args.patterns.residual_steps > 0
            ? absl::StrCat("k-step coefficients, k = 1..", ctx.args.patterns.residual_steps)
            : std::string("AR(1), phi^k")},
+      {"upa_unestimated_phi", ctx.args.patterns.unestimated_residual_phi},
+      {"threshold_answers",
+       args.state_answers ? "state: 0/1 resources answer with the more likely state of each bin"
+                          : "mean: the forecast value"},
       {"utc_offset_seconds", args.utc_offset_seconds},
       {"scheduling",
        {{"pool", kPoolSize},
@@ -864,6 +898,7 @@ int RunUsage(int argc, char** argv) {
               {"objects", p.patterns.objects},
               {"residual_phi", p.patterns.residual_phi},
               {"residual_pairs", p.patterns.residual_pairs},
+              {"binary_use", p.binary_use},
               {"tests", p.tests},
               {"mu_a", p.mu_a},
               {"best_of_answered_by", p.best_of_choice}};

@@ -219,13 +219,35 @@ TEST(ForecastersTest, FitResidualPhiRecoversAr1) {
     // the slow AR(1) component: a loose tolerance.
     for (int k : {1, 2, 6, 12}) EXPECT_NEAR(by_step[k - 1], std::pow(0.9, k), 0.05) << k;
   }
-  // Too few pairs (less than a day of history): phi = 0, the paper's forecast.
+  // Too few pairs (less than a day of history): phi cannot be estimated and
+  // is the options' unestimated_residual_phi (default: the deviation persists).
   UsagePatterns p = TwoPrototypes();
   std::vector<double> short_series(kBinsPerDay + 100, 0.3);
   int pairs = -1;
   EXPECT_EQ(FitResidualPhi(short_series, DowntimePolicy::kDiscard, p, short_series.size(), &pairs),
-            0.0);
+            kMaxResidualPhi);
   EXPECT_EQ(pairs, 100);
+  {
+    UsagePatterns paper = p;
+    paper.options.unestimated_residual_phi = 0;
+    EXPECT_EQ(FitResidualPhi(short_series, DowntimePolicy::kDiscard, paper, short_series.size()),
+              0.0);
+  }
+  // Residuals all zero (the series is its pattern: e.g. a desktop never down
+  // in training): no evidence either way, the same fallback.
+  {
+    UsagePatterns flat;
+    flat.options.normalization = Normalization::kVariational;
+    flat.prototypes.assign(1, std::vector<double>(kObjectBins, 0.0));
+    flat.cluster_sizes = {9};
+    std::vector<double> idle(10 * kBinsPerDay, 0.0);
+    int n = 0;
+    EXPECT_EQ(FitResidualPhi(idle, DowntimePolicy::kDiscard, flat, idle.size(), &n),
+              kMaxResidualPhi);
+    EXPECT_GT(n, kMinResidualPairs);
+    flat.options.unestimated_residual_phi = 0.3;
+    EXPECT_EQ(FitResidualPhi(idle, DowntimePolicy::kDiscard, flat, idle.size()), 0.3);
+  }
   // Training data only: nothing at or after end_bin is read.
   std::vector<double> s(10 * kBinsPerDay, kNaN);
   for (int64_t b = 0; b < 5 * kBinsPerDay; ++b) s[b] = 0.3 + 0.01 * (b % 7);
@@ -395,6 +417,26 @@ TEST(ForecastersTest, RecentErrorTableWindow) {
 }
 
 // Per-eta errors and the eta a request's horizon maps to.
+// 0/1 resources answer threshold questions with the more likely state.
+TEST(ForecastersTest, ThresholdAnswerOfBinaryUse) {
+  EXPECT_TRUE(IsBinaryUse({0.0, kNaN, 1.0, 0.0}, 4));
+  EXPECT_FALSE(IsBinaryUse({0.0, 0.5, 1.0}, 3));
+  EXPECT_TRUE(IsBinaryUse({0.0, 1.0, 0.5}, 2));  // only bins before `end`
+  EXPECT_FALSE(IsBinaryUse({kNaN, kNaN}, 2));     // nothing known
+  EXPECT_FALSE(IsBinaryUse({}, 0));
+  std::vector<double> f = {0.2, 0.5, 0.51, 0.9};
+  ToThresholdAnswer(false, f.data(), 4);
+  EXPECT_EQ(f, (std::vector<double>{0.2, 0.5, 0.51, 0.9}));
+  ToThresholdAnswer(true, f.data(), 4);
+  EXPECT_EQ(f, (std::vector<double>{0.0, 0.0, 1.0, 1.0}));
+  // A probability of 0.3 of being down answers "yes" at every alpha once it
+  // is an answer; as a use level it said "no" to alpha = 0.8 and 0.9.
+  std::vector<double> p(kTestHorizonBins, 0.3), up(kTestHorizonBins, 0.0);
+  EXPECT_GT(DecisionError(p.data(), up.data()), 0.0);
+  ToThresholdAnswer(true, p.data(), kTestHorizonBins);
+  EXPECT_EQ(DecisionError(p.data(), up.data()), 0.0);
+}
+
 TEST(ForecastersTest, DecisionErrorsByEta) {
   std::vector<double> pred(kTestHorizonBins, 0.0), spike(kTestHorizonBins, 0.0);
   spike[20] = 0.95;  // 100 minutes ahead

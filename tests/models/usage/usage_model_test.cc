@@ -51,6 +51,53 @@ TEST(UsageModelTest, ShortHistoryGetsPersistence) {
   EXPECT_EQ(never->limited_by, "mem");
 }
 
+// A host whose use is a 0/1 state (an availability matrix: down = full use)
+// answers threshold questions with the more likely state of each forecast
+// bin; a continuous host answers with the forecast value.
+TEST(UsageModelTest, BinaryUseAnswersWithTheLikelyState) {
+  // 10 h of data; the last 4 h (bins 72..119) are last4's window.
+  auto desktop = [](int down_bins, double up_value) {
+    return MakeSeries(
+        1,
+        [=](int, int b) {
+          if (b >= 120) return kNaN;
+          return b >= 72 && b < 72 + down_bins ? 1.0 : up_value;
+        },
+        [](int, int b) { return b < 120 ? 0.0 : kNaN; });
+  };
+  // Down 1 h of the last 4: last4 forecasts use 0.25, i.e. probability 0.25
+  // of being down, and "up" is the likely state.
+  const UsageSeries one = desktop(12, 0.0);
+  ASSERT_TRUE(IsBinaryUse(one.cpu, 120));
+  const UsageModel m1 = UsageModel::Build(one, {}, one.UnixOfBin(120));
+  EXPECT_DOUBLE_EQ(m1.PredictUsage(Resource::kCpu, 1)->use[0], 0.25);  // the forecast itself
+  auto yes = m1.CanRun(0.9, 0, 1);
+  ASSERT_TRUE(yes.ok());
+  EXPECT_TRUE(yes->can_run) << yes->reason;
+  EXPECT_EQ(yes->method, "cpu=last4");
+  EXPECT_DOUBLE_EQ(m1.HowLong(0.9, 0)->hours, 72.0);
+  // Down 3 h of the last 4: "down" is the likely state.
+  const UsageSeries three = desktop(36, 0.0);
+  const UsageModel m3 = UsageModel::Build(three, {}, three.UnixOfBin(120));
+  auto no = m3.CanRun(0.1, 0, 1);
+  ASSERT_TRUE(no.ok());
+  EXPECT_FALSE(no->can_run);
+  EXPECT_NE(no->reason.find("cpu: predicted in use (probability 0.75) at +0h00m (last4)"),
+            std::string::npos)
+      << no->reason;
+  EXPECT_DOUBLE_EQ(m3.HowLong(0.1, 0)->hours, 0.0);
+  // The same shape with a little use while up is not a 0/1 state: the
+  // forecast (12 + 36 * 0.04) / 48 = 0.28 leaves free 0.72 < 0.9.
+  const UsageSeries busy = desktop(12, 0.04);
+  ASSERT_FALSE(IsBinaryUse(busy.cpu, 120));
+  const UsageModel mc = UsageModel::Build(busy, {}, busy.UnixOfBin(120));
+  auto cont = mc.CanRun(0.9, 0, 1);
+  ASSERT_TRUE(cont.ok());
+  EXPECT_FALSE(cont->can_run);
+  EXPECT_NE(cont->reason.find("cpu: predicted free 0.72 < 0.90"), std::string::npos)
+      << cont->reason;
+}
+
 // On a host busy from 9:00 to 17:00 every day, CanRun and HowLong see the
 // 9:00 rise coming (the selector answers with a pattern-aware forecaster).
 TEST(UsageModelTest, SeesTheMorningRiseComing) {
