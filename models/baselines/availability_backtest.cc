@@ -756,18 +756,22 @@ std::array<std::vector<LengthSummary>, 2> SummarizeByLength(const BacktestResult
   std::array<std::vector<LengthSummary>, 2> out;
   // [dt][L][hour] -> sum, count ; brier per [dt][L]
   std::vector<std::vector<std::array<double, 24>>> sum(2), cnt(2);
-  std::vector<std::vector<double>> bsum(2), bn(2);
+  std::vector<std::vector<double>> bsum(2), bn(2), psum(2), ssum(2);
   for (int dt = 0; dt < 2; ++dt) {
     sum[dt].assign(max_window_hours + 1, {});
     cnt[dt].assign(max_window_hours + 1, {});
     bsum[dt].assign(max_window_hours + 1, 0);
     bn[dt].assign(max_window_hours + 1, 0);
+    psum[dt].assign(max_window_hours + 1, 0);
+    ssum[dt].assign(max_window_hours + 1, 0);
     out[dt].assign(max_window_hours, {});
   }
   for (const CellResult& c : r.cells) {
     if (c.hours > max_window_hours) continue;
     bsum[c.day_type][c.hours] += c.brier_sum[m];
     bn[c.day_type][c.hours] += c.n_test;
+    psum[c.day_type][c.hours] += c.pred[m] * c.n_test;  // pred = mean over the cell's windows
+    ssum[c.day_type][c.hours] += c.n_survived;
     if (c.n_test < min_test_windows || c.n_survived == 0) continue;
     sum[c.day_type][c.hours][c.hour] += std::fabs(c.pred[m] - c.emp()) / c.emp();
     cnt[c.day_type][c.hours][c.hour] += 1;
@@ -791,6 +795,9 @@ std::array<std::vector<LengthSummary>, 2> SummarizeByLength(const BacktestResult
       if (hours == 0) ls.min_rel_err = 0;
       ls.avg_rel_err = hours > 0 ? total / hours : 0;
       ls.brier = bn[dt][L] > 0 ? bsum[dt][L] / bn[dt][L] : 0;
+      ls.windows = static_cast<int64_t>(bn[dt][L]);
+      ls.mean_pred = bn[dt][L] > 0 ? psum[dt][L] / bn[dt][L] : 0;
+      ls.observed = bn[dt][L] > 0 ? ssum[dt][L] / bn[dt][L] : 0;
     }
   }
   return out;
@@ -840,7 +847,10 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
                                                                {"min_rel_err", ls.min_rel_err},
                                                                {"max_rel_err", ls.max_rel_err},
                                                                {"brier", ls.brier},
-                                                               {"n", ls.n}};
+                                                               {"n", ls.n},
+                                                               {"mean_pred", ls.mean_pred},
+                                                               {"observed", ls.observed},
+                                                               {"windows", ls.windows}};
       }
     }
     j["overall"][name] = SummaryJson(SummarizeMethod(r, m, false, config.min_test_windows));

@@ -152,6 +152,11 @@ struct MethodSummary {
 struct LengthSummary {
   double avg_rel_err = 0, min_rel_err = 0, max_rel_err = 0, brier = 0;
   int64_t n = 0;  // cells with a relative error
+  // Calibration in the large over all test windows of the length (the
+  // windows the Brier score is taken over): mean predicted TR and the
+  // fraction that survived.
+  double mean_pred = 0, observed = 0;
+  int64_t windows = 0;
 };
 
 // Summaries of method index `m` over the cells of hosts with busy[h] (or all

@@ -230,6 +230,21 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
         std::printf(" %8.4f", by_len[dt][L - 1].brier);
       std::printf("\n");
     }
+    std::printf("Mean predicted TR over all test windows, %s (first row: observed survival):\n",
+                dt_names[dt]);
+    for (size_t m = 0; m < r.methods.size(); ++m) {
+      auto by_len = backtest::SummarizeByLength(r, m, cfg.max_window_hours, cfg.min_test_windows);
+      if (m == 0) {
+        std::printf("%-17s", "(observed)");
+        for (int L = 1; L <= cfg.max_window_hours; ++L)
+          std::printf(" %8.4f", by_len[dt][L - 1].observed);
+        std::printf("\n");
+      }
+      std::printf("%-17s", r.methods[m].c_str());
+      for (int L = 1; L <= cfg.max_window_hours; ++L)
+        std::printf(" %8.4f", by_len[dt][L - 1].mean_pred);
+      std::printf("\n");
+    }
   }
   int64_t busy = 0;
   for (bool b : r.busy) busy += b;

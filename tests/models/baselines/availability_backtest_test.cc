@@ -184,6 +184,15 @@ TEST(AvailabilityBacktestTest, SummaryDefinitions) {
   EXPECT_NEAR(by_len[0][0].min_rel_err, 0.1, 1e-12);
   EXPECT_NEAR(by_len[0][0].max_rel_err, 0.25, 1e-12);
   EXPECT_EQ(by_len[0][0].n, 3);
+  // Calibration in the large over every test window of the length, dropped
+  // cells included: L = 1 has 4 + 4 + 5 windows, L = 2 has 5 + 2 + 3.
+  EXPECT_EQ(by_len[0][0].windows, 13);
+  EXPECT_NEAR(by_len[0][0].mean_pred, (4 * 0.75 + 4 * 1.0 + 5 * 0.9) / 13, 1e-12);
+  EXPECT_NEAR(by_len[0][0].observed, (2 + 4 + 5) / 13.0, 1e-12);
+  EXPECT_EQ(by_len[0][1].windows, 10);
+  EXPECT_NEAR(by_len[0][1].mean_pred, (5 * 0.8 + 2 * 0.5 + 3 * 0.5) / 10, 1e-12);
+  EXPECT_NEAR(by_len[0][1].observed, (5 + 2 + 0) / 10.0, 1e-12);
+  EXPECT_EQ(by_len[1][0].windows, 0);  // no weekend cells
 }
 
 // A cell whose training windows all start in a failure state has no data for
