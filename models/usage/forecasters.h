@@ -86,8 +86,8 @@ bool Forecast(Forecaster f, const std::vector<double>& series, int64_t now, int 
 // estimate supports. (Until 2026-11-22 it was 0, the paper's forecast;
 // docs/EVALUATION-usage.md compares both.) 0 when there are no prototypes or
 // no data.
+// (kMaxResidualPhi is in patterns.h.)
 inline constexpr int kMinResidualPairs = 288;  // one day of 5-minute pairs
-inline constexpr double kMaxResidualPhi = 0.999;
 //
 // With steps > 0, by_step[k - 1] (k = 1..steps) receives the k-step
 // coefficient phi_k = sum(r0 * r_k) / sum(r0^2) over the same `now`s, r_k the

@@ -28,6 +28,9 @@ absl::StatusOr<Normalization> ParseNormalization(absl::string_view name);
 const char* DowntimePolicyName(DowntimePolicy p);  // "discard", "full-use"
 absl::StatusOr<DowntimePolicy> ParseDowntimePolicy(absl::string_view name);
 
+// Upper bound of UPA's residual coefficient phi (FitResidualPhi).
+inline constexpr double kMaxResidualPhi = 0.999;
+
 struct PatternOptions {
   // Number of use classes k; the paper uses 5 or 10. Default 5 (section 3.2).
   int clusters = 5;
@@ -42,9 +45,9 @@ struct PatternOptions {
   // (residual_phi_by_step); not part of the serialized options.
   int residual_steps = 0;
   // UPA's residual coefficient where it cannot be estimated (FitResidualPhi):
-  // default 0.999 (= kMaxResidualPhi, the deviation persists); 0 gives the
-  // paper's forecast there. Not part of the serialized options.
-  double unestimated_residual_phi = 0.999;
+  // default kMaxResidualPhi (the deviation persists); 0 gives the paper's
+  // forecast there. Not part of the serialized options.
+  double unestimated_residual_phi = kMaxResidualPhi;
 };
 
 // Result of one pattern analysis: the k prototypes of one resource, in the

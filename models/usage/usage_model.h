@@ -90,8 +90,9 @@ class UsageModel {
   // free_ram (fractions 0..1 of the host's capacity) are predicted for every
   // 5-minute step of the next `hours`. For a resource whose history is a 0/1
   // state (IsBinaryUse) the forecast is the probability of state 1 and each
-  // step is answered with the more likely state (ToThresholdAnswer). A zero request is not checked; memory
-  // is not checked (and the reason says so) when the host has no memory data.
+  // step is answered with the more likely state (ToThresholdAnswer). A zero
+  // request is not checked; memory is not checked (and the reason says so)
+  // when the host has no memory data.
   absl::StatusOr<CanRunAnswer> CanRun(double free_cpu, double free_ram, double hours) const;
   // howLongCanRunGridApplication: for how long both requests are predicted
   // to hold, capped at max_hours (0/1 resources as in CanRun).

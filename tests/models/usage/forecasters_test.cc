@@ -416,7 +416,6 @@ TEST(ForecastersTest, RecentErrorTableWindow) {
   EXPECT_GT(short_q[2].error, 0.0);
 }
 
-// Per-eta errors and the eta a request's horizon maps to.
 // 0/1 resources answer threshold questions with the more likely state.
 TEST(ForecastersTest, ThresholdAnswerOfBinaryUse) {
   EXPECT_TRUE(IsBinaryUse({0.0, kNaN, 1.0, 0.0}, 4));
@@ -437,6 +436,7 @@ TEST(ForecastersTest, ThresholdAnswerOfBinaryUse) {
   EXPECT_EQ(DecisionError(p.data(), up.data()), 0.0);
 }
 
+// Per-eta errors and the eta a request's horizon maps to.
 TEST(ForecastersTest, DecisionErrorsByEta) {
   std::vector<double> pred(kTestHorizonBins, 0.0), spike(kTestHorizonBins, 0.0);
   spike[20] = 0.95;  // 100 minutes ahead
