@@ -87,11 +87,23 @@ v1::SojournStats ToProto(const availability::SojournStats& stats) {
   for (double w : stats.initial_by_age[1]) p.add_initial_weight_recent(w);
   p.set_own_up_windows(stats.own_up_windows);
   p.set_own_up_survived(stats.own_up_survived);
+  if (!stats.borrowed.empty()) *p.mutable_borrowed() = ToProto(stats.borrowed[0]);
   return p;
 }
 
 absl::StatusOr<availability::SojournStats> FromProto(const v1::SojournStats& p) {
   availability::SojournStats stats;
+  if (p.has_borrowed()) {
+    if (p.borrowed().has_borrowed()) {
+      return absl::InvalidArgumentError("borrowed statistics must not hold borrowed statistics");
+    }
+    absl::StatusOr<availability::SojournStats> b = FromProto(p.borrowed());
+    if (!b.ok()) return absl::InvalidArgumentError(absl::StrCat("borrowed: ", b.status().message()));
+    if (b->num_windows > p.windows()) {
+      return absl::InvalidArgumentError("more borrowed windows than windows");
+    }
+    stats.borrowed.push_back(*std::move(b));
+  }
   stats.step_seconds = p.step_seconds();
   stats.window_steps = p.window_steps();
   stats.num_windows = p.windows();

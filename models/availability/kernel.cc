@@ -82,6 +82,7 @@ EstimatorOptions BasicEstimatorOptions() {
   o.empirical_bayes_prior = false;
   o.exact_age_first_sojourn = false;
   o.host_frailty = false;
+  o.level_corrected_borrowing = false;
   return o;
 }
 

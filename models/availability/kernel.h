@@ -54,6 +54,15 @@ struct EstimatorOptions {
   // other_day_type_weight. 0 = off.
   int borrow_below_windows = 8;
   double other_day_type_weight = 0.25;
+  // Level-corrected borrowing: the borrowed windows keep the other day type's
+  // time-of-day shape but not its level. CollectStats keeps them apart
+  // (SojournStats::borrowed), and ShrinkStats multiplies their failure
+  // hazards by the prior's borrow_hazard_ratio (the population's failure
+  // rate in the requested day type over that in the other at the same clock,
+  // PopulationPriorBuilder) before adding them, as host_frailty moves the
+  // prior to the host's level. false = the borrowed windows are added as they
+  // are (issue 7). Without a prior that carries the ratio both are the same.
+  bool level_corrected_borrowing = true;
   // Neighbouring start times (CollectStats): the host's windows starting
   // neighbor_offset_seconds earlier and later (same day type and length) are
   // added with weight neighbor_window_weight. 0 = off.

@@ -57,27 +57,58 @@ double BetaBinomialConcentration(const std::vector<std::pair<double, double>>& n
 void PopulationPriorBuilder::Add(const SojournStats& host) {
   pooled_.Merge(host);
   if (host.own_up_windows > 0) per_host_.emplace_back(host.own_up_windows, host.own_up_survived);
+  if (!host.borrowed.empty()) {
+    double f = 0, e = 0;
+    CountFailures(host, &f, &e);
+    own_failures_ += f;
+    own_exposure_ += e;
+    CountFailures(host.borrowed[0], &f, &e);
+    borrowed_failures_ += f;
+    borrowed_exposure_ += e;
+  }
 }
 
-SojournStats PopulationPriorBuilder::Build() const {
-  SojournStats out = pooled_;
+SojournStats PopulationPriorBuilder::Build(bool level_borrowed) const {
+  double ratio = 0;
+  if (own_exposure_ > 0 && borrowed_exposure_ > 0) {
+    ratio = ((own_failures_ + 0.5) / own_exposure_) /
+            ((borrowed_failures_ + 0.5) / borrowed_exposure_);
+  }
+  SojournStats out = FlattenBorrowed(pooled_, level_borrowed && ratio > 0 ? ratio : 1.0);
   out.prior_strength = BetaBinomialConcentration(per_host_);
+  out.borrow_hazard_ratio = ratio;
   return out;
 }
 
-SojournStats ShrinkStats(const SojournStats& stats, const EstimatorOptions& opt,
+SojournStats FlattenBorrowed(const SojournStats& s, double ratio) {
+  if (s.borrowed.empty()) return s;
+  SojournStats out = s;
+  out.borrowed.clear();
+  out.Merge(ScaleFailureHazards(s.borrowed[0], ratio));
+  out.num_windows = s.num_windows;
+  return out;
+}
+
+SojournStats ShrinkStats(const SojournStats& raw, const EstimatorOptions& opt,
                          const SojournStats* prior, double* strength) {
   *strength = 0;
+  const double ratio = opt.level_corrected_borrowing && prior != nullptr &&
+                               prior->borrow_hazard_ratio > 0
+                           ? prior->borrow_hazard_ratio
+                           : 1.0;
+  const SojournStats stats = FlattenBorrowed(raw, ratio);
   if (prior == nullptr || opt.prior_windows <= 0 || prior->total_weight <= 0) return stats;
   // Shrinkage towards the prior: pseudo-counts worth `strength` windows.
   *strength = opt.empirical_bayes_prior && prior->prior_strength > 0 ? prior->prior_strength
                                                                      : opt.prior_windows;
   SojournStats shrunk = stats;
+  // A prior that still holds borrowed windows (not from the builder).
+  const SojournStats flat_prior = FlattenBorrowed(*prior, ratio);
   if (opt.host_frailty && stats.prior_hazard_ratio != 1.0) {
-    shrunk.Merge(ScaleFailureHazards(*prior, stats.prior_hazard_ratio),
+    shrunk.Merge(ScaleFailureHazards(flat_prior, stats.prior_hazard_ratio),
                  *strength / prior->total_weight, /*with_exact_age=*/false);
   } else {
-    shrunk.Merge(*prior, *strength / prior->total_weight, /*with_exact_age=*/false);
+    shrunk.Merge(flat_prior, *strength / prior->total_weight, /*with_exact_age=*/false);
   }
   shrunk.num_windows = stats.num_windows;
   return shrunk;
@@ -86,6 +117,11 @@ SojournStats ShrinkStats(const SojournStats& stats, const EstimatorOptions& opt,
 TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M,
                                const EstimatorOptions& opt, const SojournStats* prior,
                                double strength, int64_t init_age_seconds) {
+  if (!shrunk.borrowed.empty()) {
+    // Not from ShrinkStats: merge the borrowed windows as they are.
+    return PredictFromShrunk(FlattenBorrowed(shrunk, 1.0), init, M, opt, prior, strength,
+                             init_age_seconds);
+  }
   TrPrediction out;
   out.windows_used = static_cast<int>(shrunk.num_windows);
   const int i = StateIndex(init);
@@ -161,8 +197,9 @@ TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
   TrPrediction out = PredictFromShrunk(shrunk, init, M, opt, prior, strength, init_age_seconds);
   // Low history is about the host's own data, not the prior's.
   const int i = StateIndex(init);
+  auto seen = [i](const SojournStats& s) { return !s.ordinary[i].empty() || !s.first[i].empty(); };
   out.low_history = stats.num_windows < 3 || IsFailure(init) ||
-                    (stats.ordinary[i].empty() && stats.first[i].empty());
+                    (!seen(stats) && (stats.borrowed.empty() || !seen(stats.borrowed[0])));
   return out;
 }
 
@@ -181,6 +218,7 @@ SojournStats CollectStats(const StateSeries& series, const WindowSpec& spec, int
   // Exact ages (uncapped; -1 = the run reaches the series start).
   std::vector<int64_t> exact_ages;
   if (opt.exact_age_first_sojourn) exact_ages = StateAges(series.states);
+  SojournStats* target = &stats;  // where `add` accumulates
   auto add = [&](const std::vector<size_t>& starts, double base_weight, bool own) {
     int k = 0;
     int used = 0;
@@ -204,7 +242,7 @@ SojournStats CollectStats(const StateSeries& series, const WindowSpec& spec, int
         for (int k = 1; k <= steps && survived; ++k) survived = !IsFailure(series.states[s + k]);
         stats.own_up_survived += survived ? 1 : 0;
       }
-      AccumulateWindow(series.states.data() + s, static_cast<size_t>(steps) + 1, w, &stats,
+      AccumulateWindow(series.states.data() + s, static_cast<size_t>(steps) + 1, w, target,
                        bucket, exact_ages.empty() ? -1 : exact_ages[s]);
       ++used;
     }
@@ -223,7 +261,20 @@ SojournStats CollectStats(const StateSeries& series, const WindowSpec& spec, int
   if (same < opt.borrow_below_windows && opt.other_day_type_weight > 0) {
     WindowSpec other = spec;
     other.day_type = spec.day_type == DayType::kWeekday ? DayType::kWeekend : DayType::kWeekday;
-    add(HistoryWindowStarts(series, other, end_unix), opt.other_day_type_weight, false);
+    if (opt.level_corrected_borrowing) {
+      // Kept apart (SojournStats::borrowed) for ShrinkStats to level.
+      SojournStats borrowed;
+      borrowed.step_seconds = series.step_seconds;
+      target = &borrowed;
+      add(HistoryWindowStarts(series, other, end_unix), opt.other_day_type_weight, false);
+      target = &stats;
+      if (borrowed.num_windows > 0) {
+        stats.num_windows += borrowed.num_windows;
+        stats.borrowed.push_back(std::move(borrowed));
+      }
+    } else {
+      add(HistoryWindowStarts(series, other, end_unix), opt.other_day_type_weight, false);
+    }
   }
   return stats;
 }

@@ -73,18 +73,41 @@ double BetaBinomialConcentration(const std::vector<std::pair<double, double>>& n
 // hosts) build it: Add each host's CollectStats of the cell, then Build the
 // sum, whose prior_strength is the BetaBinomialConcentration of the hosts'
 // full-window survival (windows starting in S1 or S2; weighted counts).
+//
+// With level-corrected borrowing (hosts' statistics that keep their borrowed
+// windows apart), Build also sets borrow_hazard_ratio: over the hosts that
+// borrowed, the occurrence/exposure failure rate of their own windows over
+// that of their borrowed windows (the same hosts and days, the other day
+// type), each with 0.5 added to the failures (the Haldane-Anscombe
+// correction, so that a cell or a borrowed set without failures gives a
+// finite, non-zero ratio); and the borrowed windows are merged into the
+// prior with their failure hazards scaled by it (FlattenBorrowed) when
+// `level_borrowed` (EstimatorOptions::level_corrected_borrowing), as they are
+// otherwise.
 class PopulationPriorBuilder {
  public:
   void Add(const SojournStats& host);
-  SojournStats Build() const;
+  SojournStats Build(bool level_borrowed = true) const;
   int hosts() const { return static_cast<int>(per_host_.size()); }
 
  private:
   SojournStats pooled_;
   std::vector<std::pair<double, double>> per_host_;
+  // Failures and exposure of the own and the borrowed windows of the hosts
+  // that borrowed.
+  double own_failures_ = 0, own_exposure_ = 0;
+  double borrowed_failures_ = 0, borrowed_exposure_ = 0;
 };
 
-// The shrinkage step of PredictFromStats: `stats` plus `prior` scaled to weigh
+// `s` with its borrowed windows (SojournStats::borrowed) merged in, their
+// failure hazards multiplied by `ratio` (ScaleFailureHazards; 1 = as they
+// are); num_windows is unchanged (it already counts them).
+SojournStats FlattenBorrowed(const SojournStats& s, double ratio);
+
+// The shrinkage step of PredictFromStats: `stats` (its borrowed windows
+// merged in, with opt.level_corrected_borrowing at the level of
+// prior->borrow_hazard_ratio when there is one, FlattenBorrowed) plus `prior`
+// scaled to weigh
 // the shrinkage strength (opt.prior_windows, or prior->prior_strength with
 // opt.empirical_bayes_prior); `stats` itself when there is no shrinkage. The
 // exact-age table is not merged (PredictFromShrunk reads it from the prior).

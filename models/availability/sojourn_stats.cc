@@ -42,6 +42,10 @@ void SojournStats::Merge(const SojournStats& other, double scale, bool with_exac
       for (const auto& [len, c] : src.censored) dst.censored[len] += scale * c;
     }
   }
+  if (!other.borrowed.empty()) {
+    if (borrowed.empty()) borrowed.emplace_back();
+    borrowed[0].Merge(other.borrowed[0], scale, with_exact_age);
+  }
   num_windows += other.num_windows;
   total_weight += scale * other.total_weight;
   own_up_windows += scale * other.own_up_windows;
@@ -72,7 +76,22 @@ bool SojournStats::operator==(const SojournStats& o) const {
   return step_seconds == o.step_seconds && window_steps == o.window_steps &&
          num_windows == o.num_windows && total_weight == o.total_weight && initial == o.initial &&
          initial_by_age == o.initial_by_age && prior_strength == o.prior_strength &&
-         own_up_windows == o.own_up_windows && own_up_survived == o.own_up_survived && prior_hazard_ratio == o.prior_hazard_ratio;
+         own_up_windows == o.own_up_windows && own_up_survived == o.own_up_survived && prior_hazard_ratio == o.prior_hazard_ratio &&
+         borrowed == o.borrowed && borrow_hazard_ratio == o.borrow_hazard_ratio;
+}
+
+void CountFailures(const SojournStats& s, double* failures, double* exposure) {
+  *failures = 0;
+  *exposure = 0;
+  for (int i = 1; i <= 2; ++i) {
+    for (const StateSojourns* t : {&s.ordinary[i], &s.first[i]}) {
+      for (const auto& [key, c] : t->completed) {
+        *exposure += c * key.second;
+        if (IsFailure(static_cast<HostState>(key.first))) *failures += c;
+      }
+      for (const auto& [len, c] : t->censored) *exposure += c * len;
+    }
+  }
 }
 
 void AccumulateWindow(const HostState* states, size_t n, SojournStats* stats) {

@@ -88,12 +88,31 @@ struct SojournStats {
   // the prior's failure hazards by it before adding the prior. 1 = none.
   // Not merged.
   double prior_hazard_ratio = 1;
+  // Level-corrected other-day-type borrowing (EstimatorOptions::
+  // level_corrected_borrowing): the windows CollectStats borrowed from the
+  // other day type, kept apart (at most one element, whose own `borrowed` is
+  // empty) so that ShrinkStats can move their failure hazards to this day
+  // type's level before adding them (FlattenBorrowed). num_windows above
+  // counts them too. Merge merges them into this field.
+  std::vector<SojournStats> borrowed;
+  // On a shrinkage prior (set by PopulationPriorBuilder): the population's
+  // failure rate in this cell over its rate in the borrowed windows (the other
+  // day type at the same clock time) of the same hosts, the factor applied to
+  // the failure hazards of borrowed windows. 0 = unknown (no borrowing seen).
+  // Not merged.
+  double borrow_hazard_ratio = 0;
 
   // Adds every count of `other` (scaled by `scale`) to this (the exact-age
   // table only with `with_exact_age`).
   void Merge(const SojournStats& other, double scale = 1.0, bool with_exact_age = true);
   bool operator==(const SojournStats& o) const;
 };
+
+// Failures (S1/S2 -> S3/S4/S5 transitions) and exposure (steps spent in S1
+// or S2 at risk) of the sojourns of `s`, ordinary and first, weighted; the
+// occurrence/exposure rate failures / exposure is the maximum-likelihood
+// failure rate per up step under a constant hazard. `borrowed` is ignored.
+void CountFailures(const SojournStats& s, double* failures, double* exposure);
 
 // Adds one window: states[0..n-1], n >= 1 (states[0] is the initial state at
 // the window start; a window of L steps has n = L + 1 states).

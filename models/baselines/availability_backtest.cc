@@ -643,7 +643,8 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
     }
     pooled = std::make_unique<PooledStats>();
     for (int dt = 0; dt < 2; ++dt) {
-      for (int hour = 0; hour < 24; ++hour) (*pooled)[dt][hour] = (*builders)[dt][hour].Build();
+      for (int hour = 0; hour < 24; ++hour) (*pooled)[dt][hour] =
+            (*builders)[dt][hour].Build(config.smp_options.level_corrected_borrowing);
     }
   }
 
@@ -921,7 +922,8 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
                                              SplitUnix(hg, config), config.smp_options,
                                              OutageExclude(hg, M)));
     }
-    pooled = std::make_unique<availability::SojournStats>(builder.Build());
+    pooled = std::make_unique<availability::SojournStats>(
+        builder.Build(config.smp_options.level_corrected_borrowing));
   }
   // Host frailty: the population model from the clean data; each host's
   // ratio from the series it is given (clean or noisy), as its own log.

@@ -66,7 +66,7 @@ AvailabilityPredictor::Population AvailabilityPredictor::PopulationPrior(
     auto stats = FromProto(resp.stats());
     if (stats.ok()) builder.Add(*stats);
   }
-  auto pooled = std::make_shared<availability::SojournStats>(builder.Build());
+  auto pooled = std::make_shared<availability::SojournStats>(builder.Build(config_.estimator.level_corrected_borrowing));
   if (pooled->num_windows == 0) return {};
   if (frailty != nullptr) frailty->Build();
   Population population{pooled, frailty};

@@ -370,7 +370,7 @@ availability::TrPrediction LibraryPipeline(statemgr::HostBook& book, int64_t sta
   availability::ClassifierConfig cc;
   cc.revocation_gap_seconds = 450;  // the statemgr's rule: max(60 s, 1.5 periods)
   availability::WindowSpec spec;
-  spec.day_type = availability::DayType::kWeekday;
+  spec.day_type = availability::DayTypeOf(start, 0);
   spec.start_second_of_day = 9 * 3600 + 1800;
   spec.length_seconds = 5 * 3600;
   availability::SojournStats own;
@@ -394,7 +394,7 @@ availability::TrPrediction LibraryPipeline(statemgr::HostBook& book, int64_t sta
       calm_exposure = exposure;
     }
   }
-  const availability::SojournStats pooled = builder.Build();
+  const availability::SojournStats pooled = builder.Build(opt.level_corrected_borrowing);
   frailty.Build();
   if (opt.host_frailty) own.prior_hazard_ratio = frailty.Theta(calm_exposure);
   const size_t at = static_cast<size_t>((start - calm_series.start_unix) / 300);
@@ -461,6 +461,31 @@ TEST_F(ClusterTest, PredictAvailabilityMatchesTheLibraryPipeline) {
   const auto expected3 = LibraryPipeline(*book_, start, no_frailty.estimator, &init3);
   EXPECT_NEAR(resp3->tr_ratio(), expected3.tr.back(), 1e-12);
   EXPECT_GT(resp.tr_ratio(), resp3->tr_ratio() + 1e-6);
+
+  // Saturday of week 3: 4 weekend windows (fewer than 8), so the weekdays at
+  // 09:30 are borrowed. The statemgr ships them apart and the predictor
+  // levels their failure hazards by the hosts' weekend/weekday ratio, as the
+  // library does; without the level correction the answer differs.
+  const int64_t saturday = kMonday + 19 * 86400 + 9 * 3600 + 1800;
+  clock_.Set(absl::FromUnixSeconds(saturday));
+  req.set_start_unix_seconds(saturday);
+  for (bool level : {true, false}) {
+    predictor::AvailabilityPredictorConfig wc;
+    wc.estimator.level_corrected_borrowing = level;
+    predictor::AvailabilityPredictor weekend(wc, *directory_, clock_);
+    auto r = weekend.Predict(req);
+    ASSERT_THAT(r.status(), IsOk());
+    availability::HostState init4;
+    const auto expected4 = LibraryPipeline(*book_, saturday, wc.estimator, &init4);
+    EXPECT_EQ(static_cast<int>(r->initial_state()), static_cast<int>(init4));
+    EXPECT_NEAR(r->tr_ratio(), expected4.tr.back(), 1e-12);
+    EXPECT_GT(r->tr_ratio(), 0.0);
+    if (level) {
+      resp.set_tr_ratio(r->tr_ratio());
+    } else {
+      EXPECT_GT(std::fabs(r->tr_ratio() - resp.tr_ratio()), 1e-9);
+    }
+  }
 }
 
 // A host that joined an hour ago has no same-clock window yet (whole-history

@@ -78,7 +78,7 @@ options:
                            neighbor_offset_seconds, recent_age_seconds,
                            age_prior_windows, frequency_weight,
                            empirical_bayes_prior, exact_age_first_sojourn,
-                           host_frailty
+                           host_frailty, level_corrected_borrowing
   --smp-prior SRC          shrinkage prior when prior_windows > 0: hosts (the same
                            day type and start hour pooled over all hosts, default;
                            with host_frailty, on by default, its failure hazards
@@ -166,6 +166,8 @@ void ApplySmpOptions(const std::string& text, availability::EstimatorOptions* o)
       o->exact_age_first_sojourn = v != 0;
     } else if (k == "host_frailty") {
       o->host_frailty = v != 0;
+    } else if (k == "level_corrected_borrowing") {
+      o->level_corrected_borrowing = v != 0;
     } else if (k == "frequency_weight") {
       if (v > 1) Die("--smp-options: frequency_weight must be in [0, 1]");
       o->frequency_weight = v;

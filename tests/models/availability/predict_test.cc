@@ -193,6 +193,33 @@ TEST_F(CollectStatsTest, OtherDayTypeAndNeighbourStartTimes) {
   EXPECT_DOUBLE_EQ(n.initial[3], 0.25);
 }
 
+// Level-corrected borrowing keeps the borrowed windows apart; merged back at
+// the same level they are exactly the issue 7 borrowing.
+TEST_F(CollectStatsTest, LevelCorrectedBorrowingKeepsBorrowedWindowsApart) {
+  WindowSpec weekend = weekday_9_;
+  weekend.day_type = DayType::kWeekend;
+  EstimatorOptions opt = BasicEstimatorOptions();
+  opt.borrow_below_windows = 3;
+  opt.other_day_type_weight = 0.5;
+  opt.level_corrected_borrowing = true;
+  const SojournStats apart = CollectStats(series_, weekend, end_, opt);
+  EXPECT_DOUBLE_EQ(apart.total_weight, 2.0);
+  EXPECT_EQ(apart.num_windows, 9);
+  ASSERT_EQ(apart.borrowed.size(), 1u);
+  EXPECT_DOUBLE_EQ(apart.borrowed[0].total_weight, 0.5 * 7);
+  EXPECT_EQ(apart.borrowed[0].num_windows, 7);
+  EXPECT_DOUBLE_EQ(apart.borrowed[0].first_failure[1].at(1), 0.5);
+  EXPECT_TRUE(apart.first_failure[1].empty());
+  opt.level_corrected_borrowing = false;
+  const SojournStats merged = CollectStats(series_, weekend, end_, opt);
+  EXPECT_TRUE(merged.borrowed.empty());
+  EXPECT_EQ(FlattenBorrowed(apart, 1.0), merged);
+  // Without a prior (no level to correct to) both predict the same.
+  opt.level_corrected_borrowing = true;
+  EXPECT_EQ(PredictFromStats(apart, HostState::kS1, 2, opt).tr,
+            PredictFromStats(merged, HostState::kS1, 2, opt).tr);
+}
+
 // With age conditioning, the 11:00 window of Jan 9 starts right after the S3
 // at 10:00 (recent); every other 11:00 window is settled.
 TEST_F(CollectStatsTest, FilesFirstSojournsByAge) {
@@ -314,6 +341,56 @@ TEST(PopulationPriorBuilderTest, PoolsAndEstimatesStrength) {
 
 // Exact ages: StateAges, the exact-age table of CollectStats, and a
 // prediction that depends on the host's age as the residual life does.
+// The builder levels borrowed windows by the failure rate of the borrowing
+// hosts' own windows over that of their borrowed ones (Haldane-Anscombe
+// corrected), and ShrinkStats applies the ratio to the host's borrowed windows.
+TEST(PopulationPriorBuilderTest, LevelsBorrowedWindows) {
+  // Host A borrowed. Own: 3 quiet windows (2 up steps each) and one failing
+  // after 1 step: 1 failure in 7 up steps. Borrowed: 2 failing after 1 step
+  // and 2 quiet: 2 failures in 6 up steps.
+  SojournStats a;
+  for (int k = 0; k < 3; ++k) Add({1, 1, 1}, &a);
+  Add({1, 3}, &a);
+  SojournStats borrowed;
+  Add({1, 3}, &borrowed);
+  Add({1, 3}, &borrowed);
+  Add({1, 1, 1}, &borrowed);
+  Add({1, 1, 1}, &borrowed);
+  a.num_windows += borrowed.num_windows;
+  a.borrowed.push_back(borrowed);
+  double f = 0, e = 0;
+  CountFailures(a, &f, &e);
+  EXPECT_DOUBLE_EQ(f, 1);
+  EXPECT_DOUBLE_EQ(e, 7);
+  // Host B did not borrow; its (high) failure rate must not enter the ratio.
+  SojournStats b;
+  Add({1, 3}, &b);
+  Add({1, 3}, &b);
+  PopulationPriorBuilder builder;
+  builder.Add(a);
+  builder.Add(b);
+  const SojournStats prior = builder.Build();
+  const double ratio = (1.5 / 7) / (2.5 / 6);
+  EXPECT_NEAR(prior.borrow_hazard_ratio, ratio, 1e-12);
+  EXPECT_TRUE(prior.borrowed.empty());
+  EXPECT_EQ(prior.num_windows, 10);
+  // The prior's first sojourns: A's own failure, B's two, and A's borrowed
+  // failure hazard at length 1 (2 of 4) times the ratio, in a cohort of 4.
+  EXPECT_NEAR(prior.first[1].completed.at({3, 1}), 1 + 2 + 4 * 0.5 * ratio, 1e-12);
+  // ShrinkStats levels the host's borrowed windows by the prior's ratio.
+  EstimatorOptions opt = BasicEstimatorOptions();
+  opt.level_corrected_borrowing = true;
+  double strength = 0;
+  const SojournStats alone = ShrinkStats(a, opt, &prior, &strength);
+  EXPECT_EQ(strength, 0);  // no shrinkage with prior_windows = 0
+  EXPECT_TRUE(alone.borrowed.empty());
+  EXPECT_NEAR(alone.first[1].completed.at({3, 1}), 1 + 2 * ratio, 1e-12);
+  EXPECT_EQ(alone.num_windows, 8);
+  // The lower failure level of the cell raises the TR above the unlevelled one.
+  EXPECT_GT(PredictFromStats(a, HostState::kS1, 2, opt, &prior).tr[1],
+            PredictFromStats(a, HostState::kS1, 2, opt).tr[1]);
+}
+
 TEST(ExactAgeTest, StateAgesAndResidualLife) {
   const std::vector<HostState> st = {HostState::kS1, HostState::kS1, HostState::kS5,
                                      HostState::kS1, HostState::kS1, HostState::kS1};
