@@ -99,8 +99,9 @@ struct EstimatorOptions {
   // from HostFrailtyModel in frailty.h: the empirical-Bayes standardised
   // failure ratio of the host over its whole history against the population
   // at the same clock times), so the prior keeps the population's
-  // time-of-day shape at the host's own level (the exact-age row of
-  // exact_age_first_sojourn reads the prior's exact-age table unscaled). On by default: it improves
+  // time-of-day shape at the host's own level (since session 5 also the
+  // prior's exact-age table that exact_age_first_sojourn reads). On by
+  // default: it improves
   // the relative error where smp lost and keeps the Brier score within 1 %
   // on both shared traces (docs/EVALUATION.md, "Host frailty").
   bool host_frailty = true;

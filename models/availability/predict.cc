@@ -173,9 +173,20 @@ TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M
       fb = r->second;
       fallback = &fb;
     }
-    kernel.first_rows[i] = AgeConditionedFirstRow(
-        shrunk.first_by_exact_age[i], with_prior ? &prior->first_by_exact_age[i] : nullptr,
-        prior_scale, age_steps, M, max_length, fallback, opt.age_prior_windows);
+    // Host frailty: the prior's first sojourns at the host's level, as
+    // ShrinkStats scales the rest of the prior.
+    const std::map<int64_t, StateSojourns>* prior_exact =
+        with_prior ? &prior->first_by_exact_age[i] : nullptr;
+    std::map<int64_t, StateSojourns> scaled_exact;
+    if (prior_exact != nullptr && opt.host_frailty && shrunk.prior_hazard_ratio != 1.0) {
+      for (const auto& [age, table] : *prior_exact) {
+        scaled_exact[age] = ScaleFailureHazards(table, shrunk.prior_hazard_ratio);
+      }
+      prior_exact = &scaled_exact;
+    }
+    kernel.first_rows[i] =
+        AgeConditionedFirstRow(shrunk.first_by_exact_age[i], prior_exact, prior_scale, age_steps, M,
+                               max_length, fallback, opt.age_prior_windows);
   }
   out.tr = TrCurve(kernel, init, M);
   if (opt.frequency_weight > 0) {
