@@ -58,13 +58,22 @@ void PopulationPriorBuilder::Add(const SojournStats& host) {
   pooled_.Merge(host);
   if (host.own_up_windows > 0) per_host_.emplace_back(host.own_up_windows, host.own_up_survived);
   if (!host.borrowed.empty()) {
-    double f = 0, e = 0;
-    CountFailures(host, &f, &e);
-    own_failures_ += f;
-    own_exposure_ += e;
-    CountFailures(host.borrowed[0], &f, &e);
-    borrowed_failures_ += f;
-    borrowed_exposure_ += e;
+    // Counted in windows of average weight (own and neighbouring windows
+    // weigh 1 and neighbor_window_weight, borrowed ones other_day_type_weight),
+    // so that the 0.5 of Build is half a failure on either side.
+    const SojournStats& b = host.borrowed[0];
+    const int64_t own_windows = host.num_windows - b.num_windows;
+    if (own_windows > 0 && host.total_weight > 0 && b.num_windows > 0 && b.total_weight > 0) {
+      double f = 0, e = 0;
+      CountFailures(host, &f, &e);
+      const double own_unit = static_cast<double>(own_windows) / host.total_weight;
+      own_failures_ += f * own_unit;
+      own_exposure_ += e * own_unit;
+      CountFailures(b, &f, &e);
+      const double borrowed_unit = static_cast<double>(b.num_windows) / b.total_weight;
+      borrowed_failures_ += f * borrowed_unit;
+      borrowed_exposure_ += e * borrowed_unit;
+    }
   }
 }
 

@@ -78,9 +78,10 @@ double BetaBinomialConcentration(const std::vector<std::pair<double, double>>& n
 // windows apart), Build also sets borrow_hazard_ratio: over the hosts that
 // borrowed, the occurrence/exposure failure rate of their own windows over
 // that of their borrowed windows (the same hosts and days, the other day
-// type), each with 0.5 added to the failures (the Haldane-Anscombe
-// correction, so that a cell or a borrowed set without failures gives a
-// finite, non-zero ratio); and the borrowed windows are merged into the
+// type), the counts of each side in units of its average window weight and
+// 0.5 added to its failures (the Haldane-Anscombe correction, so that a cell
+// or a borrowed set without failures gives a finite, non-zero ratio); and
+// the borrowed windows are merged into the
 // prior with their failure hazards scaled by it (FlattenBorrowed) when
 // `level_borrowed` (EstimatorOptions::level_corrected_borrowing), as they are
 // otherwise.

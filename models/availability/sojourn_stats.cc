@@ -76,8 +76,9 @@ bool SojournStats::operator==(const SojournStats& o) const {
   return step_seconds == o.step_seconds && window_steps == o.window_steps &&
          num_windows == o.num_windows && total_weight == o.total_weight && initial == o.initial &&
          initial_by_age == o.initial_by_age && prior_strength == o.prior_strength &&
-         own_up_windows == o.own_up_windows && own_up_survived == o.own_up_survived && prior_hazard_ratio == o.prior_hazard_ratio &&
-         borrowed == o.borrowed && borrow_hazard_ratio == o.borrow_hazard_ratio;
+         own_up_windows == o.own_up_windows && own_up_survived == o.own_up_survived &&
+         prior_hazard_ratio == o.prior_hazard_ratio && borrowed == o.borrowed &&
+         borrow_hazard_ratio == o.borrow_hazard_ratio;
 }
 
 void CountFailures(const SojournStats& s, double* failures, double* exposure) {

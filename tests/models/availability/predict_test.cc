@@ -373,6 +373,16 @@ TEST(PopulationPriorBuilderTest, LevelsBorrowedWindows) {
   const double ratio = (1.5 / 7) / (2.5 / 6);
   EXPECT_NEAR(prior.borrow_hazard_ratio, ratio, 1e-12);
   EXPECT_TRUE(prior.borrowed.empty());
+  // The counts are in windows of average weight: the same windows borrowed
+  // with weight 0.5 (as CollectStats' other_day_type_weight) give the same
+  // ratio, the 0.5 of the correction still being half a window's failure.
+  SojournStats light = a;
+  light.borrowed[0] = SojournStats();
+  light.borrowed[0].Merge(borrowed, 0.5);
+  PopulationPriorBuilder light_builder;
+  light_builder.Add(light);
+  light_builder.Add(b);
+  EXPECT_NEAR(light_builder.Build().borrow_hazard_ratio, ratio, 1e-12);
   EXPECT_EQ(prior.num_windows, 10);
   // The prior's first sojourns: A's own failure, B's two, and A's borrowed
   // failure hazard at length 1 (2 of 4) times the ratio, in a cohort of 4.
