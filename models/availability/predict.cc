@@ -105,21 +105,27 @@ SojournStats ShrinkStats(const SojournStats& raw, const EstimatorOptions& opt,
                                prior->borrow_hazard_ratio > 0
                            ? prior->borrow_hazard_ratio
                            : 1.0;
-  const SojournStats stats = FlattenBorrowed(raw, ratio);
-  if (prior == nullptr || opt.prior_windows <= 0 || prior->total_weight <= 0) return stats;
+  SojournStats shrunk = FlattenBorrowed(raw, ratio);
+  if (prior == nullptr || opt.prior_windows <= 0 || prior->total_weight <= 0) return shrunk;
   // Shrinkage towards the prior: pseudo-counts worth `strength` windows.
   *strength = opt.empirical_bayes_prior && prior->prior_strength > 0 ? prior->prior_strength
                                                                      : opt.prior_windows;
-  SojournStats shrunk = stats;
-  // A prior that still holds borrowed windows (not from the builder).
-  const SojournStats flat_prior = FlattenBorrowed(*prior, ratio);
-  if (opt.host_frailty && stats.prior_hazard_ratio != 1.0) {
-    shrunk.Merge(ScaleFailureHazards(flat_prior, stats.prior_hazard_ratio),
+  const int64_t windows = shrunk.num_windows;
+  // A prior that still holds borrowed windows (not from the builder) is
+  // flattened first; the builder's is used as it is (no copy).
+  SojournStats flattened;
+  const SojournStats* flat_prior = prior;
+  if (!prior->borrowed.empty()) {
+    flattened = FlattenBorrowed(*prior, ratio);
+    flat_prior = &flattened;
+  }
+  if (opt.host_frailty && shrunk.prior_hazard_ratio != 1.0) {
+    shrunk.Merge(ScaleFailureHazards(*flat_prior, shrunk.prior_hazard_ratio),
                  *strength / prior->total_weight, /*with_exact_age=*/false);
   } else {
-    shrunk.Merge(flat_prior, *strength / prior->total_weight, /*with_exact_age=*/false);
+    shrunk.Merge(*flat_prior, *strength / prior->total_weight, /*with_exact_age=*/false);
   }
-  shrunk.num_windows = stats.num_windows;
+  shrunk.num_windows = windows;
   return shrunk;
 }
 
