@@ -75,6 +75,7 @@ v1::SojournStats ToProto(const availability::SojournStats& stats) {
     emit(stats.first[i], i, true, 0);
     emit(stats.first_by_age[0][i], i, true, 1);
     emit(stats.first_by_age[1][i], i, true, 2);
+    emit(stats.first_by_age[2][i], i, true, 4);
     for (const auto& [age, s] : stats.first_by_exact_age[i]) emit(s, i, true, 3, age);
     for (const auto& [step, weight] : stats.first_failure[i]) {
       auto* f = p.add_first_failures();
@@ -85,6 +86,7 @@ v1::SojournStats ToProto(const availability::SojournStats& stats) {
   }
   for (double w : stats.initial_by_age[0]) p.add_initial_weight_settled(w);
   for (double w : stats.initial_by_age[1]) p.add_initial_weight_recent(w);
+  for (double w : stats.initial_by_age[2]) p.add_initial_weight_long(w);
   p.set_own_up_windows(stats.own_up_windows);
   p.set_own_up_survived(stats.own_up_survived);
   if (!stats.borrowed.empty()) *p.mutable_borrowed() = ToProto(stats.borrowed[0]);
@@ -115,7 +117,8 @@ absl::StatusOr<availability::SojournStats> FromProto(const v1::SojournStats& p) 
     return absl::InvalidArgumentError("invalid own window counts");
   }
   if (p.initial_weight_size() > 6) return absl::InvalidArgumentError("too many initial weights");
-  if (p.initial_weight_settled_size() > 6 || p.initial_weight_recent_size() > 6) {
+  if (p.initial_weight_settled_size() > 6 || p.initial_weight_recent_size() > 6 ||
+      p.initial_weight_long_size() > 6) {
     return absl::InvalidArgumentError("too many initial weights");
   }
   for (int i = 0; i < p.initial_weight_size(); ++i) stats.initial[i] = p.initial_weight(i);
@@ -124,6 +127,9 @@ absl::StatusOr<availability::SojournStats> FromProto(const v1::SojournStats& p) 
   }
   for (int i = 0; i < p.initial_weight_recent_size(); ++i) {
     stats.initial_by_age[1][i] = p.initial_weight_recent(i);
+  }
+  for (int i = 0; i < p.initial_weight_long_size(); ++i) {
+    stats.initial_by_age[2][i] = p.initial_weight_long(i);
   }
   for (const v1::FirstFailure& f : p.first_failures()) {
     const int i = static_cast<int>(f.initial_state());
@@ -140,12 +146,13 @@ absl::StatusOr<availability::SojournStats> FromProto(const v1::SojournStats& p) 
       return absl::InvalidArgumentError(absl::StrCat("invalid sojourn count: from ", from, " to ",
                                                      to, " length ", c.length_steps()));
     }
-    if (c.age_class() < 0 || c.age_class() > 3 || (c.age_class() > 0 && !c.first_in_window()) ||
+    if (c.age_class() < 0 || c.age_class() > 4 || (c.age_class() > 0 && !c.first_in_window()) ||
         c.age_steps() < 0 || (c.age_class() != 3 && c.age_steps() != 0)) {
       return absl::InvalidArgumentError("invalid age class");
     }
     availability::StateSojourns& s =
         c.age_class() == 3 ? stats.first_by_exact_age[from][c.age_steps()]
+        : c.age_class() == 4 ? stats.first_by_age[availability::kAgeLong][from]
         : c.age_class() > 0  ? stats.first_by_age[c.age_class() - 1][from]
         : c.first_in_window() ? stats.first[from]
                               : stats.ordinary[from];

@@ -185,7 +185,7 @@ SojournStats ScaleFailureHazards(const SojournStats& s, double theta) {
   for (int i = 1; i <= 2; ++i) {
     out.ordinary[i] = ScaleFailureHazards(s.ordinary[i], theta);
     out.first[i] = ScaleFailureHazards(s.first[i], theta);
-    for (int b = 0; b < 2; ++b) out.first_by_age[b][i] = ScaleFailureHazards(s.first_by_age[b][i], theta);
+    for (int b = 0; b < kAgeClasses; ++b) out.first_by_age[b][i] = ScaleFailureHazards(s.first_by_age[b][i], theta);
     for (auto& [age, table] : out.first_by_exact_age[i]) table = ScaleFailureHazards(table, theta);
   }
   return out;

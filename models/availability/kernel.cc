@@ -78,6 +78,8 @@ EstimatorOptions BasicEstimatorOptions() {
   o.other_day_type_weight = 0;
   o.neighbor_window_weight = 0;
   o.recent_age_seconds = 0;
+  o.long_age_seconds = 0;
+  o.per_class_age_prior = false;
   o.frequency_weight = 0;
   o.empirical_bayes_prior = false;
   o.exact_age_first_sojourn = false;

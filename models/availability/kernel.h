@@ -74,6 +74,17 @@ struct EstimatorOptions {
   // host's current age in its state, uses the matching first-sojourn data,
   // shrunk towards all first sojourns with weight age_prior_windows. 0 = off.
   int64_t recent_age_seconds = 6 * 3600;
+  // A third age class: with long_age_seconds > recent_age_seconds > 0, the
+  // first sojourns of windows whose initial state had lasted at least this
+  // long ("long", one whole daily cycle by default) are kept apart from the
+  // "settled" ones (recent_age_seconds .. long_age_seconds). 0 = two classes.
+  int64_t long_age_seconds = 24 * 3600;
+  // With a shrinkage prior: give each age class of the host's first sojourns
+  // as many prior pseudo-windows as all first sojourns of its initial state
+  // get (the prior's windows of that class, scaled up), instead of the share
+  // the class has among the prior's windows. Off by default: it helps the
+  // desktop trace and hurts Bitbrains weekends (docs/EVALUATION.md, session 6).
+  bool per_class_age_prior = false;
   double age_prior_windows = 2;
   // ---- Issue 3 (acceptance 3) improvements.
   // Empirical-Bayes shrinkage strength: when the `prior` passed to

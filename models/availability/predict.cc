@@ -119,11 +119,26 @@ SojournStats ShrinkStats(const SojournStats& raw, const EstimatorOptions& opt,
     flattened = FlattenBorrowed(*prior, ratio);
     flat_prior = &flattened;
   }
+  SojournStats scaled_prior;
   if (opt.host_frailty && shrunk.prior_hazard_ratio != 1.0) {
-    shrunk.Merge(ScaleFailureHazards(*flat_prior, shrunk.prior_hazard_ratio),
-                 *strength / prior->total_weight, /*with_exact_age=*/false);
-  } else {
-    shrunk.Merge(*flat_prior, *strength / prior->total_weight, /*with_exact_age=*/false);
+    scaled_prior = ScaleFailureHazards(*flat_prior, shrunk.prior_hazard_ratio);
+    flat_prior = &scaled_prior;
+  }
+  const double scale = *strength / prior->total_weight;
+  shrunk.Merge(*flat_prior, scale, /*with_exact_age=*/false);
+  if (opt.per_class_age_prior) {
+    for (int b = 0; b < kAgeClasses; ++b) {
+      for (int i = 1; i <= 2; ++i) {
+        const double w = flat_prior->initial_by_age[b][i];
+        if (w <= 0 || flat_prior->initial[i] <= w) continue;
+        const double extra = scale * (flat_prior->initial[i] / w - 1);
+        const StateSojourns& src = flat_prior->first_by_age[b][i];
+        StateSojourns& dst = shrunk.first_by_age[b][i];
+        for (const auto& [key, c] : src.completed) dst.completed[key] += extra * c;
+        for (const auto& [len, c] : src.censored) dst.censored[len] += extra * c;
+        shrunk.initial_by_age[b][i] += extra * w;
+      }
+    }
   }
   shrunk.num_windows = windows;
   return shrunk;
@@ -154,7 +169,10 @@ TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M
     // Age conditioning: the first sojourns of windows whose initial state was
     // as old (recent / settled) as the host's now, shrunk towards all first
     // sojourns with weight opt.age_prior_windows.
-    const int bucket = init_age_seconds < opt.recent_age_seconds ? 1 : 0;
+    const int bucket = AgeClassOf(init_age_seconds, opt.recent_age_seconds,
+                                  opt.long_age_seconds > opt.recent_age_seconds
+                                      ? opt.long_age_seconds
+                                      : 0);
     aged = *used;
     StateSojourns first = used->first_by_age[bucket][i];
     const double n_all = used->initial[i];
@@ -241,6 +259,10 @@ SojournStats CollectStats(const StateSeries& series, const WindowSpec& spec, int
       opt.recent_age_seconds > 0 && series.step_seconds > 0
           ? (opt.recent_age_seconds + series.step_seconds - 1) / series.step_seconds
           : 0;
+  const int64_t long_steps =
+      recent_steps > 0 && opt.long_age_seconds > opt.recent_age_seconds
+          ? (opt.long_age_seconds + series.step_seconds - 1) / series.step_seconds
+          : 0;
   // Exact ages (uncapped; -1 = the run reaches the series start).
   std::vector<int64_t> exact_ages;
   if (opt.exact_age_first_sojourn) exact_ages = StateAges(series.states);
@@ -258,8 +280,9 @@ SojournStats CollectStats(const StateSeries& series, const WindowSpec& spec, int
       ++k;
       int bucket = -1;
       if (recent_steps > 0) {
-        const int64_t age = InitialAgeSteps(series.states, s, recent_steps);
-        if (age >= 0) bucket = age < recent_steps ? 1 : 0;
+        const int64_t age =
+            InitialAgeSteps(series.states, s, std::max(recent_steps, long_steps));
+        if (age >= 0) bucket = AgeClassOf(age, recent_steps, long_steps);
       }
       if (own && !IsFailure(series.states[s])) {
         // The cell's own windows (for the between-host dispersion).

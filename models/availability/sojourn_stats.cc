@@ -26,7 +26,7 @@ void SojournStats::Merge(const SojournStats& other, double scale, bool with_exac
     for (const auto& [len, c] : other.first[i].censored) first[i].censored[len] += scale * c;
     initial[i] += scale * other.initial[i];
     for (const auto& [step, c] : other.first_failure[i]) first_failure[i][step] += scale * c;
-    for (int b = 0; b < 2; ++b) {
+    for (int b = 0; b < kAgeClasses; ++b) {
       for (const auto& [key, c] : other.first_by_age[b][i].completed) {
         first_by_age[b][i].completed[key] += scale * c;
       }
@@ -57,12 +57,14 @@ bool SojournStats::operator==(const SojournStats& o) const {
     if (ordinary[i].completed != o.ordinary[i].completed ||
         ordinary[i].censored != o.ordinary[i].censored ||
         first[i].completed != o.first[i].completed || first[i].censored != o.first[i].censored ||
-        first_failure[i] != o.first_failure[i] ||
-        first_by_age[0][i].completed != o.first_by_age[0][i].completed ||
-        first_by_age[0][i].censored != o.first_by_age[0][i].censored ||
-        first_by_age[1][i].completed != o.first_by_age[1][i].completed ||
-        first_by_age[1][i].censored != o.first_by_age[1][i].censored) {
+        first_failure[i] != o.first_failure[i]) {
       return false;
+    }
+    for (int b = 0; b < kAgeClasses; ++b) {
+      if (first_by_age[b][i].completed != o.first_by_age[b][i].completed ||
+          first_by_age[b][i].censored != o.first_by_age[b][i].censored) {
+        return false;
+      }
     }
     if (first_by_exact_age[i].size() != o.first_by_exact_age[i].size()) return false;
     for (auto a = first_by_exact_age[i].begin(), b = o.first_by_exact_age[i].begin();
@@ -127,7 +129,7 @@ void AccumulateWindow(const HostState* states, size_t n, double weight, SojournS
   stats->window_steps = std::max(stats->window_steps, static_cast<int>(n - 1));
   const int init = StateIndex(states[0]);
   stats->initial[init] += weight;
-  const bool aged = age_bucket == 0 || age_bucket == 1;
+  const bool aged = age_bucket >= 0 && age_bucket < kAgeClasses;
   if (aged) stats->initial_by_age[age_bucket][init] += weight;
   if (!IsFailure(states[0])) {
     for (size_t k = 1; k < n; ++k) {

@@ -39,6 +39,24 @@ struct StateSojourns {
   double total_censored() const;
 };
 
+// Age classes of the first sojourn (issue 7 age conditioning): how long the
+// initial state had lasted before the window start.
+enum AgeClass : int {
+  kAgeSettled = 0,  // recent_age_seconds .. long_age_seconds (or longer when
+                    // there is no long class)
+  kAgeRecent = 1,   // below recent_age_seconds
+  kAgeLong = 2,     // at least long_age_seconds (when long_age_seconds > 0)
+};
+inline constexpr int kAgeClasses = 3;
+
+// The age class of an age of `age_steps` (>= 0) with the thresholds in steps
+// (recent_steps > 0; long_steps = 0: no long class).
+inline int AgeClassOf(int64_t age_steps, int64_t recent_steps, int64_t long_steps) {
+  if (age_steps < recent_steps) return kAgeRecent;
+  if (long_steps > recent_steps && age_steps >= long_steps) return kAgeLong;
+  return kAgeSettled;
+}
+
 struct SojournStats {
   // Grid step of the windows (seconds); 0 when unknown. Used for MTTF in seconds.
   int64_t step_seconds = 0;
@@ -59,10 +77,12 @@ struct SojournStats {
   std::array<std::map<int, double>, 6> first_failure;
   // Age conditioning (issue 7): the first sojourns again, split by whether the
   // initial state had lasted fewer than EstimatorOptions::recent_age_seconds
-  // before the window start ("recent", index 1) or not ("settled",
-  // index 0). Windows of unknown age are in neither. initial_by_age likewise.
-  std::array<std::array<StateSojourns, 6>, 2> first_by_age;
-  std::array<std::array<double, 6>, 2> initial_by_age{};
+  // before the window start ("recent", index 1), at least long_age_seconds
+  // ("long", index 2; only when long_age_seconds > 0) or in between
+  // ("settled", index 0): see AgeClass. Windows of unknown age are in none.
+  // initial_by_age likewise.
+  std::array<std::array<StateSojourns, 6>, kAgeClasses> first_by_age;
+  std::array<std::array<double, 6>, kAgeClasses> initial_by_age{};
   // Exact age conditioning (issue 3): the first sojourns once more, keyed by
   // the initial state's age in steps at the window start (how long the state
   // had already lasted; windows of unknown age are left out). A first sojourn
@@ -117,9 +137,9 @@ void CountFailures(const SojournStats& s, double* failures, double* exposure);
 // Adds one window: states[0..n-1], n >= 1 (states[0] is the initial state at
 // the window start; a window of L steps has n = L + 1 states).
 void AccumulateWindow(const HostState* states, size_t n, SojournStats* stats);
-// Same with every count multiplied by `weight` (> 0). `age_bucket` is 1 when
-// the initial state was entered recently before the window start, 0 when not,
-// -1 when unknown (see SojournStats::first_by_age).
+// Same with every count multiplied by `weight` (> 0). `age_bucket` is the
+// AgeClass of the initial state's age at the window start, -1 when unknown
+// (see SojournStats::first_by_age).
 // `exact_age_steps` >= 0 also files the first sojourn in first_by_exact_age
 // under that age.
 void AccumulateWindow(const HostState* states, size_t n, double weight, SojournStats* stats,

@@ -298,9 +298,11 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
   bool want_ts = false;
   for (int m = kLast; m <= kArma; ++m) want_ts |= want[m];
   // Age conditioning of smp: ages are looked up to this many steps.
-  const int64_t age_cap_steps = cfg.smp_pass_age && cfg.smp_options.recent_age_seconds > 0
-                                    ? (cfg.smp_options.recent_age_seconds + step - 1) / step
-                                    : 0;
+  const int64_t age_cap_steps =
+      cfg.smp_pass_age && cfg.smp_options.recent_age_seconds > 0
+          ? (std::max(cfg.smp_options.recent_age_seconds, cfg.smp_options.long_age_seconds) +
+             step - 1) / step
+          : 0;
   // Exact age conditioning needs the uncapped age.
   const bool exact_age = cfg.smp_pass_age && cfg.smp_options.exact_age_first_sojourn;
 

@@ -76,6 +76,7 @@ options:
                            recency_half_life_windows, borrow_below_windows,
                            other_day_type_weight, neighbor_window_weight,
                            neighbor_offset_seconds, recent_age_seconds,
+                           long_age_seconds,
                            age_prior_windows, frequency_weight,
                            empirical_bayes_prior, exact_age_first_sojourn,
                            host_frailty, level_corrected_borrowing
@@ -158,6 +159,10 @@ void ApplySmpOptions(const std::string& text, availability::EstimatorOptions* o)
       o->neighbor_offset_seconds = static_cast<int64_t>(v);
     } else if (k == "recent_age_seconds") {
       o->recent_age_seconds = static_cast<int64_t>(v);
+    } else if (k == "long_age_seconds") {
+      o->long_age_seconds = static_cast<int64_t>(v);
+    } else if (k == "per_class_age_prior") {
+      o->per_class_age_prior = v != 0;
     } else if (k == "age_prior_windows") {
       o->age_prior_windows = v;
     } else if (k == "empirical_bayes_prior") {

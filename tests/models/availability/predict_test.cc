@@ -128,6 +128,65 @@ TEST(PredictFromStatsTest, AgeConditionedFirstSojourn) {
   EXPECT_DOUBLE_EQ(PredictFromStats(stats, HostState::kS1, 2, opt, nullptr, 0).tr[1], 0.5);
 }
 
+// A third (long) class: settled windows (1 h .. 1 day) fail, long ones (at
+// least a day) survive, recent ones survive half the time.
+TEST(PredictFromStatsTest, LongAgeClass) {
+  SojournStats stats;
+  const std::vector<HostState> fail = {HostState::kS1, HostState::kS1, HostState::kS3};
+  const std::vector<HostState> live = {HostState::kS1, HostState::kS1, HostState::kS1};
+  for (int i = 0; i < 2; ++i) {
+    AccumulateWindow(fail.data(), 3, 1.0, &stats, kAgeSettled);
+    AccumulateWindow(live.data(), 3, 1.0, &stats, kAgeLong);
+  }
+  AccumulateWindow(fail.data(), 3, 1.0, &stats, kAgeRecent);
+  AccumulateWindow(live.data(), 3, 1.0, &stats, kAgeRecent);
+  EstimatorOptions opt = BasicEstimatorOptions();
+  opt.recent_age_seconds = 3600;
+  opt.long_age_seconds = 86400;
+  opt.age_prior_windows = 0;
+  auto tr = [&](int64_t age) { return PredictFromStats(stats, HostState::kS1, 2, opt, nullptr, age).tr[1]; };
+  EXPECT_DOUBLE_EQ(tr(0), 0.5);
+  EXPECT_DOUBLE_EQ(tr(3600), 0.0);
+  EXPECT_DOUBLE_EQ(tr(86399), 0.0);
+  EXPECT_DOUBLE_EQ(tr(86400), 1.0);
+  EXPECT_DOUBLE_EQ(tr(-1), 0.5);  // unknown age: all 6 windows
+  // Shrinkage towards all first sojourns (3 of 6 survive) with weight 2.
+  opt.age_prior_windows = 2;
+  EXPECT_DOUBLE_EQ(tr(10 * 86400), (2 + 2 * 0.5) / 4);
+  // Without the long class the long windows are settled: 2 of 4 survive.
+  opt.age_prior_windows = 0;
+  opt.long_age_seconds = 0;
+  EXPECT_DOUBLE_EQ(tr(86400), 0.0);  // the long windows were filed apart
+  EXPECT_EQ(AgeClassOf(5, 3, 0), kAgeSettled);
+  EXPECT_EQ(AgeClassOf(2, 3, 24), kAgeRecent);
+  EXPECT_EQ(AgeClassOf(23, 3, 24), kAgeSettled);
+  EXPECT_EQ(AgeClassOf(24, 3, 24), kAgeLong);
+  EXPECT_EQ(AgeClassOf(24, 3, 2), kAgeSettled);  // long limit below recent: no long class
+}
+
+// per_class_age_prior: the prior's long-class first sojourns count as many
+// pseudo-windows as all its first sojourns of the state.
+TEST(PredictFromStatsTest, PerClassAgePrior) {
+  const std::vector<HostState> fail = {HostState::kS1, HostState::kS1, HostState::kS3};
+  const std::vector<HostState> live = {HostState::kS1, HostState::kS1, HostState::kS1};
+  SojournStats prior;
+  for (int i = 0; i < 9; ++i) AccumulateWindow(fail.data(), 3, 1.0, &prior, kAgeSettled);
+  AccumulateWindow(live.data(), 3, 1.0, &prior, kAgeLong);
+  SojournStats host;  // one long window of its own, which failed
+  AccumulateWindow(fail.data(), 3, 1.0, &host, kAgeLong);
+  EstimatorOptions opt = BasicEstimatorOptions();
+  opt.recent_age_seconds = 3600;
+  opt.long_age_seconds = 86400;
+  opt.age_prior_windows = 0;
+  opt.prior_windows = 4;
+  auto tr = [&]() { return PredictFromStats(host, HostState::kS1, 2, opt, &prior, 86400).tr[1]; };
+  // The prior's 10 windows weigh 4: its one long window weighs 0.4.
+  EXPECT_NEAR(tr(), 0.4 / 1.4, 1e-12);
+  // Per class: the long class gets all 4 pseudo-windows, all surviving.
+  opt.per_class_age_prior = true;
+  EXPECT_NEAR(tr(), 4.0 / 5.0, 1e-12);
+}
+
 class CollectStatsTest : public ::testing::Test {
  protected:
   static constexpr int64_t kMon = 1704067200;  // Monday 2024-01-01 00:00 UTC
@@ -233,6 +292,30 @@ TEST_F(CollectStatsTest, FilesFirstSojournsByAge) {
   EXPECT_DOUBLE_EQ(s.initial_by_age[0][1], 6.0);
   EXPECT_DOUBLE_EQ(s.first_by_age[0][1].censored.at(2), 6.0);
   EXPECT_EQ(CollectStats(series_, spec, end_, BasicEstimatorOptions()).initial_by_age[1][1], 0.0);
+}
+
+// With a long class (1 day): Jan 1 11:00 is 11 h into the series, so its age
+// is unknown (it may be a day or more); Jan 2-5 and 8 are long, Jan 9 recent.
+TEST_F(CollectStatsTest, FilesFirstSojournsIntoThreeAgeClasses) {
+  EstimatorOptions opt = BasicEstimatorOptions();
+  opt.recent_age_seconds = 3 * 3600;
+  opt.long_age_seconds = 86400;
+  WindowSpec spec = weekday_9_;
+  spec.start_second_of_day = 11 * 3600;
+  const SojournStats s = CollectStats(series_, spec, end_, opt);
+  EXPECT_EQ(s.num_windows, 7);
+  EXPECT_DOUBLE_EQ(s.initial_by_age[kAgeRecent][1], 1.0);
+  EXPECT_DOUBLE_EQ(s.initial_by_age[kAgeLong][1], 5.0);
+  EXPECT_DOUBLE_EQ(s.initial_by_age[kAgeSettled][1], 0.0);
+  EXPECT_DOUBLE_EQ(s.first_by_age[kAgeLong][1].censored.at(2), 5.0);
+  // Merge and equality see the third class.
+  SojournStats twice = s;
+  twice.Merge(s);
+  EXPECT_DOUBLE_EQ(twice.initial_by_age[kAgeLong][1], 10.0);
+  EXPECT_FALSE(twice == s);
+  SojournStats other = s;
+  other.first_by_age[kAgeLong][1].censored[2] = 4.0;
+  EXPECT_FALSE(other == s);
 }
 
 // The option presets: the paper's estimator is counting with pooled first
