@@ -167,7 +167,7 @@ TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M
   SojournStats aged;
   if (opt.recent_age_seconds > 0 && init_age_seconds >= 0) {
     // Age conditioning: the first sojourns of windows whose initial state was
-    // as old (recent / settled) as the host's now, shrunk towards all first
+    // as old (recent / settled / long) as the host's now, shrunk towards all first
     // sojourns with weight opt.age_prior_windows.
     const int bucket = AgeClassOf(init_age_seconds, opt.recent_age_seconds,
                                   opt.long_age_seconds > opt.recent_age_seconds

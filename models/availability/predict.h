@@ -35,9 +35,10 @@ struct TrPrediction {
 // with the empirical frequency of the training windows that started in
 // `init` (when there are any). `prior` may be null; it is only read.
 // `init_age_seconds` is how long the host has already been in `init` (it may
-// be capped at opt.recent_age_seconds; -1 = unknown; from a series use
-// InitialAgeSteps * step); with opt.recent_age_seconds > 0 and a known age it
-// selects the age-conditioned first-sojourn data.
+// be capped at the larger of opt.recent_age_seconds and opt.long_age_seconds;
+// -1 = unknown; from a series use InitialAgeSteps * step); with
+// opt.recent_age_seconds > 0 and a known age it selects the age-conditioned
+// first-sojourn data of its AgeClass.
 TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
                               const EstimatorOptions& opt, const SojournStats* prior = nullptr,
                               int64_t init_age_seconds = -1);
