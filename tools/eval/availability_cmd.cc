@@ -76,7 +76,7 @@ options:
                            recency_half_life_windows, borrow_below_windows,
                            other_day_type_weight, neighbor_window_weight,
                            neighbor_offset_seconds, recent_age_seconds,
-                           long_age_seconds,
+                           long_age_seconds, per_class_age_prior,
                            age_prior_windows, frequency_weight,
                            empirical_bayes_prior, exact_age_first_sojourn,
                            host_frailty, level_corrected_borrowing
