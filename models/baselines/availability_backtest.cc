@@ -491,7 +491,25 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
           } else if (age_cap_steps > 0) {
             const int64_t a = availability::InitialAgeSteps(
                 hg.series.states, static_cast<size_t>(t.s), age_cap_steps);
-            if (a >= 0) age_seconds = a * step;
+            // Only the age class matters here, so pass the first age of the
+            // class: one curve per class, not one per distinct age.
+            if (a >= 0) {
+              const availability::EstimatorOptions& o = cfg.smp_options;
+              switch (availability::AgeClassOf(a * step, o.recent_age_seconds,
+                                               o.long_age_seconds > o.recent_age_seconds
+                                                   ? o.long_age_seconds
+                                                   : 0)) {
+                case availability::kAgeRecent:
+                  age_seconds = 0;
+                  break;
+                case availability::kAgeLong:
+                  age_seconds = o.long_age_seconds;
+                  break;
+                default:
+                  age_seconds = o.recent_age_seconds;
+                  break;
+              }
+            }
           }
           smp_tr = &smp_curve(i, age_seconds);
         }
