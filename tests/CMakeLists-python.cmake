@@ -4,6 +4,7 @@
 #   sojourn_python_client_test  grpcio client from proto/ against the real services
 #   sojourn_ops_prometheus_test a real Prometheus scrapes every service's /metrics
 #   sojourn_deploy_config_test  docker-compose config, promtool check config, units, dashboard
+#   sojourn_eval_availability_cli_test  sojourn-eval availability JSON and --cells CSV
 #
 # The Python tests need Debian's interpreter (python3-grpcio, python3-grpc-tools,
 # python3-protobuf); a pyenv/virtualenv python3 first on PATH would lack them.
@@ -39,3 +40,14 @@ add_test(NAME sojourn_deploy_config_test
 set_tests_properties(sojourn_deploy_config_test PROPERTIES
   TIMEOUT 120 LABELS "deploy"
   ENVIRONMENT "PROMTOOL=${SOJOURN_PROMTOOL};PYTHON3=${SOJOURN_PYTHON3}")
+
+# sojourn-eval availability as a researcher runs it: JSON keys, --cells CSV
+# consistent with the JSON summary, exit 2 on bad invocations.
+if(TARGET sojourn-eval)
+  add_test(NAME sojourn_eval_availability_cli_test
+    COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/tools/eval_availability_cli_test.py
+            --eval $<TARGET_FILE:sojourn-eval>
+            --trace ${CMAKE_SOURCE_DIR}/data/demo/bitbrains-8vms-4weeks.csv.gz)
+  set_tests_properties(sojourn_eval_availability_cli_test PROPERTIES
+    TIMEOUT 300 LABELS "cli" ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+endif()

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/cli_util.h"
@@ -48,6 +49,10 @@ options:
   --trace PATH             trace file or directory (required)
   --format F               canonical | gwa | availability-matrix | auto (default auto)
   --json OUT               write the full report as JSON to OUT
+  --cells OUT              write every scored cell as CSV to OUT (host, day_type,
+                           start_hour, window_hours, init_state, n_test,
+                           n_survived, emp_tr, then one predicted-TR column per
+                           method), for analyses of your own
   --step SECONDS           state grid step (default: the matrix period, else 300)
   --utc-offset HOURS       local time = UTC + HOURS; the grid and the days are
                            local (default: 2 for gwa (Bitbrains, NL summer), else 0)
@@ -99,11 +104,18 @@ options:
   --help                   this text
 )";
 
+// A CSV field, quoted (RFC 4180) when it holds a comma, a quote or a newline.
+std::string CsvField(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  return absl::StrCat("\"", absl::StrReplaceAll(v, {{"\"", "\"\""}}), "\"");
+}
+
 [[noreturn]] void Die(const std::string& reason) { DieUsage("sojourn-eval availability", reason); }
 
 const std::vector<std::string> kOptions = {"trace",
                                            "format",
                                            "json",
+                                           "cells",
                                            "step",
                                            "utc-offset",
                                            "start",
@@ -393,6 +405,13 @@ int RunAvailability(int argc, char** argv) {
     }
   }
 
+  // Fail before the long run, not after it.
+  std::ofstream cells_out;
+  if (args.Has("cells")) {
+    cells_out.open(args.Get("cells"));
+    if (!cells_out) Die(absl::StrCat("cannot write ", args.Get("cells")));
+  }
+
   auto t0 = std::chrono::steady_clock::now();
   std::fprintf(stderr, "reading %s ...\n", args.Get("trace").c_str());
   traces::TraceFormat format_used = traces::TraceFormat::kAuto;
@@ -511,6 +530,21 @@ int RunAvailability(int argc, char** argv) {
       }
     }
     std::fprintf(stderr, "noise injection: %.1f s\n", Seconds(t2));
+  }
+
+  if (args.Has("cells")) {
+    std::ofstream& out = cells_out;
+    out << "host,day_type,start_hour,window_hours,init_state,n_test,n_survived,emp_tr";
+    for (const std::string& m : result->methods) out << "," << m;
+    out << "\n";
+    for (const backtest::CellResult& c : result->cells) {
+      out << CsvField(result->hosts[c.host]) << "," << (c.day_type == 0 ? "weekday" : "weekend") << ","
+          << c.hour << "," << c.hours << ",S" << c.init << "," << c.n_test << ","
+          << c.n_survived << "," << absl::StrFormat("%.6g", c.emp());
+      for (double p : c.pred) out << "," << absl::StrFormat("%.6g", p);
+      out << "\n";
+    }
+    if (!out) Die(absl::StrCat("write error on ", args.Get("cells")));
   }
 
   std::printf("\ntiming: read %.1f s, backtest %.1f s, total %.1f s\n", t_read, t_backtest,
