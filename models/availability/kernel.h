@@ -42,8 +42,11 @@ struct EstimatorOptions {
   // Shrinkage: PredictFromStats adds its `prior` statistics (e.g. the same
   // cell pooled over all or similar hosts) as pseudo-observations worth this
   // many windows, so a host with few windows leans on the prior and one with
-  // many on its own data. 0 = off.
-  double prior_windows = 6;
+  // many on its own data. 0 = off. 6 until session 7; since host frailty puts
+  // the prior at the host's own level and three age classes thin each class,
+  // 12 gives a lower Brier score on both shared traces and on all four of
+  // their host halves (docs/EVALUATION.md, "a stronger shrinkage prior").
+  double prior_windows = 12;
   // Recency weighting (CollectStats): the k-th newest training window
   // (k = 0, 1, ...) gets weight 0.5^(k / recency_half_life_windows). 0 = off.
   // Made both traces worse (half-life 2..8 windows).
