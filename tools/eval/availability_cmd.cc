@@ -110,6 +110,20 @@ std::string CsvField(const std::string& v) {
   return absl::StrCat("\"", absl::StrReplaceAll(v, {{"\"", "\"\""}}), "\"");
 }
 
+// --cells: one row per scored cell, one predicted-TR column per method.
+void WriteCellsCsv(const backtest::BacktestResult& r, std::ostream& out) {
+  out << "host,day_type,start_hour,window_hours,init_state,n_test,n_survived,emp_tr";
+  for (const std::string& m : r.methods) out << "," << m;
+  out << "\n";
+  for (const backtest::CellResult& c : r.cells) {
+    out << CsvField(r.hosts[c.host]) << "," << (c.day_type == 0 ? "weekday" : "weekend") << ","
+        << c.hour << "," << c.hours << ",S" << c.init << "," << c.n_test << "," << c.n_survived
+        << "," << absl::StrFormat("%.6g", c.emp());
+    for (double p : c.pred) out << "," << absl::StrFormat("%.6g", p);
+    out << "\n";
+  }
+}
+
 [[noreturn]] void Die(const std::string& reason) { DieUsage("sojourn-eval availability", reason); }
 
 const std::vector<std::string> kOptions = {"trace",
@@ -533,18 +547,8 @@ int RunAvailability(int argc, char** argv) {
   }
 
   if (args.Has("cells")) {
-    std::ofstream& out = cells_out;
-    out << "host,day_type,start_hour,window_hours,init_state,n_test,n_survived,emp_tr";
-    for (const std::string& m : result->methods) out << "," << m;
-    out << "\n";
-    for (const backtest::CellResult& c : result->cells) {
-      out << CsvField(result->hosts[c.host]) << "," << (c.day_type == 0 ? "weekday" : "weekend") << ","
-          << c.hour << "," << c.hours << ",S" << c.init << "," << c.n_test << ","
-          << c.n_survived << "," << absl::StrFormat("%.6g", c.emp());
-      for (double p : c.pred) out << "," << absl::StrFormat("%.6g", p);
-      out << "\n";
-    }
-    if (!out) Die(absl::StrCat("write error on ", args.Get("cells")));
+    WriteCellsCsv(*result, cells_out);
+    if (!cells_out) Die(absl::StrCat("write error on ", args.Get("cells")));
   }
 
   std::printf("\ntiming: read %.1f s, backtest %.1f s, total %.1f s\n", t_read, t_backtest,
