@@ -87,6 +87,16 @@ def main():
         if checked < 20:
             fail("only %d (method, day type, length) entries could be checked" % checked)
 
+        # tools/eval/cells_band.py (the doc's band numbers) reads the same CSV:
+        # the whole band is every scored cell of the summary.
+        band_tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                                 "eval", "cells_band.py")
+        q = subprocess.run([sys.executable, band_tool, "--cells", cells, "--day-type", "weekday",
+                            "--hours", "2"], capture_output=True, text=True, timeout=60)
+        want = "%d scored cells, %d in the band" % ((summary["smp"]["weekday"]["2"]["n"],) * 2)
+        if q.returncode != 0 or want not in q.stdout:
+            fail("cells_band.py: exit %d, %r (wanted %r)" % (q.returncode, q.stdout, want))
+
         # Bad invocations: exit 2, one line, nothing written.
         bad = [
             ([a.eval, "availability", "--trace", os.path.join(tmp, "missing.csv")], "missing"),
