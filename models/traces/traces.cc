@@ -71,7 +71,19 @@ absl::StatusOr<std::string> ReadGzip(const std::string& path) {
     if (n == 0) break;
     data.append(buf, static_cast<size_t>(n));
   }
+  // gzread returns 0 both at the end of a whole stream and where a truncated
+  // file stops (zlib then reports Z_BUF_ERROR): a cut download must not
+  // import as a shorter trace.
+  int err = Z_OK;
+  const char* msg = gzerror(f, &err);
+  std::string reason = msg != nullptr && *msg != '\0' ? msg : "corrupt or truncated data";
+  // zlib prefixes the path; the caller's message already starts with it.
+  if (absl::StartsWith(reason, path + ": ")) reason.erase(0, path.size() + 2);
   gzclose(f);
+  if (err != Z_OK && err != Z_STREAM_END) {
+    return absl::DataLossError(absl::StrCat(path, ": gzip error: ", reason,
+                                            " (is the file truncated or corrupt?)"));
+  }
   return data;
 }
 
@@ -109,7 +121,10 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 // Iterates over lines (without the trailing \r\n or \n); line numbers from 1.
 class LineReader {
  public:
-  explicit LineReader(absl::string_view text) : text_(text) {}
+  // A UTF-8 byte-order mark (spreadsheet exports) is skipped.
+  explicit LineReader(absl::string_view text) : text_(text) {
+    if (absl::StartsWith(text_, "\xEF\xBB\xBF")) pos_ = 3;
+  }
   bool Next(absl::string_view* line) {
     if (pos_ >= text_.size()) return false;
     size_t end = text_.find('\n', pos_);
@@ -146,13 +161,19 @@ bool ParseDouble(absl::string_view s, double* v) {
 
 // Integer Unix seconds; a value written as a float with an integral value
 // ("1372629804.0") is accepted too.
+// Times beyond +-1e11 s (about the year 5100) are rejected: they are not
+// sample times, and spans between them would overflow later arithmetic.
+constexpr int64_t kMaxAbsTimestamp = 100'000'000'000;
+
 bool ParseTimestamp(absl::string_view s, int64_t* v) {
   s = Trim(s);
   if (s.empty()) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  if (ec == std::errc() && p == s.data() + s.size()) return true;
+  if (ec == std::errc() && p == s.data() + s.size()) {
+    return *v >= -kMaxAbsTimestamp && *v <= kMaxAbsTimestamp;
+  }
   double d;
-  if (!ParseDouble(s, &d) || d != std::floor(d) || std::fabs(d) > 9e15) return false;
+  if (!ParseDouble(s, &d) || d != std::floor(d) || std::fabs(d) > kMaxAbsTimestamp) return false;
   *v = static_cast<int64_t>(d);
   return true;
 }
@@ -228,7 +249,7 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
     if (!ParseTimestamp(fields[col_ts], &s.unix_seconds)) {
       return LineError(file, ln,
                        absl::StrCat("timestamp '", fields[col_ts],
-                                    "' is not an integer number of Unix seconds"));
+                                    "' is not an integer number of Unix seconds within +-1e11"));
     }
     if (!ParseDouble(fields[col_load], &s.cpu_load)) {
       return LineError(file, ln, absl::StrCat("cpu_load '", fields[col_load], "' is not a number"));
@@ -307,7 +328,7 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
     if (!ParseTimestamp(fields[col_ts], &s.unix_seconds)) {
       return LineError(file, ln,
                        absl::StrCat("timestamp '", Trim(fields[col_ts]),
-                                    "' is not an integer number of Unix seconds"));
+                                    "' is not an integer number of Unix seconds within +-1e11"));
     }
     double pct;
     if (!ParseDouble(fields[col_cpu_pct], &pct)) {
@@ -387,12 +408,19 @@ class GwaCollector {
 
 std::string VmIdOf(const std::string& path) { return fs::path(path).stem().string(); }
 
+// A per-VM CSV: a name ending in .csv that is not hidden (".x.csv", and the
+// "._x.csv" AppleDouble files macOS puts into tarballs, are not VMs).
+bool IsGwaCsvName(const std::string& path) {
+  const std::string base = fs::path(path).filename().string();
+  return absl::EndsWith(base, ".csv") && !absl::StartsWith(base, ".");
+}
+
 absl::StatusOr<std::vector<HostTrace>> ImportGwaDirectory(const std::string& dir, int max_hosts) {
   std::vector<std::string> files;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
-    if (it->is_regular_file() && absl::EndsWith(it->path().string(), ".csv")) {
+    if (it->is_regular_file() && IsGwaCsvName(it->path().string())) {
       files.push_back(it->path().string());
     }
   }
@@ -427,7 +455,7 @@ absl::StatusOr<std::vector<HostTrace>> ImportGwaArchive(const std::string& path,
     }
     if (archive_entry_filetype(entry) != AE_IFREG) continue;
     std::string name = archive_entry_pathname(entry);
-    if (!absl::EndsWith(name, ".csv")) continue;
+    if (!IsGwaCsvName(name)) continue;
     int64_t size = archive_entry_size(entry);
     text.clear();
     if (size > 0) text.reserve(static_cast<size_t>(size));

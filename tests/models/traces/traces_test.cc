@@ -114,6 +114,58 @@ TEST_F(TracesTest, ReadsCompressedCanonicalCsv) {
   }
 }
 
+// A .gz cut short (a partial download) or with a corrupt body is an error,
+// not a shorter trace, whether the cut falls between rows or inside one.
+TEST_F(TracesTest, RejectsTruncatedGzip) {
+  std::string rows = "host,timestamp,cpu_load,free_mem_mb\n";
+  for (int h = 0; h < 20; ++h) {
+    for (int t = 0; t < 200; ++t) {
+      rows += "host" + std::to_string(h) + "," + std::to_string(1000 + 60 * t) + ",0.1,512\n";
+    }
+  }
+  const std::string whole = WriteGz("whole.csv.gz", rows);
+  auto ok = ImportTrace(whole, {});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->size(), 20u);
+  std::ifstream in(whole, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 100u);
+  for (size_t keep : {bytes.size() - 8, bytes.size() / 2}) {
+    const std::string p = Write("cut" + std::to_string(keep) + ".csv.gz", bytes.substr(0, keep));
+    auto traces = ImportTrace(p, {});
+    ASSERT_FALSE(traces.ok()) << "kept " << keep << " of " << bytes.size() << " bytes";
+    EXPECT_THAT(std::string(traces.status().message()), HasSubstr("gzip error"));
+    EXPECT_THAT(std::string(traces.status().message()), HasSubstr(p));
+  }
+  std::string corrupt = bytes;
+  for (size_t i = 20; i < corrupt.size() - 8; ++i) corrupt[i] = static_cast<char>(i * 7);
+  auto bad = ImportTrace(Write("corrupt.csv.gz", corrupt), {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("gzip error"));
+}
+
+// A spreadsheet's UTF-8 byte-order mark before the header is skipped.
+TEST_F(TracesTest, SkipsByteOrderMark) {
+  auto traces = ImportTrace(Write("bom.csv", std::string("\xEF\xBB\xBF") + kCanonical), {});
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  EXPECT_EQ(traces->size(), 2u);
+}
+
+// Timestamps that cannot be sample times (beyond +-1e11 s) are rejected with
+// file:line, before any span arithmetic can overflow.
+TEST_F(TracesTest, RejectsTimestampsOutOfRange) {
+  for (const char* ts : {"9223372036854775807", "-9223372036854775808", "100000000001"}) {
+    std::string p = Write("far.csv", std::string("host,timestamp,cpu_load,free_mem_mb\na,100,0.1,1\nb,") +
+                                         ts + ",0.1,1\n");
+    auto traces = ImportTrace(p, {});
+    ASSERT_FALSE(traces.ok()) << ts;
+    EXPECT_THAT(std::string(traces.status().message()), HasSubstr("far.csv:3:"));
+  }
+  auto near = ImportTrace(
+      Write("near.csv", "host,timestamp,cpu_load,free_mem_mb\na,-100000000000,0.1,1\n"), {});
+  EXPECT_TRUE(near.ok()) << near.status();
+}
+
 // Unsorted rows name the file, the line and the reason.
 TEST_F(TracesTest, RejectsUnsortedRows) {
   std::string p = Write("u.csv", "host,timestamp,cpu_load,free_mem_mb\na,100,0.1,1\na,90,0.1,1\n");
@@ -203,6 +255,17 @@ TEST_F(TracesTest, ReadsGwaDirectory) {
   EXPECT_DOUBLE_EQ(vm7->samples[0].free_mem_mb, 256.0);
   EXPECT_DOUBLE_EQ(vm7->samples[2].free_mem_mb, 512.0);
   EXPECT_DOUBLE_EQ(vm7->total_mem_mb, 1024.0);
+}
+
+// Hidden files (".x.csv", macOS "._x.csv") in a GWA directory are not VMs.
+TEST_F(TracesTest, SkipsHiddenGwaFiles) {
+  Write("rnd/2013-7/7.csv", GwaHeader() + GwaRow(1000, 50, 1048576, 786432));
+  Write("rnd/2013-7/._7.csv", "\x00\x05\x16\x07 binary resource fork");
+  Write("rnd/.junk.csv", "not a trace");
+  auto traces = ImportTrace((dir_ / "rnd").string(), Fmt(TraceFormat::kGwa));
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  ASSERT_EQ(traces->size(), 1u);
+  EXPECT_EQ((*traces)[0].host, "7");
 }
 
 // A non-numeric GWA field names the file and line.
