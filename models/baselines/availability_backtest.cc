@@ -826,10 +826,17 @@ std::array<std::vector<LengthSummary>, 2> SummarizeByLength(const BacktestResult
 
 namespace {
 
+// An average over nothing is null, not 0 (which would read as a perfect score).
+nlohmann::json OrNull(double v, bool have) { return have ? nlohmann::json(v) : nlohmann::json(); }
+
 nlohmann::json SummaryJson(const MethodSummary& s) {
-  return {{"acc_grand", s.acc_grand}, {"acc_paper_style", s.acc_paper_style},
-          {"acc_worst", s.acc_worst}, {"brier", s.brier},
-          {"cells", s.cells},         {"cells_dropped", s.cells_dropped},
+  const bool scored = s.cells > 0;
+  return {{"acc_grand", OrNull(s.acc_grand, scored)},
+          {"acc_paper_style", OrNull(s.acc_paper_style, scored)},
+          {"acc_worst", OrNull(s.acc_worst, scored)},
+          {"brier", OrNull(s.brier, s.windows > 0)},
+          {"cells", s.cells},
+          {"cells_dropped", s.cells_dropped},
           {"windows", s.windows}};
 }
 
@@ -864,14 +871,16 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
     for (int dt = 0; dt < 2; ++dt) {
       for (int L = 1; L <= config.max_window_hours; ++L) {
         const LengthSummary& ls = by_len[dt][L - 1];
-        j["summary"][name][dt_names[dt]][std::to_string(L)] = {{"avg_rel_err", ls.avg_rel_err},
-                                                               {"min_rel_err", ls.min_rel_err},
-                                                               {"max_rel_err", ls.max_rel_err},
-                                                               {"brier", ls.brier},
-                                                               {"n", ls.n},
-                                                               {"mean_pred", ls.mean_pred},
-                                                               {"observed", ls.observed},
-                                                               {"windows", ls.windows}};
+        const bool scored = ls.n > 0, tested = ls.windows > 0;
+        j["summary"][name][dt_names[dt]][std::to_string(L)] = {
+            {"avg_rel_err", OrNull(ls.avg_rel_err, scored)},
+            {"min_rel_err", OrNull(ls.min_rel_err, scored)},
+            {"max_rel_err", OrNull(ls.max_rel_err, scored)},
+            {"brier", OrNull(ls.brier, tested)},
+            {"n", ls.n},
+            {"mean_pred", OrNull(ls.mean_pred, tested)},
+            {"observed", OrNull(ls.observed, tested)},
+            {"windows", ls.windows}};
       }
     }
     j["overall"][name] = SummaryJson(SummarizeMethod(r, m, false, config.min_test_windows));

@@ -553,6 +553,28 @@ bool IsArchiveName(const std::string& path) {
 
 }  // namespace
 
+SampledGridDefaults DefaultSampledGrid(const std::vector<HostTrace>& traces) {
+  std::vector<int64_t> periods;
+  for (const HostTrace& t : traces) {
+    if (t.samples.size() >= 2 && t.period_seconds > 0) periods.push_back(t.period_seconds);
+  }
+  SampledGridDefaults out;
+  if (periods.empty()) return out;
+  std::nth_element(periods.begin(), periods.begin() + static_cast<std::ptrdiff_t>(periods.size() / 2),
+                   periods.end());
+  out.period_seconds = periods[periods.size() / 2];
+  if (out.period_seconds > 300) {
+    for (int64_t d = std::min<int64_t>(out.period_seconds, 3600); d >= 300; --d) {
+      if (3600 % d == 0) {
+        out.step_seconds = d;
+        break;
+      }
+    }
+  }
+  out.revocation_gap_seconds = std::max<int64_t>(900, 3 * out.period_seconds);
+  return out;
+}
+
 absl::StatusOr<TraceFormat> ParseTraceFormat(const std::string& name) {
   if (name == "auto") return TraceFormat::kAuto;
   if (name == "canonical") return TraceFormat::kCanonical;

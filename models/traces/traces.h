@@ -43,6 +43,22 @@ absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
                                                    const ImportOptions& options,
                                                    TraceFormat* format_used);
 
+// Defaults of the state grid for a sampled (canonical or GWA) trace, from its
+// sampling period P (the median over hosts of each host's median sample
+// spacing; hosts with fewer than two samples do not count; 300 s when none
+// has two): the grid step is 300 s, or for slower sampling the largest
+// divisor of 3600 s not above P, so that every grid step holds a sample; the
+// revocation gap is max(900 s, 3 P), S5 after two missed samples (900 s for
+// the 5-minute Bitbrains samples, as DESIGN.md has it). An hourly canonical
+// trace thus gets a 3600 s grid and a 3 h gap instead of a grid on which
+// every point is a revocation.
+struct SampledGridDefaults {
+  int64_t period_seconds = 300;
+  int64_t step_seconds = 300;
+  int64_t revocation_gap_seconds = 900;
+};
+SampledGridDefaults DefaultSampledGrid(const std::vector<HostTrace>& traces);
+
 // Writes traces as canonical CSV (header host,timestamp,cpu_load,free_mem_mb).
 absl::Status WriteCanonicalCsv(const std::vector<HostTrace>& traces, const std::string& path);
 

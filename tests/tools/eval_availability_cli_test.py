@@ -7,7 +7,9 @@ Runs the real binary and checks what a researcher relies on:
   * the per-cell CSV of --cells agrees with that summary: the average
     relative error and the cell count recomputed from the CSV rows equal the
     JSON's (so the CSV is the data behind the table, not another computation);
-  * bad invocations exit 2 with a one-line reason and write nothing.
+  * bad invocations exit 2 with a one-line reason and write nothing;
+  * an hourly canonical trace gets a grid and revocation gap from its sample
+    period, and a run that scores nothing says so (null averages, a warning).
 
 usage: eval_availability_cli_test.py --eval build/bin/sojourn-eval --trace data/demo/...csv.gz
 """
@@ -111,6 +113,41 @@ def main():
             lines = [l for l in q.stderr.splitlines() if l.strip()]
             if q.returncode != 2 or not lines or needle not in lines[-1]:
                 fail("%s: exit %d, stderr %r" % (" ".join(argv[1:]), q.returncode, q.stderr))
+        # An hourly canonical trace: the grid step and revocation gap default
+        # from the sample period (a 300 s grid with a 900 s gap would make
+        # every grid point a revocation), and the run scores cells.
+        hourly = os.path.join(tmp, "hourly.csv")
+        with open(hourly, "w") as f:
+            f.write("host,timestamp,cpu_load,free_mem_mb\n")
+            t0 = 1372629600  # 2013-07-01 00:00 local (UTC+0 for canonical traces)
+            for h in range(3):
+                for k in range(21 * 24):
+                    busy = (k * 7 + h * 5) % 23 == 0  # an occasional busy hour: S3
+                    f.write("vm%d,%d,%.2f,2048\n" % (h, t0 + 3600 * k, 0.9 if busy else 0.1))
+        hj = os.path.join(tmp, "hourly.json")
+        q = subprocess.run([a.eval, "availability", "--trace", hourly, "--json", hj],
+                           capture_output=True, text=True, timeout=120)
+        if q.returncode != 0 or "default grid step 3600 s, revocation gap 10800 s" not in q.stderr:
+            fail("hourly canonical trace: exit %d, stderr %r" % (q.returncode, q.stderr[-400:]))
+        hr = json.load(open(hj))
+        if (hr["protocol"]["step_seconds"], hr["protocol"]["revocation_gap_seconds"]) != (3600, 10800):
+            fail("hourly canonical trace: protocol %r" % hr["protocol"])
+        if not hr["summary"]["smp"]["weekday"]["2"]["n"] > 0:
+            fail("hourly canonical trace: no weekday 2 h cell was scored")
+
+        # Nothing scored (explicit options that make every grid point S5): the
+        # averages are null, not 0, and stderr says why.
+        q = subprocess.run([a.eval, "availability", "--trace", hourly, "--json", hj, "--step",
+                            "300", "--revocation-gap", "600"],
+                           capture_output=True, text=True, timeout=120)
+        hr = json.load(open(hj)) if q.returncode == 0 else {}
+        if q.returncode != 0 or "warning: no test window was scored" not in q.stderr:
+            fail("all-S5 run: exit %d, stderr %r" % (q.returncode, q.stderr[-400:]))
+        e = hr["summary"]["smp"]["weekday"]["2"]
+        if e["n"] != 0 or e["avg_rel_err"] is not None or e["brier"] is not None:
+            fail("all-S5 run: summary entry %r (wanted nulls)" % e)
+        if hr["overall"]["smp"]["acc_grand"] is not None:
+            fail("all-S5 run: overall %r (wanted null acc_grand)" % hr["overall"]["smp"])
     print("ok: %d cells, %d summary entries recomputed" % (len(rows), checked))
 
 

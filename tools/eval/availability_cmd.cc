@@ -53,7 +53,9 @@ options:
                            start_hour, window_hours, init_state, n_test,
                            n_survived, emp_tr, then one predicted-TR column per
                            method), for analyses of your own
-  --step SECONDS           state grid step (default: the matrix period, else 300)
+  --step SECONDS           state grid step (default: the matrix period; else 300,
+                           or for slower sampling the largest divisor of 3600
+                           not above the median sample period)
   --utc-offset HOURS       local time = UTC + HOURS; the grid and the days are
                            local (default: 2 for gwa (Bitbrains, NL summer), else 0)
   --start T                availability matrix: time of column 0, Unix seconds or
@@ -69,7 +71,8 @@ options:
   --grace SECONDS          load above th2 longer than this is S3 (default 60)
   --working-set-mb X       free memory below this is S4 (default 256)
   --revocation-gap SECONDS no sample for longer than this is S5
-                           (default 900; matrix: half the period)
+                           (default max(900, 3 x the median sample period);
+                           matrix: half the period)
   --outage-fraction F      grid points where fewer than F of the hosts report are
                            a global monitoring outage; windows touching one are
                            excluded (default 0.5; 0 for the matrix; 0 disables)
@@ -238,6 +241,12 @@ double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+// "%8.4f" of v, or "-" right-aligned when there is nothing to average.
+std::string Num(double v, bool have, int width = 8, int precision = 4) {
+  if (!have) return absl::StrFormat("%*s", width, "-");
+  return absl::StrFormat("%*.*f", width, precision, v);
+}
+
 void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConfig& cfg) {
   const char* dt_names[2] = {"weekday", "weekend"};
   for (int dt = 0; dt < 2; ++dt) {
@@ -251,7 +260,8 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
       auto by_len = backtest::SummarizeByLength(r, m, cfg.max_window_hours, cfg.min_test_windows);
       std::printf("%-17s", r.methods[m].c_str());
       for (int L = 1; L <= cfg.max_window_hours; ++L) {
-        std::printf(" %8.4f", by_len[dt][L - 1].avg_rel_err);
+        const backtest::LengthSummary& ls = by_len[dt][L - 1];
+        std::printf(" %s", Num(ls.avg_rel_err, ls.n > 0).c_str());
       }
       std::printf("\n");
     }
@@ -260,7 +270,7 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
       auto by_len = backtest::SummarizeByLength(r, m, cfg.max_window_hours, cfg.min_test_windows);
       std::printf("%-17s", r.methods[m].c_str());
       for (int L = 1; L <= cfg.max_window_hours; ++L)
-        std::printf(" %8.4f", by_len[dt][L - 1].brier);
+        std::printf(" %s", Num(by_len[dt][L - 1].brier, by_len[dt][L - 1].windows > 0).c_str());
       std::printf("\n");
     }
     std::printf("Mean predicted TR over all test windows, %s (first row: observed survival):\n",
@@ -270,12 +280,14 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
       if (m == 0) {
         std::printf("%-17s", "(observed)");
         for (int L = 1; L <= cfg.max_window_hours; ++L)
-          std::printf(" %8.4f", by_len[dt][L - 1].observed);
+          std::printf(" %s",
+                      Num(by_len[dt][L - 1].observed, by_len[dt][L - 1].windows > 0).c_str());
         std::printf("\n");
       }
       std::printf("%-17s", r.methods[m].c_str());
       for (int L = 1; L <= cfg.max_window_hours; ++L)
-        std::printf(" %8.4f", by_len[dt][L - 1].mean_pred);
+        std::printf(" %s",
+                    Num(by_len[dt][L - 1].mean_pred, by_len[dt][L - 1].windows > 0).c_str());
       std::printf("\n");
     }
   }
@@ -289,8 +301,10 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
     for (size_t m = 0; m < r.methods.size(); ++m) {
       backtest::MethodSummary s =
           backtest::SummarizeMethod(r, m, busy_only != 0, cfg.min_test_windows);
-      std::printf("%-17s %9.4f %9.4f %9.4f %8.5f %8lld %8lld %9lld\n", r.methods[m].c_str(),
-                  s.acc_grand, s.acc_paper_style, s.acc_worst, s.brier,
+      std::printf("%-17s %s %s %s %s %8lld %8lld %9lld\n", r.methods[m].c_str(),
+                  Num(s.acc_grand, s.cells > 0, 9).c_str(),
+                  Num(s.acc_paper_style, s.cells > 0, 9).c_str(),
+                  Num(s.acc_worst, s.cells > 0, 9).c_str(), Num(s.brier, s.windows > 0, 8, 5).c_str(),
                   static_cast<long long>(s.cells), static_cast<long long>(s.cells_dropped),
                   static_cast<long long>(s.windows));
     }
@@ -444,12 +458,21 @@ int RunAvailability(int argc, char** argv) {
                : gwa  ? "gwa"
                       : "canonical");
 
-  cfg.step_seconds = args.GetInt("step", matrix ? io.period_seconds : 300);
+  const traces::SampledGridDefaults grid = traces::DefaultSampledGrid(*traces);
+  if (!matrix && (!args.Has("step") || !args.Has("revocation-gap")) &&
+      grid.period_seconds > 300) {
+    std::fprintf(stderr,
+                 "median sample period %lld s: default grid step %lld s, revocation gap %lld s\n",
+                 static_cast<long long>(grid.period_seconds),
+                 static_cast<long long>(grid.step_seconds),
+                 static_cast<long long>(grid.revocation_gap_seconds));
+  }
+  cfg.step_seconds = args.GetInt("step", matrix ? io.period_seconds : grid.step_seconds);
   cfg.utc_offset_seconds =
       static_cast<int>(std::lround(args.GetDouble("utc-offset", gwa ? 2.0 : 0.0) * 3600));
   cfg.outage_fraction = args.GetDouble("outage-fraction", matrix ? 0.0 : 0.5);
   cfg.classifier.revocation_gap_seconds =
-      args.GetInt("revocation-gap", matrix ? cfg.step_seconds / 2 : 900);
+      args.GetInt("revocation-gap", matrix ? cfg.step_seconds / 2 : grid.revocation_gap_seconds);
   if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
   if (cfg.outage_fraction < 0 || cfg.outage_fraction > 1)
     Die("--outage-fraction must be in [0, 1]");
@@ -468,6 +491,23 @@ int RunAvailability(int argc, char** argv) {
   if (!result.ok()) Die(std::string(result.status().message()));
   const double t_backtest = Seconds(t1);
   std::fprintf(stderr, "backtest: %zu cells in %.1f s\n", result->cells.size(), t_backtest);
+  {
+    int64_t test_windows = 0;
+    for (const backtest::CellResult& c : result->cells) test_windows += c.n_test;
+    if (test_windows == 0) {
+      // Every average below is empty ("-" here, null in the JSON): say why
+      // that usually happens rather than let it pass for a result.
+      std::fprintf(stderr,
+                   "warning: no test window was scored (%lld grid points of %lld s, revocation "
+                   "gap %lld s, %lld cells without training history); a grid on which every "
+                   "point is S5 (a revocation gap shorter than the sample period) or too few "
+                   "days give this: check --step, --revocation-gap and --train-ratio\n",
+                   static_cast<long long>(result->grid_points),
+                   static_cast<long long>(cfg.step_seconds),
+                   static_cast<long long>(cfg.classifier.revocation_gap_seconds),
+                   static_cast<long long>(result->cells_without_history));
+    }
+  }
 
   std::printf("sojourn-eval availability: %s\n", args.Get("trace").c_str());
   std::printf(

@@ -56,14 +56,17 @@ options:
   --history-days N         most recent training days of the day type (default 0 = all)
   --warmup-days N          no submissions on the first N days (default 7)
   --retry-seconds S        retry delay (default 300)
-  --step SECONDS           state grid step (default: the matrix period, else 300)
+  --step SECONDS           state grid step (default: the matrix period; else 300,
+                           or for slower sampling the largest divisor of 3600
+                           not above the median sample period)
   --utc-offset HOURS       local time = UTC + HOURS (default 2 for gwa, else 0)
   --start UNIX             availability matrix: Unix time of column 0 (default 931219200)
   --period SECONDS         availability matrix: probe period (default 3600)
   --max-hosts N            read at most N hosts (default all)
   --th1 X / --th2 X        CPU load thresholds (default 0.2 / 0.6)
   --working-set-mb X       free memory below this is S4 (default 256)
-  --revocation-gap SECONDS no sample for longer is S5 (default 900; matrix: half the period)
+  --revocation-gap SECONDS no sample for longer is S5 (default max(900, 3 x the median sample period);
+                           matrix: half the period)
   --help                   this text
 )";
 
@@ -191,14 +194,23 @@ int RunSchedule(int argc, char** argv) {
   if (traces->empty()) Die("the trace has no hosts");
   const bool matrix = used == traces::TraceFormat::kAvailabilityMatrix;
   const bool gwa = used == traces::TraceFormat::kGwa;
-  cfg.step_seconds = args.GetInt("step", matrix ? io.period_seconds : 300);
+  const traces::SampledGridDefaults grid = traces::DefaultSampledGrid(*traces);
+  if (!matrix && (!args.Has("step") || !args.Has("revocation-gap")) &&
+      grid.period_seconds > 300) {
+    std::fprintf(stderr,
+                 "median sample period %lld s: default grid step %lld s, revocation gap %lld s\n",
+                 static_cast<long long>(grid.period_seconds),
+                 static_cast<long long>(grid.step_seconds),
+                 static_cast<long long>(grid.revocation_gap_seconds));
+  }
+  cfg.step_seconds = args.GetInt("step", matrix ? io.period_seconds : grid.step_seconds);
   if (cfg.step_seconds <= 0) Die("--step must be positive");
   cfg.utc_offset_seconds =
       static_cast<int>(std::lround(args.GetDouble("utc-offset", gwa ? 2.0 : 0.0) * 3600));
   cfg.horizon_seconds -= cfg.horizon_seconds % cfg.step_seconds;
   if (cfg.horizon_seconds <= 0) Die("--horizon-hours is shorter than one step");
   cfg.classifier.revocation_gap_seconds =
-      args.GetInt("revocation-gap", matrix ? cfg.step_seconds / 2 : 900);
+      args.GetInt("revocation-gap", matrix ? cfg.step_seconds / 2 : grid.revocation_gap_seconds);
   if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
 
   int last_pct = -1;

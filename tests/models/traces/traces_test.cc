@@ -166,6 +166,39 @@ TEST_F(TracesTest, RejectsTimestampsOutOfRange) {
   EXPECT_TRUE(near.ok()) << near.status();
 }
 
+// The grid defaults of a sampled trace follow its median sample period:
+// 5-minute samples keep 300 s / 900 s; slower sampling gets the largest
+// divisor of 3600 s not above the period and a gap of three periods.
+TEST(DefaultSampledGridTest, FollowsTheSamplePeriod) {
+  auto traces_with = [](std::vector<int64_t> periods) {
+    std::vector<HostTrace> out;
+    for (int64_t p : periods) {
+      HostTrace t;
+      t.samples.resize(p > 0 ? 10 : 1);
+      t.period_seconds = p;
+      out.push_back(t);
+    }
+    return out;
+  };
+  struct Case {
+    std::vector<int64_t> periods;
+    int64_t period, step, gap;
+  };
+  for (const Case& c : std::vector<Case>{{{300}, 300, 300, 900},
+                                         {{6, 6, 60}, 6, 300, 900},
+                                         {{3600}, 3600, 3600, 10800},
+                                         {{600, 600, 3600}, 600, 600, 1800},
+                                         {{1000}, 1000, 900, 3000},
+                                         {{86400}, 86400, 3600, 259200},
+                                         {{0, 3600}, 3600, 3600, 10800},
+                                         {{}, 300, 300, 900}}) {
+    const SampledGridDefaults g = DefaultSampledGrid(traces_with(c.periods));
+    EXPECT_EQ(g.period_seconds, c.period) << c.periods.size();
+    EXPECT_EQ(g.step_seconds, c.step) << c.period;
+    EXPECT_EQ(g.revocation_gap_seconds, c.gap) << c.period;
+  }
+}
+
 // Unsorted rows name the file, the line and the reason.
 TEST_F(TracesTest, RejectsUnsortedRows) {
   std::string p = Write("u.csv", "host,timestamp,cpu_load,free_mem_mb\na,100,0.1,1\na,90,0.1,1\n");
