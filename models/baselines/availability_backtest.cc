@@ -600,7 +600,8 @@ absl::StatusOr<std::vector<int>> ResolveMethods(const std::vector<std::string>& 
 
 absl::Status ValidateBacktestConfig(const BacktestConfig& c) {
   if (c.step_seconds <= 0 || 3600 % c.step_seconds != 0) {
-    return absl::InvalidArgumentError("the grid step must divide 3600 s");
+    return absl::InvalidArgumentError(
+        absl::StrCat("the grid step (", c.step_seconds, " s) must divide 3600 s"));
   }
   if (c.max_window_hours < 1 || c.max_window_hours > 31) {
     return absl::InvalidArgumentError("the longest window must be 1..31 hours");
@@ -609,7 +610,9 @@ absl::Status ValidateBacktestConfig(const BacktestConfig& c) {
     return absl::InvalidArgumentError("the training ratio must be in (0, 1)");
   }
   if (c.history_days < 0) return absl::InvalidArgumentError("history days must be >= 0");
-  if (c.reliability_bins < 1) return absl::InvalidArgumentError("reliability bins must be >= 1");
+  if (c.reliability_bins < 1 || c.reliability_bins > 1000) {
+    return absl::InvalidArgumentError("reliability bins must be 1..1000");
+  }
   if (c.smp_prior != "hosts" && c.smp_prior != "hours" && c.smp_prior != "none") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown prior source '", c.smp_prior, "' (expected hosts, hours or none)"));

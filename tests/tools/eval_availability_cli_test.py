@@ -107,6 +107,9 @@ def main():
               os.path.join(tmp, "no", "such", "dir.csv")], "cannot write"),
             ([a.eval, "availability", "--trace", a.trace, "--smp-options", "prior_windows=-1"],
              "prior_windows"),
+            ([a.eval, "availability", "--trace", a.trace, "--utc-offset", "1000"], "-14..14"),
+            ([a.eval, "availability", "--trace", a.trace, "--reliability-bins", "100000000"],
+             "reliability bins"),
         ]
         for argv, needle in bad:
             q = subprocess.run(argv, capture_output=True, text=True, timeout=60)

@@ -424,6 +424,9 @@ int RunAvailability(int argc, char** argv) {
     const double f = args.GetDouble("outage-fraction", 0);
     if (f < 0 || f > 1) Die("--outage-fraction must be in [0, 1]");
   }
+  if (const double off = args.GetDouble("utc-offset", 0); off < -14 || off > 14) {
+    Die("--utc-offset wants -14..14 hours");
+  }
   (void)args.GetDouble("utc-offset", 0);  // a non-number fails here
   {
     backtest::BacktestConfig early = cfg;
@@ -468,11 +471,16 @@ int RunAvailability(int argc, char** argv) {
                  static_cast<long long>(grid.revocation_gap_seconds));
   }
   cfg.step_seconds = args.GetInt("step", matrix ? io.period_seconds : grid.step_seconds);
+  if (matrix && !args.Has("step") && (cfg.step_seconds <= 0 || 3600 % cfg.step_seconds != 0)) {
+    Die(absl::StrCat("the matrix period (--period ", io.period_seconds,
+                     " s) is the grid step and must divide 3600 s; pass --step to choose another"));
+  }
   cfg.utc_offset_seconds =
       static_cast<int>(std::lround(args.GetDouble("utc-offset", gwa ? 2.0 : 0.0) * 3600));
   cfg.outage_fraction = args.GetDouble("outage-fraction", matrix ? 0.0 : 0.5);
   cfg.classifier.revocation_gap_seconds =
-      args.GetInt("revocation-gap", matrix ? cfg.step_seconds / 2 : grid.revocation_gap_seconds);
+      args.GetInt("revocation-gap", matrix ? std::max<int64_t>(1, cfg.step_seconds / 2)
+                                           : grid.revocation_gap_seconds);
   if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
   if (cfg.outage_fraction < 0 || cfg.outage_fraction > 1)
     Die("--outage-fraction must be in [0, 1]");

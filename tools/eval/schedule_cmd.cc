@@ -182,6 +182,9 @@ int RunSchedule(int argc, char** argv) {
   if (args.Has("revocation-gap") && args.GetInt("revocation-gap", 1) <= 0) {
     Die("--revocation-gap must be positive");
   }
+  if (const double off = args.GetDouble("utc-offset", 0); off < -14 || off > 14) {
+    Die("--utc-offset wants -14..14 hours");
+  }
   (void)args.GetDouble("utc-offset", 0);  // a non-number fails here, before reading
 
   // Read the trace last: every option above is checked first. The grid step,
@@ -210,7 +213,8 @@ int RunSchedule(int argc, char** argv) {
   cfg.horizon_seconds -= cfg.horizon_seconds % cfg.step_seconds;
   if (cfg.horizon_seconds <= 0) Die("--horizon-hours is shorter than one step");
   cfg.classifier.revocation_gap_seconds =
-      args.GetInt("revocation-gap", matrix ? cfg.step_seconds / 2 : grid.revocation_gap_seconds);
+      args.GetInt("revocation-gap", matrix ? std::max<int64_t>(1, cfg.step_seconds / 2)
+                                           : grid.revocation_gap_seconds);
   if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
 
   int last_pct = -1;
