@@ -633,7 +633,13 @@ void PrintBlock(const std::string& title, const json& b) {
               s["pool"].get<int>(), kChosen);
   std::printf("| method | mean performance |\n|---|---|\n");
   for (const std::string& m : kSchedMethods) {
-    std::printf("| %s | %.4f |\n", m.c_str(), s["mean_performance"][m].get<double>());
+    // null (NaN) when no scheduling test could run (too few hosts for the pool).
+    const json& v = s["mean_performance"][m];
+    if (v.is_number() && std::isfinite(v.get<double>())) {
+      std::printf("| %s | %.4f |\n", m.c_str(), v.get<double>());
+    } else {
+      std::printf("| %s | - |\n", m.c_str());
+    }
   }
   auto cmp = [](const char* name, const json& c) {
     std::printf("| %s | %.3f | %.3f | %.3f | %d |\n", name, c["better"].get<double>(),
