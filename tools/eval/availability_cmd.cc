@@ -461,15 +461,8 @@ int RunAvailability(int argc, char** argv) {
                : gwa  ? "gwa"
                       : "canonical");
 
-  const traces::SampledGridDefaults grid = traces::DefaultSampledGrid(*traces);
-  if (!matrix && (!args.Has("step") || !args.Has("revocation-gap")) &&
-      grid.period_seconds > 300) {
-    std::fprintf(stderr,
-                 "median sample period %lld s: default grid step %lld s, revocation gap %lld s\n",
-                 static_cast<long long>(grid.period_seconds),
-                 static_cast<long long>(grid.step_seconds),
-                 static_cast<long long>(grid.revocation_gap_seconds));
-  }
+  const traces::SampledGridDefaults grid =
+      SampledGridFor(*traces, !matrix && (!args.Has("step") || !args.Has("revocation-gap")));
   cfg.step_seconds = args.GetInt("step", matrix ? io.period_seconds : grid.step_seconds);
   if (matrix && !args.Has("step") && (cfg.step_seconds <= 0 || 3600 % cfg.step_seconds != 0)) {
     Die(absl::StrCat("the matrix period (--period ", io.period_seconds,

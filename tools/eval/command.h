@@ -10,9 +10,13 @@
 #ifndef SOJOURN_TOOLS_EVAL_COMMAND_H_
 #define SOJOURN_TOOLS_EVAL_COMMAND_H_
 
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
+
+#include "models/traces/traces.h"
 
 namespace sojourn::eval {
 
@@ -29,6 +33,21 @@ struct EvalCommandRegistrar {
     EvalCommands()[name] = EvalCommand{summary, std::move(run)};
   }
 };
+
+// traces::DefaultSampledGrid of a sampled trace, said on stderr when it is
+// not the 5-minute default and `note` (the user left --step or
+// --revocation-gap to it).
+inline traces::SampledGridDefaults SampledGridFor(const std::vector<HostTrace>& t, bool note) {
+  const traces::SampledGridDefaults grid = traces::DefaultSampledGrid(t);
+  if (note && grid.period_seconds > 300) {
+    std::fprintf(stderr,
+                 "median sample period %lld s: default grid step %lld s, revocation gap %lld s\n",
+                 static_cast<long long>(grid.period_seconds),
+                 static_cast<long long>(grid.step_seconds),
+                 static_cast<long long>(grid.revocation_gap_seconds));
+  }
+  return grid;
+}
 
 }  // namespace sojourn::eval
 

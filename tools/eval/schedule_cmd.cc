@@ -197,15 +197,8 @@ int RunSchedule(int argc, char** argv) {
   if (traces->empty()) Die("the trace has no hosts");
   const bool matrix = used == traces::TraceFormat::kAvailabilityMatrix;
   const bool gwa = used == traces::TraceFormat::kGwa;
-  const traces::SampledGridDefaults grid = traces::DefaultSampledGrid(*traces);
-  if (!matrix && (!args.Has("step") || !args.Has("revocation-gap")) &&
-      grid.period_seconds > 300) {
-    std::fprintf(stderr,
-                 "median sample period %lld s: default grid step %lld s, revocation gap %lld s\n",
-                 static_cast<long long>(grid.period_seconds),
-                 static_cast<long long>(grid.step_seconds),
-                 static_cast<long long>(grid.revocation_gap_seconds));
-  }
+  const traces::SampledGridDefaults grid =
+      SampledGridFor(*traces, !matrix && (!args.Has("step") || !args.Has("revocation-gap")));
   cfg.step_seconds = args.GetInt("step", matrix ? io.period_seconds : grid.step_seconds);
   if (cfg.step_seconds <= 0) Die("--step must be positive");
   cfg.utc_offset_seconds =
