@@ -427,7 +427,6 @@ int RunAvailability(int argc, char** argv) {
   if (const double off = args.GetDouble("utc-offset", 0); off < -14 || off > 14) {
     Die("--utc-offset wants -14..14 hours");
   }
-  (void)args.GetDouble("utc-offset", 0);  // a non-number fails here
   {
     backtest::BacktestConfig early = cfg;
     early.step_seconds = args.GetInt("step", 300);

@@ -185,7 +185,6 @@ int RunSchedule(int argc, char** argv) {
   if (const double off = args.GetDouble("utc-offset", 0); off < -14 || off > 14) {
     Die("--utc-offset wants -14..14 hours");
   }
-  (void)args.GetDouble("utc-offset", 0);  // a non-number fails here, before reading
 
   // Read the trace last: every option above is checked first. The grid step,
   // time zone and revocation gap default by the format found.
