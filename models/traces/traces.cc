@@ -159,12 +159,12 @@ bool ParseDouble(absl::string_view s, double* v) {
   return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*v);
 }
 
-// Integer Unix seconds; a value written as a float with an integral value
-// ("1372629804.0") is accepted too.
 // Times beyond +-1e11 s (about the year 5100) are rejected: they are not
 // sample times, and spans between them would overflow later arithmetic.
 constexpr int64_t kMaxAbsTimestamp = 100'000'000'000;
 
+// Integer Unix seconds within +-kMaxAbsTimestamp; a value written as a float
+// with an integral value ("1372629804.0") is accepted too.
 bool ParseTimestamp(absl::string_view s, int64_t* v) {
   s = Trim(s);
   if (s.empty()) return false;

@@ -49,7 +49,7 @@ absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
 // has two): the grid step is 300 s, or for slower sampling the largest
 // divisor of 3600 s not above P, so that every grid step holds a sample; the
 // revocation gap is max(900 s, 3 P), S5 after two missed samples (900 s for
-// the 5-minute Bitbrains samples, as DESIGN.md has it). An hourly canonical
+// the 5-minute Bitbrains samples, the protocol of docs/EVALUATION.md). An hourly canonical
 // trace thus gets a 3600 s grid and a 3 h gap instead of a grid on which
 // every point is a revocation.
 struct SampledGridDefaults {

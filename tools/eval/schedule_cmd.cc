@@ -65,8 +65,8 @@ options:
   --max-hosts N            read at most N hosts (default all)
   --th1 X / --th2 X        CPU load thresholds (default 0.2 / 0.6)
   --working-set-mb X       free memory below this is S4 (default 256)
-  --revocation-gap SECONDS no sample for longer is S5 (default max(900, 3 x the median sample period);
-                           matrix: half the period)
+  --revocation-gap SECONDS no sample for longer is S5 (default max(900, 3 x the
+                           median sample period); matrix: half the period)
   --help                   this text
 )";
 
