@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -26,6 +27,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/status.h"
@@ -193,6 +195,68 @@ void SplitInto(absl::string_view line, char sep, std::vector<absl::string_view>*
   }
 }
 
+// Splits one canonical CSV row at its commas, reading RFC 4180 quoted fields:
+// a field that starts with '"' runs to the matching closing quote, "" inside
+// it is one quote, and the quotes are not part of the value (so a host name
+// may hold commas, as `sojourn-eval availability --cells` writes them). A
+// quoted field's value points into `line` unless it held an escaped quote, in
+// which case it lives in `scratch` (cleared here). Returns false with
+// `*error` set when a quote is left open (a row is one line) or stray text
+// follows a closing quote.
+bool SplitCsvRow(absl::string_view line, std::vector<absl::string_view>* out,
+                 std::deque<std::string>* scratch, std::string* error) {
+  if (line.find('"') == absl::string_view::npos) {
+    SplitInto(line, ',', out);
+    return true;
+  }
+  out->clear();
+  scratch->clear();
+  size_t i = 0;
+  while (true) {
+    if (i < line.size() && line[i] == '"') {
+      const size_t open = i++;
+      bool escaped = false;
+      while (true) {
+        size_t q = line.find('"', i);
+        if (q == absl::string_view::npos) {
+          *error = absl::StrFormat("quote opened at column %d is not closed on this line", open + 1);
+          return false;
+        }
+        if (q + 1 < line.size() && line[q + 1] == '"') {
+          escaped = true;
+          i = q + 2;
+          continue;
+        }
+        absl::string_view inner = line.substr(open + 1, q - open - 1);
+        if (escaped) {
+          scratch->push_back(absl::StrReplaceAll(inner, {{"\"\"", "\""}}));
+          out->push_back(scratch->back());
+        } else {
+          out->push_back(inner);
+        }
+        i = q + 1;
+        break;
+      }
+      // Only blanks may stand between the closing quote and the next comma.
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+      if (i == line.size()) return true;
+      if (line[i] != ',') {
+        *error = absl::StrFormat("unexpected '%c' after the closing quote at column %d", line[i], i);
+        return false;
+      }
+      ++i;
+      continue;
+    }
+    size_t p = line.find(',', i);
+    if (p == absl::string_view::npos) {
+      out->push_back(line.substr(i));
+      return true;
+    }
+    out->push_back(line.substr(i, p - i));
+    i = p + 1;
+  }
+}
+
 // The nominal sampling period of a series: the median spacing of its samples
 // (0 for fewer than two samples).
 int64_t MedianSpacing(const std::vector<HostSample>& samples) {
@@ -214,7 +278,9 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
   absl::string_view line;
   if (!reader.Next(&line)) return LineError(file, 1, "empty file: expected a header row");
   std::vector<absl::string_view> fields;
-  SplitInto(line, ',', &fields);
+  std::deque<std::string> scratch;
+  std::string split_error;
+  if (!SplitCsvRow(line, &fields, &scratch, &split_error)) return LineError(file, 1, split_error);
   int col_host = -1, col_ts = -1, col_load = -1, col_mem = -1, col_total = -1;
   for (size_t i = 0; i < fields.size(); ++i) {
     std::string name = absl::AsciiStrToLower(std::string(Trim(fields[i])));
@@ -238,7 +304,7 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
   while (reader.Next(&line)) {
     if (Trim(line).empty()) continue;
     const size_t ln = reader.line_no();
-    SplitInto(line, ',', &fields);
+    if (!SplitCsvRow(line, &fields, &scratch, &split_error)) return LineError(file, ln, split_error);
     if (fields.size() != ncols) {
       return LineError(file, ln,
                        absl::StrFormat("expected %d fields, found %d", ncols, fields.size()));
@@ -648,12 +714,16 @@ absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
 absl::Status WriteCanonicalCsv(const std::vector<HostTrace>& traces, const std::string& path) {
   std::string out = "host,timestamp,cpu_load,free_mem_mb\n";
   for (const HostTrace& t : traces) {
-    if (t.host.find_first_of(",\n\r") != std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("host name '", t.host, "' contains a comma or newline"));
+    // A row is one line, so a host name may not hold a line break; commas and
+    // quotes are written as an RFC 4180 quoted field, which ParseCanonical reads.
+    if (t.host.find_first_of("\n\r") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("host name '", t.host, "' contains a newline"));
     }
+    const std::string host = t.host.find_first_of(",\"") == std::string::npos
+                                 ? t.host
+                                 : absl::StrCat("\"", absl::StrReplaceAll(t.host, {{"\"", "\"\""}}), "\"");
     for (const HostSample& s : t.samples) {
-      absl::StrAppend(&out, t.host, ",", s.unix_seconds, ",", absl::StrFormat("%.6g", s.cpu_load),
+      absl::StrAppend(&out, host, ",", s.unix_seconds, ",", absl::StrFormat("%.6g", s.cpu_load),
                       ",");
       if (s.has_free_mem()) absl::StrAppend(&out, absl::StrFormat("%.6g", s.free_mem_mb));
       out.push_back('\n');

@@ -50,20 +50,51 @@ std::vector<int> ClusterHierarchical(const Eigen::MatrixXd& objects, int k, Link
   for (int i = 0; i < n; ++i) parent[i] = i;
   std::vector<char> active(n, 1);
   int clusters = n;
+  // Each active row i caches its nearest active row j > i (lowest j on ties)
+  // and that distance, so a step scans n cached minima instead of n^2 / 2
+  // distances; after a merge only the rows whose cached neighbour was one of
+  // the two merged clusters, or that are now closer to the merged one, change
+  // (the "generic" scheme of Muellner, arXiv:1109.2378, with a linear scan in
+  // place of the priority queue). Typically O(n^2) instead of O(n^3); the
+  // merges, and so the labels, are exactly those of the full scan (lowest
+  // (row, column) pair on ties).
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::vector<int> nn(n, -1);
+  std::vector<double> nn_dist(n, kInf);
+  auto nearest = [&](int i) {
+    nn[i] = -1;
+    nn_dist[i] = kInf;
+    const double* col = d.col(i).data();  // symmetric: column i == row i
+    for (int j = i + 1; j < n; ++j) {
+      if (active[j] && col[j] < nn_dist[i]) {
+        nn_dist[i] = col[j];
+        nn[i] = j;
+      }
+    }
+  };
+  for (int i = 0; i < n; ++i) nearest(i);
   while (clusters > k) {
-    int bi = -1, bj = -1;
-    double best = std::numeric_limits<double>::infinity();
+    int bi = -1;
+    double best = kInf;
     for (int i = 0; i < n; ++i) {
-      if (!active[i]) continue;
-      const double* col = d.col(i).data();  // symmetric: column i == row i
-      for (int j = i + 1; j < n; ++j) {
-        if (active[j] && col[j] < best) {
-          best = col[j];
-          bi = i;
-          bj = j;
+      if (active[i] && nn[i] >= 0 && nn_dist[i] < best) {
+        best = nn_dist[i];
+        bi = i;
+      }
+    }
+    if (bi < 0) {  // only NaN distances left (non-finite objects): take the first pair
+      for (int i = 0; i < n && bi < 0; ++i) {
+        if (!active[i]) continue;
+        for (int j = i + 1; j < n; ++j) {
+          if (active[j]) {
+            bi = i;
+            nn[i] = j;
+            break;
+          }
         }
       }
     }
+    const int bj = nn[bi];
     // Unite bj into bi; Lance-Williams update of the distances to bi.
     const double ni = size[bi], nj = size[bj], dij = d(bi, bj);
     for (int m = 0; m < n; ++m) {
@@ -92,6 +123,16 @@ std::vector<int> ClusterHierarchical(const Eigen::MatrixXd& objects, int k, Link
     }
     size[bi] += size[bj];
     active[bj] = 0;
+    for (int i = 0; i < bj; ++i) {
+      if (!active[i] || i == bi) continue;
+      if (nn[i] == bj || (i < bi && nn[i] == bi)) {
+        nearest(i);
+      } else if (i < bi && (d(i, bi) < nn_dist[i] || (d(i, bi) == nn_dist[i] && bi < nn[i]))) {
+        nn[i] = bi;
+        nn_dist[i] = d(i, bi);
+      }
+    }
+    nearest(bi);
     for (int r = 0; r < n; ++r) {
       if (parent[r] == bj) parent[r] = bi;
     }

@@ -28,8 +28,9 @@ absl::StatusOr<Linkage> ParseLinkage(absl::string_view name);
 // clusters, until `k` clusters remain (fewer rows than k: one cluster per row).
 // Returns one label per row in 0..k-1, clusters numbered in the order of their
 // first member. Uses the Lance-Williams update on squared Euclidean
-// distances, exact for all four linkages: O(n^2 d + n^3) for n rows of d
-// values. Ties are broken by the lowest (row, column) pair, so the result is
+// distances, exact for all four linkages, with a cached nearest neighbour per
+// row: O(n^2 d) for n rows of d values in the usual case (O(n^3) at worst).
+// Ties are broken by the lowest (row, column) pair, so the result is
 // deterministic.
 std::vector<int> ClusterHierarchical(const Eigen::MatrixXd& objects, int k, Linkage linkage);
 

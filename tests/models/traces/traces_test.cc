@@ -258,6 +258,45 @@ TEST_F(TracesTest, CanonicalRoundTrip) {
   }
 }
 
+// Host names holding commas or quotes are written and read as RFC 4180 quoted
+// fields (the form `sojourn-eval availability --cells` writes them in).
+TEST_F(TracesTest, QuotedHostNames) {
+  auto traces = ImportTrace(Write("q.csv",
+                                  "host,timestamp,cpu_load,free_mem_mb\n"
+                                  "\"lab 1, desk 2\",100,0.5,\"1024\"\n"
+                                  "\"say \"\"hi\"\"\",100,0.25,\n"
+                                  "\"lab 1, desk 2\" ,400,0.75,512\n"),
+                            {});
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  ASSERT_EQ(traces->size(), 2u);
+  EXPECT_EQ((*traces)[0].host, "lab 1, desk 2");
+  ASSERT_EQ((*traces)[0].samples.size(), 2u);
+  EXPECT_DOUBLE_EQ((*traces)[0].samples[0].free_mem_mb, 1024);
+  EXPECT_DOUBLE_EQ((*traces)[0].samples[1].cpu_load, 0.75);
+  EXPECT_EQ((*traces)[1].host, "say \"hi\"");
+
+  std::string out = (dir_ / "q_out.csv").string();
+  ASSERT_TRUE(WriteCanonicalCsv(*traces, out).ok());
+  auto again = ImportTrace(out, {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->size(), 2u);
+  EXPECT_EQ((*again)[0].host, "lab 1, desk 2");
+  EXPECT_EQ((*again)[1].host, "say \"hi\"");
+  EXPECT_EQ((*again)[0].samples.size(), 2u);
+
+  auto open = ImportTrace(Write("open.csv", "host,timestamp,cpu_load\na,100,0.1\n\"b,100,0.1\n"), {});
+  ASSERT_FALSE(open.ok());
+  EXPECT_THAT(std::string(open.status().message()),
+              HasSubstr("open.csv:3: quote opened at column 1 is not closed"));
+  auto stray = ImportTrace(Write("stray.csv", "host,timestamp,cpu_load\n\"b\"x,100,0.1\n"), {});
+  ASSERT_FALSE(stray.ok());
+  EXPECT_THAT(std::string(stray.status().message()), HasSubstr("stray.csv:2: unexpected 'x'"));
+
+  std::vector<HostTrace> bad(1);
+  bad[0].host = "two\nlines";
+  EXPECT_FALSE(WriteCanonicalCsv(bad, (dir_ / "bad.csv").string()).ok());
+}
+
 std::string GwaHeader() {
   return "Timestamp [ms];\tCPU cores;\tCPU capacity provisioned [MHZ];\tCPU usage [MHZ];\t"
          "CPU usage [%];\tMemory capacity provisioned [KB];\tMemory usage [KB];\t"

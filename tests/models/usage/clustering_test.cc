@@ -1,5 +1,6 @@
 #include "models/usage/clustering.h"
 
+#include <algorithm>
 #include <random>
 #include <set>
 #include <vector>
@@ -91,6 +92,53 @@ std::vector<int> NaiveCluster(const Eigen::MatrixXd& x, int k, Linkage linkage) 
   return labels;
 }
 
+// Reference: the Lance-Williams agglomeration scanning every pair at every
+// step (the O(n^3) form), lowest (row, column) pair on ties.
+std::vector<int> FullScanCluster(const Eigen::MatrixXd& x, int k, Linkage linkage) {
+  const int n = static_cast<int>(x.rows());
+  Eigen::MatrixXd d(n, n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) d(i, j) = (x.row(i) - x.row(j)).squaredNorm();
+  std::vector<int> size(n, 1), parent(n);
+  std::vector<char> active(n, 1);
+  for (int i = 0; i < n; ++i) parent[i] = i;
+  for (int clusters = n; clusters > k; --clusters) {
+    int bi = -1, bj = -1;
+    double best = 1e300;
+    for (int i = 0; i < n; ++i)
+      for (int j = i + 1; j < n; ++j)
+        if (active[i] && active[j] && d(i, j) < best) {
+          best = d(i, j);
+          bi = i;
+          bj = j;
+        }
+    if (bi < 0) break;
+    const double ni = size[bi], nj = size[bj], dij = d(bi, bj);
+    for (int m = 0; m < n; ++m) {
+      if (!active[m] || m == bi || m == bj) continue;
+      const double dim = d(bi, m), djm = d(bj, m), nm = size[m];
+      double v = linkage == Linkage::kSingle     ? std::min(dim, djm)
+                 : linkage == Linkage::kComplete ? std::max(dim, djm)
+                 : linkage == Linkage::kCentroid
+                     ? (ni / (ni + nj)) * dim + (nj / (ni + nj)) * djm -
+                           (ni * nj / ((ni + nj) * (ni + nj))) * dij
+                     : ((ni + nm) * dim + (nj + nm) * djm - nm * dij) / (ni + nj + nm);
+      d(bi, m) = d(m, bi) = std::max(0.0, v);
+    }
+    size[bi] += size[bj];
+    active[bj] = 0;
+    for (int r = 0; r < n; ++r)
+      if (parent[r] == bj) parent[r] = bi;
+  }
+  std::vector<int> id(n, -1), labels(n);
+  int next = 0;
+  for (int r = 0; r < n; ++r) {
+    if (id[parent[r]] < 0) id[parent[r]] = next++;
+    labels[r] = id[parent[r]];
+  }
+  return labels;
+}
+
 class ClusteringTest : public ::testing::TestWithParam<Linkage> {};
 
 // Every linkage recovers three well separated groups.
@@ -114,6 +162,22 @@ TEST_P(ClusteringTest, MatchesNaiveRecomputation) {
     for (int k : {2, 5}) {
       EXPECT_TRUE(
           SamePartition(ClusterHierarchical(x, k, GetParam()), NaiveCluster(x, k, GetParam())))
+          << LinkageName(GetParam()) << " trial " << trial << " k " << k;
+    }
+  }
+}
+
+// The cached nearest neighbours give exactly the labels of the full pair
+// scan, also on data with many tied distances (small integer coordinates).
+TEST_P(ClusteringTest, MatchesFullScanWithTies) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> u(0, 2);
+  for (int trial = 0; trial < 6; ++trial) {
+    Eigen::MatrixXd x(70, 3);
+    for (int i = 0; i < x.rows(); ++i)
+      for (int j = 0; j < x.cols(); ++j) x(i, j) = trial % 2 == 0 ? u(rng) : u(rng) + 0.001 * i;
+    for (int k : {1, 4, 12}) {
+      EXPECT_EQ(ClusterHierarchical(x, k, GetParam()), FullScanCluster(x, k, GetParam()))
           << LinkageName(GetParam()) << " trial " << trial << " k " << k;
     }
   }
