@@ -1,6 +1,7 @@
 #include "models/availability/frailty.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <vector>
 
@@ -17,6 +18,16 @@ double Sum(const FailureExposure::Table& t, int half) {
     for (const auto& d : t[k]) {
       for (double v : d) s += v;
     }
+  }
+  return s;
+}
+
+// Failures on one day type (both halves with half = -1).
+double Failures(const FailureExposure& e, int half, int day_type) {
+  double s = 0;
+  for (int k = 0; k < 2; ++k) {
+    if (half >= 0 && k != half) continue;
+    for (double v : e.failures[k][day_type]) s += v;
   }
   return s;
 }
@@ -101,6 +112,29 @@ void HostFrailtyModel::Build() {
   // and a smaller estimate (few hosts, regular synthetic loads) would make
   // one quiet hour look like proof of a reliable host.
   dispersion_ = n >= 2 ? std::max(1.0, disp / n) : 1.0;
+
+  // The day-type covariance S (frailty.h): the same cross-products, of
+  // day type a in the first half against day type b in the second.
+  day_type_covariance_known_ = true;
+  for (int a = 0; a < 2; ++a) {
+    for (int b = 0; b < 2; ++b) {
+      double c = 0, norm_ab = 0;
+      int hosts = 0;
+      for (const FailureExposure& host : hosts_) {
+        const double e1 = Expected(host, 0, a), e2 = Expected(host, 1, b);
+        if (e1 <= 0 || e2 <= 0) continue;
+        c += (Failures(host, 0, a) - e1) * (Failures(host, 1, b) - e2);
+        norm_ab += e1 * e2;
+        ++hosts;
+      }
+      covariance_[a][b] = hosts >= 2 && norm_ab > 0 ? c / norm_ab : 0.0;
+      day_type_covariance_known_ &= hosts >= 2 && norm_ab > 0;
+    }
+  }
+  for (int d = 0; d < 2; ++d) covariance_[d][d] = std::max(0.0, covariance_[d][d]);
+  const double limit = std::sqrt(covariance_[0][0] * covariance_[1][1]);
+  covariance_[0][1] = covariance_[1][0] =
+      std::clamp(0.5 * (covariance_[0][1] + covariance_[1][0]), -limit, limit);
 }
 
 double HostFrailtyModel::Expected(const FailureExposure& host, int half) const {
@@ -112,6 +146,42 @@ double HostFrailtyModel::Expected(const FailureExposure& host, int half) const {
     }
   }
   return e;
+}
+
+double HostFrailtyModel::Expected(const FailureExposure& host, int half, int day_type) const {
+  double e = 0;
+  for (int k = 0; k < 2; ++k) {
+    if (half >= 0 && k != half) continue;
+    for (int h = 0; h < 24; ++h) e += host.up_steps[k][day_type][h] * rate_[day_type][h];
+  }
+  return e;
+}
+
+double HostFrailtyModel::Theta(const FailureExposure& host, int day_type) const {
+  if (!built_ || day_type < 0 || day_type > 1) return 1.0;
+  // A population without two hosts seen on both day types in both halves
+  // (e.g. a cluster younger than a week) cannot tell weekends from
+  // weekdays: one ratio for all days, as if perfectly correlated.
+  if (!day_type_covariance_known_) return Theta(host);
+  const auto& S = covariance_;
+  // x = (S + N)^-1 (r - 1) over the day types with exposure; theta = 1 + S x.
+  double e[2], dev[2];
+  for (int d = 0; d < 2; ++d) {
+    e[d] = Expected(host, -1, d);
+    dev[d] = e[d] > 0 ? Failures(host, -1, d) / e[d] - 1.0 : 0.0;
+  }
+  double x[2] = {0, 0};
+  if (e[0] > 0 && e[1] > 0) {
+    const double a = S[0][0] + dispersion_ / e[0], b = S[0][1], c = S[1][1] + dispersion_ / e[1];
+    const double det = a * c - b * b;  // > 0: N is positive definite, S semi-definite
+    x[0] = (c * dev[0] - b * dev[1]) / det;
+    x[1] = (a * dev[1] - b * dev[0]) / det;
+  } else {
+    for (int d = 0; d < 2; ++d) {
+      if (e[d] > 0) x[d] = dev[d] / (S[d][d] + dispersion_ / e[d]);
+    }
+  }
+  return std::max(0.0, 1.0 + S[day_type][0] * x[0] + S[day_type][1] * x[1]);
 }
 
 double HostFrailtyModel::Theta(const FailureExposure& host) const {

@@ -37,6 +37,22 @@
 // Credibility Theory, 2005, chapter 4). v = 0 (no detectable heterogeneity)
 // gives theta = 1 for every host: the prior is used as it is. Nothing here is
 // a tuning constant.
+//
+// By day type (Theta(host, day_type), EstimatorOptions::frailty_by_day_type):
+// a host's weekday and weekend ratios need not be the same (a desktop that is
+// switched off at weekends, a VM with weekend batch jobs). The two true ratios
+// (theta_wd, theta_we) get the multivariate credibility estimate (Buhlmann &
+// Gisler chapter 7; Jewell, ASTIN Bulletin 7, 1973)
+//   theta = 1 + S (S + N)^-1 (r - 1),
+// r_d = O_d / E_d the host's observed ratio on day type d, N = diag(phi / E_d)
+// its noise, and S the 2 x 2 between-host covariance of the true ratios from
+// the same split halves, S_ab = sum_h (O1_a - E1_a)(O2_b - E2_b) /
+// sum_h E1_a E2_b (the off-diagonal averaged over both orders; diagonal at
+// least 0, correlation clamped to [-1, 1]). A host with no exposure on one day
+// type is predicted there from the other through the covariance. When the two
+// ratios are perfectly correlated with equal variance (S = v 1 1') this is
+// exactly the pooled theta above (Sherman-Morrison); with less correlation a
+// host's weekends are judged more by its weekends.
 #ifndef SOJOURN_MODELS_AVAILABILITY_FRAILTY_H_
 #define SOJOURN_MODELS_AVAILABILITY_FRAILTY_H_
 
@@ -84,12 +100,23 @@ class HostFrailtyModel {
   // Expected failures of `host` at the population's rates (in one half, or
   // both with half = -1).
   double Expected(const FailureExposure& host, int half = -1) const;
+  // The same on one day type (0 weekday, 1 weekend).
+  double Expected(const FailureExposure& host, int half, int day_type) const;
   // 1 + Z (O / E - 1); 1 when v = 0, before Build, or with no exposure.
   double Theta(const FailureExposure& host) const;
+  // The host's ratio on day type 0 (weekday) or 1 (weekend), by the
+  // multivariate credibility above; 1 before Build, with no exposure, or
+  // when S = 0. Theta(host) when S cannot be estimated (fewer than two hosts
+  // with exposure in both halves for some pair of day types).
+  double Theta(const FailureExposure& host, int day_type) const;
   // The between-host variance v of the ratio (0 = no heterogeneity
   // detected) and the within-host dispersion phi.
   double variance() const { return variance_; }
   double dispersion() const { return dispersion_; }
+  // S_ab, the between-host covariance of the true ratios on day types a, b,
+  // and whether every entry could be estimated.
+  double covariance(int a, int b) const { return covariance_[a][b]; }
+  bool day_type_covariance_known() const { return day_type_covariance_known_; }
   int hosts() const { return static_cast<int>(hosts_.size()); }
 
  private:
@@ -97,6 +124,8 @@ class HostFrailtyModel {
   FailureExposure pooled_;
   std::array<std::array<double, 24>, 2> rate_{};
   double variance_ = 0;
+  std::array<std::array<double, 2>, 2> covariance_{};
+  bool day_type_covariance_known_ = false;
   double dispersion_ = 1;
   bool built_ = false;
 };

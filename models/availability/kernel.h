@@ -119,6 +119,13 @@ struct EstimatorOptions {
   // the relative error where smp lost and keeps the Brier score within 1 %
   // on both shared traces (docs/EVALUATION.md, "Host frailty").
   bool host_frailty = true;
+  // With host_frailty, the caller takes the host's ratio on the requested
+  // day type (HostFrailtyModel::Theta(host, day_type): weekday and weekend
+  // ratios as two correlated frailties, multivariate credibility) instead of
+  // one ratio over all days. On by default: Brier lower on every shared-trace
+  // run and host half, fewer losing weekend cells on the desktop trace
+  // (docs/EVALUATION.md, "Host frailty by day type").
+  bool frailty_by_day_type = true;
   // Blend with the empirical window frequency of the training windows that
   // started in the same state (PredictFromStats): TR = (1 - w) TR_smp + w
   // TR_freq. 0 = pure SMP.

@@ -284,7 +284,7 @@ std::array<availability::SojournStats, 24> HourStats(const HostGrid& hg, int dt,
 
 HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
                         const std::vector<int>& methods, const PooledStats* pooled,
-                        double hazard_ratio) {
+                        const std::array<double, 2>& hazard_ratio) {
   HostOutput out;
   const int bins = cfg.reliability_bins;
   out.reliability.assign(kNumMethods, std::vector<ReliabilityBin>(bins));
@@ -321,7 +321,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
     std::array<availability::SojournStats, 24> smp_stats, paper_stats;
     if (want[kSmp]) {
       smp_stats = HourStats(hg, dt, cfg, cfg.smp_options);
-      for (auto& s : smp_stats) s.prior_hazard_ratio = hazard_ratio;
+      for (auto& s : smp_stats) s.prior_hazard_ratio = hazard_ratio[dt];
     }
     if (want[kSmpPaper]) paper_stats = HourStats(hg, dt, cfg, SmpPaperOptions());
     // Test days of this type, chronological.
@@ -674,7 +674,9 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
   // Host frailty (EstimatorOptions::host_frailty): each host's hazard ratio
   // against all hosts' training halves, as the predictor computes it over its
   // registered hosts.
-  std::vector<double> hazard_ratio(grids.hosts.size(), 1.0);
+  // One ratio per day type (EstimatorOptions::frailty_by_day_type) or the
+  // same over all days.
+  std::vector<std::array<double, 2>> hazard_ratio(grids.hosts.size(), {1.0, 1.0});
   if (want_smp && config.smp_options.host_frailty && pooled != nullptr) {
     availability::HostFrailtyModel frailty;
     std::vector<availability::FailureExposure> exposure;
@@ -684,8 +686,17 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
       frailty.Add(exposure.back());
     }
     frailty.Build();
-    for (size_t h = 0; h < grids.hosts.size(); ++h) hazard_ratio[h] = frailty.Theta(exposure[h]);
+    for (size_t h = 0; h < grids.hosts.size(); ++h) {
+      for (int dt = 0; dt < 2; ++dt) {
+        hazard_ratio[h][dt] = config.smp_options.frailty_by_day_type
+                                  ? frailty.Theta(exposure[h], dt)
+                                  : frailty.Theta(exposure[h]);
+      }
+    }
     r.frailty_variance = frailty.variance();
+    for (int a = 0; a < 2; ++a) {
+      for (int b = 0; b < 2; ++b) r.frailty_covariance[a][b] = frailty.covariance(a, b);
+    }
     r.frailty_dispersion = frailty.dispersion();
   }
 
@@ -910,7 +921,13 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
   j["cells_without_history"] = r.cells_without_history;
   j["outage_grid_points"] = r.outage_points;
   if (config.smp_options.host_frailty) {
-    j["host_frailty"] = {{"variance", r.frailty_variance}, {"dispersion", r.frailty_dispersion}};
+    j["host_frailty"] = {{"variance", r.frailty_variance},
+                         {"dispersion", r.frailty_dispersion},
+                         {"by_day_type", config.smp_options.frailty_by_day_type},
+                         {"day_type_covariance",
+                          {{"weekday", r.frailty_covariance[0][0]},
+                           {"weekend", r.frailty_covariance[1][1]},
+                           {"weekday_weekend", r.frailty_covariance[0][1]}}}};
   }
   j["grid_points"] = r.grid_points;
   return j;
@@ -995,8 +1012,11 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
       if (config.smp_prior == "hosts") {
         prior = pooled.get();
         if (with_frailty) {
-          stats.prior_hazard_ratio = frailty.Theta(availability::CountFailureExposure(
-              series, SplitUnix(hg, config), config.utc_offset_seconds, OutageExclude(hg, 1)));
+          const availability::FailureExposure exposure = availability::CountFailureExposure(
+              series, SplitUnix(hg, config), config.utc_offset_seconds, OutageExclude(hg, 1));
+          // These tests use weekday windows (SpecOf(0, ...)).
+          stats.prior_hazard_ratio = opt.frailty_by_day_type ? frailty.Theta(exposure, 0)
+                                                             : frailty.Theta(exposure);
         }
       } else if (config.smp_prior == "hours") {
         for (int h2 = 0; h2 < 24; ++h2) {

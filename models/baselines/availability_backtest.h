@@ -127,6 +127,8 @@ struct BacktestResult {
   // The frailty variance v and dispersion phi of HostFrailtyModel when smp used host_frailty.
   double frailty_variance = 0;
   double frailty_dispersion = 0;
+  // Its day-type covariance S ([0] weekday, [1] weekend).
+  std::array<std::array<double, 2>, 2> frailty_covariance{};
   int64_t grid_points = 0;
 };
 

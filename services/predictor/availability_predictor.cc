@@ -155,7 +155,10 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
     prior = population.stats;
     // Host frailty: the prior's failure hazards at this host's level.
     if (population.frailty != nullptr && exposure.has_value()) {
-      host_stats.prior_hazard_ratio = population.frailty->Theta(*exposure);
+      host_stats.prior_hazard_ratio =
+          config_.estimator.frailty_by_day_type
+              ? population.frailty->Theta(*exposure, day_type == availability::DayType::kWeekend)
+              : population.frailty->Theta(*exposure);
     }
     if (stats_resp.state_since_unix_seconds() > 0 && start >= stats_resp.state_since_unix_seconds()) {
       age_seconds = start - stats_resp.state_since_unix_seconds();

@@ -396,7 +396,12 @@ availability::TrPrediction LibraryPipeline(statemgr::HostBook& book, int64_t sta
   }
   const availability::SojournStats pooled = builder.Build(opt.level_corrected_borrowing);
   frailty.Build();
-  if (opt.host_frailty) own.prior_hazard_ratio = frailty.Theta(calm_exposure);
+  if (opt.host_frailty) {
+    own.prior_hazard_ratio =
+        opt.frailty_by_day_type
+            ? frailty.Theta(calm_exposure, spec.day_type == availability::DayType::kWeekend)
+            : frailty.Theta(calm_exposure);
+  }
   const size_t at = static_cast<size_t>((start - calm_series.start_unix) / 300);
   *init = calm_series.states[at];
   const int64_t age = availability::InitialAgeSteps(calm_series.states, at, 1 << 20) * 300;

@@ -87,7 +87,8 @@ options:
                            long_age_seconds, per_class_age_prior,
                            age_prior_windows, frequency_weight,
                            empirical_bayes_prior, exact_age_first_sojourn,
-                           host_frailty, level_corrected_borrowing
+                           host_frailty, frailty_by_day_type,
+                           level_corrected_borrowing
   --smp-prior SRC          shrinkage prior when prior_windows > 0: hosts (the same
                            day type and start hour pooled over all hosts, default;
                            with host_frailty, on by default, its failure hazards
@@ -200,6 +201,8 @@ void ApplySmpOptions(const std::string& text, availability::EstimatorOptions* o)
       o->exact_age_first_sojourn = v != 0;
     } else if (k == "host_frailty") {
       o->host_frailty = v != 0;
+    } else if (k == "frailty_by_day_type") {
+      o->frailty_by_day_type = v != 0;
     } else if (k == "level_corrected_borrowing") {
       o->level_corrected_borrowing = v != 0;
     } else if (k == "frequency_weight") {

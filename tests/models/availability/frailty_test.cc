@@ -4,6 +4,7 @@
 #include "models/availability/frailty.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <random>
@@ -341,6 +342,163 @@ TEST(HostFrailtyModelTest, RecoversSimulatedFrailty) {
     mse_theta += std::pow(m.Theta(hosts[i]) - truth[i], 2);
   }
   EXPECT_LT(mse_theta, mse_raw);
+}
+
+// Weekday and weekend ratios as two correlated frailties: 600 hosts whose
+// weekday ratio is gamma(mean 1, variance 0.25) and whose weekend ratio is it
+// times an independent gamma(mean 1, variance 1) factor (true covariance
+// S = [[0.25, 0.25], [0.25, 1.5]], correlation 0.41).
+TEST(HostFrailtyModelTest, DayTypeRatiosByMultivariateCredibility) {
+  std::mt19937 rng(20261122);
+  std::gamma_distribution<double> weekday_ratio(4.0, 0.25), weekend_factor(1.0, 1.0);
+  double rate[2][24];
+  for (int d = 0; d < 2; ++d)
+    for (int h = 0; h < 24; ++h) rate[d][h] = 0.01 * (1 + 0.5 * std::cos(h * std::acos(-1.0) / 12));
+  std::vector<FailureExposure> hosts;
+  std::vector<std::array<double, 2>> truth;
+  HostFrailtyModel m;
+  for (int i = 0; i < 600; ++i) {
+    const double wd = weekday_ratio(rng), we = wd * weekend_factor(rng);
+    FailureExposure e;
+    for (int k = 0; k < 2; ++k)
+      for (int d = 0; d < 2; ++d)
+        for (int h = 0; h < 24; ++h) {
+          e.up_steps[k][d][h] = d == 0 ? 60 : 24;
+          e.failures[k][d][h] =
+              std::poisson_distribution<int>((d == 0 ? wd : we) * rate[d][h] * e.up_steps[k][d][h])(rng);
+        }
+    hosts.push_back(e);
+    truth.push_back({wd, we});
+    m.Add(e);
+  }
+  EXPECT_EQ(m.Theta(hosts[0], 1), 1.0);  // before Build
+  m.Build();
+  EXPECT_NEAR(m.covariance(0, 0), 0.25, 0.1);
+  EXPECT_NEAR(m.covariance(1, 1), 1.5, 0.5);
+  EXPECT_NEAR(m.covariance(0, 1), 0.25, 0.15);
+  EXPECT_EQ(m.covariance(0, 1), m.covariance(1, 0));
+
+  // The covariance from cross-products computed here, with the pooled rates.
+  double pooled_rate[2][24];
+  for (int d = 0; d < 2; ++d)
+    for (int h = 0; h < 24; ++h) {
+      double up = 0, f = 0;
+      for (const auto& e : hosts) {
+        up += e.up_steps[0][d][h] + e.up_steps[1][d][h];
+        f += e.failures[0][d][h] + e.failures[1][d][h];
+      }
+      pooled_rate[d][h] = f / up;
+    }
+  auto obs = [&](const FailureExposure& e, int k, int d) {
+    double o = 0, x = 0;
+    for (int h = 0; h < 24; ++h) {
+      o += e.failures[k][d][h];
+      x += e.up_steps[k][d][h] * pooled_rate[d][h];
+    }
+    return std::array<double, 2>{o, x};
+  };
+  double c[2][2];
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b) {
+      double num = 0, den = 0;
+      for (const auto& e : hosts) {
+        const auto [o1, e1] = obs(e, 0, a);
+        const auto [o2, e2] = obs(e, 1, b);
+        num += (o1 - e1) * (o2 - e2);
+        den += e1 * e2;
+      }
+      c[a][b] = num / den;
+    }
+  EXPECT_NEAR(m.covariance(0, 0), c[0][0], 1e-9);
+  EXPECT_NEAR(m.covariance(1, 1), c[1][1], 1e-9);
+  EXPECT_NEAR(m.covariance(0, 1), 0.5 * (c[0][1] + c[1][0]), 1e-9);
+
+  // Theta(host, d) = 1 + S (S + N)^-1 (r - 1), solved here with Cramer's rule
+  // written out differently; and it is closer to each day type's true ratio
+  // than the pooled ratio is.
+  double mse_pooled[2] = {0, 0}, mse_day[2] = {0, 0};
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    double r[2], n[2];
+    for (int d = 0; d < 2; ++d) {
+      const auto w = obs(hosts[i], 0, d), v = obs(hosts[i], 1, d);
+      r[d] = (w[0] + v[0]) / (w[1] + v[1]);
+      n[d] = m.dispersion() / (w[1] + v[1]);
+    }
+    const double s00 = m.covariance(0, 0), s01 = m.covariance(0, 1), s11 = m.covariance(1, 1);
+    const double a00 = s00 + n[0], a11 = s11 + n[1], det = a00 * a11 - s01 * s01;
+    const double x0 = ((r[0] - 1) * a11 - (r[1] - 1) * s01) / det;
+    const double x1 = ((r[1] - 1) * a00 - (r[0] - 1) * s01) / det;
+    EXPECT_NEAR(m.Theta(hosts[i], 0), std::max(0.0, 1 + s00 * x0 + s01 * x1), 1e-9);
+    EXPECT_NEAR(m.Theta(hosts[i], 1), std::max(0.0, 1 + s01 * x0 + s11 * x1), 1e-9);
+    for (int d = 0; d < 2; ++d) {
+      mse_pooled[d] += std::pow(m.Theta(hosts[i]) - truth[i][d], 2);
+      mse_day[d] += std::pow(m.Theta(hosts[i], d) - truth[i][d], 2);
+    }
+  }
+  EXPECT_LT(mse_day[1], 0.8 * mse_pooled[1]);  // the weekends differ most
+  EXPECT_LT(mse_day[0], mse_pooled[0]);
+
+  // A host seen only on weekdays: its weekend ratio comes through the
+  // covariance, 1 + S_10 (r_0 - 1) / (S_00 + N_0).
+  FailureExposure weekdays_only = hosts[0];
+  for (auto& half : weekdays_only.up_steps) half[1].fill(0);
+  for (auto& half : weekdays_only.failures) half[1].fill(0);
+  const auto w = obs(weekdays_only, 0, 0), v = obs(weekdays_only, 1, 0);
+  const double r0 = (w[0] + v[0]) / (w[1] + v[1]);
+  const double x0 = (r0 - 1) / (m.covariance(0, 0) + m.dispersion() / (w[1] + v[1]));
+  EXPECT_NEAR(m.Theta(weekdays_only, 1), std::max(0.0, 1 + m.covariance(1, 0) * x0), 1e-9);
+  EXPECT_NEAR(m.Theta(weekdays_only, 0), std::max(0.0, 1 + m.covariance(0, 0) * x0), 1e-9);
+  EXPECT_EQ(m.Theta(FailureExposure{}, 0), 1.0);
+  EXPECT_EQ(m.Theta(hosts[0], 2), 1.0);  // not a day type
+  EXPECT_TRUE(m.day_type_covariance_known());
+
+  // A population seen on weekdays only (a cluster younger than a week) has
+  // no weekend moments: every day type gets the pooled ratio.
+  HostFrailtyModel young;
+  std::vector<FailureExposure> weekday_hosts;
+  for (size_t i = 0; i < 50; ++i) {
+    FailureExposure e = hosts[i];
+    for (auto& half : e.up_steps) half[1].fill(0);
+    for (auto& half : e.failures) half[1].fill(0);
+    weekday_hosts.push_back(e);
+    young.Add(e);
+  }
+  young.Build();
+  EXPECT_FALSE(young.day_type_covariance_known());
+  ASSERT_GT(young.variance(), 0);
+  for (const auto& e : weekday_hosts) {
+    EXPECT_EQ(young.Theta(e, 0), young.Theta(e));
+    EXPECT_EQ(young.Theta(e, 1), young.Theta(e));
+  }
+}
+
+// With identical weekday and weekend behaviour the day-type ratios agree
+// with the pooled ratio (S close to v 1 1').
+TEST(HostFrailtyModelTest, DayTypeRatiosMatchPooledWhenDaysAlike) {
+  std::mt19937 rng(7);
+  std::gamma_distribution<double> gamma(2.0, 0.5);
+  HostFrailtyModel m;
+  std::vector<FailureExposure> hosts;
+  for (int i = 0; i < 2000; ++i) {
+    const double theta = gamma(rng);
+    FailureExposure e;
+    for (int k = 0; k < 2; ++k)
+      for (int d = 0; d < 2; ++d)
+        for (int h = 0; h < 24; ++h) {
+          e.up_steps[k][d][h] = 40;
+          e.failures[k][d][h] = std::poisson_distribution<int>(theta * 0.4)(rng);
+        }
+    hosts.push_back(e);
+    m.Add(e);
+  }
+  m.Build();
+  const double corr =
+      m.covariance(0, 1) / std::sqrt(m.covariance(0, 0) * m.covariance(1, 1));
+  EXPECT_GT(corr, 0.9);
+  double worst = 0;
+  for (const auto& e : hosts)
+    for (int d = 0; d < 2; ++d) worst = std::max(worst, std::fabs(m.Theta(e, d) - m.Theta(e)));
+  EXPECT_LT(worst, 0.1);
 }
 
 }  // namespace
