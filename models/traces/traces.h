@@ -31,7 +31,8 @@ struct ImportOptions {
   int max_hosts = 0;
 };
 
-// Reads a trace from PATH: a canonical CSV (optionally .gz/.xz), a Grid
+// Reads a trace from PATH: a canonical CSV (optionally .gz/.xz; a field may
+// be an RFC 4180 quoted field, so a host name can hold commas), a Grid
 // Workloads Archive per-VM directory or .tar.xz/.tar.gz of per-VM CSVs, or an
 // availability matrix (one host per line of 0/1 values, optionally .gz).
 // kAuto picks the format from the path and the first line.
@@ -59,7 +60,9 @@ struct SampledGridDefaults {
 };
 SampledGridDefaults DefaultSampledGrid(const std::vector<HostTrace>& traces);
 
-// Writes traces as canonical CSV (header host,timestamp,cpu_load,free_mem_mb).
+// Writes traces as canonical CSV (header host,timestamp,cpu_load,free_mem_mb);
+// a host name with a comma or quote is written quoted, one with a line break
+// is rejected.
 absl::Status WriteCanonicalCsv(const std::vector<HostTrace>& traces, const std::string& path);
 
 }  // namespace sojourn::traces
