@@ -138,14 +138,7 @@ void HostFrailtyModel::Build() {
 }
 
 double HostFrailtyModel::Expected(const FailureExposure& host, int half) const {
-  double e = 0;
-  for (int k = 0; k < 2; ++k) {
-    if (half >= 0 && k != half) continue;
-    for (int d = 0; d < 2; ++d) {
-      for (int h = 0; h < 24; ++h) e += host.up_steps[k][d][h] * rate_[d][h];
-    }
-  }
-  return e;
+  return Expected(host, half, 0) + Expected(host, half, 1);
 }
 
 double HostFrailtyModel::Expected(const FailureExposure& host, int half, int day_type) const {

@@ -66,7 +66,7 @@ std::vector<int> ClusterHierarchical(const Eigen::MatrixXd& objects, int k, Link
     nn_dist[i] = kInf;
     const double* col = d.col(i).data();  // symmetric: column i == row i
     for (int j = i + 1; j < n; ++j) {
-      if (active[j] && col[j] < nn_dist[i]) {
+      if (active[j] && (nn[i] < 0 || col[j] < nn_dist[i])) {
         nn_dist[i] = col[j];
         nn[i] = j;
       }
@@ -77,21 +77,10 @@ std::vector<int> ClusterHierarchical(const Eigen::MatrixXd& objects, int k, Link
     int bi = -1;
     double best = kInf;
     for (int i = 0; i < n; ++i) {
-      if (active[i] && nn[i] >= 0 && nn_dist[i] < best) {
+      // (bi < 0 ||: a pair is taken even if every distance overflowed to inf.)
+      if (active[i] && nn[i] >= 0 && (bi < 0 || nn_dist[i] < best)) {
         best = nn_dist[i];
         bi = i;
-      }
-    }
-    if (bi < 0) {  // only NaN distances left (non-finite objects): take the first pair
-      for (int i = 0; i < n && bi < 0; ++i) {
-        if (!active[i]) continue;
-        for (int j = i + 1; j < n; ++j) {
-          if (active[j]) {
-            bi = i;
-            nn[i] = j;
-            break;
-          }
-        }
       }
     }
     const int bj = nn[bi];

@@ -1,6 +1,7 @@
 #include "models/usage/clustering.h"
 
 #include <algorithm>
+#include <limits>
 #include <random>
 #include <set>
 #include <vector>
@@ -207,6 +208,20 @@ TEST(ClusteringLinkageTest, FewerRowsThanClusters) {
   x.setRandom();
   EXPECT_EQ(ClusterHierarchical(x, 5, Linkage::kWard), (std::vector<int>{0, 1, 2}));
   EXPECT_TRUE(ClusterHierarchical(Eigen::MatrixXd(0, 4), 5, Linkage::kWard).empty());
+  // A non-finite object (never built by BuildObjects, but the function is
+  // public) still gives k clusters, not a crash.
+  Eigen::MatrixXd bad = Eigen::MatrixXd::Zero(6, 3);
+  for (int i = 0; i < 6; ++i) bad(i, 0) = i;
+  bad(2, 1) = std::numeric_limits<double>::quiet_NaN();
+  for (Linkage l : {Linkage::kCentroid, Linkage::kWard, Linkage::kSingle, Linkage::kComplete}) {
+    const std::vector<int> labels = ClusterHierarchical(bad, 2, l);
+    ASSERT_EQ(labels.size(), 6u);
+    EXPECT_EQ(std::set<int>(labels.begin(), labels.end()), (std::set<int>{0, 1})) << LinkageName(l);
+  }
+  // Distances that overflow to inf still merge down to k clusters.
+  const Eigen::MatrixXd huge = 1e300 * bad.cwiseMax(0.0).leftCols(1).replicate(1, 3);
+  const std::vector<int> labels = ClusterHierarchical(huge, 2, Linkage::kCentroid);
+  EXPECT_EQ(std::set<int>(labels.begin(), labels.end()), (std::set<int>{0, 1}));
 }
 
 TEST(ClusteringLinkageTest, ParsesNames) {
