@@ -217,11 +217,11 @@ struct TrainWindow {
   int64_t steps;  // length in steps (the longest window, M)
 };
 
-availability::WindowSpec SpecOf(int dt, int hour, const BacktestConfig& cfg) {
+availability::WindowSpec SpecOf(int dt, int hour, const BacktestConfig& cfg, int hours = 0) {
   availability::WindowSpec spec;
   spec.day_type = dt == 0 ? availability::DayType::kWeekday : availability::DayType::kWeekend;
   spec.start_second_of_day = int64_t{hour} * 3600;
-  spec.length_seconds = int64_t{cfg.max_window_hours} * 3600;
+  spec.length_seconds = int64_t{hours > 0 ? hours : cfg.max_window_hours} * 3600;
   spec.history_days = cfg.history_days;
   spec.utc_offset_seconds = cfg.utc_offset_seconds;
   return spec;
@@ -242,12 +242,14 @@ std::function<bool(size_t)> OutageExclude(const HostGrid& hg, int64_t steps) {
 // library's same-clock history windows (availability::HistoryWindowStarts) of
 // the longest length ending by the split, minus those touching an outage;
 // newest first.
+// With `hours` > 0, the windows of that many hours instead of the longest
+// (max_steps must then be hours * steps per hour).
 std::vector<TrainWindow> TrainingWindows(const HostGrid& hg, int dt, int hour, int64_t max_steps,
-                                         const BacktestConfig& cfg) {
+                                         const BacktestConfig& cfg, int hours = 0) {
   std::vector<TrainWindow> out;
   auto exclude = OutageExclude(hg, max_steps);
-  for (size_t s :
-       availability::HistoryWindowStarts(hg.series, SpecOf(dt, hour, cfg), SplitUnix(hg, cfg))) {
+  for (size_t s : availability::HistoryWindowStarts(hg.series, SpecOf(dt, hour, cfg, hours),
+                                                    SplitUnix(hg, cfg))) {
     if (exclude(s)) continue;
     out.push_back({static_cast<int64_t>(s), max_steps});
   }
@@ -269,21 +271,33 @@ struct HostOutput {
 // Pooled prior statistics [day type][hour] (may be null).
 using PooledStats = std::array<std::array<availability::SojournStats, 24>, 2>;
 
-// The SMP training statistics of every start hour of day type `dt`.
+// The window lengths (hours) smp, smp_paper and window_frequency estimate
+// from: each length on its own, or only the longest (every length read off
+// its curve).
+std::vector<int> WindowLengths(const BacktestConfig& cfg) {
+  if (!cfg.windows_per_length) return {cfg.max_window_hours};
+  std::vector<int> out;
+  for (int L = 1; L <= cfg.max_window_hours; ++L) out.push_back(L);
+  return out;
+}
+
+// The SMP training statistics of every start hour of day type `dt`, from
+// windows of `hours` (0 = the longest).
 std::array<availability::SojournStats, 24> HourStats(const HostGrid& hg, int dt,
                                                      const BacktestConfig& cfg,
-                                                     const availability::EstimatorOptions& opt) {
+                                                     const availability::EstimatorOptions& opt,
+                                                     int hours = 0) {
   std::array<availability::SojournStats, 24> out;
-  const int64_t steps = int64_t{cfg.max_window_hours} * (3600 / cfg.step_seconds);
+  const int64_t steps = int64_t{hours > 0 ? hours : cfg.max_window_hours} * (3600 / cfg.step_seconds);
   for (int hour = 0; hour < 24; ++hour) {
-    out[hour] = availability::CollectStats(hg.series, SpecOf(dt, hour, cfg), SplitUnix(hg, cfg),
-                                           opt, OutageExclude(hg, steps));
+    out[hour] = availability::CollectStats(hg.series, SpecOf(dt, hour, cfg, hours),
+                                           SplitUnix(hg, cfg), opt, OutageExclude(hg, steps));
   }
   return out;
 }
 
 HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
-                        const std::vector<int>& methods, const PooledStats* pooled,
+                        const std::vector<int>& methods, const std::vector<PooledStats>* pooled,
                         const std::array<double, 2>& hazard_ratio) {
   HostOutput out;
   const int bins = cfg.reliability_bins;
@@ -318,12 +332,22 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
         continue;
       }
     }
-    std::array<availability::SojournStats, 24> smp_stats, paper_stats;
+    // smp_stats[k], paper_stats[k]: from windows of lengths[k] hours.
+    const std::vector<int> lengths = WindowLengths(cfg);
+    const int n_len = static_cast<int>(lengths.size());
+    std::vector<std::array<availability::SojournStats, 24>> smp_stats(n_len);
+    std::vector<std::array<availability::SojournStats, 24>> paper_stats(n_len);
     if (want[kSmp]) {
-      smp_stats = HourStats(hg, dt, cfg, cfg.smp_options);
-      for (auto& s : smp_stats) s.prior_hazard_ratio = hazard_ratio[dt];
+      for (int k = 0; k < n_len; ++k) {
+        smp_stats[k] = HourStats(hg, dt, cfg, cfg.smp_options, lengths[k]);
+        for (auto& s : smp_stats[k]) s.prior_hazard_ratio = hazard_ratio[dt];
+      }
     }
-    if (want[kSmpPaper]) paper_stats = HourStats(hg, dt, cfg, SmpPaperOptions());
+    if (want[kSmpPaper]) {
+      for (int k = 0; k < n_len; ++k) {
+        paper_stats[k] = HourStats(hg, dt, cfg, SmpPaperOptions(), lengths[k]);
+      }
+    }
     // Test days of this type, chronological.
     std::vector<int64_t> test_days;
     for (int64_t d = hg.split_day; d <= hg.last_day; ++d) {
@@ -370,39 +394,43 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
 
       // sojourn's SMP: one TR curve per initial state, from the library's
       // CollectStats + PredictFromStats (what the predictor service runs).
-      std::vector<double> paper_curve[2];  // [init-1]
-      // smp curves by (init-1, the host's age in its initial state): the age
-      // only matters with age conditioning (recent_age_seconds > 0), so
-      // without it there is one curve per initial state.
-      std::map<int64_t, std::vector<double>> smp_curves[2];
-      const availability::SojournStats* prior = nullptr;
-      availability::SojournStats hours_prior;
+      std::vector<std::array<std::vector<double>, 2>> paper_curve(n_len);  // [k][init-1]
+      // smp curves by (length index, init-1, the host's age in its initial
+      // state): the age only matters with age conditioning
+      // (recent_age_seconds > 0), so without it there is one curve per
+      // initial state and length index.
+      std::vector<std::array<std::map<int64_t, std::vector<double>>, 2>> smp_curves(n_len);
+      std::vector<const availability::SojournStats*> prior(n_len, nullptr);
+      std::vector<availability::SojournStats> hours_prior(n_len);
       if (want[kSmp] && cfg.smp_options.prior_windows > 0 && cfg.smp_prior != "none") {
-        if (cfg.smp_prior == "hours") {
-          for (int h2 = 0; h2 < 24; ++h2) {
-            if (h2 != hour) hours_prior.Merge(smp_stats[h2]);
+        for (int k = 0; k < n_len; ++k) {
+          if (cfg.smp_prior == "hours") {
+            for (int h2 = 0; h2 < 24; ++h2) {
+              if (h2 != hour) hours_prior[k].Merge(smp_stats[k][h2]);
+            }
+            prior[k] = &hours_prior[k];
+          } else if (pooled != nullptr) {
+            prior[k] = &(*pooled)[k][dt][hour];
           }
-          prior = &hours_prior;
-        } else if (pooled != nullptr) {
-          prior = &(*pooled)[dt][hour];
         }
       }
-      // PredictFromStats in two steps (the shrinkage once per cell).
-      double strength = 0;
-      std::unique_ptr<availability::SojournStats> shrunk;
-      auto smp_curve = [&](int i, int64_t age_seconds) -> const std::vector<double>& {
-        auto it = smp_curves[i].find(age_seconds);
-        if (it == smp_curves[i].end()) {
-          if (shrunk == nullptr) {
-            shrunk = std::make_unique<availability::SojournStats>(
-                availability::ShrinkStats(smp_stats[hour], cfg.smp_options, prior, &strength));
+      // PredictFromStats in two steps (the shrinkage once per cell and length).
+      std::vector<double> strength(n_len, 0);
+      std::vector<std::unique_ptr<availability::SojournStats>> shrunk(n_len);
+      auto smp_curve = [&](int k, int i, int64_t age_seconds) -> const std::vector<double>& {
+        auto it = smp_curves[k][i].find(age_seconds);
+        if (it == smp_curves[k][i].end()) {
+          if (shrunk[k] == nullptr) {
+            shrunk[k] = std::make_unique<availability::SojournStats>(availability::ShrinkStats(
+                smp_stats[k][hour], cfg.smp_options, prior[k], &strength[k]));
           }
-          it = smp_curves[i]
-                   .emplace(age_seconds, availability::PredictFromShrunk(
-                                             *shrunk, static_cast<HostState>(i + 1),
-                                             static_cast<int>(M), cfg.smp_options, prior,
-                                             strength, age_seconds)
-                                             .tr)
+          it = smp_curves[k][i]
+                   .emplace(age_seconds,
+                            availability::PredictFromShrunk(
+                                *shrunk[k], static_cast<HostState>(i + 1),
+                                static_cast<int>(lengths[k] * sph), cfg.smp_options,
+                                prior[k], strength[k], age_seconds)
+                                .tr)
                    .first;
         }
         return it->second;
@@ -414,10 +442,12 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
         }
         for (int i = 0; i < 2; ++i) {
           if (!need_init[i]) continue;
-          paper_curve[i] =
-              availability::PredictFromStats(paper_stats[hour], static_cast<HostState>(i + 1),
-                                             static_cast<int>(M), SmpPaperOptions())
-                  .tr;
+          for (int k = 0; k < n_len; ++k) {
+            paper_curve[k][i] = availability::PredictFromStats(
+                                    paper_stats[k][hour], static_cast<HostState>(i + 1),
+                                    static_cast<int>(lengths[k] * sph), SmpPaperOptions())
+                                    .tr;
+          }
         }
       }
 
@@ -425,11 +455,18 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
       // windows that survived (no S3/S4/S5 in samples 1..M), among those that
       // started in the cell's initial state, or, when none did, among those
       // that started in S1 or S2 (there is at least one, see above).
+      // With per-length windows (windows_per_length), the windows of L
+      // hours for length L, as smp and smp_paper see them.
       double wf[2][32];
-      for (int i = 0; i < 2; ++i) {
-        for (int L = 1; L <= H; ++L) {
+      std::vector<TrainWindow> train_of_length;
+      for (int L = 1; L <= H; ++L) {
+        if (want[kWindowFrequency] && n_len > 1) {
+          train_of_length = TrainingWindows(hg, dt, hour, L * sph, cfg, L);
+        }
+        const std::vector<TrainWindow>& wf_train = n_len > 1 ? train_of_length : train;
+        for (int i = 0; i < 2; ++i) {
           int64_t n_same = 0, s_same = 0, n_up = 0, s_up = 0;
-          for (const TrainWindow& w : train) {
+          for (const TrainWindow& w : wf_train) {
             if (w.steps < L * sph) continue;
             const HostState st = hg.series.states[w.start];
             if (IsFailure(st)) continue;
@@ -480,7 +517,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
         }
         if (!t.scored) continue;
         const int i = static_cast<int>(hg.series.states[t.s]) - 1;
-        const std::vector<double>* smp_tr = nullptr;
+        int64_t smp_age_seconds = -1;
         if (want[kSmp]) {
           // How long the host has been in its initial state (capped; -1 =
           // unknown), as the predictor service passes it.
@@ -511,7 +548,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
               }
             }
           }
-          smp_tr = &smp_curve(i, age_seconds);
+          smp_age_seconds = age_seconds;
         }
         for (int L = 1; L <= H && L * sph <= t.steps; ++L) {
           const int64_t m_steps = L * sph;
@@ -524,10 +561,10 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
             double p = 0;
             switch (m) {
               case kSmp:
-                p = (*smp_tr)[m_steps - 1];
+                p = smp_curve(n_len == 1 ? 0 : L - 1, i, smp_age_seconds)[m_steps - 1];
                 break;
               case kSmpPaper:
-                p = paper_curve[i][m_steps - 1];
+                p = paper_curve[n_len == 1 ? 0 : L - 1][i][m_steps - 1];
                 break;
               case kWindowFrequency:
                 p = wf[i][L];
@@ -652,22 +689,29 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
   r.grid_points = grids.grid_points;
 
   // Shrinkage prior pooled over all hosts (issue 7), only when it is used.
-  std::unique_ptr<PooledStats> pooled;
+  // One per window length (WindowLengths).
+  std::unique_ptr<std::vector<PooledStats>> pooled;
   const bool want_smp =
       std::find(methods->begin(), methods->end(), static_cast<int>(kSmp)) != methods->end();
   if (want_smp && config.smp_options.prior_windows > 0 && config.smp_prior == "hosts") {
-    // The library's builder, as the predictor service pools its hosts.
-    auto builders = std::make_unique<std::array<std::array<availability::PopulationPriorBuilder, 24>, 2>>();
-    for (const HostGrid& hg : grids.hosts) {
-      for (int dt = 0; dt < 2; ++dt) {
-        auto hs = HourStats(hg, dt, config, config.smp_options);
-        for (int hour = 0; hour < 24; ++hour) (*builders)[dt][hour].Add(hs[hour]);
+    const std::vector<int> lengths = WindowLengths(config);
+    pooled = std::make_unique<std::vector<PooledStats>>(lengths.size());
+    for (size_t k = 0; k < lengths.size(); ++k) {
+      // The library's builder, as the predictor service pools its hosts.
+      auto builders = std::make_unique<
+          std::array<std::array<availability::PopulationPriorBuilder, 24>, 2>>();
+      for (const HostGrid& hg : grids.hosts) {
+        for (int dt = 0; dt < 2; ++dt) {
+          auto hs = HourStats(hg, dt, config, config.smp_options, lengths[k]);
+          for (int hour = 0; hour < 24; ++hour) (*builders)[dt][hour].Add(hs[hour]);
+        }
       }
-    }
-    pooled = std::make_unique<PooledStats>();
-    for (int dt = 0; dt < 2; ++dt) {
-      for (int hour = 0; hour < 24; ++hour) (*pooled)[dt][hour] =
-            (*builders)[dt][hour].Build(config.smp_options.level_corrected_borrowing);
+      for (int dt = 0; dt < 2; ++dt) {
+        for (int hour = 0; hour < 24; ++hour) {
+          (*pooled)[k][dt][hour] =
+              (*builders)[dt][hour].Build(config.smp_options.level_corrected_borrowing);
+        }
+      }
     }
   }
 
@@ -908,6 +952,7 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
                    {"utc_offset_seconds", config.utc_offset_seconds},
                    {"max_window_hours", config.max_window_hours},
                    {"history_days", config.history_days},
+                   {"train_windows", config.windows_per_length ? "per-length" : "longest"},
                    {"train_ratio", config.train_ratio},
                    {"outage_fraction", config.outage_fraction},
                    {"min_test_windows", config.min_test_windows},
@@ -963,21 +1008,31 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
   // The estimators see the (clean or noisy) series through the library's
   // CollectStats, exactly as in the backtest; the shrinkage prior of smp is
   // taken from the clean data so only the host's own log is disturbed.
-  std::unique_ptr<availability::SojournStats> pooled;
-  if (config.smp_options.prior_windows > 0 && config.smp_prior == "hosts") {
-    availability::PopulationPriorBuilder builder;
-    for (const HostGrid& hg : grids.hosts) {
-      builder.Add(availability::CollectStats(hg.series, SpecOf(0, kHour, config),
-                                             SplitUnix(hg, config), config.smp_options,
-                                             OutageExclude(hg, M)));
+  // By window length in hours (0 = the longest, when windows_per_length is
+  // off): windows of that length, as in the backtest.
+  auto hours_of = [&](int64_t m_steps) {
+    return config.windows_per_length ? static_cast<int>(m_steps / sph) : 0;
+  };
+  auto steps_of = [&](int hours) { return hours > 0 ? hours * sph : M; };
+  std::map<int, availability::SojournStats> pooled;
+  const bool with_pooled = config.smp_options.prior_windows > 0 && config.smp_prior == "hosts";
+  if (with_pooled) {
+    for (int w : window_hours) {
+      const int hours = hours_of(w * sph);
+      if (pooled.count(hours)) continue;
+      availability::PopulationPriorBuilder builder;
+      for (const HostGrid& hg : grids.hosts) {
+        builder.Add(availability::CollectStats(hg.series, SpecOf(0, kHour, config, hours),
+                                               SplitUnix(hg, config), config.smp_options,
+                                               OutageExclude(hg, steps_of(hours))));
+      }
+      pooled[hours] = builder.Build(config.smp_options.level_corrected_borrowing);
     }
-    pooled = std::make_unique<availability::SojournStats>(
-        builder.Build(config.smp_options.level_corrected_borrowing));
   }
   // Host frailty: the population model from the clean data; each host's
   // ratio from the series it is given (clean or noisy), as its own log.
   availability::HostFrailtyModel frailty;
-  const bool with_frailty = pooled != nullptr && config.smp_options.host_frailty;
+  const bool with_frailty = with_pooled && config.smp_options.host_frailty;
   if (with_frailty) {
     for (const HostGrid& hg : grids.hosts) {
       frailty.Add(availability::CountFailureExposure(hg.series, SplitUnix(hg, config),
@@ -985,12 +1040,17 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
     }
     frailty.Build();
   }
+  // `train`: the longest windows (those the noise goes into).
   auto predict = [&](const HostGrid& hg, const availability::StateSeries& series,
                      const std::vector<TrainWindow>& train, const std::string& method,
                      int64_t m_steps) -> double {
+    const int hours = hours_of(m_steps);
+    const int64_t steps = steps_of(hours);
     if (method == "window_frequency") {
+      const std::vector<TrainWindow> own =
+          hours > 0 ? TrainingWindows(hg, 0, kHour, steps, config, hours) : train;
       int64_t n = 0, s = 0;
-      for (const TrainWindow& w : train) {
+      for (const TrainWindow& w : own) {
         if (w.steps < m_steps) continue;
         const HostState* st = &series.states[w.start];
         if (st[0] != HostState::kS1) continue;
@@ -1003,14 +1063,15 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
     }
     const availability::EstimatorOptions opt =
         method == "smp" ? config.smp_options : SmpPaperOptions();
-    const auto exclude = OutageExclude(hg, M);
-    availability::SojournStats stats = availability::CollectStats(
-        series, SpecOf(0, kHour, config), SplitUnix(hg, config), opt, exclude);
+    const auto exclude = OutageExclude(hg, steps);
+    const availability::WindowSpec spec = SpecOf(0, kHour, config, hours);
+    availability::SojournStats stats =
+        availability::CollectStats(series, spec, SplitUnix(hg, config), opt, exclude);
     const availability::SojournStats* prior = nullptr;
     availability::SojournStats hours_prior;
     if (method == "smp" && opt.prior_windows > 0) {
       if (config.smp_prior == "hosts") {
-        prior = pooled.get();
+        prior = &pooled.at(hours);
         if (with_frailty) {
           const availability::FailureExposure exposure = availability::CountFailureExposure(
               series, SplitUnix(hg, config), config.utc_offset_seconds, OutageExclude(hg, 1));
@@ -1021,13 +1082,14 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
       } else if (config.smp_prior == "hours") {
         for (int h2 = 0; h2 < 24; ++h2) {
           if (h2 == kHour) continue;
-          hours_prior.Merge(availability::CollectStats(series, SpecOf(0, h2, config),
+          hours_prior.Merge(availability::CollectStats(series, SpecOf(0, h2, config, hours),
                                                        SplitUnix(hg, config), opt, exclude));
         }
         prior = &hours_prior;
       }
     }
-    return availability::PredictFromStats(stats, HostState::kS1, static_cast<int>(M), opt, prior)
+    return availability::PredictFromStats(stats, HostState::kS1, static_cast<int>(steps), opt,
+                                          prior)
         .tr[m_steps - 1];
   };
   for (const HostGrid& hg : grids.hosts) {

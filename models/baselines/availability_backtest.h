@@ -6,11 +6,12 @@
 //    first days train, the rest test. The day type of a window is the type of
 //    its start day; windows may run past midnight.
 //  * A cell is (host, day type, start hour 0..23, window length 1..H hours,
-//    initial state S1/S2). Training windows: the same-clock windows of the
-//    longest length H on the most recent `history_days` training days of the
-//    type (0 = all) that end inside the training half
-//    (availability::HistoryWindowStarts / CollectStats, as the predictor
-//    service collects them). Test windows: those on test days starting in
+//    initial state S1/S2). Training windows of a cell of L hours: the
+//    same-clock windows of L hours (of the longest length H with
+//    BacktestConfig::windows_per_length off) on the most recent
+//    `history_days` training days of the type (0 = all) that end inside the
+//    training half (availability::HistoryWindowStarts / CollectStats, as the
+//    predictor service collects them for a request of L hours). Test windows: those on test days starting in
 //    the cell's initial state; empirical TR = fraction with no S3/S4/S5 in
 //    samples 1..M (M = T / d; sample 0 fixes the initial state).
 //  * Windows that touch a global monitoring outage (fewer than
@@ -21,8 +22,8 @@
 //  * Relative error |pred - emp| / emp over cells with >= min_test_windows
 //    test windows and emp > 0; pooled Brier over all test windows.
 //
-// One TR curve per (host, day type, start hour, initial state) gives every
-// window length. Methods: "smp" (availability::CollectStats + PredictFromStats
+// One TR curve per (host, day type, start hour, initial state, length; with
+// windows_per_length off, one for every length). Methods: "smp" (availability::CollectStats + PredictFromStats
 // with BacktestConfig::smp_options, library defaults unless changed),
 // "smp_paper" (paper-literal options), "window_frequency",
 // "last", "bm", "ar", "ma", "arma", "avail_quantile", "on_fraction".
@@ -66,6 +67,14 @@ struct BacktestConfig {
   // PredictFromStats (only matters with smp_options.recent_age_seconds > 0);
   // false passes -1 (unknown).
   bool smp_pass_age = true;
+  // The methods that learn from windows (smp, smp_paper, window_frequency)
+  // predict a window of L hours from the same-clock training windows of L
+  // hours, one estimate per length: paper 000 section 5 cuts windows of the
+  // job's length, and the predictor service cuts them at the requested
+  // window, so each length is scored as the service answers it. false: every
+  // length is read off one curve estimated from the windows of
+  // max_window_hours (the time-series models always use those).
+  bool windows_per_length = true;
   // Grid step d (seconds); must divide 3600.
   int64_t step_seconds = 300;
   // Local time = UTC + this; the grid is aligned to local midnight.

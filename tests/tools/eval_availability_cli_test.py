@@ -62,11 +62,13 @@ def main():
                     "n_survived", "emp_tr"] + METHODS:
             if col not in header:
                 fail("--cells lacks the column " + col)
+        # avg_rel_err is the mean over start hours of the mean error of that
+        # hour's scored cells (min / max: the extreme start-hour means).
         checked = 0
         for m in METHODS:
             for dt in ("weekday", "weekend"):
                 for L in (1, 2, 5, 10):
-                    errs = []
+                    by_hour = {}
                     for r in rows:
                         if r["day_type"] != dt or int(r["window_hours"]) != L:
                             continue
@@ -75,16 +77,20 @@ def main():
                         if abs(emp - s / n) > 1e-5 or not 0 <= float(r[m]) <= 1:
                             fail("bad row %s" % r)
                         if n >= min_test and emp > 0:
-                            errs.append(abs(float(r[m]) - emp) / emp)
+                            by_hour.setdefault(int(r["start_hour"]), []).append(
+                                abs(float(r[m]) - emp) / emp)
                     entry = summary[m][dt][str(L)]
-                    if entry["n"] != len(errs):
+                    n_cells = sum(len(v) for v in by_hour.values())
+                    if entry["n"] != n_cells:
                         fail("%s %s %d h: %d cells in the CSV, n = %d in the JSON"
-                             % (m, dt, L, len(errs), entry["n"]))
-                    if errs:
-                        avg = sum(errs) / len(errs)
-                        if abs(avg - entry["avg_rel_err"]) > 1e-4:
-                            fail("%s %s %d h: CSV gives %.6f, JSON %.6f"
-                                 % (m, dt, L, avg, entry["avg_rel_err"]))
+                             % (m, dt, L, n_cells, entry["n"]))
+                    if by_hour:
+                        means = [sum(v) / len(v) for v in by_hour.values()]
+                        want = (sum(means) / len(means), min(means), max(means))
+                        got = (entry["avg_rel_err"], entry["min_rel_err"], entry["max_rel_err"])
+                        if any(abs(x - y) > 1e-5 for x, y in zip(want, got)):
+                            fail("%s %s %d h: CSV gives avg/min/max %r, JSON %r"
+                                 % (m, dt, L, want, got))
                         checked += 1
         if checked < 20:
             fail("only %d (method, day type, length) entries could be checked" % checked)
@@ -98,6 +104,32 @@ def main():
         want = "%d scored cells, %d in the band" % ((summary["smp"]["weekday"]["2"]["n"],) * 2)
         if q.returncode != 0 or want not in q.stdout:
             fail("cells_band.py: exit %d, %r (wanted %r)" % (q.returncode, q.stdout, want))
+
+        # tools/eval/cells_bootstrap.py (the doc's host-bootstrap intervals):
+        # its gap column is the difference of the JSON's avg_rel_err.
+        boot_tool = os.path.join(os.path.dirname(band_tool), "cells_bootstrap.py")
+        q = subprocess.run([sys.executable, boot_tool, "--cells", cells, "--resamples", "20"],
+                           capture_output=True, text=True, timeout=120)
+        if q.returncode != 0:
+            fail("cells_bootstrap.py: exit %d, %r" % (q.returncode, q.stderr[-300:]))
+        boot_rows = 0
+        for line in q.stdout.splitlines():
+            f = [x.strip() for x in line.strip("|").split("|")]
+            if len(f) != 8 or f[0] not in ("weekday", "weekend"):
+                continue
+            dt, L, best, gap = f[0], f[1], f[2], float(f[3])
+            want = summary["smp"][dt][L]["avg_rel_err"] - summary[best][dt][L]["avg_rel_err"]
+            lo, hi = (float(x) for x in f[4].strip("[]").split(","))
+            if abs(gap - want) > 1e-4 or not lo <= hi:
+                fail("cells_bootstrap.py %s %s h: gap %r against %s, JSON %r, interval %r"
+                     % (dt, L, gap, best, want, f[4]))
+            boot_rows += 1
+        if boot_rows < 10:
+            fail("cells_bootstrap.py printed %d rows: %r" % (boot_rows, q.stdout[-300:]))
+        q = subprocess.run([sys.executable, boot_tool, "--cells", js], capture_output=True,
+                           text=True, timeout=60)
+        if q.returncode != 2 or "not a --cells CSV" not in q.stderr:
+            fail("cells_bootstrap.py on a JSON file: exit %d, %r" % (q.returncode, q.stderr))
 
         # Bad invocations: exit 2, one line, nothing written.
         bad = [

@@ -4,7 +4,7 @@ option of the library's default EstimatorOptions switched, or the prior source c
 
 Runs `sojourn-eval availability --methods smp,window_frequency` once per (trace, variant) and prints the
 Markdown table (Brier of smp, all and busy hosts, its reduction against window_frequency, and smp's
-acc_grand). Standard library only. From the repository root, after `scripts/build` (about 3 minutes on
+acc_grand). Standard library only. From the repository root, after `scripts/build` (about 4 minutes on
 2 cores):
 
   tools/eval/availability_ablation.py \\
@@ -24,6 +24,7 @@ import tempfile
 # (description, extra arguments); the first row is the defaults.
 VARIANTS = [
     ("library defaults, prior pooled over hosts", []),
+    ("every length from the 10 h windows (as before session 10)", ["--train-windows", "longest"]),
     ("without host frailty by day type (one ratio over all days, as before session 9)",
      ["--smp-options", "frailty_by_day_type=0"]),
     ("with the session 6 prior strength (prior_windows=6)", ["--smp-options", "prior_windows=6"]),

@@ -96,6 +96,12 @@ options:
                            hours (this host's other start hours) or none
   --smp-age on|off         pass each window's age in its initial state to the
                            estimator (age conditioning; default on)
+  --train-windows W        training windows of smp, smp_paper and window_frequency:
+                           per-length (default: a window of L hours is predicted
+                           from the same-clock windows of L hours, as the
+                           predictor service cuts them for a request of L hours)
+                           or longest (every length read off one estimate from
+                           the windows of --max-window-hours; before session 10)
   --min-test-windows N     cells with fewer test windows get no relative error (default 3)
   --reliability-bins N     bins of the reliability tables (default 10)
   --threads N              worker threads, 1 or 2 (default 2)
@@ -156,6 +162,7 @@ const std::vector<std::string> kOptions = {"trace",
                                            "smp-options",
                                            "smp-prior",
                                            "smp-age",
+                                           "train-windows",
                                            "sweep-train-ratios",
                                            "noise",
                                            "noise-windows",
@@ -410,6 +417,11 @@ int RunAvailability(int argc, char** argv) {
   const std::string age = args.Get("smp-age", "on");
   if (age != "on" && age != "off") Die("--smp-age must be on or off");
   cfg.smp_pass_age = age == "on";
+  const std::string windows = args.Get("train-windows", "per-length");
+  if (windows != "per-length" && windows != "longest") {
+    Die("--train-windows must be per-length or longest, got '" + windows + "'");
+  }
+  cfg.windows_per_length = windows == "per-length";
 
   std::vector<double> sweep = GetDoubleList(args, "sweep-train-ratios");
   std::vector<int> noise = GetIntList(args, "noise", {});
@@ -514,10 +526,11 @@ int RunAvailability(int argc, char** argv) {
 
   std::printf("sojourn-eval availability: %s\n", args.Get("trace").c_str());
   std::printf(
-      "%zu hosts, grid %lld s, UTC%+.1f, train ratio %.2f, history days %s, windows 1..%d h\n",
+      "%zu hosts, grid %lld s, UTC%+.1f, train ratio %.2f, history days %s, windows 1..%d h, "
+      "training windows %s\n",
       traces->size(), static_cast<long long>(cfg.step_seconds), cfg.utc_offset_seconds / 3600.0,
       cfg.train_ratio, cfg.history_days > 0 ? std::to_string(cfg.history_days).c_str() : "all",
-      cfg.max_window_hours);
+      cfg.max_window_hours, cfg.windows_per_length ? "per length" : "of the longest length");
   PrintReport(*result, cfg);
 
   nlohmann::json j = backtest::ResultToJson(*result, cfg);

@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -120,6 +121,59 @@ TEST(AvailabilityBacktestTest, DailyFailureIsLearnedExactly) {
   MethodSummary s = SummarizeMethod(*r, wf, false, 3);
   EXPECT_GT(s.cells_dropped, 0);
   EXPECT_DOUBLE_EQ(s.brier, 0.0);
+}
+
+// A host whose load alternates between S1 (0.1) and S2 (0.4) every hour and
+// that is busy (S3) every day at 14:00, like a VM with a nightly batch job.
+// From 10:00, a 2 h window never sees the job. Estimated from the 10 h
+// windows, the time-homogeneous SMP spreads the 14:00 failure over every S2
+// visit and predicts a 2 h window to fail about half the time; estimated from
+// the 2 h windows (windows_per_length, the default, as the predictor service
+// cuts them for a 2 h request) it predicts survival. At the longest length
+// both read the same windows and agree.
+TEST(AvailabilityBacktestTest, WindowsOfEachLengthSeeTheClock) {
+  HostTrace t;
+  t.host = "batch";
+  t.period_seconds = 3600;
+  for (int k = 0; k < 28 * 24; ++k) {
+    HostSample s;
+    s.unix_seconds = kMonday + int64_t{k} * 3600;
+    s.cpu_load = k % 24 == 14 ? 0.9 : k % 2 == 0 ? 0.1 : 0.4;
+    s.free_mem_mb = 4096;
+    t.samples.push_back(s);
+  }
+  std::vector<HostTrace> traces = {t};
+  BacktestConfig c = HourlyConfig();
+  c.classifier.revocation_gap_seconds = 5400;  // hourly samples are continuous
+  c.methods = {"smp", "smp_paper", "window_frequency"};
+  ASSERT_TRUE(c.windows_per_length);
+  auto per_length = RunBacktest(traces, c);
+  c.windows_per_length = false;
+  auto longest = RunBacktest(traces, c);
+  ASSERT_TRUE(per_length.ok() && longest.ok());
+  ASSERT_EQ(per_length->cells.size(), longest->cells.size());
+  int checked = 0;
+  for (size_t k = 0; k < per_length->cells.size(); ++k) {
+    const CellResult& a = per_length->cells[k];
+    const CellResult& b = longest->cells[k];
+    ASSERT_EQ(std::make_tuple(a.day_type, a.hour, a.hours, a.init),
+              std::make_tuple(b.day_type, b.hour, b.hours, b.init));
+    if (a.hours == c.max_window_hours) {
+      for (size_t m = 0; m < a.pred.size(); ++m) EXPECT_NEAR(a.pred[m], b.pred[m], 1e-12);
+    }
+    if (a.hour != 10) continue;
+    // The 10 h windows from 10:00 meet the job at 14:00 (step 4).
+    EXPECT_DOUBLE_EQ(a.emp(), a.hours < 4 ? 1.0 : 0.0) << a.hours;
+    if (a.hours != 2) continue;
+    ++checked;
+    EXPECT_DOUBLE_EQ(a.pred[2], 1.0);          // window_frequency, either way
+    EXPECT_DOUBLE_EQ(b.pred[2], 1.0);
+    EXPECT_GT(a.pred[0], 0.95) << "smp from 2 h windows";
+    EXPECT_LT(b.pred[0], 0.8) << "smp from 10 h windows";
+    EXPECT_GT(a.pred[1], 0.95) << "smp_paper from 2 h windows";
+    EXPECT_LT(b.pred[1], 0.8) << "smp_paper from 10 h windows";
+  }
+  EXPECT_EQ(checked, 2);  // weekday and weekend, initial state S1 (10:00 is even)
 }
 
 // A day without samples on every host is a global monitoring outage: windows
