@@ -40,8 +40,8 @@ Table 4, p = q = 8), avail_quantile (HTCondor AvailTimeEstimate), on_fraction
 
 Protocol (issue 7): each host's days are split at ndays/2 (first half trains);
 cells (host, day type, start hour, window 1..H h, initial state); training
-windows = same-clock windows on training days of the type ending in the
-training half; test windows on test days starting in the cell's state;
+windows = same-clock windows of the cell's length on training days of the type
+ending in the training half; test windows on test days starting in the cell's state;
 empirical TR = fraction surviving; relative error over cells with >= 3 test
 windows and emp > 0; pooled Brier over test windows.
 
@@ -101,7 +101,7 @@ options:
                            from the same-clock windows of L hours, as the
                            predictor service cuts them for a request of L hours)
                            or longest (every length read off one estimate from
-                           the windows of --max-window-hours; before session 10)
+                           the windows of --max-window-hours, the older protocol)
   --min-test-windows N     cells with fewer test windows get no relative error (default 3)
   --reliability-bins N     bins of the reliability tables (default 10)
   --threads N              worker threads, 1 or 2 (default 2)
