@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
     config.estimator = sojourn::availability::PaperEstimatorOptions();
   }
   config.population_prior_ttl = absl::Minutes(absl::GetFlag(FLAGS_population_prior_minutes));
-  if (config.history_days < 0 || std::abs(config.utc_offset_seconds) > 14 * 3600) {
+  if (config.history_days < 0 || std::abs(int64_t{config.utc_offset_seconds}) > 14 * 3600) {
     SOJOURN_LOG(ERROR, "--history_days must be >= 0 and --utc_offset_seconds within +-14 h");
     return 2;
   }

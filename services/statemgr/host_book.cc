@@ -227,11 +227,17 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     // whole history (one window when the history is shorter), and say so.
     // One window over everything would keep only the path up to the first
     // failure (S3..S5 are absorbing) and ignore every later sojourn.
+    // "Whole" is the history up to `end`: a window in the past must not
+    // learn from what happened after it.
     out.whole_history_fallback = true;
-    const size_t n = series->states.size();
+    const int64_t upto = end < series->start_unix
+                             ? 0
+                             : (end - series->start_unix) / series->step_seconds + 1;
+    const size_t n =
+        static_cast<size_t>(std::min<int64_t>(upto, static_cast<int64_t>(series->states.size())));
     const size_t len = std::min<size_t>(static_cast<size_t>(steps) + 1, n);
     const size_t stride = std::max<size_t>(1, len / 4);
-    for (size_t s = 0; s + len <= n; s += stride) {
+    for (size_t s = 0; len > 0 && s + len <= n; s += stride) {
       availability::AccumulateWindow(&series->states[s], len, &out.stats);
     }
   }

@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   uc.utc_offset_seconds = absl::GetFlag(FLAGS_utc_offset_seconds);
   uc.model.patterns.clusters = absl::GetFlag(FLAGS_usage_clusters);
   uc.model.use_selector = absl::GetFlag(FLAGS_usage_selector);
-  if (uc.model.patterns.clusters < 1 || std::abs(uc.utc_offset_seconds) > 14 * 3600) {
+  if (uc.model.patterns.clusters < 1 || std::abs(int64_t{uc.utc_offset_seconds}) > 14 * 3600) {
     SOJOURN_LOG(ERROR, "--usage_clusters must be >= 1 and --utc_offset_seconds within +-14 h");
     return 2;
   }

@@ -19,6 +19,7 @@ using sojourn::v1::PushSamplesRequest;
 using sojourn::v1::PushSamplesResponse;
 
 constexpr int64_t kMaxWindowSeconds = 7 * 86400;
+constexpr int64_t kMaxUtcOffsetSeconds = 14 * 3600;
 
 absl::Status ValidateHostName(const std::string& host) {
   if (host.empty()) return absl::InvalidArgumentError("host is required");
@@ -187,8 +188,21 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
   if (request->history_days() < 0) {
     return FinishNow(context, absl::InvalidArgumentError("history_days must be >= 0"));
   }
-  if (std::abs(request->utc_offset_seconds()) > 14 * 3600) {
-    return FinishNow(context, absl::InvalidArgumentError("utc_offset_seconds must be within +-14 h"));
+  // Compared as int64: std::abs(INT32_MIN) overflows and let it through.
+  const int64_t utc_offset = request->utc_offset_seconds();
+  if (utc_offset < -kMaxUtcOffsetSeconds || utc_offset > kMaxUtcOffsetSeconds) {
+    return FinishNow(context, absl::InvalidArgumentError(absl::StrCat(
+                             "utc_offset_seconds must be within +-14 h, got ", utc_offset)));
+  }
+  if (request->end_unix_seconds() < 0) {
+    return FinishNow(context, absl::InvalidArgumentError(absl::StrCat(
+                             "end_unix_seconds must be >= 0 (0 = the last sample), got ",
+                             request->end_unix_seconds())));
+  }
+  if (!sojourn::v1::DayType_IsValid(request->day_type())) {
+    return FinishNow(context, absl::InvalidArgumentError(absl::StrCat(
+                             "day_type ", request->day_type(),
+                             " is not a DayType (DAY_TYPE_WEEKDAY or DAY_TYPE_WEEKEND)")));
   }
   availability::WindowSpec spec;
   spec.day_type = request->day_type() == sojourn::v1::DAY_TYPE_WEEKEND

@@ -298,6 +298,45 @@ TEST_F(ClusterTest, MalformedRequestsAreRejected) {
   EXPECT_EQ(ack.persisted_samples(), 288);
 }
 
+// GetWindowStats: an end far in the future answers at once (it used to walk
+// back one day at a time from INT64_MAX and wedge the server); a negative
+// end, a UTC offset beyond +-14 h (INT32_MIN included) and an unknown
+// day_type are INVALID_ARGUMENT with a message.
+TEST_F(ClusterTest, WindowStatsRejectsBadRangesAndClampsTheEnd) {
+  Push("calm", 14, 0.3);
+  auto stats = [&](void (*edit)(v1::GetWindowStatsRequest*), v1::GetWindowStatsResponse* resp) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    v1::GetWindowStatsRequest req;
+    req.set_host("calm");
+    req.set_day_type(v1::DAY_TYPE_WEEKDAY);
+    req.set_start_second_of_day(9 * 3600);
+    req.set_length_seconds(3600);
+    edit(&req);
+    return sm_stub_->GetWindowStats(&ctx, req, resp);
+  };
+  v1::GetWindowStatsResponse last, far;
+  ASSERT_TRUE(stats([](v1::GetWindowStatsRequest*) {}, &last).ok());
+  grpc::Status s = stats([](auto* r) { r->set_end_unix_seconds(INT64_MAX); }, &far);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(far.window_start_unix_seconds_size(), last.window_start_unix_seconds_size());
+  EXPECT_EQ(far.window_start_unix_seconds_size(), 10);
+  for (auto edit : std::vector<void (*)(v1::GetWindowStatsRequest*)>{
+           [](auto* r) { r->set_end_unix_seconds(-1); },
+           [](auto* r) { r->set_end_unix_seconds(INT64_MIN); },
+           [](auto* r) { r->set_utc_offset_seconds(INT32_MIN); },
+           [](auto* r) { r->set_utc_offset_seconds(INT32_MAX); },
+           [](auto* r) { r->set_utc_offset_seconds(-14 * 3600 - 1); },
+           [](auto* r) { r->set_day_type(static_cast<v1::DayType>(99)); }}) {
+    v1::GetWindowStatsResponse resp;
+    grpc::Status bad = stats(edit, &resp);
+    EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad.error_message();
+    EXPECT_FALSE(bad.error_message().empty());
+  }
+  v1::GetWindowStatsResponse east;
+  EXPECT_TRUE(stats([](auto* r) { r->set_utc_offset_seconds(-14 * 3600); }, &east).ok());
+}
+
 // Usage forecasts through the predictor, answered by the host's statemgr:
 // every answer names its method; a host with under 4 hours of data gets
 // persistence, not an error; bad questions are INVALID_ARGUMENT.
