@@ -2,10 +2,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/reactors.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "services/predictor/turnaround_convert.h"
 
 namespace sojourn::predictor {
@@ -34,8 +36,9 @@ grpc::ServerUnaryReactor* PredictorService::Forward(grpc::CallbackServerContext*
     grpc::Status s = call(stub, &ctx, forwarded, response);
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      return absl::UnavailableError("state manager " + address + " of host " + request->host() +
-                                    ": " + s.error_message());
+      return absl::UnavailableError(absl::StrCat("state manager ", Excerpt(address), " of host ",
+                                                 Excerpt(request->host()), ": ",
+                                                 s.error_message()));
     }
     return FromGrpcStatus(s);
   });

@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/status.h"
+#include "common/text.h"
 
 namespace sojourn::predictor {
 
@@ -28,7 +30,8 @@ sojourn::v1::StateManager::Stub* StatemgrDirectory::StubFor(const std::string& a
 
 absl::StatusOr<sojourn::v1::StateManager::Stub*> StatemgrDirectory::Find(
     const std::string& host, const std::string& explicit_address, std::string* address_out) {
-  if (host.empty()) return absl::InvalidArgumentError("host is required");
+  RETURN_IF_ERROR(ValidateLookupName(host));
+  if (!explicit_address.empty()) RETURN_IF_ERROR(ValidateAddress(explicit_address, "statemgr_address"));
   std::string address = explicit_address;
   if (address.empty()) {
     if (broker_ == nullptr) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "models/availability/predict.h"
 #include "models/scheduling/load_forecast.h"
 
@@ -164,7 +165,7 @@ std::vector<HostInfo> HostBook::List() const {
 absl::StatusOr<HostInfo> HostBook::Info(const std::string& host) const {
   absl::MutexLock l(&mu_);
   auto it = hosts_.find(host);
-  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
   return InfoOf(host, it->second);
 }
 
@@ -178,7 +179,7 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     // counting windows happens outside it.
     absl::MutexLock l(&mu_);
     auto it = hosts_.find(host);
-    if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+    if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
     series = SeriesOf(it->second);
     out.info = InfoOf(host, it->second);
     // Predicted load L_t0(t) (paper 000 section 8.4) from the last 4 hours.
@@ -253,7 +254,7 @@ absl::StatusOr<std::vector<StateInterval>> HostBook::Intervals(const std::string
   {
     absl::MutexLock l(&mu_);
     auto it = hosts_.find(host);
-    if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+    if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
     series = SeriesOf(it->second);
   }
   *step = series->step_seconds;
@@ -276,7 +277,7 @@ absl::StatusOr<std::vector<HostSample>> HostBook::Series(const std::string& host
                                                          bool* truncated) const {
   absl::ReaderMutexLock l(&mu_);
   auto it = hosts_.find(host);
-  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
   const auto& samples = it->second.samples;
   auto lo = std::lower_bound(samples.begin(), samples.end(), start_unix,
                              [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });

@@ -10,6 +10,7 @@
 #include "common/reactors.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "services/convert.h"
 
 namespace sojourn::statemgr {
@@ -21,13 +22,9 @@ using sojourn::v1::PushSamplesResponse;
 constexpr int64_t kMaxWindowSeconds = 7 * 86400;
 constexpr int64_t kMaxUtcOffsetSeconds = 14 * 3600;
 
-absl::Status ValidateHostName(const std::string& host) {
-  if (host.empty()) return absl::InvalidArgumentError("host is required");
-  if (host.size() > 255 || host.find('\0') != std::string::npos) {
-    return absl::InvalidArgumentError("host name must be 1..255 bytes without NUL");
-  }
-  return absl::OkStatus();
-}
+// Reads accept any name a host may have been stored under; PushSamples
+// applies the stricter sojourn::ValidateHostName to new names.
+absl::Status ValidateHostName(const std::string& host) { return ValidateLookupName(host); }
 
 // Reads batches of samples; each batch is persisted before the next is read,
 // so the final response acknowledges only durable samples.
@@ -64,7 +61,8 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
 
  private:
   absl::Status Handle() {
-    RETURN_IF_ERROR(ValidateHostName(request_.host()));
+    RETURN_IF_ERROR(sojourn::ValidateHostName(request_.host()));
+    const std::string host = Excerpt(request_.host());
     std::vector<HostSample> samples;
     samples.reserve(request_.samples_size());
     int64_t prev = INT64_MIN;
@@ -72,21 +70,21 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
       HostSample s = FromProto(request_.samples(i));
       if (!std::isfinite(s.cpu_load) || s.cpu_load < 0 || s.cpu_load > 1.05) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "sample ", i, " of host ", request_.host(), ": cpu_load_ratio ", s.cpu_load,
+            "sample ", i, " of host ", host, ": cpu_load_ratio ", s.cpu_load,
             " is outside [0, 1]"));
       }
       s.cpu_load = std::min(s.cpu_load, 1.0);
       if (s.has_free_mem() && (!std::isfinite(s.free_mem_mb) || s.free_mem_mb < 0)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("sample ", i, " of host ", request_.host(), ": negative free_mem_mb"));
+            absl::StrCat("sample ", i, " of host ", host, ": negative free_mem_mb"));
       }
       if (s.unix_seconds <= 0) {
         return absl::InvalidArgumentError(
-            absl::StrCat("sample ", i, " of host ", request_.host(), ": timestamp must be > 0"));
+            absl::StrCat("sample ", i, " of host ", host, ": timestamp must be > 0"));
       }
       if (s.unix_seconds < prev) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "sample ", i, " of host ", request_.host(), " is out of time order"));
+            "sample ", i, " of host ", host, " is out of time order"));
       }
       prev = s.unix_seconds;
       samples.push_back(s);

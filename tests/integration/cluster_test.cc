@@ -293,6 +293,43 @@ TEST_F(ClusterTest, MalformedRequestsAreRejected) {
     EXPECT_EQ(sm_stub_->GetWindowStats(&ctx, req, &resp).error_code(),
               grpc::StatusCode::NOT_FOUND);
   }
+  // Oversized strings are INVALID_ARGUMENT with a short message, never
+  // echoed whole (a status message travels in metadata, which peers cap).
+  {
+    grpc::ClientContext ctx;
+    v1::PredictAvailabilityRequest req;
+    req.set_host("h");
+    req.set_window_seconds(3600);
+    req.set_statemgr_address(std::string(100000, 'a'));
+    v1::PredictAvailabilityResponse resp;
+    grpc::Status s = predictor_stub_->PredictAvailability(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_LT(s.error_message().size(), 300u);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::PredictUsageRequest req;
+    req.set_host(std::string(100000, 'h'));
+    req.set_resource("cpu");
+    req.set_hours(1);
+    req.set_statemgr_address(sm_server_->address());
+    v1::PredictUsageResponse resp;
+    grpc::Status s = predictor_stub_->PredictUsage(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_LT(s.error_message().size(), 300u);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::PredictUsageRequest req;
+    req.set_host("h");
+    req.set_resource(std::string(100000, 'r'));
+    req.set_hours(1);
+    v1::PredictUsageResponse resp;
+    grpc::Status s = sm_stub_->PredictUsage(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_LT(s.error_message().size(), 300u);
+    EXPECT_NE(s.error_message().find("100000 bytes"), std::string::npos);
+  }
   // Still serving, and nothing stored was lost.
   auto ack = Push("h", 1, 0.1);
   EXPECT_EQ(ack.persisted_samples(), 288);
