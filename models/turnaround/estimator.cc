@@ -245,6 +245,10 @@ absl::StatusOr<SimOutcome> SimulateTarget(const EstimateRequest& req, RuntimeMod
   }
   for (const JobSpec& w : snap.waiting) {
     if (w.job_id >= 0 && w.job_id == req.job.job_id) continue;
+    // Characterizing a job reads HistDB: poll for cancellation here too.
+    if (req.cancelled && jobs.size() % 256 == 0 && req.cancelled()) {
+      return absl::CancelledError("turnaround estimate cancelled (client gone or deadline passed)");
+    }
     SimJob j;
     j.spec = w;
     RETURN_IF_ERROR(model.Init(j));
@@ -327,6 +331,12 @@ absl::StatusOr<SimOutcome> SimulateTarget(const EstimateRequest& req, RuntimeMod
   schedule();
   std::vector<double> rem;
   for (int guard = 0; guard < 1000000; ++guard) {
+    // Each event costs O(running + waiting), so polling here is free; a
+    // snapshot of tens of thousands of jobs takes seconds, past most
+    // clients' deadlines.
+    if (req.cancelled && req.cancelled()) {
+      return absl::CancelledError("turnaround estimate cancelled (client gone or deadline passed)");
+    }
     SimJob& tj = jobs[target];
     if (tj.start >= 0 && cluster.policy().mpl_limit <= 1) {
       // Nobody can join the target's nodes any more: its RemTime is final.
@@ -667,6 +677,9 @@ absl::StatusOr<KernelEstimate> TurnaroundEstimator::Run(Kernel kernel, const Est
 absl::StatusOr<KernelEstimate> TurnaroundEstimator::EstimateWith(Kernel kernel,
                                                                  const EstimateRequest& request) {
   RETURN_IF_ERROR(ValidateRequest(request));
+  if (request.cancelled && request.cancelled()) {
+    return absl::CancelledError("turnaround estimate cancelled (client gone or deadline passed)");
+  }
   ASSIGN_OR_RETURN(KernelEstimate e, Run(kernel, request));
   ApplyInterval(kernel, &e);
   Remember(request.job.job_id, kernel, e);

@@ -19,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -89,6 +90,10 @@ struct KernelEstimate {
 struct EstimateRequest {
   JobSpec job;
   ClusterSnapshot snapshot;
+  // Optional: polled by the simulation kernels once per simulated event;
+  // when it returns true the estimate stops with CANCELLED (e.g. the RPC's
+  // client gave up). Must be safe to call from the estimating thread.
+  std::function<bool()> cancelled;
 };
 
 struct TurnaroundResult {
@@ -104,7 +109,8 @@ class TurnaroundEstimator {
   TurnaroundEstimator(HistDb& db, const EstimatorOptions& options);
 
   // The three CISNE kernels for one job. InvalidArgument on a malformed
-  // request (procs < 1, node indices outside the snapshot).
+  // request (procs < 1, node indices outside the snapshot); Cancelled when
+  // request.cancelled() says so.
   absl::StatusOr<TurnaroundResult> Estimate(const EstimateRequest& request);
   // One kernel (CISNE kernel or baseline).
   absl::StatusOr<KernelEstimate> EstimateWith(Kernel kernel, const EstimateRequest& request);

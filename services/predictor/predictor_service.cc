@@ -78,11 +78,15 @@ grpc::ServerUnaryReactor* PredictorService::HowLong(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* PredictorService::EstimateTurnaround(
     grpc::CallbackServerContext* context, const sojourn::v1::EstimateTurnaroundRequest* request,
     sojourn::v1::EstimateTurnaroundResponse* response) {
-  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
+  // `context` stays valid until the work finishes the call.
+  return FinishOnPool(context, pool_, [this, context, request, response]() -> absl::Status {
     if (turnaround_ == nullptr) return absl::FailedPreconditionError("no job history configured");
     ASSIGN_OR_RETURN(turnaround::JobSpec job, FromProto(request->job()));
     ASSIGN_OR_RETURN(turnaround::ClusterSnapshot snapshot, FromProto(request->snapshot()));
-    ASSIGN_OR_RETURN(turnaround::TurnaroundResult r, turnaround_->Estimate({job, snapshot}));
+    turnaround::EstimateRequest er{job, std::move(snapshot)};
+    // Stop simulating once the client is gone or its deadline has passed.
+    er.cancelled = [context] { return context->IsCancelled(); };
+    ASSIGN_OR_RETURN(turnaround::TurnaroundResult r, turnaround_->Estimate(er));
     *response->add_estimates() = ToProto("historical", r.historical);
     *response->add_estimates() = ToProto("simulation", r.simulation);
     *response->add_estimates() = ToProto("hybrid", r.hybrid);

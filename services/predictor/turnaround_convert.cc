@@ -31,6 +31,17 @@ absl::StatusOr<turnaround::JobSpec> FromProto(const v1::JobSpec& p) {
 }
 
 absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot& p) {
+  // Checked before converting anything, so an oversized snapshot costs nothing.
+  if (p.running_size() + static_cast<int64_t>(p.waiting_size()) > kMaxSnapshotJobs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster snapshot has ", p.running_size(), " running + ", p.waiting_size(),
+        " waiting jobs; at most ", kMaxSnapshotJobs, " are supported"));
+  }
+  if (p.nodes_size() > kMaxSnapshotNodes) {
+    return absl::InvalidArgumentError(absl::StrCat("cluster snapshot has ", p.nodes_size(),
+                                                   " nodes; at most ", kMaxSnapshotNodes,
+                                                   " are supported"));
+  }
   turnaround::ClusterSnapshot s;
   s.now = p.now_unix_seconds();
   s.policy.job_selection = p.policy().job_selection() == v1::JOB_SELECTION_EASY

@@ -148,6 +148,40 @@ TEST(TurnaroundRpcTest, RejectsMalformedRequests) {
     EXPECT_EQ(p.stub().EstimateTurnaround(&ctx, req, &resp).error_code(),
               grpc::StatusCode::INVALID_ARGUMENT);
   }
+  {
+    // Snapshots past the documented limits are refused before any work,
+    // with the limit in the message (60,000 jobs used to cost ~30 s).
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(1, 1700000000);
+    *req.mutable_snapshot() = Cluster(1700000000, 4);
+    for (int i = 0; i < 10001; ++i) *req.mutable_snapshot()->add_waiting() = Job(100 + i, 1700000000);
+    v1::EstimateTurnaroundResponse resp;
+    grpc::Status s = p.stub().EstimateTurnaround(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("10000"), std::string::npos) << s.error_message();
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(1, 1700000000);
+    *req.mutable_snapshot() = Cluster(1700000000, 100001);
+    v1::EstimateTurnaroundResponse resp;
+    grpc::Status s = p.stub().EstimateTurnaround(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("100000"), std::string::npos) << s.error_message();
+  }
+  {
+    // At the limit it still answers.
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(1, 1700000000);
+    *req.mutable_snapshot() = Cluster(1700000000, 4);
+    for (int i = 0; i < 10000; ++i) *req.mutable_snapshot()->add_waiting() = Job(100 + i, 1700000000);
+    v1::EstimateTurnaroundResponse resp;
+    grpc::Status s = p.stub().EstimateTurnaround(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
   v1::RecordJobEventResponse resp;
   v1::JobEvent fin;
   fin.mutable_finished()->set_job_id(12345);
