@@ -34,6 +34,10 @@ ABSL_FLAG(int64_t, revocation_gap_seconds, 60,
           "no sample for longer than this is S5 (at least 1.5 sampling periods of the host)");
 ABSL_FLAG(int64_t, default_period_seconds, 6,
           "state grid step for hosts whose monitor does not report its period");
+ABSL_FLAG(int64_t, max_clock_skew_seconds, 3600,
+          "PushSamples refuses samples stamped more than this many seconds after this state "
+          "manager's clock (INVALID_ARGUMENT; a sample from the future would make every later "
+          "real sample a duplicate)");
 ABSL_FLAG(std::string, broker, "",
           "broker address; when set, every host held is registered there and kept alive");
 ABSL_FLAG(std::string, advertise_address, "",
@@ -92,7 +96,13 @@ int main(int argc, char** argv) {
   sojourn::statemgr::UsageKeeper usage(uc, book, **store, clock);
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
   sojourn::Metrics metrics("statemgr");
-  sojourn::statemgr::StateManagerService service(book, usage, pool, metrics);
+  sojourn::statemgr::StateManagerServiceConfig sc;
+  sc.max_clock_skew_seconds = absl::GetFlag(FLAGS_max_clock_skew_seconds);
+  if (sc.max_clock_skew_seconds < 0) {
+    SOJOURN_LOG(ERROR, "--max_clock_skew_seconds must be >= 0");
+    return 2;
+  }
+  sojourn::statemgr::StateManagerService service(book, usage, pool, metrics, sc);
   sojourn::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);

@@ -374,6 +374,108 @@ TEST_F(ClusterTest, WindowStatsRejectsBadRangesAndClampsTheEnd) {
   EXPECT_TRUE(stats([](auto* r) { r->set_utc_offset_seconds(-14 * 3600); }, &east).ok());
 }
 
+// PushSamples refuses, atomically and with a message naming the sample, what
+// would poison a host: samples from the future (beyond the clock + 1 h, the
+// default --max_clock_skew_seconds), NaN or negative fields, a period outside
+// 1 s .. 1 day, and host names of only spaces or with control characters.
+// The host is not silenced afterwards, and when a later message of a stream
+// fails the error says how many samples earlier messages stored.
+TEST_F(ClusterTest, PushSamplesRejectsPoisonAtomically) {
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  auto sample = [](int64_t t) {
+    v1::HostSample s;
+    s.set_unix_seconds(t);
+    s.set_cpu_load_ratio(0.05);
+    s.set_free_mem_mb(4000);
+    return s;
+  };
+  auto push = [&](const std::vector<v1::PushSamplesRequest>& msgs,
+                  v1::PushSamplesResponse* resp) {
+    grpc::ClientContext ctx;
+    auto writer = sm_stub_->PushSamples(&ctx, resp);
+    for (const auto& m : msgs) {
+      if (!writer->Write(m)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  auto batch = [&](const std::string& host, std::vector<int64_t> times) {
+    v1::PushSamplesRequest r;
+    r.set_host(host);
+    for (int64_t t : times) *r.add_samples() = sample(t);
+    return r;
+  };
+  auto stored = [&](const std::string& host) {
+    grpc::ClientContext ctx;
+    v1::GetSeriesRequest req;
+    req.set_host(host);
+    v1::GetSeriesResponse resp;
+    grpc::Status s = sm_stub_->GetSeries(&ctx, req, &resp);
+    return s.ok() ? resp.samples_size() : -1;
+  };
+  std::vector<std::pair<std::string, v1::PushSamplesRequest>> bad;
+  for (int64_t t : {now + 3601, now + 86400, int64_t{32503680000}, INT64_MAX}) {
+    bad.emplace_back("future", batch("h", {now - 60, t}));
+  }
+  {
+    auto r = batch("h", {now});
+    r.mutable_samples(0)->set_free_mem_mb(std::nan(""));
+    bad.emplace_back("nan mem", r);
+    r = batch("h", {now});
+    r.mutable_samples(0)->set_swap_in_pages_per_second(std::nan(""));
+    bad.emplace_back("nan swap", r);
+    r = batch("h", {now});
+    r.mutable_samples(0)->set_swap_out_pages_per_second(-5);
+    bad.emplace_back("negative swap", r);
+    for (int64_t period : {int64_t{-5}, int64_t{86401}, int64_t{1} << 62, INT64_MAX, INT64_MIN}) {
+      r = batch("h", {now});
+      r.set_period_seconds(period);
+      bad.emplace_back("period", r);
+    }
+    r = batch("h", {now});
+    r.mutable_attributes()->set_cpu_mhz(std::nan(""));
+    bad.emplace_back("nan mhz", r);
+    r = batch("h", {now});
+    r.mutable_attributes()->set_cpu_cores(-4);
+    bad.emplace_back("negative cores", r);
+    r = batch("h", {now});
+    r.mutable_attributes()->set_total_mem_mb(-INFINITY);
+    bad.emplace_back("-inf memory", r);
+    bad.emplace_back("blank host", batch("   ", {now}));
+    bad.emplace_back("newline host", batch("a/b\nc", {now}));
+  }
+  for (const auto& [what, req] : bad) {
+    v1::PushSamplesResponse resp;
+    grpc::Status s = push({req}, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << what;
+    EXPECT_FALSE(s.error_message().empty()) << what;
+    if (what == "future") {
+      EXPECT_NE(s.error_message().find("sample 1 "), std::string::npos) << s.error_message();
+      EXPECT_NE(s.error_message().find("3600"), std::string::npos) << s.error_message();
+    }
+  }
+  EXPECT_EQ(stored("h"), -1);  // nothing of any rejected batch, not even sample 0
+  // Within the skew is fine, and the host still takes its next real samples.
+  v1::PushSamplesResponse ok;
+  ASSERT_TRUE(push({batch("h", {now - 60, now + 1800})}, &ok).ok());
+  EXPECT_EQ(ok.persisted_samples(), 2);
+  v1::PushSamplesRequest with_period = batch("h", {now + 1900});
+  with_period.set_period_seconds(86400);
+  ASSERT_TRUE(push({with_period}, &ok).ok());
+  EXPECT_EQ(stored("h"), 3);
+
+  // A later message fails: the earlier ones are stored, and the error says so.
+  v1::PushSamplesResponse partial;
+  grpc::Status s = push({batch("multi", {now - 300, now - 240, now - 180}),
+                         batch("multi", {now - 120, now + 7200})},
+                        &partial);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("3 samples of earlier messages were stored"),
+            std::string::npos)
+      << s.error_message();
+  EXPECT_EQ(stored("multi"), 3);
+}
+
 // Usage forecasts through the predictor, answered by the host's statemgr:
 // every answer names its method; a host with under 4 hours of data gets
 // persistence, not an error; bad questions are INVALID_ARGUMENT.
