@@ -745,6 +745,14 @@ absl::Status TurnaroundEstimator::OnStarted(int64_t job_id, int64_t start_time,
                                             const std::vector<int32_t>& nodes,
                                             const ClusterSnapshot& snapshot) {
   ASSIGN_OR_RETURN(JobRecord r, db_.GetPending(job_id));
+  if (start_time < r.spec.submit_time) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", job_id, " started at ", start_time,
+                                                   ", before its submit time ",
+                                                   r.spec.submit_time));
+  }
+  if (nodes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", job_id, " started on no node"));
+  }
   HistoryView view(db_, options_.history_window);
   r.start_time = start_time;
   r.wait_time = std::max<int64_t>(0, start_time - r.spec.submit_time);
@@ -773,6 +781,14 @@ absl::Status TurnaroundEstimator::OnFinished(int64_t job_id, int64_t finish_time
   ASSIGN_OR_RETURN(JobRecord r, db_.GetPending(job_id));
   if (r.start_time < 0) {
     return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " finished before it started"));
+  }
+  if (finish_time < r.start_time) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", job_id, " finished at ", finish_time,
+                                                   ", before its start time ", r.start_time));
+  }
+  if (!std::isfinite(cpu_time_per_task)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", job_id, ": CPU time per task must be finite"));
   }
   r.exec_time = std::max<int64_t>(0, finish_time - r.start_time);
   r.cpu_time_per_task = cpu_time_per_task;
@@ -809,6 +825,7 @@ absl::Status TurnaroundEstimator::OnFinished(int64_t job_id, int64_t finish_time
 }
 
 absl::Status TurnaroundEstimator::OnCancelled(int64_t job_id) {
+  RETURN_IF_ERROR(db_.GetPending(job_id).status());  // NotFound for a job never submitted
   {
     absl::MutexLock lock(&mu_);
     predictions_.erase(job_id);

@@ -117,8 +117,9 @@ class TurnaroundEstimator {
 
   // Job events (section 4.1, "information collected by CISNE on runtime").
   // `snapshot` is the queue/cluster state at the event, without the job
-  // itself in `waiting` or `running`. Unknown job ids on start/finish are
-  // NotFound. Pending jobs live in HistDB, so they survive a restart.
+  // itself in `waiting` or `running`. Unknown job ids on start, finish and
+  // cancel are NotFound; a start before the submit, a start on no node, a
+  // finish before the start or a non-finite CPU time are InvalidArgument. Pending jobs live in HistDB, so they survive a restart.
   absl::Status OnSubmitted(const JobSpec& job, const ClusterSnapshot& snapshot);
   absl::Status OnStarted(int64_t job_id, int64_t start_time, const std::vector<int32_t>& nodes,
                          const ClusterSnapshot& snapshot);

@@ -33,6 +33,9 @@ ABSL_FLAG(bool, paper_estimator, false,
 ABSL_FLAG(int, threads, 4, "worker threads for predictions");
 ABSL_FLAG(std::string, histdb_path, "./predictor-histdb",
           "RocksDB directory of the job history (HistDB) behind EstimateTurnaround (empty = off)");
+ABSL_FLAG(int64_t, max_clock_skew_seconds, 3600,
+          "job events and turnaround requests may carry times at most this many seconds after "
+          "this predictor's clock (later: INVALID_ARGUMENT)");
 ABSL_FLAG(int, population_prior_minutes, 10,
           "shrink each host's kernel towards the same window pooled over every registered host "
           "(issue 7), rebuilt every N minutes; 0 = off");
@@ -72,7 +75,13 @@ int main(int argc, char** argv) {
     turnaround = std::make_unique<sojourn::turnaround::TurnaroundEstimator>(
         *histdb, sojourn::turnaround::EstimatorOptions{});
   }
-  sojourn::predictor::PredictorService service(predictor, directory, pool, turnaround.get());
+  sojourn::predictor::PredictorServiceConfig sc;
+  sc.max_clock_skew_seconds = absl::GetFlag(FLAGS_max_clock_skew_seconds);
+  if (sc.max_clock_skew_seconds < 0) {
+    SOJOURN_LOG(ERROR, "--max_clock_skew_seconds must be >= 0");
+    return 2;
+  }
+  sojourn::predictor::PredictorService service(predictor, directory, pool, turnaround.get(), sc);
   sojourn::Metrics metrics("predictor");
   sojourn::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
