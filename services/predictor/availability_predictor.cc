@@ -118,9 +118,7 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   if (!gs.ok()) {
     absl::Status st = FromGrpcStatus(gs);
     if (absl::IsNotFound(st) || absl::IsInvalidArgument(st)) return st;
-    return absl::UnavailableError(absl::StrCat("state manager ", Excerpt(address), " of host ",
-                                               Excerpt(request.host()), ": ",
-                                               gs.error_message()));
+    return StatemgrUnavailable(address, request.host(), gs);
   }
   auto stats = FromProto(stats_resp.stats());
   if (!stats.ok()) return stats.status();

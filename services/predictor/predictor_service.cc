@@ -38,9 +38,7 @@ grpc::ServerUnaryReactor* PredictorService::Forward(grpc::CallbackServerContext*
     grpc::Status s = call(stub, &ctx, forwarded, response);
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      return absl::UnavailableError(absl::StrCat("state manager ", Excerpt(address), " of host ",
-                                                 Excerpt(request->host()), ": ",
-                                                 s.error_message()));
+      return StatemgrUnavailable(address, request->host(), s);
     }
     return FromGrpcStatus(s);
   });

@@ -10,6 +10,24 @@
 
 namespace sojourn::predictor {
 
+namespace {
+
+// "CODE: message" of a failed call, never empty after the code.
+std::string Describe(const grpc::Status& s) {
+  return absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code())),
+                      ": ",
+                      s.error_message().empty() ? "connection failed"
+                                                : Excerpt(s.error_message(), 256));
+}
+
+}  // namespace
+
+absl::Status StatemgrUnavailable(const std::string& address, const std::string& host,
+                                 const grpc::Status& status) {
+  return absl::UnavailableError(absl::StrCat("state manager ", Excerpt(address), " of host ",
+                                             Excerpt(host), ": ", Describe(status)));
+}
+
 StatemgrDirectory::StatemgrDirectory(const std::string& broker_address, absl::Duration timeout)
     : broker_address_(broker_address), timeout_(timeout) {
   if (!broker_address_.empty()) {
@@ -49,7 +67,7 @@ absl::StatusOr<sojourn::v1::StateManager::Stub*> StatemgrDirectory::Find(
       absl::Status st = FromGrpcStatus(s);
       if (absl::IsNotFound(st) || absl::IsInvalidArgument(st)) return st;
       return absl::UnavailableError(
-          absl::StrCat("broker ", broker_address_, " unreachable: ", s.error_message()));
+          absl::StrCat("broker ", broker_address_, " unreachable: ", Describe(s)));
     }
     address = resp.statemgr_address();
   }

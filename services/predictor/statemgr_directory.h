@@ -18,6 +18,13 @@
 
 namespace sojourn::predictor {
 
+// UNAVAILABLE for a failed call to the state manager at `address` of
+// `host`: "state manager ADDR of host H: CODE: message", the message being
+// "connection failed" when gRPC gives none (a wrong port used to leave
+// nothing after the colon).
+absl::Status StatemgrUnavailable(const std::string& address, const std::string& host,
+                                 const grpc::Status& status);
+
 // Thread-safe.
 class StatemgrDirectory {
  public:

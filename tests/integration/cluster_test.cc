@@ -293,6 +293,34 @@ TEST_F(ClusterTest, MalformedRequestsAreRejected) {
     EXPECT_EQ(sm_stub_->GetWindowStats(&ctx, req, &resp).error_code(),
               grpc::StatusCode::NOT_FOUND);
   }
+  // A wrong state manager address: UNAVAILABLE naming the address, the host,
+  // the gRPC code and why (it used to end in an empty ": ").
+  for (const bool usage : {false, true}) {
+    grpc::ClientContext ctx;
+    grpc::Status s;
+    if (usage) {
+      v1::HowLongRequest req;
+      req.set_host("good-a");
+      req.set_free_cpu_ratio(0.5);
+      req.set_statemgr_address("127.0.0.1:1");
+      v1::HowLongResponse resp;
+      s = predictor_stub_->HowLong(&ctx, req, &resp);
+    } else {
+      v1::PredictAvailabilityRequest req;
+      req.set_host("good-a");
+      req.set_window_seconds(3600);
+      req.set_statemgr_address("127.0.0.1:1");
+      v1::PredictAvailabilityResponse resp;
+      s = predictor_stub_->PredictAvailability(&ctx, req, &resp);
+    }
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+    EXPECT_NE(s.error_message().find("127.0.0.1:1 of host good-a: UNAVAILABLE: "),
+              std::string::npos)
+        << s.error_message();
+    EXPECT_GT(s.error_message().size(),
+              s.error_message().find("UNAVAILABLE: ") + std::string("UNAVAILABLE: ").size())
+        << s.error_message();
+  }
   // Oversized strings are INVALID_ARGUMENT with a short message, never
   // echoed whole (a status message travels in metadata, which peers cap).
   {
