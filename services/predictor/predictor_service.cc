@@ -29,13 +29,13 @@ grpc::ServerUnaryReactor* PredictorService::Forward(grpc::CallbackServerContext*
                                                     Call call) {
   return FinishOnPool(context, pool_, [this, request, response, call]() -> absl::Status {
     std::string address;
-    ASSIGN_OR_RETURN(sojourn::v1::StateManager::Stub * stub,
+    ASSIGN_OR_RETURN(std::shared_ptr<sojourn::v1::StateManager::Stub> stub,
                      directory_.Find(request->host(), request->statemgr_address(), &address));
     Req forwarded = *request;
     forwarded.clear_statemgr_address();
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
-    grpc::Status s = call(stub, &ctx, forwarded, response);
+    grpc::Status s = call(stub.get(), &ctx, forwarded, response);
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
       return StatemgrUnavailable(address, request->host(), s);
