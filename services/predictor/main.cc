@@ -4,8 +4,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "common/clock.h"
+#include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/server.h"
@@ -41,10 +41,11 @@ ABSL_FLAG(int, population_prior_minutes, 10,
           "(issue 7), rebuilt every N minutes; 0 = off");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  sojourn::SetUsage(
       "predictor: computes a host's temporal reliability TR (probability of staying usable "
       "through a window), the TR curve and MTTF by the semi-Markov method.\n"
-      "usage: predictor [--flags]; see --help");
+      "usage: predictor [--flags]; see --help",
+      __FILE__);
   absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
 

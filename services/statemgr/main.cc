@@ -7,8 +7,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "common/clock.h"
+#include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/server.h"
@@ -53,9 +53,10 @@ ABSL_FLAG(bool, usage_selector, true,
 ABSL_FLAG(int, threads, 2, "worker threads for usage questions");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  sojourn::SetUsage(
       "statemgr: stores host samples in RocksDB, classifies the five availability states and "
-      "serves window statistics to the predictor.\nusage: statemgr [--flags]; see --help");
+      "serves window statistics to the predictor.\nusage: statemgr [--flags]; see --help",
+      __FILE__);
   absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
 
