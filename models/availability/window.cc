@@ -40,8 +40,15 @@ std::vector<size_t> HistoryWindowStarts(const StateSeries& series, const WindowS
   const int64_t steps = WindowSteps(series, spec);
   const int64_t n = static_cast<int64_t>(series.states.size());
   const int64_t series_end = series.start_unix + (n - 1) * step;
-  // Newest local day whose window could end by end_unix, then walk back.
-  int64_t midnight = LocalMidnight(end_unix, spec.utc_offset_seconds);
+  // No window can end before the series starts or after it ends, so the walk
+  // back starts at the series end: it then takes O(days of data) steps
+  // whatever end_unix says (INT64_MAX would otherwise be ~1e14 days, and
+  // LocalMidnight would overflow).
+  if (end_unix < series.start_unix) return out;
+  end_unix = std::min(end_unix, series_end);
+  // Newest local day whose window could start by end_unix, then walk back.
+  int64_t midnight = LocalMidnight(end_unix - std::min<int64_t>(0, spec.start_second_of_day),
+                                   spec.utc_offset_seconds);
   for (; ; midnight -= kDay) {
     const int64_t start = midnight + spec.start_second_of_day;
     if (start + steps * step < series.start_unix) break;  // before the series

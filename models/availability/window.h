@@ -39,7 +39,8 @@ struct WindowSpec {
 // states[s .. s + L] with L = length_seconds / series.step_seconds (rounded
 // down, at least 1), so all L+1 points must lie inside the series. A window
 // start that is not on the grid uses the first grid point after it. Days whose
-// window does not fit inside the series are skipped and not counted.
+// window does not fit inside the series are skipped and not counted. Takes
+// time in the days the series spans, for any `end_unix` (INT64_MAX included).
 std::vector<size_t> HistoryWindowStarts(const StateSeries& series, const WindowSpec& spec,
                                         int64_t end_unix);
 

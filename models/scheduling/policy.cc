@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/text.h"
 
 namespace sojourn::scheduling {
 namespace {
@@ -43,7 +44,7 @@ absl::StatusOr<Policy> ParsePolicy(absl::string_view name) {
   if (name == "omniscient") return Policy::kOmniscient;
   if (name == "tr") return Policy::kTr;
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown policy '", name,
+      "unknown policy '", Excerpt(name),
       "' (available: proactive, condor, round_robin, omniscient (simulation only), tr)"));
 }
 

@@ -245,6 +245,10 @@ absl::StatusOr<SimOutcome> SimulateTarget(const EstimateRequest& req, RuntimeMod
   }
   for (const JobSpec& w : snap.waiting) {
     if (w.job_id >= 0 && w.job_id == req.job.job_id) continue;
+    // Characterizing a job reads HistDB: poll for cancellation here too.
+    if (req.cancelled && jobs.size() % 256 == 0 && req.cancelled()) {
+      return absl::CancelledError("turnaround estimate cancelled (client gone or deadline passed)");
+    }
     SimJob j;
     j.spec = w;
     RETURN_IF_ERROR(model.Init(j));
@@ -327,6 +331,12 @@ absl::StatusOr<SimOutcome> SimulateTarget(const EstimateRequest& req, RuntimeMod
   schedule();
   std::vector<double> rem;
   for (int guard = 0; guard < 1000000; ++guard) {
+    // Each event costs O(running + waiting), so polling here is free; a
+    // snapshot of tens of thousands of jobs takes seconds, past most
+    // clients' deadlines.
+    if (req.cancelled && req.cancelled()) {
+      return absl::CancelledError("turnaround estimate cancelled (client gone or deadline passed)");
+    }
     SimJob& tj = jobs[target];
     if (tj.start >= 0 && cluster.policy().mpl_limit <= 1) {
       // Nobody can join the target's nodes any more: its RemTime is final.
@@ -667,6 +677,9 @@ absl::StatusOr<KernelEstimate> TurnaroundEstimator::Run(Kernel kernel, const Est
 absl::StatusOr<KernelEstimate> TurnaroundEstimator::EstimateWith(Kernel kernel,
                                                                  const EstimateRequest& request) {
   RETURN_IF_ERROR(ValidateRequest(request));
+  if (request.cancelled && request.cancelled()) {
+    return absl::CancelledError("turnaround estimate cancelled (client gone or deadline passed)");
+  }
   ASSIGN_OR_RETURN(KernelEstimate e, Run(kernel, request));
   ApplyInterval(kernel, &e);
   Remember(request.job.job_id, kernel, e);
@@ -732,6 +745,14 @@ absl::Status TurnaroundEstimator::OnStarted(int64_t job_id, int64_t start_time,
                                             const std::vector<int32_t>& nodes,
                                             const ClusterSnapshot& snapshot) {
   ASSIGN_OR_RETURN(JobRecord r, db_.GetPending(job_id));
+  if (start_time < r.spec.submit_time) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", job_id, " started at ", start_time,
+                                                   ", before its submit time ",
+                                                   r.spec.submit_time));
+  }
+  if (nodes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", job_id, " started on no node"));
+  }
   HistoryView view(db_, options_.history_window);
   r.start_time = start_time;
   r.wait_time = std::max<int64_t>(0, start_time - r.spec.submit_time);
@@ -760,6 +781,14 @@ absl::Status TurnaroundEstimator::OnFinished(int64_t job_id, int64_t finish_time
   ASSIGN_OR_RETURN(JobRecord r, db_.GetPending(job_id));
   if (r.start_time < 0) {
     return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " finished before it started"));
+  }
+  if (finish_time < r.start_time) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", job_id, " finished at ", finish_time,
+                                                   ", before its start time ", r.start_time));
+  }
+  if (!std::isfinite(cpu_time_per_task)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", job_id, ": CPU time per task must be finite"));
   }
   r.exec_time = std::max<int64_t>(0, finish_time - r.start_time);
   r.cpu_time_per_task = cpu_time_per_task;
@@ -796,6 +825,7 @@ absl::Status TurnaroundEstimator::OnFinished(int64_t job_id, int64_t finish_time
 }
 
 absl::Status TurnaroundEstimator::OnCancelled(int64_t job_id) {
+  RETURN_IF_ERROR(db_.GetPending(job_id).status());  // NotFound for a job never submitted
   {
     absl::MutexLock lock(&mu_);
     predictions_.erase(job_id);

@@ -19,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -89,6 +90,10 @@ struct KernelEstimate {
 struct EstimateRequest {
   JobSpec job;
   ClusterSnapshot snapshot;
+  // Optional: polled by the simulation kernels once per simulated event;
+  // when it returns true the estimate stops with CANCELLED (e.g. the RPC's
+  // client gave up). Must be safe to call from the estimating thread.
+  std::function<bool()> cancelled;
 };
 
 struct TurnaroundResult {
@@ -104,15 +109,17 @@ class TurnaroundEstimator {
   TurnaroundEstimator(HistDb& db, const EstimatorOptions& options);
 
   // The three CISNE kernels for one job. InvalidArgument on a malformed
-  // request (procs < 1, node indices outside the snapshot).
+  // request (procs < 1, node indices outside the snapshot); Cancelled when
+  // request.cancelled() says so.
   absl::StatusOr<TurnaroundResult> Estimate(const EstimateRequest& request);
   // One kernel (CISNE kernel or baseline).
   absl::StatusOr<KernelEstimate> EstimateWith(Kernel kernel, const EstimateRequest& request);
 
   // Job events (section 4.1, "information collected by CISNE on runtime").
   // `snapshot` is the queue/cluster state at the event, without the job
-  // itself in `waiting` or `running`. Unknown job ids on start/finish are
-  // NotFound. Pending jobs live in HistDB, so they survive a restart.
+  // itself in `waiting` or `running`. Unknown job ids on start, finish and
+  // cancel are NotFound; a start before the submit, a start on no node, a
+  // finish before the start or a non-finite CPU time are InvalidArgument. Pending jobs live in HistDB, so they survive a restart.
   absl::Status OnSubmitted(const JobSpec& job, const ClusterSnapshot& snapshot);
   absl::Status OnStarted(int64_t job_id, int64_t start_time, const std::vector<int32_t>& nodes,
                          const ClusterSnapshot& snapshot);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/text.h"
 
 namespace sojourn::usage {
 namespace {
@@ -28,7 +29,7 @@ absl::StatusOr<Resource> ParseResource(absl::string_view name) {
   std::string n = absl::AsciiStrToLower(name);
   if (n == "cpu") return Resource::kCpu;
   if (n == "mem" || n == "memory" || n == "ram") return Resource::kMemory;
-  return absl::InvalidArgumentError(absl::StrCat("unknown resource '", name, "' (cpu or mem)"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown resource '", Excerpt(name), "' (cpu or mem)"));
 }
 
 int64_t UsageSeries::BinOf(int64_t unix_seconds) const {

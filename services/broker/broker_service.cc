@@ -8,6 +8,7 @@
 #include "common/grpc_status.h"
 #include "common/reactors.h"
 #include "common/status.h"
+#include "common/text.h"
 
 namespace sojourn::broker {
 GrpcTrSource::GrpcTrSource(const std::string& predictor_address)
@@ -74,7 +75,7 @@ grpc::ServerUnaryReactor* BrokerService::RegisterHost(
 grpc::ServerUnaryReactor* BrokerService::Heartbeat(grpc::CallbackServerContext* context,
                                                    const sojourn::v1::HeartbeatRequest* request,
                                                    sojourn::v1::HeartbeatResponse* response) {
-  if (request->host().empty()) return FinishNow(context, absl::InvalidArgumentError("host is required"));
+  if (absl::Status s = ValidateLookupName(request->host()); !s.ok()) return FinishNow(context, s);
   response->set_heartbeat_ttl_seconds(absl::ToInt64Seconds(registry_.ttl()));
   return FinishNow(context, registry_.Heartbeat(request->host(), request->last_sample_unix_seconds()));
 }
@@ -89,7 +90,7 @@ grpc::ServerUnaryReactor* BrokerService::ListHosts(
 grpc::ServerUnaryReactor* BrokerService::GetHost(grpc::CallbackServerContext* context,
                                                  const sojourn::v1::GetHostRequest* request,
                                                  sojourn::v1::RegisteredHost* response) {
-  if (request->host().empty()) return FinishNow(context, absl::InvalidArgumentError("host is required"));
+  if (absl::Status s = ValidateLookupName(request->host()); !s.ok()) return FinishNow(context, s);
   auto h = registry_.Get(request->host());
   if (h.ok()) *response = std::move(*h);
   return FinishNow(context, h.status());

@@ -2,13 +2,17 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "common/status.h"
+#include "common/text.h"
+
 namespace sojourn::broker {
 
 absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& request) {
-  if (request.host().empty()) return absl::InvalidArgumentError("host is required");
-  if (request.statemgr_address().empty()) {
-    return absl::InvalidArgumentError("statemgr_address is required");
-  }
+  // The same rules as the state managers' for names, and a bounded address:
+  // the predictor quotes the address in its errors, and an address of tens
+  // of kB once made those errors too large for the broker's channel.
+  RETURN_IF_ERROR(ValidateHostName(request.host()));
+  RETURN_IF_ERROR(ValidateAddress(request.statemgr_address(), "statemgr_address"));
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   absl::MutexLock l(&mu_);
   auto [it, inserted] = hosts_.try_emplace(request.host());
@@ -28,7 +32,7 @@ absl::Status HostRegistry::Heartbeat(const std::string& host, int64_t last_sampl
   absl::MutexLock l(&mu_);
   auto it = hosts_.find(host);
   if (it == hosts_.end()) {
-    return absl::NotFoundError(absl::StrCat("host '", host, "' is not registered; register first"));
+    return absl::NotFoundError(absl::StrCat("host '", Excerpt(host), "' is not registered; register first"));
   }
   it->second.set_last_heartbeat_unix_seconds(absl::ToUnixSeconds(clock_.Now()));
   if (last_sample_unix_seconds > it->second.last_sample_unix_seconds()) {
@@ -46,7 +50,7 @@ sojourn::v1::RegisteredHost HostRegistry::WithLiveness(const sojourn::v1::Regist
 absl::StatusOr<sojourn::v1::RegisteredHost> HostRegistry::Get(const std::string& host) const {
   absl::MutexLock l(&mu_);
   auto it = hosts_.find(host);
-  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
   return WithLiveness(it->second);
 }
 

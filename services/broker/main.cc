@@ -3,8 +3,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "common/clock.h"
+#include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/server.h"
@@ -35,10 +35,11 @@ ABSL_FLAG(int64_t, load_history_seconds, 4 * 3600,
           "(0 = no load forecast: L = 0)");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  sojourn::SetUsage(
       "broker: registry of hosts (registration, heartbeats, expiry) and RankHosts, which orders "
       "hosts for a job (paper 000 section 8.4 policies: proactive by default, condor, round_robin, "
-      "tr) from their predicted TR curves and load, cached per host.\nusage: broker [--flags]; see --help");
+      "tr) from their predicted TR curves and load, cached per host.\nusage: broker [--flags]; see --help",
+      __FILE__);
   absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
   if (absl::GetFlag(FLAGS_heartbeat_ttl_seconds) <= 0) {

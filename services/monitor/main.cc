@@ -5,8 +5,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "common/clock.h"
+#include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/server.h"
@@ -29,11 +29,12 @@ ABSL_FLAG(std::string, spool_path, "",
           "restart of the monitor while the state manager is unreachable (empty = memory only)");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  sojourn::SetUsage(
       "monitor: samples this host's CPU load (excluding registered guest processes), free "
       "memory and swap activity from /proc every period and streams the samples to the host's "
       "state manager, buffering and retrying with backoff while it is unreachable.\n"
-      "usage: monitor [--flags]; see --help");
+      "usage: monitor [--flags]; see --help",
+      __FILE__);
   absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
   if (absl::GetFlag(FLAGS_period_seconds) <= 0) {

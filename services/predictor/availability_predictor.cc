@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/text.h"
 #include "models/availability/predict.h"
 #include "models/availability/window.h"
 #include "services/convert.h"
@@ -77,7 +78,7 @@ AvailabilityPredictor::Population AvailabilityPredictor::PopulationPrior(
 
 absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::Predict(
     const sojourn::v1::PredictAvailabilityRequest& request) {
-  if (request.host().empty()) return absl::InvalidArgumentError("host is required");
+  if (absl::Status s = ValidateLookupName(request.host()); !s.ok()) return s;
   if (request.window_seconds() <= 0 || request.window_seconds() > kMaxWindowSeconds) {
     return absl::InvalidArgumentError(absl::StrCat("window_seconds must be in (0, ",
                                                    kMaxWindowSeconds, "], got ",
@@ -117,8 +118,7 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   if (!gs.ok()) {
     absl::Status st = FromGrpcStatus(gs);
     if (absl::IsNotFound(st) || absl::IsInvalidArgument(st)) return st;
-    return absl::UnavailableError(absl::StrCat("state manager ", address, " of host ",
-                                               request.host(), ": ", gs.error_message()));
+    return StatemgrUnavailable(address, request.host(), gs);
   }
   auto stats = FromProto(stats_resp.stats());
   if (!stats.ok()) return stats.status();

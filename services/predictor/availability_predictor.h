@@ -62,6 +62,10 @@ class AvailabilityPredictor {
   const AvailabilityPredictorConfig config_;
   StatemgrDirectory& directory_;
   Clock& clock_;
+
+ public:
+  // The clock predictions (and the predictor's RPCs) read "now" from.
+  Clock& clock() const { return clock_; }
   struct PriorEntry {
     Population population;
     absl::Time built;

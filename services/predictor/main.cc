@@ -4,8 +4,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "common/clock.h"
+#include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/server.h"
@@ -33,15 +33,19 @@ ABSL_FLAG(bool, paper_estimator, false,
 ABSL_FLAG(int, threads, 4, "worker threads for predictions");
 ABSL_FLAG(std::string, histdb_path, "./predictor-histdb",
           "RocksDB directory of the job history (HistDB) behind EstimateTurnaround (empty = off)");
+ABSL_FLAG(int64_t, max_clock_skew_seconds, 3600,
+          "job events and turnaround requests may carry times at most this many seconds after "
+          "this predictor's clock (later: INVALID_ARGUMENT)");
 ABSL_FLAG(int, population_prior_minutes, 10,
           "shrink each host's kernel towards the same window pooled over every registered host "
           "(issue 7), rebuilt every N minutes; 0 = off");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  sojourn::SetUsage(
       "predictor: computes a host's temporal reliability TR (probability of staying usable "
       "through a window), the TR curve and MTTF by the semi-Markov method.\n"
-      "usage: predictor [--flags]; see --help");
+      "usage: predictor [--flags]; see --help",
+      __FILE__);
   absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
 
@@ -53,7 +57,7 @@ int main(int argc, char** argv) {
     config.estimator = sojourn::availability::PaperEstimatorOptions();
   }
   config.population_prior_ttl = absl::Minutes(absl::GetFlag(FLAGS_population_prior_minutes));
-  if (config.history_days < 0 || std::abs(config.utc_offset_seconds) > 14 * 3600) {
+  if (config.history_days < 0 || std::abs(int64_t{config.utc_offset_seconds}) > 14 * 3600) {
     SOJOURN_LOG(ERROR, "--history_days must be >= 0 and --utc_offset_seconds within +-14 h");
     return 2;
   }
@@ -72,7 +76,13 @@ int main(int argc, char** argv) {
     turnaround = std::make_unique<sojourn::turnaround::TurnaroundEstimator>(
         *histdb, sojourn::turnaround::EstimatorOptions{});
   }
-  sojourn::predictor::PredictorService service(predictor, directory, pool, turnaround.get());
+  sojourn::predictor::PredictorServiceConfig sc;
+  sc.max_clock_skew_seconds = absl::GetFlag(FLAGS_max_clock_skew_seconds);
+  if (sc.max_clock_skew_seconds < 0) {
+    SOJOURN_LOG(ERROR, "--max_clock_skew_seconds must be >= 0");
+    return 2;
+  }
+  sojourn::predictor::PredictorService service(predictor, directory, pool, turnaround.get(), sc);
   sojourn::Metrics metrics("predictor");
   sojourn::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);

@@ -1,11 +1,15 @@
 #include "services/predictor/predictor_service.h"
 
+#include <cmath>
+
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/reactors.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "services/predictor/turnaround_convert.h"
 
 namespace sojourn::predictor {
@@ -25,17 +29,16 @@ grpc::ServerUnaryReactor* PredictorService::Forward(grpc::CallbackServerContext*
                                                     Call call) {
   return FinishOnPool(context, pool_, [this, request, response, call]() -> absl::Status {
     std::string address;
-    ASSIGN_OR_RETURN(sojourn::v1::StateManager::Stub * stub,
+    ASSIGN_OR_RETURN(std::shared_ptr<sojourn::v1::StateManager::Stub> stub,
                      directory_.Find(request->host(), request->statemgr_address(), &address));
     Req forwarded = *request;
     forwarded.clear_statemgr_address();
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
-    grpc::Status s = call(stub, &ctx, forwarded, response);
+    grpc::Status s = call(stub.get(), &ctx, forwarded, response);
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      return absl::UnavailableError("state manager " + address + " of host " + request->host() +
-                                    ": " + s.error_message());
+      return StatemgrUnavailable(address, request->host(), s);
     }
     return FromGrpcStatus(s);
   });
@@ -72,14 +75,32 @@ grpc::ServerUnaryReactor* PredictorService::HowLong(grpc::CallbackServerContext*
                  });
 }
 
+int64_t PredictorService::LatestUnixSeconds() const {
+  const int64_t now = absl::ToUnixSeconds(predictor_.clock().Now());
+  return now > INT64_MAX - config_.max_clock_skew_seconds ? INT64_MAX
+                                                          : now + config_.max_clock_skew_seconds;
+}
+
 grpc::ServerUnaryReactor* PredictorService::EstimateTurnaround(
     grpc::CallbackServerContext* context, const sojourn::v1::EstimateTurnaroundRequest* request,
     sojourn::v1::EstimateTurnaroundResponse* response) {
-  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
+  // `context` stays valid until the work finishes the call.
+  return FinishOnPool(context, pool_, [this, context, request, response]() -> absl::Status {
     if (turnaround_ == nullptr) return absl::FailedPreconditionError("no job history configured");
-    ASSIGN_OR_RETURN(turnaround::JobSpec job, FromProto(request->job()));
-    ASSIGN_OR_RETURN(turnaround::ClusterSnapshot snapshot, FromProto(request->snapshot()));
-    ASSIGN_OR_RETURN(turnaround::TurnaroundResult r, turnaround_->Estimate({job, snapshot}));
+    const int64_t latest = LatestUnixSeconds();
+    ASSIGN_OR_RETURN(turnaround::JobSpec job, FromProto(request->job(), latest));
+    if (job.submit_time <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("job ", job.job_id,
+                                                     ": submit_unix_seconds must be > 0"));
+    }
+    ASSIGN_OR_RETURN(turnaround::ClusterSnapshot snapshot, FromProto(request->snapshot(), latest));
+    if (snapshot.now <= 0) {
+      return absl::InvalidArgumentError("snapshot now_unix_seconds must be > 0");
+    }
+    turnaround::EstimateRequest er{job, std::move(snapshot)};
+    // Stop simulating once the client is gone or its deadline has passed.
+    er.cancelled = [context] { return context->IsCancelled(); };
+    ASSIGN_OR_RETURN(turnaround::TurnaroundResult r, turnaround_->Estimate(er));
     *response->add_estimates() = ToProto("historical", r.historical);
     *response->add_estimates() = ToProto("simulation", r.simulation);
     *response->add_estimates() = ToProto("hybrid", r.hybrid);
@@ -92,20 +113,39 @@ grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
     sojourn::v1::RecordJobEventResponse* response) {
   return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
     if (turnaround_ == nullptr) return absl::FailedPreconditionError("no job history configured");
+    // What is stored here feeds every later estimate: times beyond the clock
+    // or non-finite CPU seconds would poison them (a turnaround of 9.2e18 s).
+    const int64_t latest = LatestUnixSeconds();
+    auto check_time = [latest](int64_t job_id, const char* field, int64_t t) {
+      if (t > 0 && t <= latest) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrCat("job ", job_id, ": ", field, " ", t,
+                                                     " must be in (0, ", latest,
+                                                     "] (the predictor's clock + skew)"));
+    };
     switch (request->event_case()) {
       case sojourn::v1::JobEvent::kSubmitted: {
-        ASSIGN_OR_RETURN(turnaround::JobSpec job, FromProto(request->submitted().job()));
+        ASSIGN_OR_RETURN(turnaround::JobSpec job, FromProto(request->submitted().job(), latest));
+        RETURN_IF_ERROR(check_time(job.job_id, "submit_unix_seconds", job.submit_time));
         ASSIGN_OR_RETURN(turnaround::ClusterSnapshot s,
-                         FromProto(request->submitted().snapshot()));
+                         FromProto(request->submitted().snapshot(), latest));
         RETURN_IF_ERROR(turnaround_->OnSubmitted(job, s));
         break;
       }
       case sojourn::v1::JobEvent::kStarted: {
         const auto& e = request->started();
-        ASSIGN_OR_RETURN(turnaround::ClusterSnapshot s, FromProto(e.snapshot()));
+        // An unknown job is NOT_FOUND before anything else is judged.
+        RETURN_IF_ERROR(turnaround_->db().GetPending(e.job_id()).status());
+        RETURN_IF_ERROR(check_time(e.job_id(), "start_unix_seconds", e.start_unix_seconds()));
+        if (e.nodes().empty()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("job ", e.job_id(), ": started on no node (nodes is empty)"));
+        }
+        ASSIGN_OR_RETURN(turnaround::ClusterSnapshot s, FromProto(e.snapshot(), latest));
         for (int32_t n : e.nodes()) {
           if (n < 0 || n >= e.snapshot().nodes_size()) {
-            return absl::InvalidArgumentError("started on a node outside the snapshot");
+            return absl::InvalidArgumentError(
+                absl::StrCat("job ", e.job_id(), ": started on node ", n,
+                             ", outside the snapshot's ", e.snapshot().nodes_size(), " nodes"));
           }
         }
         RETURN_IF_ERROR(turnaround_->OnStarted(
@@ -114,8 +154,15 @@ grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
       }
       case sojourn::v1::JobEvent::kFinished: {
         const auto& e = request->finished();
-        RETURN_IF_ERROR(
-            turnaround_->OnFinished(e.job_id(), e.finish_unix_seconds(), e.cpu_seconds_per_task()));
+        RETURN_IF_ERROR(turnaround_->db().GetPending(e.job_id()).status());
+        RETURN_IF_ERROR(check_time(e.job_id(), "finish_unix_seconds", e.finish_unix_seconds()));
+        const double cpu = e.cpu_seconds_per_task();
+        if (!(cpu == -1 || (std::isfinite(cpu) && cpu >= 0))) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "job ", e.job_id(), ": cpu_seconds_per_task must be finite and >= 0 (-1 = unknown), got ",
+              cpu));
+        }
+        RETURN_IF_ERROR(turnaround_->OnFinished(e.job_id(), e.finish_unix_seconds(), cpu));
         break;
       }
       case sojourn::v1::JobEvent::kCancelled:

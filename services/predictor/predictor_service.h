@@ -10,14 +10,27 @@
 
 namespace sojourn::predictor {
 
+struct PredictorServiceConfig {
+  // Job events and turnaround requests may carry times at most this many
+  // seconds after the predictor's clock (AvailabilityPredictor::clock());
+  // later ones are INVALID_ARGUMENT, so a finish time of INT64_MAX cannot
+  // enter the job history and poison every later estimate. Default 1 h.
+  int64_t max_clock_skew_seconds = 3600;
+};
+
 class PredictorService final : public sojourn::v1::Predictor::CallbackService {
  public:
   // `predictor` and `pool` must outlive the service.
   // `turnaround` may be null (then EstimateTurnaround and RecordJobEvent are
   // FAILED_PRECONDITION).
   PredictorService(AvailabilityPredictor& predictor, StatemgrDirectory& directory,
-                   ThreadPool& pool, turnaround::TurnaroundEstimator* turnaround = nullptr)
-      : predictor_(predictor), directory_(directory), pool_(pool), turnaround_(turnaround) {}
+                   ThreadPool& pool, turnaround::TurnaroundEstimator* turnaround = nullptr,
+                   const PredictorServiceConfig& config = {})
+      : predictor_(predictor),
+        directory_(directory),
+        pool_(pool),
+        turnaround_(turnaround),
+        config_(config) {}
 
   grpc::ServerUnaryReactor* PredictAvailability(
       grpc::CallbackServerContext* context,
@@ -47,7 +60,10 @@ class PredictorService final : public sojourn::v1::Predictor::CallbackService {
   AvailabilityPredictor& predictor_;
   StatemgrDirectory& directory_;
   ThreadPool& pool_;
+  // Latest time a turnaround request or job event may carry.
+  int64_t LatestUnixSeconds() const;
   turnaround::TurnaroundEstimator* turnaround_;
+  const PredictorServiceConfig config_;
 };
 
 }  // namespace sojourn::predictor

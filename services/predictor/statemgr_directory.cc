@@ -1,34 +1,75 @@
 #include "services/predictor/statemgr_directory.h"
 
+#include <algorithm>
+
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/status.h"
+#include "common/text.h"
 
 namespace sojourn::predictor {
 
-StatemgrDirectory::StatemgrDirectory(const std::string& broker_address, absl::Duration timeout)
-    : broker_address_(broker_address), timeout_(timeout) {
+namespace {
+
+// "CODE: message" of a failed call, never empty after the code.
+std::string Describe(const grpc::Status& s) {
+  return absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code())),
+                      ": ",
+                      s.error_message().empty() ? "connection failed"
+                                                : Excerpt(s.error_message(), 256));
+}
+
+}  // namespace
+
+absl::Status StatemgrUnavailable(const std::string& address, const std::string& host,
+                                 const grpc::Status& status) {
+  return absl::UnavailableError(absl::StrCat("state manager ", Excerpt(address), " of host ",
+                                             Excerpt(host), ": ", Describe(status)));
+}
+
+StatemgrDirectory::StatemgrDirectory(const std::string& broker_address, absl::Duration timeout,
+                                     size_t max_channels)
+    : broker_address_(broker_address),
+      timeout_(timeout),
+      max_channels_(std::max<size_t>(1, max_channels)) {
   if (!broker_address_.empty()) {
     broker_ = sojourn::v1::Broker::NewStub(
         grpc::CreateChannel(broker_address_, grpc::InsecureChannelCredentials()));
   }
 }
 
-sojourn::v1::StateManager::Stub* StatemgrDirectory::StubFor(const std::string& address) {
+StatemgrDirectory::StubPtr StatemgrDirectory::StubFor(const std::string& address) {
   absl::MutexLock l(&mu_);
-  auto& stub = stubs_[address];
-  if (stub == nullptr) {
-    stub = sojourn::v1::StateManager::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto it = stubs_.find(address);
+  if (it != stubs_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->second;
   }
-  return stub.get();
+  StubPtr stub = sojourn::v1::StateManager::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  lru_.emplace_front(address, stub);
+  stubs_[address] = lru_.begin();
+  while (lru_.size() > max_channels_) {
+    // Callers still holding the evicted stub keep its channel alive until
+    // they are done; then it closes.
+    stubs_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+  return stub;
 }
 
-absl::StatusOr<sojourn::v1::StateManager::Stub*> StatemgrDirectory::Find(
+size_t StatemgrDirectory::channels() const {
+  absl::MutexLock l(&mu_);
+  return lru_.size();
+}
+
+absl::StatusOr<std::shared_ptr<sojourn::v1::StateManager::Stub>> StatemgrDirectory::Find(
     const std::string& host, const std::string& explicit_address, std::string* address_out) {
-  if (host.empty()) return absl::InvalidArgumentError("host is required");
+  RETURN_IF_ERROR(ValidateLookupName(host));
+  if (!explicit_address.empty()) RETURN_IF_ERROR(ValidateAddress(explicit_address, "statemgr_address"));
   std::string address = explicit_address;
   if (address.empty()) {
     if (broker_ == nullptr) {
@@ -46,7 +87,7 @@ absl::StatusOr<sojourn::v1::StateManager::Stub*> StatemgrDirectory::Find(
       absl::Status st = FromGrpcStatus(s);
       if (absl::IsNotFound(st) || absl::IsInvalidArgument(st)) return st;
       return absl::UnavailableError(
-          absl::StrCat("broker ", broker_address_, " unreachable: ", s.error_message()));
+          absl::StrCat("broker ", broker_address_, " unreachable: ", Describe(s)));
     }
     address = resp.statemgr_address();
   }

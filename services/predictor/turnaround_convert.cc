@@ -7,12 +7,22 @@
 
 namespace sojourn::predictor {
 
-absl::StatusOr<turnaround::JobSpec> FromProto(const v1::JobSpec& p) {
+absl::StatusOr<turnaround::JobSpec> FromProto(const v1::JobSpec& p, int64_t latest_unix) {
   if (p.procs() < 1) {
     return absl::InvalidArgumentError(absl::StrCat("job ", p.job_id(), ": procs must be >= 1"));
   }
   if (p.submit_unix_seconds() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("job ", p.job_id(), ": negative submit time"));
+  }
+  if (p.submit_unix_seconds() > latest_unix) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", p.job_id(), ": submit_unix_seconds ", p.submit_unix_seconds(),
+                     " is in the future (after ", latest_unix, ", the predictor's clock + skew)"));
+  }
+  if (p.requested_seconds() < -1 || p.requested_seconds() > kMaxRequestedSeconds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job ", p.job_id(), ": requested_seconds must be in [1, ", kMaxRequestedSeconds,
+        "] (-1 or 0 = unknown), got ", p.requested_seconds()));
   }
   if (!(p.cpu_ratio() >= 0 && p.cpu_ratio() <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("job ", p.job_id(), ": cpu_ratio in [0, 1]"));
@@ -30,7 +40,30 @@ absl::StatusOr<turnaround::JobSpec> FromProto(const v1::JobSpec& p) {
   return j;
 }
 
-absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot& p) {
+absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot& p,
+                                                      int64_t latest_unix) {
+  // Checked before converting anything, so an oversized snapshot costs nothing.
+  if (p.running_size() + static_cast<int64_t>(p.waiting_size()) > kMaxSnapshotJobs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster snapshot has ", p.running_size(), " running + ", p.waiting_size(),
+        " waiting jobs; at most ", kMaxSnapshotJobs, " are supported"));
+  }
+  if (p.nodes_size() > kMaxSnapshotNodes) {
+    return absl::InvalidArgumentError(absl::StrCat("cluster snapshot has ", p.nodes_size(),
+                                                   " nodes; at most ", kMaxSnapshotNodes,
+                                                   " are supported"));
+  }
+  if (p.now_unix_seconds() < 0 || p.now_unix_seconds() > latest_unix) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "snapshot now_unix_seconds must be in [0, ", latest_unix,
+        "] (the predictor's clock + skew), got ", p.now_unix_seconds()));
+  }
+  if (!v1::JobSelection_IsValid(p.policy().job_selection()) ||
+      !v1::NodeSelection_IsValid(p.policy().node_selection())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown scheduling policy: job_selection ", p.policy().job_selection(),
+        ", node_selection ", p.policy().node_selection()));
+  }
   turnaround::ClusterSnapshot s;
   s.now = p.now_unix_seconds();
   s.policy.job_selection = p.policy().job_selection() == v1::JOB_SELECTION_EASY
@@ -49,7 +82,16 @@ absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot&
   }
   for (const v1::RunningJob& r : p.running()) {
     turnaround::RunningJob rj;
-    ASSIGN_OR_RETURN(rj.spec, FromProto(r.spec()));
+    ASSIGN_OR_RETURN(rj.spec, FromProto(r.spec(), latest_unix));
+    if (r.start_unix_seconds() < 0 || r.start_unix_seconds() > latest_unix) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("running job ", r.spec().job_id(), ": start_unix_seconds must be in [0, ",
+                       latest_unix, "], got ", r.start_unix_seconds()));
+    }
+    if (!std::isfinite(r.cpu_seconds_per_task())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "running job ", r.spec().job_id(), ": cpu_seconds_per_task must be finite (-1 = unknown)"));
+    }
     rj.start_time = r.start_unix_seconds();
     for (int32_t n : r.nodes()) {
       if (n < 0 || n >= p.nodes_size()) {
@@ -62,7 +104,7 @@ absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot&
     s.running.push_back(std::move(rj));
   }
   for (const v1::JobSpec& w : p.waiting()) {
-    ASSIGN_OR_RETURN(turnaround::JobSpec j, FromProto(w));
+    ASSIGN_OR_RETURN(turnaround::JobSpec j, FromProto(w, latest_unix));
     s.waiting.push_back(j);
   }
   return s;

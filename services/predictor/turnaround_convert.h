@@ -9,10 +9,28 @@
 
 namespace sojourn::predictor {
 
-// INVALID_ARGUMENT for procs < 1 or negative times.
-absl::StatusOr<turnaround::JobSpec> FromProto(const v1::JobSpec& p);
-// INVALID_ARGUMENT for node indices outside the snapshot and malformed jobs.
-absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot& p);
+// Times a request may carry: after 0 and at most `latest_unix` (the
+// predictor's clock plus its allowed skew); requested times at most a year.
+inline constexpr int64_t kMaxRequestedSeconds = 365 * 86400;
+
+// INVALID_ARGUMENT for procs < 1, a submit time outside [0, latest_unix],
+// a requested time outside [-1, kMaxRequestedSeconds] or cpu_ratio outside
+// [0, 1].
+absl::StatusOr<turnaround::JobSpec> FromProto(const v1::JobSpec& p,
+                                              int64_t latest_unix = INT64_MAX);
+// Largest snapshot the predictor simulates: running + waiting jobs, and
+// nodes. An estimate costs about (jobs x events), so 60,000 jobs took ~30 s
+// of CPU per call; the evaluated workloads (docs/EVALUATION-turnaround.md)
+// queue at most a few hundred jobs on 64-128 nodes.
+inline constexpr int kMaxSnapshotJobs = 10000;
+inline constexpr int kMaxSnapshotNodes = 100000;
+
+// INVALID_ARGUMENT for node indices outside the snapshot, malformed jobs and
+// snapshots beyond kMaxSnapshotJobs / kMaxSnapshotNodes.
+// Times (now, submits, starts) must be at most `latest_unix`; unknown policy
+// enum values and non-finite CPU seconds are INVALID_ARGUMENT too.
+absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot& p,
+                                                      int64_t latest_unix = INT64_MAX);
 v1::KernelEstimate ToProto(const char* kernel, const turnaround::KernelEstimate& e);
 
 }  // namespace sojourn::predictor

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "models/availability/predict.h"
 #include "models/scheduling/load_forecast.h"
 
@@ -164,7 +165,7 @@ std::vector<HostInfo> HostBook::List() const {
 absl::StatusOr<HostInfo> HostBook::Info(const std::string& host) const {
   absl::MutexLock l(&mu_);
   auto it = hosts_.find(host);
-  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
   return InfoOf(host, it->second);
 }
 
@@ -178,7 +179,7 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     // counting windows happens outside it.
     absl::MutexLock l(&mu_);
     auto it = hosts_.find(host);
-    if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+    if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
     series = SeriesOf(it->second);
     out.info = InfoOf(host, it->second);
     // Predicted load L_t0(t) (paper 000 section 8.4) from the last 4 hours.
@@ -227,11 +228,17 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     // whole history (one window when the history is shorter), and say so.
     // One window over everything would keep only the path up to the first
     // failure (S3..S5 are absorbing) and ignore every later sojourn.
+    // "Whole" is the history up to `end`: a window in the past must not
+    // learn from what happened after it.
     out.whole_history_fallback = true;
-    const size_t n = series->states.size();
+    const int64_t upto = end < series->start_unix
+                             ? 0
+                             : (end - series->start_unix) / series->step_seconds + 1;
+    const size_t n =
+        static_cast<size_t>(std::min<int64_t>(upto, static_cast<int64_t>(series->states.size())));
     const size_t len = std::min<size_t>(static_cast<size_t>(steps) + 1, n);
     const size_t stride = std::max<size_t>(1, len / 4);
-    for (size_t s = 0; s + len <= n; s += stride) {
+    for (size_t s = 0; len > 0 && s + len <= n; s += stride) {
       availability::AccumulateWindow(&series->states[s], len, &out.stats);
     }
   }
@@ -247,7 +254,7 @@ absl::StatusOr<std::vector<StateInterval>> HostBook::Intervals(const std::string
   {
     absl::MutexLock l(&mu_);
     auto it = hosts_.find(host);
-    if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+    if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
     series = SeriesOf(it->second);
   }
   *step = series->step_seconds;
@@ -270,7 +277,7 @@ absl::StatusOr<std::vector<HostSample>> HostBook::Series(const std::string& host
                                                          bool* truncated) const {
   absl::ReaderMutexLock l(&mu_);
   auto it = hosts_.find(host);
-  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", host, "'"));
+  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
   const auto& samples = it->second.samples;
   auto lo = std::lower_bound(samples.begin(), samples.end(), start_unix,
                              [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });

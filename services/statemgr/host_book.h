@@ -91,6 +91,8 @@ class HostBook {
   // that only need names, sample counts, times and attributes.
   std::vector<HostInfo> ListBrief() const;
   size_t size() const;
+  // The clock the book reads "now" from.
+  Clock& clock() const { return clock_; }
   absl::StatusOr<HostInfo> Info(const std::string& host) const;
 
   // Statistics of the same-clock windows of `spec` ending by `end_unix`

@@ -7,8 +7,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "common/clock.h"
+#include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/server.h"
@@ -34,6 +34,10 @@ ABSL_FLAG(int64_t, revocation_gap_seconds, 60,
           "no sample for longer than this is S5 (at least 1.5 sampling periods of the host)");
 ABSL_FLAG(int64_t, default_period_seconds, 6,
           "state grid step for hosts whose monitor does not report its period");
+ABSL_FLAG(int64_t, max_clock_skew_seconds, 3600,
+          "PushSamples refuses samples stamped more than this many seconds after this state "
+          "manager's clock (INVALID_ARGUMENT; a sample from the future would make every later "
+          "real sample a duplicate)");
 ABSL_FLAG(std::string, broker, "",
           "broker address; when set, every host held is registered there and kept alive");
 ABSL_FLAG(std::string, advertise_address, "",
@@ -49,9 +53,10 @@ ABSL_FLAG(bool, usage_selector, true,
 ABSL_FLAG(int, threads, 2, "worker threads for usage questions");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  sojourn::SetUsage(
       "statemgr: stores host samples in RocksDB, classifies the five availability states and "
-      "serves window statistics to the predictor.\nusage: statemgr [--flags]; see --help");
+      "serves window statistics to the predictor.\nusage: statemgr [--flags]; see --help",
+      __FILE__);
   absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
 
@@ -85,14 +90,20 @@ int main(int argc, char** argv) {
   uc.utc_offset_seconds = absl::GetFlag(FLAGS_utc_offset_seconds);
   uc.model.patterns.clusters = absl::GetFlag(FLAGS_usage_clusters);
   uc.model.use_selector = absl::GetFlag(FLAGS_usage_selector);
-  if (uc.model.patterns.clusters < 1 || std::abs(uc.utc_offset_seconds) > 14 * 3600) {
+  if (uc.model.patterns.clusters < 1 || std::abs(int64_t{uc.utc_offset_seconds}) > 14 * 3600) {
     SOJOURN_LOG(ERROR, "--usage_clusters must be >= 1 and --utc_offset_seconds within +-14 h");
     return 2;
   }
   sojourn::statemgr::UsageKeeper usage(uc, book, **store, clock);
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
   sojourn::Metrics metrics("statemgr");
-  sojourn::statemgr::StateManagerService service(book, usage, pool, metrics);
+  sojourn::statemgr::StateManagerServiceConfig sc;
+  sc.max_clock_skew_seconds = absl::GetFlag(FLAGS_max_clock_skew_seconds);
+  if (sc.max_clock_skew_seconds < 0) {
+    SOJOURN_LOG(ERROR, "--max_clock_skew_seconds must be >= 0");
+    return 2;
+  }
+  sojourn::statemgr::StateManagerService service(book, usage, pool, metrics, sc);
   sojourn::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "common/reactors.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "services/convert.h"
 
 namespace sojourn::statemgr {
@@ -19,21 +21,21 @@ using sojourn::v1::PushSamplesRequest;
 using sojourn::v1::PushSamplesResponse;
 
 constexpr int64_t kMaxWindowSeconds = 7 * 86400;
+constexpr int64_t kMaxUtcOffsetSeconds = 14 * 3600;
 
-absl::Status ValidateHostName(const std::string& host) {
-  if (host.empty()) return absl::InvalidArgumentError("host is required");
-  if (host.size() > 255 || host.find('\0') != std::string::npos) {
-    return absl::InvalidArgumentError("host name must be 1..255 bytes without NUL");
-  }
-  return absl::OkStatus();
-}
+// Reads accept any name a host may have been stored under; PushSamples
+// applies the stricter sojourn::ValidateHostName to new names.
+absl::Status ValidateHostName(const std::string& host) { return ValidateLookupName(host); }
 
 // Reads batches of samples; each batch is persisted before the next is read,
-// so the final response acknowledges only durable samples.
+// so the final response acknowledges only durable samples. A batch is
+// validated whole before anything of it is stored: a bad sample rejects its
+// batch atomically, and the error says what earlier batches stored.
 class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
  public:
-  PushReactor(HostBook& book, Metrics& metrics, PushSamplesResponse* response)
-      : book_(book), metrics_(metrics), response_(response) {
+  PushReactor(HostBook& book, Metrics& metrics, const StateManagerServiceConfig& config,
+              PushSamplesResponse* response)
+      : book_(book), metrics_(metrics), config_(config), response_(response) {
     StartRead(&request_);
   }
 
@@ -52,6 +54,15 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
     if (!s.ok()) {
       metrics_.Increment("sojourn_statemgr_rejected_batches_total", "Sample batches rejected",
                          {});
+      if (response_->persisted_samples() > 0) {
+        // The client only sees the error, not the response: say what of
+        // this stream is already durable so it does not resend it all (or
+        // think nothing was kept).
+        s = absl::Status(s.code(), absl::StrCat(s.message(), " (message ", messages_,
+                                                " of the stream, rejected whole; ",
+                                                response_->persisted_samples(),
+                                                " samples of earlier messages were stored)"));
+      }
       Finish(ToGrpcStatus(s));
       return;
     }
@@ -63,35 +74,75 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
 
  private:
   absl::Status Handle() {
-    RETURN_IF_ERROR(ValidateHostName(request_.host()));
+    RETURN_IF_ERROR(sojourn::ValidateHostName(request_.host()));
+    const std::string host = Excerpt(request_.host());
+    if (request_.period_seconds() != 0 &&
+        (request_.period_seconds() < 1 || request_.period_seconds() > kMaxPeriodSeconds)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "host ", host, ": period_seconds must be in [1, ", kMaxPeriodSeconds,
+          "] (0 = the state manager's default), got ", request_.period_seconds()));
+    }
+    if (request_.has_attributes()) {
+      const sojourn::v1::HostAttributes& a = request_.attributes();
+      if (!std::isfinite(a.cpu_mhz()) || a.cpu_mhz() < 0 || a.cpu_cores() < 0 ||
+          !std::isfinite(a.total_mem_mb()) || a.total_mem_mb() < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "host ", host, ": attributes cpu_mhz, cpu_cores and total_mem_mb must be finite and "
+            ">= 0, got ", a.cpu_mhz(), ", ", a.cpu_cores(), ", ", a.total_mem_mb()));
+      }
+    }
+    // Later than this is from the future (a wrong clock or a bad sender).
+    const int64_t now = absl::ToUnixSeconds(book_.clock().Now());
+    const int64_t latest = now > INT64_MAX - config_.max_clock_skew_seconds
+                               ? INT64_MAX
+                               : now + config_.max_clock_skew_seconds;
     std::vector<HostSample> samples;
     samples.reserve(request_.samples_size());
     int64_t prev = INT64_MIN;
     for (int i = 0; i < request_.samples_size(); ++i) {
-      HostSample s = FromProto(request_.samples(i));
+      const sojourn::v1::HostSample& p = request_.samples(i);
+      HostSample s = FromProto(p);
       if (!std::isfinite(s.cpu_load) || s.cpu_load < 0 || s.cpu_load > 1.05) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "sample ", i, " of host ", request_.host(), ": cpu_load_ratio ", s.cpu_load,
+            "sample ", i, " of host ", host, ": cpu_load_ratio ", s.cpu_load,
             " is outside [0, 1]"));
       }
       s.cpu_load = std::min(s.cpu_load, 1.0);
-      if (s.has_free_mem() && (!std::isfinite(s.free_mem_mb) || s.free_mem_mb < 0)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("sample ", i, " of host ", request_.host(), ": negative free_mem_mb"));
+      // A field that is present must be a number: NaN is not "unknown"
+      // (unknown is an absent field).
+      if (p.has_free_mem_mb() && !(std::isfinite(p.free_mem_mb()) && p.free_mem_mb() >= 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sample ", i, " of host ", host, ": free_mem_mb must be finite and >= 0, got ",
+            p.free_mem_mb()));
+      }
+      for (const auto& [present, value, name] :
+           {std::tuple(p.has_swap_in_pages_per_second(), p.swap_in_pages_per_second(),
+                       "swap_in_pages_per_second"),
+            std::tuple(p.has_swap_out_pages_per_second(), p.swap_out_pages_per_second(),
+                       "swap_out_pages_per_second")}) {
+        if (present && !(std::isfinite(value) && value >= 0)) {
+          return absl::InvalidArgumentError(absl::StrCat("sample ", i, " of host ", host, ": ",
+                                                         name, " must be finite and >= 0, got ",
+                                                         value));
+        }
       }
       if (s.unix_seconds <= 0) {
         return absl::InvalidArgumentError(
-            absl::StrCat("sample ", i, " of host ", request_.host(), ": timestamp must be > 0"));
+            absl::StrCat("sample ", i, " of host ", host, ": timestamp must be > 0"));
+      }
+      if (s.unix_seconds > latest) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sample ", i, " of host ", host, ": timestamp ", s.unix_seconds,
+            " is more than ", config_.max_clock_skew_seconds,
+            " s after the state manager's clock (", now,
+            "; --max_clock_skew_seconds); the batch was not stored"));
       }
       if (s.unix_seconds < prev) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "sample ", i, " of host ", request_.host(), " is out of time order"));
+            "sample ", i, " of host ", host, " is out of time order"));
       }
       prev = s.unix_seconds;
       samples.push_back(s);
-    }
-    if (request_.period_seconds() < 0) {
-      return absl::InvalidArgumentError("period_seconds must be >= 0");
     }
     HostMeta meta;
     meta.attributes = request_.attributes();
@@ -115,6 +166,7 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
 
   HostBook& book_;
   Metrics& metrics_;
+  const StateManagerServiceConfig& config_;
   PushSamplesResponse* response_;
   PushSamplesRequest request_;
   int64_t messages_ = 0;
@@ -137,7 +189,7 @@ void FillStatus(const HostInfo& info, sojourn::v1::HostStatus* out) {
 
 grpc::ServerReadReactor<PushSamplesRequest>* StateManagerService::PushSamples(
     grpc::CallbackServerContext* /*context*/, PushSamplesResponse* response) {
-  return new PushReactor(book_, metrics_, response);
+  return new PushReactor(book_, metrics_, config_, response);
 }
 
 grpc::ServerUnaryReactor* StateManagerService::ListHosts(
@@ -187,8 +239,21 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
   if (request->history_days() < 0) {
     return FinishNow(context, absl::InvalidArgumentError("history_days must be >= 0"));
   }
-  if (std::abs(request->utc_offset_seconds()) > 14 * 3600) {
-    return FinishNow(context, absl::InvalidArgumentError("utc_offset_seconds must be within +-14 h"));
+  // Compared as int64: std::abs(INT32_MIN) overflows and let it through.
+  const int64_t utc_offset = request->utc_offset_seconds();
+  if (utc_offset < -kMaxUtcOffsetSeconds || utc_offset > kMaxUtcOffsetSeconds) {
+    return FinishNow(context, absl::InvalidArgumentError(absl::StrCat(
+                             "utc_offset_seconds must be within +-14 h, got ", utc_offset)));
+  }
+  if (request->end_unix_seconds() < 0) {
+    return FinishNow(context, absl::InvalidArgumentError(absl::StrCat(
+                             "end_unix_seconds must be >= 0 (0 = the last sample), got ",
+                             request->end_unix_seconds())));
+  }
+  if (!sojourn::v1::DayType_IsValid(request->day_type())) {
+    return FinishNow(context, absl::InvalidArgumentError(absl::StrCat(
+                             "day_type ", request->day_type(),
+                             " is not a DayType (DAY_TYPE_WEEKDAY or DAY_TYPE_WEEKEND)")));
   }
   availability::WindowSpec spec;
   spec.day_type = request->day_type() == sojourn::v1::DAY_TYPE_WEEKEND

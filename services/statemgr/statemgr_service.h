@@ -10,12 +10,24 @@
 
 namespace sojourn::statemgr {
 
+struct StateManagerServiceConfig {
+  // PushSamples refuses samples stamped later than the state manager's clock
+  // (HostBook::clock()) plus this many seconds. A sample from the future
+  // would make every later real sample a duplicate, silencing the host, and
+  // a grid reaching years ahead exhausts memory. Default 1 h.
+  int64_t max_clock_skew_seconds = 3600;
+};
+
+// Limits of PushSamplesRequest.period_seconds (0 = unset): 1 s .. 1 day.
+inline constexpr int64_t kMaxPeriodSeconds = 86400;
+
 class StateManagerService final : public sojourn::v1::StateManager::CallbackService {
  public:
   // All references must outlive the service. Usage questions (which may run a
   // pattern analysis) are answered on `pool`.
-  StateManagerService(HostBook& book, UsageKeeper& usage, ThreadPool& pool, Metrics& metrics)
-      : book_(book), usage_(usage), pool_(pool), metrics_(metrics) {}
+  StateManagerService(HostBook& book, UsageKeeper& usage, ThreadPool& pool, Metrics& metrics,
+                      const StateManagerServiceConfig& config = {})
+      : book_(book), usage_(usage), pool_(pool), metrics_(metrics), config_(config) {}
 
   grpc::ServerReadReactor<sojourn::v1::PushSamplesRequest>* PushSamples(
       grpc::CallbackServerContext* context, sojourn::v1::PushSamplesResponse* response) override;
@@ -49,6 +61,7 @@ class StateManagerService final : public sojourn::v1::StateManager::CallbackServ
   UsageKeeper& usage_;
   ThreadPool& pool_;
   Metrics& metrics_;
+  const StateManagerServiceConfig config_;
 };
 
 }  // namespace sojourn::statemgr

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/text.h"
 
 namespace sojourn::statemgr {
 namespace {
@@ -43,7 +44,7 @@ absl::StatusOr<UsageKeeper::Model> UsageKeeper::Build(const std::string& host,
                                                       bool force_analysis) {
   ASSIGN_OR_RETURN(HostInfo info, book_.Info(host));
   if (info.samples == 0) {
-    return absl::FailedPreconditionError(absl::StrCat("host '", host, "' has no samples yet"));
+    return absl::FailedPreconditionError(absl::StrCat("host '", Excerpt(host), "' has no samples yet"));
   }
   bool truncated = false;
   ASSIGN_OR_RETURN(std::vector<HostSample> samples,

@@ -293,9 +293,215 @@ TEST_F(ClusterTest, MalformedRequestsAreRejected) {
     EXPECT_EQ(sm_stub_->GetWindowStats(&ctx, req, &resp).error_code(),
               grpc::StatusCode::NOT_FOUND);
   }
+  // A wrong state manager address: UNAVAILABLE naming the address, the host,
+  // the gRPC code and why (it used to end in an empty ": ").
+  for (const bool usage : {false, true}) {
+    grpc::ClientContext ctx;
+    grpc::Status s;
+    if (usage) {
+      v1::HowLongRequest req;
+      req.set_host("good-a");
+      req.set_free_cpu_ratio(0.5);
+      req.set_statemgr_address("127.0.0.1:1");
+      v1::HowLongResponse resp;
+      s = predictor_stub_->HowLong(&ctx, req, &resp);
+    } else {
+      v1::PredictAvailabilityRequest req;
+      req.set_host("good-a");
+      req.set_window_seconds(3600);
+      req.set_statemgr_address("127.0.0.1:1");
+      v1::PredictAvailabilityResponse resp;
+      s = predictor_stub_->PredictAvailability(&ctx, req, &resp);
+    }
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+    EXPECT_NE(s.error_message().find("127.0.0.1:1 of host good-a: UNAVAILABLE: "),
+              std::string::npos)
+        << s.error_message();
+    EXPECT_GT(s.error_message().size(),
+              s.error_message().find("UNAVAILABLE: ") + std::string("UNAVAILABLE: ").size())
+        << s.error_message();
+  }
+  // Oversized strings are INVALID_ARGUMENT with a short message, never
+  // echoed whole (a status message travels in metadata, which peers cap).
+  {
+    grpc::ClientContext ctx;
+    v1::PredictAvailabilityRequest req;
+    req.set_host("h");
+    req.set_window_seconds(3600);
+    req.set_statemgr_address(std::string(100000, 'a'));
+    v1::PredictAvailabilityResponse resp;
+    grpc::Status s = predictor_stub_->PredictAvailability(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_LT(s.error_message().size(), 300u);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::PredictUsageRequest req;
+    req.set_host(std::string(100000, 'h'));
+    req.set_resource("cpu");
+    req.set_hours(1);
+    req.set_statemgr_address(sm_server_->address());
+    v1::PredictUsageResponse resp;
+    grpc::Status s = predictor_stub_->PredictUsage(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_LT(s.error_message().size(), 300u);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::PredictUsageRequest req;
+    req.set_host("h");
+    req.set_resource(std::string(100000, 'r'));
+    req.set_hours(1);
+    v1::PredictUsageResponse resp;
+    grpc::Status s = sm_stub_->PredictUsage(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_LT(s.error_message().size(), 300u);
+    EXPECT_NE(s.error_message().find("100000 bytes"), std::string::npos);
+  }
   // Still serving, and nothing stored was lost.
   auto ack = Push("h", 1, 0.1);
   EXPECT_EQ(ack.persisted_samples(), 288);
+}
+
+// GetWindowStats: an end far in the future answers at once (it used to walk
+// back one day at a time from INT64_MAX and wedge the server); a negative
+// end, a UTC offset beyond +-14 h (INT32_MIN included) and an unknown
+// day_type are INVALID_ARGUMENT with a message.
+TEST_F(ClusterTest, WindowStatsRejectsBadRangesAndClampsTheEnd) {
+  Push("calm", 14, 0.3);
+  auto stats = [&](void (*edit)(v1::GetWindowStatsRequest*), v1::GetWindowStatsResponse* resp) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    v1::GetWindowStatsRequest req;
+    req.set_host("calm");
+    req.set_day_type(v1::DAY_TYPE_WEEKDAY);
+    req.set_start_second_of_day(9 * 3600);
+    req.set_length_seconds(3600);
+    edit(&req);
+    return sm_stub_->GetWindowStats(&ctx, req, resp);
+  };
+  v1::GetWindowStatsResponse last, far;
+  ASSERT_TRUE(stats([](v1::GetWindowStatsRequest*) {}, &last).ok());
+  grpc::Status s = stats([](auto* r) { r->set_end_unix_seconds(INT64_MAX); }, &far);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(far.window_start_unix_seconds_size(), last.window_start_unix_seconds_size());
+  EXPECT_EQ(far.window_start_unix_seconds_size(), 10);
+  for (auto edit : std::vector<void (*)(v1::GetWindowStatsRequest*)>{
+           [](auto* r) { r->set_end_unix_seconds(-1); },
+           [](auto* r) { r->set_end_unix_seconds(INT64_MIN); },
+           [](auto* r) { r->set_utc_offset_seconds(INT32_MIN); },
+           [](auto* r) { r->set_utc_offset_seconds(INT32_MAX); },
+           [](auto* r) { r->set_utc_offset_seconds(-14 * 3600 - 1); },
+           [](auto* r) { r->set_day_type(static_cast<v1::DayType>(99)); }}) {
+    v1::GetWindowStatsResponse resp;
+    grpc::Status bad = stats(edit, &resp);
+    EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad.error_message();
+    EXPECT_FALSE(bad.error_message().empty());
+  }
+  v1::GetWindowStatsResponse east;
+  EXPECT_TRUE(stats([](auto* r) { r->set_utc_offset_seconds(-14 * 3600); }, &east).ok());
+}
+
+// PushSamples refuses, atomically and with a message naming the sample, what
+// would poison a host: samples from the future (beyond the clock + 1 h, the
+// default --max_clock_skew_seconds), NaN or negative fields, a period outside
+// 1 s .. 1 day, and host names of only spaces or with control characters.
+// The host is not silenced afterwards, and when a later message of a stream
+// fails the error says how many samples earlier messages stored.
+TEST_F(ClusterTest, PushSamplesRejectsPoisonAtomically) {
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  auto sample = [](int64_t t) {
+    v1::HostSample s;
+    s.set_unix_seconds(t);
+    s.set_cpu_load_ratio(0.05);
+    s.set_free_mem_mb(4000);
+    return s;
+  };
+  auto push = [&](const std::vector<v1::PushSamplesRequest>& msgs,
+                  v1::PushSamplesResponse* resp) {
+    grpc::ClientContext ctx;
+    auto writer = sm_stub_->PushSamples(&ctx, resp);
+    for (const auto& m : msgs) {
+      if (!writer->Write(m)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  auto batch = [&](const std::string& host, std::vector<int64_t> times) {
+    v1::PushSamplesRequest r;
+    r.set_host(host);
+    for (int64_t t : times) *r.add_samples() = sample(t);
+    return r;
+  };
+  auto stored = [&](const std::string& host) {
+    grpc::ClientContext ctx;
+    v1::GetSeriesRequest req;
+    req.set_host(host);
+    v1::GetSeriesResponse resp;
+    grpc::Status s = sm_stub_->GetSeries(&ctx, req, &resp);
+    return s.ok() ? resp.samples_size() : -1;
+  };
+  std::vector<std::pair<std::string, v1::PushSamplesRequest>> bad;
+  for (int64_t t : {now + 3601, now + 86400, int64_t{32503680000}, INT64_MAX}) {
+    bad.emplace_back("future", batch("h", {now - 60, t}));
+  }
+  {
+    auto r = batch("h", {now});
+    r.mutable_samples(0)->set_free_mem_mb(std::nan(""));
+    bad.emplace_back("nan mem", r);
+    r = batch("h", {now});
+    r.mutable_samples(0)->set_swap_in_pages_per_second(std::nan(""));
+    bad.emplace_back("nan swap", r);
+    r = batch("h", {now});
+    r.mutable_samples(0)->set_swap_out_pages_per_second(-5);
+    bad.emplace_back("negative swap", r);
+    for (int64_t period : {int64_t{-5}, int64_t{86401}, int64_t{1} << 62, INT64_MAX, INT64_MIN}) {
+      r = batch("h", {now});
+      r.set_period_seconds(period);
+      bad.emplace_back("period", r);
+    }
+    r = batch("h", {now});
+    r.mutable_attributes()->set_cpu_mhz(std::nan(""));
+    bad.emplace_back("nan mhz", r);
+    r = batch("h", {now});
+    r.mutable_attributes()->set_cpu_cores(-4);
+    bad.emplace_back("negative cores", r);
+    r = batch("h", {now});
+    r.mutable_attributes()->set_total_mem_mb(-INFINITY);
+    bad.emplace_back("-inf memory", r);
+    bad.emplace_back("blank host", batch("   ", {now}));
+    bad.emplace_back("newline host", batch("a/b\nc", {now}));
+  }
+  for (const auto& [what, req] : bad) {
+    v1::PushSamplesResponse resp;
+    grpc::Status s = push({req}, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << what;
+    EXPECT_FALSE(s.error_message().empty()) << what;
+    if (what == "future") {
+      EXPECT_NE(s.error_message().find("sample 1 "), std::string::npos) << s.error_message();
+      EXPECT_NE(s.error_message().find("3600"), std::string::npos) << s.error_message();
+    }
+  }
+  EXPECT_EQ(stored("h"), -1);  // nothing of any rejected batch, not even sample 0
+  // Within the skew is fine, and the host still takes its next real samples.
+  v1::PushSamplesResponse ok;
+  ASSERT_TRUE(push({batch("h", {now - 60, now + 1800})}, &ok).ok());
+  EXPECT_EQ(ok.persisted_samples(), 2);
+  v1::PushSamplesRequest with_period = batch("h", {now + 1900});
+  with_period.set_period_seconds(86400);
+  ASSERT_TRUE(push({with_period}, &ok).ok());
+  EXPECT_EQ(stored("h"), 3);
+
+  // A later message fails: the earlier ones are stored, and the error says so.
+  v1::PushSamplesResponse partial;
+  grpc::Status s = push({batch("multi", {now - 300, now - 240, now - 180}),
+                         batch("multi", {now - 120, now + 7200})},
+                        &partial);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("3 samples of earlier messages were stored"),
+            std::string::npos)
+      << s.error_message();
+  EXPECT_EQ(stored("multi"), 3);
 }
 
 // Usage forecasts through the predictor, answered by the host's statemgr:

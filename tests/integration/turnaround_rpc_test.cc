@@ -1,5 +1,7 @@
 // EstimateTurnaround and RecordJobEvent through the predictor's gRPC stack,
 // with the job history in RocksDB on disk: it survives a predictor restart.
+#include <cmath>
+
 #include <grpcpp/grpcpp.h>
 
 #include "common/server.h"
@@ -13,6 +15,8 @@ namespace {
 
 using sojourn::testing::IsOk;
 using sojourn::testing::TempDir;
+
+constexpr int64_t kNow = 1700000000 + 200000;
 
 // One predictor process: HistDB + estimator + service + server.
 class PredictorUnderTest {
@@ -36,7 +40,8 @@ class PredictorUnderTest {
   v1::Predictor::Stub& stub() { return *stub_; }
 
  private:
-  FakeClock clock_;
+  // After every event of the tests (times later than the clock + 1 h are refused).
+  FakeClock clock_{absl::FromUnixSeconds(kNow)};
   predictor::StatemgrDirectory directory_{"", absl::Seconds(5)};
   ThreadPool pool_{2};
   Metrics metrics_{"predictor"};
@@ -148,6 +153,40 @@ TEST(TurnaroundRpcTest, RejectsMalformedRequests) {
     EXPECT_EQ(p.stub().EstimateTurnaround(&ctx, req, &resp).error_code(),
               grpc::StatusCode::INVALID_ARGUMENT);
   }
+  {
+    // Snapshots past the documented limits are refused before any work,
+    // with the limit in the message (60,000 jobs used to cost ~30 s).
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(1, 1700000000);
+    *req.mutable_snapshot() = Cluster(1700000000, 4);
+    for (int i = 0; i < 10001; ++i) *req.mutable_snapshot()->add_waiting() = Job(100 + i, 1700000000);
+    v1::EstimateTurnaroundResponse resp;
+    grpc::Status s = p.stub().EstimateTurnaround(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("10000"), std::string::npos) << s.error_message();
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(1, 1700000000);
+    *req.mutable_snapshot() = Cluster(1700000000, 100001);
+    v1::EstimateTurnaroundResponse resp;
+    grpc::Status s = p.stub().EstimateTurnaround(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("100000"), std::string::npos) << s.error_message();
+  }
+  {
+    // At the limit it still answers.
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(1, 1700000000);
+    *req.mutable_snapshot() = Cluster(1700000000, 4);
+    for (int i = 0; i < 10000; ++i) *req.mutable_snapshot()->add_waiting() = Job(100 + i, 1700000000);
+    v1::EstimateTurnaroundResponse resp;
+    grpc::Status s = p.stub().EstimateTurnaround(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
   v1::RecordJobEventResponse resp;
   v1::JobEvent fin;
   fin.mutable_finished()->set_job_id(12345);
@@ -155,6 +194,111 @@ TEST(TurnaroundRpcTest, RejectsMalformedRequests) {
   EXPECT_EQ(Send(p.stub(), fin, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(Send(p.stub(), v1::JobEvent(), &resp).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// Events that would poison the job history are refused and nothing of them
+// is stored: times past the clock + 1 h (a finish at INT64_MAX used to give
+// turnarounds of 9.2e18 s), non-finite CPU seconds, a start before the
+// submit, a finish before the start, a start on no node. Events for a job
+// never submitted are NOT_FOUND (a 'started' on no valid node used to say
+// "outside the snapshot"). Estimates refuse absurd times and unknown enums.
+TEST(TurnaroundRpcTest, RejectsEventsThatWouldPoisonTheHistory) {
+  TempDir dir;
+  PredictorUnderTest p(dir.File("histdb"));
+  const int64_t t = kNow - 50000;
+  v1::RecordJobEventResponse resp;
+  auto code = [&](const v1::JobEvent& e) {
+    grpc::Status s = Send(p.stub(), e, &resp);
+    EXPECT_FALSE(s.ok() || s.error_message().empty()) << e.ShortDebugString();
+    return s.error_code();
+  };
+  auto submitted = [&](int64_t id, int64_t submit) {
+    v1::JobEvent e;
+    *e.mutable_submitted()->mutable_job() = Job(id, submit);
+    *e.mutable_submitted()->mutable_snapshot() = Cluster(submit, 4);
+    return e;
+  };
+  auto started = [&](int64_t id, int64_t start, std::vector<int32_t> nodes) {
+    v1::JobEvent e;
+    e.mutable_started()->set_job_id(id);
+    e.mutable_started()->set_start_unix_seconds(start);
+    for (int32_t n : nodes) e.mutable_started()->add_nodes(n);
+    *e.mutable_started()->mutable_snapshot() = Cluster(start, 4);
+    return e;
+  };
+  auto finished = [&](int64_t id, int64_t finish, double cpu) {
+    v1::JobEvent e;
+    e.mutable_finished()->set_job_id(id);
+    e.mutable_finished()->set_finish_unix_seconds(finish);
+    e.mutable_finished()->set_cpu_seconds_per_task(cpu);
+    return e;
+  };
+  // Never submitted: NOT_FOUND for every kind of event.
+  EXPECT_EQ(code(started(9999, t, {0})), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(code(started(9999, t, {})), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(code(finished(9999, t, 1)), grpc::StatusCode::NOT_FOUND);
+  v1::JobEvent cancel;
+  cancel.mutable_cancelled()->set_job_id(9999);
+  EXPECT_EQ(code(cancel), grpc::StatusCode::NOT_FOUND);
+  // Submits at absurd times.
+  for (int64_t bad : {int64_t{0}, int64_t{-1}, kNow + 3601, INT64_MAX}) {
+    EXPECT_EQ(code(submitted(1, bad)), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+  }
+  ASSERT_TRUE(Send(p.stub(), submitted(1, t), &resp).ok());
+  EXPECT_EQ(code(started(1, t - 86400, {0, 1})), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code(started(1, INT64_MIN, {0, 1})), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code(started(1, kNow + 3601, {0, 1})), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code(started(1, t + 10, {})), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code(started(1, t + 10, {50, -3})), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_TRUE(Send(p.stub(), started(1, t + 10, {0, 1}), &resp).ok());
+  EXPECT_EQ(code(finished(1, INT64_MAX, 100)), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code(finished(1, t + 5, 100)), grpc::StatusCode::INVALID_ARGUMENT);  // before start
+  for (double cpu : {double{INFINITY}, std::nan(""), -1e308, -0.5}) {
+    EXPECT_EQ(code(finished(1, t + 1000, cpu)), grpc::StatusCode::INVALID_ARGUMENT) << cpu;
+  }
+  EXPECT_EQ(resp.history_records(), 0);  // nothing finished yet
+  ASSERT_TRUE(Send(p.stub(), finished(1, t + 1010, 900), &resp).ok());
+  EXPECT_EQ(resp.history_records(), 1);
+
+  // Estimates: the good history gives a sane answer; absurd requests are refused.
+  auto estimate = [&](void (*edit)(v1::EstimateTurnaroundRequest*),
+                      v1::EstimateTurnaroundResponse* out) {
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(2, kNow - 100);
+    *req.mutable_snapshot() = Cluster(kNow - 100, 4);
+    edit(&req);
+    return p.stub().EstimateTurnaround(&ctx, req, out);
+  };
+  v1::EstimateTurnaroundResponse good;
+  ASSERT_TRUE(estimate([](v1::EstimateTurnaroundRequest*) {}, &good).ok());
+  for (const auto& e : good.estimates()) {
+    EXPECT_LT(e.turnaround().point_seconds(), 10 * 86400) << e.kernel();
+  }
+  for (auto edit : std::vector<void (*)(v1::EstimateTurnaroundRequest*)>{
+           [](auto* r) { r->mutable_snapshot()->set_now_unix_seconds(0); },
+           [](auto* r) { r->mutable_snapshot()->set_now_unix_seconds(INT64_MIN); },
+           [](auto* r) { r->mutable_snapshot()->set_now_unix_seconds(INT64_MAX); },
+           [](auto* r) { r->mutable_job()->set_submit_unix_seconds(0); },
+           [](auto* r) { r->mutable_job()->set_submit_unix_seconds(INT64_MAX); },
+           [](auto* r) { r->mutable_job()->set_requested_seconds(-5); },
+           [](auto* r) { r->mutable_job()->set_requested_seconds(INT64_MAX); },
+           [](auto* r) {
+             r->mutable_snapshot()->mutable_policy()->set_job_selection(
+                 static_cast<v1::JobSelection>(99));
+           },
+           [](auto* r) {
+             auto* run = r->mutable_snapshot()->add_running();
+             *run->mutable_spec() = Job(3, kNow - 500);
+             run->set_start_unix_seconds(kNow - 400);
+             run->add_nodes(0);
+             run->set_cpu_seconds_per_task(std::nan(""));
+           }}) {
+    v1::EstimateTurnaroundResponse resp;
+    grpc::Status s = estimate(edit, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_FALSE(s.error_message().empty());
+  }
 }
 
 }  // namespace

@@ -13,9 +13,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
 #include "common/clock.h"
+#include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/server.h"
 #include "models/traces/traces.h"
@@ -34,9 +34,10 @@ constexpr int64_t kWeek = 7 * 86400;
 }
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  sojourn::SetUsage(
       "sojourn-replay: replays recorded hosts into a state manager (history first, then live).\n"
-      "usage: sojourn-replay --trace FILE [--statemgr ADDR] [--hosts a,b] [--follow]");
+      "usage: sojourn-replay --trace FILE [--statemgr ADDR] [--hosts a,b] [--follow]",
+      __FILE__);
   absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
   if (absl::GetFlag(FLAGS_trace).empty()) {

@@ -88,5 +88,19 @@ TEST_F(HistoryWindowStartsTest, EmptyCases) {
   EXPECT_TRUE(HistoryWindowStarts(StateSeries{}, spec, Local(5, 0)).empty());
 }
 
+// An end far past the series (INT64_MAX, as a fuzzer sent to the statemgr)
+// selects what the series end does, at once: the walk back starts at the
+// series end, not ~1e14 days later. An end before the series selects nothing.
+TEST_F(HistoryWindowStartsTest, ExtremeEndsAreClampedToTheSeries) {
+  for (int offset : {0, kOffset, -14 * 3600, 14 * 3600}) {
+    WindowSpec spec{DayType::kWeekday, 9 * kHour, 2 * kHour, 0, offset};
+    const auto at_end = HistoryWindowStarts(series_, spec, Local(30, 0));
+    EXPECT_FALSE(at_end.empty());
+    EXPECT_EQ(HistoryWindowStarts(series_, spec, INT64_MAX), at_end) << offset;
+    EXPECT_TRUE(HistoryWindowStarts(series_, spec, INT64_MIN).empty()) << offset;
+    EXPECT_TRUE(HistoryWindowStarts(series_, spec, -1).empty()) << offset;
+  }
+}
+
 }  // namespace
 }  // namespace sojourn::availability

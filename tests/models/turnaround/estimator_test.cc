@@ -411,5 +411,28 @@ TEST_F(EstimatorTest, RejectsMalformedRequest) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// A request whose `cancelled` says so stops with CANCELLED; the simulation
+// polls it once per event, so a client that gave up mid-simulation stops it.
+TEST_F(EstimatorTest, CancelledRequestsStop) {
+  const JobSpec r = Job(1, 3, 3, 1, 100, 1.0);
+  Put(Hist(r, 0, 100, 100));
+  EstimateRequest req{Job(2, 1, 7, 1, 50, 1.0), Dedicated(1)};
+  req.job.submit_time = req.snapshot.now;
+  for (int i = 0; i < 20; ++i) req.snapshot.waiting.push_back(Job(10 + i, 3, 3, 1, 100, 1.0));
+  req.snapshot.running = {Running(r, 990, {0})};
+  TurnaroundEstimator est(db_, EstimatorOptions{});
+  int polls = 0;
+  req.cancelled = [&polls] { return ++polls > 5; };  // gives up after a few events
+  auto e = est.EstimateWith(Kernel::kSimulation, req);
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kCancelled) << e.status();
+  EXPECT_EQ(polls, 6);
+  req.cancelled = [] { return false; };
+  auto ok = est.EstimateWith(Kernel::kSimulation, req);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_NEAR(ok->wait.point, 21 * 100 - 10, 1e-6);  // 20 jobs ahead plus R's last 90 s
+  req.cancelled = [] { return true; };
+  EXPECT_EQ(est.Estimate(req).status().code(), absl::StatusCode::kCancelled);
+}
+
 }  // namespace
 }  // namespace sojourn::turnaround

@@ -159,5 +159,50 @@ TEST_F(BrokerGrpcTest, NoHostCanRunTheJob) {
   EXPECT_EQ(memory_reasons, 3);
 }
 
+// Oversized or malformed names and addresses are INVALID_ARGUMENT with a
+// short message, and nothing of them is stored: a 20,000-byte statemgr
+// address used to be accepted, and the predictor's error quoting it broke
+// the broker's channel for every RankHosts in flight.
+TEST_F(BrokerGrpcTest, RejectsOversizedNamesWithShortMessages) {
+  auto check = [](const grpc::Status& s, const char* what) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << what;
+    EXPECT_FALSE(s.error_message().empty()) << what;
+    EXPECT_LT(s.error_message().size(), 300u) << what;
+  };
+  for (const auto& [host, address] : std::vector<std::pair<std::string, std::string>>{
+           {"evil", std::string(20000, 'a')},
+           {std::string(100000, 'x'), "127.0.0.1:1"},
+           {"a\nb", "127.0.0.1:1"},
+           {"   ", "127.0.0.1:1"},
+           {"evil", "127.0.0.1:1 "}}) {
+    grpc::ClientContext ctx;
+    v1::RegisterHostRequest req;
+    req.set_host(host);
+    req.set_statemgr_address(address);
+    v1::RegisterHostResponse resp;
+    check(stub_->RegisterHost(&ctx, req, &resp), "RegisterHost");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::HeartbeatRequest req;
+    req.set_host(std::string(100000, 'y'));
+    v1::HeartbeatResponse resp;
+    check(stub_->Heartbeat(&ctx, req, &resp), "Heartbeat");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GetHostRequest req;
+    req.set_host(std::string(100000, 'z'));
+    v1::RegisteredHost resp;
+    check(stub_->GetHost(&ctx, req, &resp), "GetHost");
+  }
+  v1::RankHostsResponse resp;
+  check(Rank(std::string(100000, 'p'), 3600, &resp), "RankHosts policy");
+  // The registry holds the three good hosts only, and ranking still works.
+  resp.Clear();
+  ASSERT_TRUE(Rank("proactive", 3600, &resp).ok());
+  EXPECT_EQ(resp.hosts_size(), 3);
+}
+
 }  // namespace
 }  // namespace sojourn::broker

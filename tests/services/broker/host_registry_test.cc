@@ -35,6 +35,14 @@ TEST(HostRegistryTest, RejectsBadInput) {
   HostRegistry registry(clock, absl::Seconds(60));
   EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(Req("", "x:1"))));
   EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(Req("a", ""))));
+  // The statemgr's rules for names; a bounded address without whitespace.
+  EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(Req(std::string(256, 'h'), "x:1"))));
+  EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(Req(std::string("a\0b", 3), "x:1"))));
+  EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(Req("a\nb", "x:1"))));
+  EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(Req("  ", "x:1"))));
+  EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(Req("a", std::string(20000, 'a')))));
+  EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(Req("a", "host :1"))));
+  EXPECT_TRUE(registry.List().empty());  // nothing bad was stored
   EXPECT_TRUE(absl::IsNotFound(registry.Heartbeat("ghost")));
   EXPECT_TRUE(absl::IsNotFound(registry.Get("ghost").status()));
 }

@@ -137,6 +137,48 @@ TEST_F(HostBookTest, NewHostFallsBackToWholeHistory) {
   EXPECT_TRUE(absl::IsNotFound(book_->WindowStats("nope", spec, 0).status()));
 }
 
+// The whole-history fallback is the history up to the requested end: a
+// window in the past does not learn from the failures that came after it,
+// and an end before the first sample gives no window at all.
+TEST_F(HostBookTest, FallbackRespectsTheRequestedEnd) {
+  std::vector<HostSample> v;
+  for (int64_t t = kMonday; t < kMonday + 3 * 3600; t += 300) {
+    v.push_back(At(t, t >= kMonday + 2 * 3600 ? 0.95 : 0.05));  // busy (S3) in hour 3
+  }
+  ASSERT_THAT(book_->Append("late-busy", v, nullptr).status(), IsOk());
+  availability::WindowSpec spec;
+  spec.start_second_of_day = 20 * 3600;  // no same-clock window in 3 h of history
+  spec.length_seconds = 1800;
+  auto failures = [](const availability::SojournStats& s) {
+    double n = 0;
+    for (int i = 1; i <= 2; ++i) {
+      for (const auto* m : {&s.ordinary[i], &s.first[i]}) {
+        for (const auto& [key, count] : m->completed) {
+          if (key.first >= 3) n += count;
+        }
+      }
+    }
+    return n;
+  };
+  auto all = book_->WindowStats("late-busy", spec, 0);
+  ASSERT_THAT(all.status(), IsOk());
+  ASSERT_TRUE(all->whole_history_fallback);
+  EXPECT_GT(failures(all->stats), 0);
+  auto early = book_->WindowStats("late-busy", spec, kMonday + 3600);
+  ASSERT_THAT(early.status(), IsOk());
+  ASSERT_TRUE(early->whole_history_fallback);
+  EXPECT_GT(early->stats.num_windows, 0);
+  EXPECT_LT(early->stats.num_windows, all->stats.num_windows);
+  EXPECT_EQ(failures(early->stats), 0);  // the busy hour is after the end
+  auto before = book_->WindowStats("late-busy", spec, kMonday - 3600);
+  ASSERT_THAT(before.status(), IsOk());
+  EXPECT_EQ(before->stats.num_windows, 0);
+  // An end far in the future is the last sample (and returns at once).
+  auto far = book_->WindowStats("late-busy", spec, INT64_MAX);
+  ASSERT_THAT(far.status(), IsOk());
+  EXPECT_EQ(far->stats.num_windows, all->stats.num_windows);
+}
+
 // Everything appended is back after a restart (Load from RocksDB).
 TEST_F(HostBookTest, LoadRestoresHosts) {
   Fill("h", 2, [](int64_t) { return 0.3; });

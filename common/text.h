@@ -1,0 +1,49 @@
+// Quoting untrusted text (host names, addresses, policy names from requests)
+// in status messages and logs. A status message travels back in gRPC
+// trailing metadata, which peers cap (8 KiB by default): echoing a 20 kB
+// field would break the channel for every call on it, not just this one.
+//
+//   return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
+#ifndef SOJOURN_COMMON_TEXT_H_
+#define SOJOURN_COMMON_TEXT_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace sojourn {
+
+// Bytes of escaped text Excerpt() keeps by default.
+inline constexpr size_t kExcerptBytes = 64;
+
+// `text` with non-printable bytes escaped (absl::CHexEscape: "\n", "\x00",
+// UTF-8 as "\xc3\xb4"), cut to at most `max_bytes` escaped bytes (never in
+// the middle of an escape) and then marked with "…(N bytes)", N being the
+// length of the original. Short printable text comes back unchanged.
+std::string Excerpt(absl::string_view text, size_t max_bytes = kExcerptBytes);
+
+// Longest host name or address any service accepts (bytes; DNS names are at
+// most 253).
+inline constexpr size_t kMaxNameBytes = 255;
+
+// A host name as every service accepts it where it is stored (PushSamples,
+// RegisterHost): 1..kMaxNameBytes bytes, no control character (NUL,
+// newline, ...), not only whitespace. INVALID_ARGUMENT naming `field`
+// otherwise, with the name shortened by Excerpt().
+absl::Status ValidateHostName(absl::string_view host, absl::string_view field = "host");
+
+// A name that is only looked up, never stored (GetSeries, GetHost, ...):
+// 1..kMaxNameBytes bytes without NUL, so hosts stored before the stricter
+// ValidateHostName stay reachable. INVALID_ARGUMENT naming `field` otherwise.
+absl::Status ValidateLookupName(absl::string_view name, absl::string_view field = "host");
+
+// A gRPC target such as "host:7403", "dns:///name:7403" or "unix:/path":
+// 1..kMaxNameBytes bytes, no whitespace or control character.
+// INVALID_ARGUMENT naming `field` otherwise.
+absl::Status ValidateAddress(absl::string_view address, absl::string_view field);
+
+}  // namespace sojourn
+
+#endif  // SOJOURN_COMMON_TEXT_H_

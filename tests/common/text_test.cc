@@ -1,0 +1,64 @@
+// Tests of common/text.h: quoting untrusted text in status messages and the
+// name and address rules every service applies.
+#include "common/text.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace sojourn {
+namespace {
+
+// Short printable text is unchanged; long text is cut and says its length;
+// non-printable bytes are escaped and never cut in the middle.
+TEST(ExcerptTest, ShortensAndEscapes) {
+  EXPECT_EQ(Excerpt("good-a"), "good-a");
+  EXPECT_EQ(Excerpt(""), "");
+  const std::string long_text(20000, 'a');
+  const std::string e = Excerpt(long_text);
+  EXPECT_LE(e.size(), kExcerptBytes + 24);
+  EXPECT_EQ(e.substr(0, kExcerptBytes), std::string(kExcerptBytes, 'a'));
+  EXPECT_NE(e.find("(20000 bytes)"), std::string::npos);
+  EXPECT_EQ(Excerpt(std::string("a\0b\nc", 5)), "a\\x00b\\nc");
+  // 10 bytes of budget: "ab" then "\x00" (4 bytes) twice = 10; the third escape does not fit.
+  EXPECT_EQ(Excerpt(std::string("ab\0\0\0", 5), 10), "ab\\x00\\x00\xe2\x80\xa6(5 bytes)");
+  EXPECT_EQ(Excerpt(std::string(64, 'x')), std::string(64, 'x'));  // exactly the limit
+}
+
+// Host names: 1..255 bytes, no control character, not only whitespace;
+// lookups only refuse what cannot be a stored name.
+TEST(ValidateHostNameTest, AppliesTheSharedRules) {
+  EXPECT_TRUE(ValidateHostName("good-a").ok());
+  EXPECT_TRUE(ValidateHostName("h\xc3\xb4st").ok());  // UTF-8 is fine
+  EXPECT_TRUE(ValidateHostName(std::string(255, 'h')).ok());
+  for (const std::string bad : {std::string(), std::string(256, 'h'), std::string("a\0b", 3),
+                                std::string("a/b\nc"), std::string("   "), std::string("x\x7f")}) {
+    absl::Status s = ValidateHostName(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << Excerpt(bad);
+    EXPECT_FALSE(s.message().empty());
+    EXPECT_LT(s.message().size(), 200u);
+  }
+  absl::Status huge = ValidateHostName(std::string(100000, 'x'));
+  EXPECT_TRUE(absl::IsInvalidArgument(huge));
+  EXPECT_LT(huge.message().size(), 200u);
+  EXPECT_NE(huge.message().find("100000"), std::string::npos);
+  EXPECT_TRUE(ValidateLookupName("a/b\nc").ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateLookupName(std::string(300, 'h'))));
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateLookupName("")));
+}
+
+// Addresses: bounded, no whitespace or control characters.
+TEST(ValidateAddressTest, BoundedWithoutWhitespace) {
+  EXPECT_TRUE(ValidateAddress("127.0.0.1:7403", "statemgr_address").ok());
+  EXPECT_TRUE(ValidateAddress("unix:/run/sojourn/statemgr.sock", "a").ok());
+  for (const std::string bad : {std::string(), std::string(20000, 'a'), std::string("a b:1"),
+                                std::string("h:1\n"), std::string("h\t:1")}) {
+    absl::Status s = ValidateAddress(bad, "statemgr_address");
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << Excerpt(bad);
+    EXPECT_NE(s.message().find("statemgr_address"), std::string::npos);
+    EXPECT_LT(s.message().size(), 200u);
+  }
+}
+
+}  // namespace
+}  // namespace sojourn
