@@ -20,6 +20,10 @@ absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view text) {
   absl::Duration d;
   double seconds = 0;
   if (absl::SimpleAtod(text, &seconds)) {
+    if (!std::isfinite(seconds)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("duration must be a finite number of seconds, got '", text, "'"));
+    }
     d = absl::Seconds(seconds);
   } else if (!absl::ParseDuration(text, &d)) {
     return absl::InvalidArgumentError(
@@ -27,6 +31,11 @@ absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view text) {
   }
   if (d <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("duration must be positive, got '", text, "'"));
+  }
+  // absl saturates overflowing durations ("1e30", "99999999999h") to infinity.
+  if (d >= kMaxDuration) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("duration must be shorter than 100 years, got '", text, "'"));
   }
   return d;
 }

@@ -22,8 +22,14 @@ inline constexpr int kExitUsage = 2;
 // Prints "<program>: <reason>" on stderr and exits with kExitUsage.
 [[noreturn]] void DieUsage(absl::string_view program, absl::string_view reason);
 
+// Longest duration ParsePositiveDuration accepts (100 years): anything longer
+// is a typo or an overflow, and would not fit the services' int64 seconds
+// arithmetic once added to a timestamp.
+inline constexpr absl::Duration kMaxDuration = absl::Hours(24 * 365 * 100);
+
 // Parses a positive duration such as "2h", "90m", "45s", "1.5h", "1h30m" or a
-// bare number of seconds. Rejects negative and zero durations.
+// bare number of seconds. Rejects negative, zero, non-finite ("nan", "inf")
+// and overlong (>= kMaxDuration) durations.
 absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view text);
 
 // The options of one command line: "--key value", "--key=value" and bare

@@ -24,6 +24,11 @@ inline constexpr size_t kExcerptBytes = 64;
 // length of the original. Short printable text comes back unchanged.
 std::string Excerpt(absl::string_view text, size_t max_bytes = kExcerptBytes);
 
+// Whether `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF), as a proto3 string field must be.
+// Abseil 20220623 has no public validator and protobuf's is internal.
+bool IsValidUtf8(absl::string_view text);
+
 // Longest host name or address any service accepts (bytes; DNS names are at
 // most 253).
 inline constexpr size_t kMaxNameBytes = 255;

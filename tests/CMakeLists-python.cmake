@@ -5,6 +5,7 @@
 #   sojourn_ops_prometheus_test a real Prometheus scrapes every service's /metrics
 #   sojourn_deploy_config_test  docker-compose config, promtool check config, units, dashboard
 #   sojourn_eval_availability_cli_test  sojourn-eval availability JSON and --cells CSV
+#   sojourn_cli_test            the sojourn CLI refuses bad arguments (exit 2, one line)
 #
 # The Python tests need Debian's interpreter (python3-grpcio, python3-grpc-tools,
 # python3-protobuf); a pyenv/virtualenv python3 first on PATH would lack them.
@@ -50,4 +51,14 @@ if(TARGET sojourn-eval)
             --trace ${CMAKE_SOURCE_DIR}/data/demo/bitbrains-8vms-4weeks.csv.gz)
   set_tests_properties(sojourn_eval_availability_cli_test PROPERTIES
     TIMEOUT 300 LABELS "cli" ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+endif()
+
+# The `sojourn` CLI refuses bad arguments with exit 2 and one line, before
+# making any call.
+if(TARGET sojourn)
+  add_test(NAME sojourn_cli_test
+    COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/tools/sojourn_cli_test.py
+            --sojourn $<TARGET_FILE:sojourn>)
+  set_tests_properties(sojourn_cli_test PROPERTIES
+    TIMEOUT 120 LABELS "cli" ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
 endif()

@@ -21,6 +21,13 @@ TEST(ParsePositiveDurationTest, RejectsNonPositiveAndGarbage) {
   auto bad = ParsePositiveDuration("soon");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("soon"), absl::string_view::npos);
+  // Non-finite and overflowing values would become INT64_MAX seconds.
+  for (const char* text : {"nan", "inf", "-nan", "1e30", "99999999999999999999", "999999999h"}) {
+    auto r = ParsePositiveDuration(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(text), absl::string_view::npos) << r.status();
+  }
+  EXPECT_TRUE(ParsePositiveDuration("8760h").ok());  // a year is fine
 }
 
 }  // namespace

@@ -48,6 +48,25 @@ TEST(ValidateHostNameTest, AppliesTheSharedRules) {
 }
 
 // Addresses: bounded, no whitespace or control characters.
+// Well-formed UTF-8 passes; what a proto3 string field would refuse does not.
+TEST(IsValidUtf8Test, RejectsMalformedSequences) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("vm-17"));
+  EXPECT_TRUE(IsValidUtf8("h\xc3\xb4te"));          // ô
+  EXPECT_TRUE(IsValidUtf8("\xe2\x82\xac"));          // €
+  EXPECT_TRUE(IsValidUtf8("\xf0\x9f\x96\xa5"));     // U+1F5A5
+  EXPECT_TRUE(IsValidUtf8("\xf4\x8f\xbf\xbf"));     // U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xff\xfe"));              // never in UTF-8
+  EXPECT_FALSE(IsValidUtf8("\x80"));                   // lone continuation
+  EXPECT_FALSE(IsValidUtf8("\xc3"));                   // truncated
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));              // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xe0\x80\xaf"));         // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));         // surrogate U+D800
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));    // U+110000
+  EXPECT_FALSE(IsValidUtf8("\xe2\x82"));              // truncated €
+  EXPECT_FALSE(IsValidUtf8("\xe2\x28\xa1"));         // bad continuation
+}
+
 TEST(ValidateAddressTest, BoundedWithoutWhitespace) {
   EXPECT_TRUE(ValidateAddress("127.0.0.1:7403", "statemgr_address").ok());
   EXPECT_TRUE(ValidateAddress("unix:/run/sojourn/statemgr.sock", "a").ok());

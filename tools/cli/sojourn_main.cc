@@ -7,6 +7,7 @@
 //
 // Addresses: --broker (env SOJOURN_BROKER, default 127.0.0.1:7401) and
 // --predictor (env SOJOURN_PREDICTOR, default 127.0.0.1:7402).
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/cli_util.h"
+#include "common/text.h"
 #include "sojourn/v1/broker.grpc.pb.h"
 #include "sojourn/v1/predictor.grpc.pb.h"
 
@@ -71,7 +73,13 @@ Args Parse(int argc, char** argv, const std::vector<std::string>& with_value,
 }
 
 std::string Address(const Args& a, const std::string& key, const char* env, const char* def) {
-  if (a.Has(key)) return a.Get(key);
+  if (a.Has(key)) {
+    const std::string v = a.Get(key);
+    if (absl::Status st = sojourn::ValidateAddress(v, "--" + key); !st.ok()) {
+      sojourn::DieUsage(kProgram, st.message());
+    }
+    return v;
+  }
   const char* e = std::getenv(env);
   return e != nullptr && *e ? e : def;
 }
@@ -109,8 +117,10 @@ std::string Hours(double seconds) { return absl::StrFormat("%.2fh", seconds / 36
 std::chrono::system_clock::time_point Deadline(const Args& a) {
   double t = 30;
   if (a.Has("timeout")) {
-    if (!absl::SimpleAtod(a.Get("timeout"), &t) || t <= 0) {
-      sojourn::DieUsage(kProgram, "--timeout must be a positive number of seconds");
+    // NaN fails both comparisons; a day is far beyond any single call.
+    if (!absl::SimpleAtod(a.Get("timeout"), &t) || !(t > 0 && t <= 86400)) {
+      sojourn::DieUsage(kProgram, absl::StrCat("--timeout must be a number of seconds in (0, 86400], got '",
+                                               sojourn::Excerpt(a.Get("timeout")), "'"));
     }
   }
   return std::chrono::system_clock::now() +
@@ -123,6 +133,18 @@ std::string Required(const Args& a, const std::string& key) {
   return a.Get(key);
 }
 
+// A host name as the services accept it for lookups (and valid UTF-8, which a
+// proto3 string field must be); exits 2 otherwise.
+std::string HostArg(absl::string_view host, const std::string& flag) {
+  absl::Status st = sojourn::ValidateLookupName(host, flag);
+  if (st.ok() && !sojourn::IsValidUtf8(host)) {
+    st = absl::InvalidArgumentError(
+        absl::StrCat(flag, " '", sojourn::Excerpt(host), "' is not valid UTF-8"));
+  }
+  if (!st.ok()) sojourn::DieUsage(kProgram, st.message());
+  return std::string(host);
+}
+
 absl::Duration DurationArg(const Args& a, const std::string& key) {
   auto d = sojourn::ParsePositiveDuration(Required(a, key));
   if (!d.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--", key, ": ", d.status().message()));
@@ -132,8 +154,9 @@ absl::Duration DurationArg(const Args& a, const std::string& key) {
 double NumberArg(const Args& a, const std::string& key, double def) {
   if (!a.Has(key)) return def;
   double v = 0;
-  if (!absl::SimpleAtod(a.Get(key), &v) || !(v >= 0)) {
-    sojourn::DieUsage(kProgram, "--" + key + " must be a number >= 0, got '" + a.Get(key) + "'");
+  if (!absl::SimpleAtod(a.Get(key), &v) || !(v >= 0) || !std::isfinite(v)) {
+    sojourn::DieUsage(kProgram, "--" + key + " must be a finite number >= 0, got '" +
+                                    sojourn::Excerpt(a.Get(key)) + "'");
   }
   return v;
 }
@@ -173,7 +196,7 @@ int Hosts(int argc, char** argv) {
 int Availability(int argc, char** argv) {
   Args a = Parse(argc, argv, With({"host", "window", "history-days", "curve"}), {"json"});
   sojourn::v1::PredictAvailabilityRequest req;
-  req.set_host(Required(a, "host"));
+  req.set_host(HostArg(Required(a, "host"), "--host"));
   req.set_window_seconds(absl::ToInt64Seconds(DurationArg(a, "window")));
   req.set_history_days(static_cast<int>(NumberArg(a, "history-days", 0)));
   req.set_curve_points(static_cast<int>(NumberArg(a, "curve", 0)));
@@ -213,7 +236,11 @@ int Rank(int argc, char** argv) {
   req.mutable_job()->set_min_cpu_mhz(NumberArg(a, "min-mhz", 0));
   if (a.Has("hosts")) {
     for (absl::string_view h : absl::StrSplit(a.Get("hosts"), ',', absl::SkipEmpty())) {
-      req.mutable_job()->add_only_hosts(std::string(h));
+      req.mutable_job()->add_only_hosts(std::string(HostArg(h, "--hosts")));
+    }
+    // An empty list would mean "every host" to the broker: not what was asked.
+    if (req.job().only_hosts().empty()) {
+      sojourn::DieUsage(kProgram, "--hosts lists no host (give comma-separated names)");
     }
   }
   if (a.Has("policy")) req.set_policy(a.Get("policy"));
@@ -295,7 +322,7 @@ std::unique_ptr<sojourn::v1::Predictor::Stub> PredictorStub(const Args& a) {
 int Usage(int argc, char** argv) {
   Args a = Parse(argc, argv, With({"host", "resource", "hours"}), {"json"});
   sojourn::v1::PredictUsageRequest req;
-  req.set_host(Required(a, "host"));
+  req.set_host(HostArg(Required(a, "host"), "--host"));
   req.set_resource(a.Get("resource", "cpu"));
   req.set_hours(HoursArg(a));
   grpc::ClientContext ctx;
@@ -320,7 +347,7 @@ int Usage(int argc, char** argv) {
 int CanRun(int argc, char** argv) {
   Args a = Parse(argc, argv, With({"host", "cpu", "memory-mb", "hours"}), {"json"});
   sojourn::v1::CanRunRequest req;
-  req.set_host(Required(a, "host"));
+  req.set_host(HostArg(Required(a, "host"), "--host"));
   req.set_free_cpu_ratio(NumberArg(a, "cpu", 0));
   req.set_free_mem_mb(NumberArg(a, "memory-mb", 0));
   req.set_hours(HoursArg(a));
@@ -341,7 +368,7 @@ int CanRun(int argc, char** argv) {
 int HowLong(int argc, char** argv) {
   Args a = Parse(argc, argv, With({"host", "cpu", "memory-mb"}), {"json"});
   sojourn::v1::HowLongRequest req;
-  req.set_host(Required(a, "host"));
+  req.set_host(HostArg(Required(a, "host"), "--host"));
   req.set_free_cpu_ratio(NumberArg(a, "cpu", 0));
   req.set_free_mem_mb(NumberArg(a, "memory-mb", 0));
   grpc::ClientContext ctx;
