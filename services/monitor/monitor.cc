@@ -1,6 +1,7 @@
 #include "services/monitor/monitor.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -62,6 +63,12 @@ void Monitor::Run() {
 
 absl::Status Monitor::RegisterGuest(int pid) {
   if (pid <= 0) return absl::InvalidArgumentError(absl::StrCat("invalid pid ", pid));
+  // Guest load is subtracted from the host's: registering init or the monitor
+  // itself would hide the owner's load (or the monitor's own cost) by mistake.
+  if (pid == 1 || pid == getpid()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pid ", pid, pid == 1 ? " is init" : " is this monitor", ", not a guest job"));
+  }
   if (kill(pid, 0) != 0 && errno == ESRCH) {
     return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
   }

@@ -254,6 +254,11 @@ class GrpcClientTest(unittest.TestCase):
                 lambda: self.monitor.RegisterGuest(pb["monitor"].RegisterGuestRequest(pid=-1),
                                                    timeout=10),
                 codes.INVALID_ARGUMENT)
+        with self.subTest(service="monitor", case="init is not a guest"):
+            self.assert_rpc_error(
+                lambda: self.monitor.RegisterGuest(pb["monitor"].RegisterGuestRequest(pid=1),
+                                                   timeout=10),
+                codes.INVALID_ARGUMENT)
 
     def test_07_monitor_streams_this_host(self):
         # The real monitor's samples reach the statemgr (bounded wait).
