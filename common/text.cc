@@ -101,4 +101,17 @@ absl::Status ValidateAddress(absl::string_view address, absl::string_view field)
   return absl::OkStatus();
 }
 
+absl::Status ValidateHostAttributes(absl::string_view host, double cpu_mhz, int64_t cpu_cores,
+                                    double total_mem_mb) {
+  // Written so that NaN fails every comparison.
+  if (!(cpu_mhz >= 0 && cpu_mhz <= 1e6) || !(cpu_cores >= 0 && cpu_cores <= 1000000) ||
+      !(total_mem_mb >= 0 && total_mem_mb <= 1e12)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "host ", Excerpt(host), ": attributes must be finite, >= 0 and at most cpu_mhz 1e6, "
+        "cpu_cores 1000000, total_mem_mb 1e12; got ", cpu_mhz, ", ", cpu_cores, ", ",
+        total_mem_mb));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace sojourn

@@ -8,6 +8,7 @@
 #define SOJOURN_COMMON_TEXT_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -48,6 +49,14 @@ absl::Status ValidateLookupName(absl::string_view name, absl::string_view field 
 // 1..kMaxNameBytes bytes, no whitespace or control character.
 // INVALID_ARGUMENT naming `field` otherwise.
 absl::Status ValidateAddress(absl::string_view address, absl::string_view field);
+
+// Host attributes as every service accepts them (PushSamples, RegisterHost):
+// finite, >= 0 (0 = unknown) and below bounds no machine reaches (cpu_mhz <=
+// 1e6, cpu_cores <= 1e6, total_mem_mb <= 1e12). The broker ranks hosts by
+// them, so a NaN or 1e308 clock rate would reorder every other host.
+// INVALID_ARGUMENT naming the host otherwise.
+absl::Status ValidateHostAttributes(absl::string_view host, double cpu_mhz, int64_t cpu_cores,
+                                    double total_mem_mb);
 
 }  // namespace sojourn
 

@@ -13,6 +13,9 @@ absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& requ
   // of kB once made those errors too large for the broker's channel.
   RETURN_IF_ERROR(ValidateHostName(request.host()));
   RETURN_IF_ERROR(ValidateAddress(request.statemgr_address(), "statemgr_address"));
+  const sojourn::v1::HostAttributes& a = request.attributes();
+  RETURN_IF_ERROR(
+      ValidateHostAttributes(request.host(), a.cpu_mhz(), a.cpu_cores(), a.total_mem_mb()));
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   absl::MutexLock l(&mu_);
   auto [it, inserted] = hosts_.try_emplace(request.host());

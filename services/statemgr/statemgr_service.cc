@@ -84,12 +84,7 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
     }
     if (request_.has_attributes()) {
       const sojourn::v1::HostAttributes& a = request_.attributes();
-      if (!std::isfinite(a.cpu_mhz()) || a.cpu_mhz() < 0 || a.cpu_cores() < 0 ||
-          !std::isfinite(a.total_mem_mb()) || a.total_mem_mb() < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "host ", host, ": attributes cpu_mhz, cpu_cores and total_mem_mb must be finite and "
-            ">= 0, got ", a.cpu_mhz(), ", ", a.cpu_cores(), ", ", a.total_mem_mb()));
-      }
+      RETURN_IF_ERROR(ValidateHostAttributes(host, a.cpu_mhz(), a.cpu_cores(), a.total_mem_mb()));
     }
     // Later than this is from the future (a wrong clock or a bad sender).
     const int64_t now = absl::ToUnixSeconds(book_.clock().Now());

@@ -1,5 +1,7 @@
 #include "services/broker/host_registry.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -42,8 +44,31 @@ TEST(HostRegistryTest, RejectsBadInput) {
   EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(Req("  ", "x:1"))));
   EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(Req("a", std::string(20000, 'a')))));
   EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(Req("a", "host :1"))));
+  // Attributes the ranking divides by or sorts on: NaN, infinite, negative or
+  // absurd values would reorder every other host.
+  for (double mhz : {std::nan(""), 1e308, -1.0, 2e6}) {
+    sojourn::v1::RegisterHostRequest r = Req("a", "x:1");
+    r.mutable_attributes()->set_cpu_mhz(mhz);
+    EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(r))) << mhz;
+  }
+  {
+    sojourn::v1::RegisterHostRequest r = Req("a", "x:1");
+    r.mutable_attributes()->set_cpu_cores(-4);
+    EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(r)));
+    r.mutable_attributes()->set_cpu_cores(8);
+    r.mutable_attributes()->set_total_mem_mb(INFINITY);
+    EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(r)));
+  }
   EXPECT_TRUE(registry.List().empty());  // nothing bad was stored
+  {
+    sojourn::v1::RegisterHostRequest r = Req("a", "x:1");
+    r.mutable_attributes()->set_cpu_mhz(3000);
+    r.mutable_attributes()->set_cpu_cores(8);
+    r.mutable_attributes()->set_total_mem_mb(16384);
+    EXPECT_THAT(registry.Register(r), IsOk());
+  }
   EXPECT_TRUE(absl::IsNotFound(registry.Heartbeat("ghost")));
+  EXPECT_EQ(registry.List().size(), 1u);
   EXPECT_TRUE(absl::IsNotFound(registry.Get("ghost").status()));
 }
 
