@@ -53,6 +53,13 @@ absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot&
                                                    " nodes; at most ", kMaxSnapshotNodes,
                                                    " are supported"));
   }
+  const int64_t jobs = p.running_size() + static_cast<int64_t>(p.waiting_size());
+  if (jobs * p.nodes_size() > kMaxSnapshotJobNodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster snapshot has ", jobs, " jobs on ", p.nodes_size(),
+        " nodes; jobs x nodes must be at most ", kMaxSnapshotJobNodes,
+        " (each scheduling step costs about that much)"));
+  }
   if (p.now_unix_seconds() < 0 || p.now_unix_seconds() > latest_unix) {
     return absl::InvalidArgumentError(absl::StrCat(
         "snapshot now_unix_seconds must be in [0, ", latest_unix,

@@ -44,8 +44,19 @@ std::shared_ptr<const StateSeries> HostBook::SeriesOf(const Host& h) const {
   if (h.series == nullptr) {
     // Grid points on multiples of the period since the epoch: aligned to local
     // midnight for any whole-period UTC offset.
+    const int64_t period = PeriodOf(h);
+    auto first = h.samples.begin();
+    if (!h.samples.empty() && config_.max_grid_points > 0) {
+      // Saturating: period * max_grid_points fits easily (period <= 1 day).
+      const int64_t oldest = h.samples.back().unix_seconds - period * config_.max_grid_points;
+      first = std::lower_bound(h.samples.begin(), h.samples.end(), oldest,
+                               [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });
+    }
     h.series = std::make_shared<const StateSeries>(
-        availability::ClassifyToGrid(h.samples, ClassifierFor(h), PeriodOf(h), 0));
+        first == h.samples.begin()
+            ? availability::ClassifyToGrid(h.samples, ClassifierFor(h), period, 0)
+            : availability::ClassifyToGrid(std::vector<HostSample>(first, h.samples.end()),
+                                           ClassifierFor(h), period, 0));
   }
   return h.series;
 }

@@ -31,6 +31,12 @@ struct HostBookConfig {
   availability::ClassifierConfig classifier;
   // Sampling period assumed for a host whose sender does not say (seconds).
   int64_t default_period_seconds = 6;
+  // Longest grid of states kept per host: the state grid is dense (one point
+  // per period from the first sample to the last), so one old sample (1970)
+  // beside a current one would otherwise cost gigabytes. Older samples stay
+  // stored but are left out of the grid: 4,000,000 points are 278 days at
+  // the default 6 s period and 38 years at 300 s.
+  int64_t max_grid_points = 4'000'000;
 };
 
 struct AppendResult {

@@ -177,6 +177,19 @@ TEST(TurnaroundRpcTest, RejectsMalformedRequests) {
     EXPECT_NE(s.error_message().find("100000"), std::string::npos) << s.error_message();
   }
   {
+    // Within both counts but too much work per scheduling step: 1,001 jobs on
+    // 100,000 nodes (10,000 on 100,000 kept a predictor busy for 90 s).
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(1, 1700000000);
+    *req.mutable_snapshot() = Cluster(1700000000, 100000);
+    for (int i = 0; i < 1001; ++i) *req.mutable_snapshot()->add_waiting() = Job(100 + i, 1700000000);
+    v1::EstimateTurnaroundResponse resp;
+    grpc::Status s = p.stub().EstimateTurnaround(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("jobs x nodes"), std::string::npos) << s.error_message();
+  }
+  {
     // At the limit it still answers.
     grpc::ClientContext ctx;
     v1::EstimateTurnaroundRequest req;

@@ -81,6 +81,29 @@ TEST_F(HostBookTest, GapIsRecordedAsRevocation) {
   EXPECT_TRUE(saw_s5);
 }
 
+// One ancient sample beside current ones does not make a grid from 1970 (it
+// would be gigabytes at a 1 s period): the grid covers the most recent
+// max_grid_points periods, and the ancient sample stays stored.
+TEST_F(HostBookTest, GridIsBoundedWhateverTheOldestSample) {
+  config_.max_grid_points = 1000;
+  book_ = std::make_unique<HostBook>(config_, *store_, clock_);
+  HostMeta meta;
+  meta.period_seconds = 1;
+  std::vector<HostSample> v = {At(1, 0.1)};
+  for (int64_t t = kMonday - 3000; t <= kMonday; ++t) v.push_back(At(t, 0.1));
+  ASSERT_THAT(book_->Append("h", v, &meta).status(), IsOk());
+  EXPECT_EQ(book_->Info("h")->samples, static_cast<int64_t>(v.size()));
+  EXPECT_EQ(book_->Info("h")->first_unix, 1);
+  int64_t step = 0;
+  auto intervals = book_->Intervals("h", 0, 0, &step);
+  ASSERT_THAT(intervals.status(), IsOk());
+  EXPECT_EQ(step, 1);
+  ASSERT_FALSE(intervals->empty());
+  // Nothing before the last 1000 periods, and no revocation for the gap.
+  EXPECT_GE(intervals->front().start_unix, kMonday - 1000);
+  for (const auto& i : *intervals) EXPECT_NE(i.state, HostState::kS5);
+}
+
 // A host silent for longer than its revocation gap is S5 now.
 TEST_F(HostBookTest, SilentHostIsRevokedNow) {
   Fill("h", 1, [](int64_t) { return 0.05; });
