@@ -119,12 +119,35 @@ def turnaround_cases(ev, tmp):
           "use --mode simulate")
 
 
+def tr_model_cases(ev, tmp):
+    def model(path, M, rows):
+        with open(path, "w") as f:
+            f.write('{"format":"smp-tr-v1","M":%d,"d":6,"init":1,"K":{%s}}' % (M, rows))
+        return path
+
+    ok = model(os.path.join(tmp, "ok.json"), 600, '"1":{"2":[0.5],"3":[0.2]},"2":{"1":[0.9]}')
+    check(ev, "tr-model ok", ["tr-model", ok], 0)
+    # Item 4: 20 transient states at M = 1e6 crashed (SIGSEGV) in the FFT.
+    rows = ",".join('"%d":{"3":[0.5]}' % i for i in range(1, 24) if i not in (3, 4, 5))
+    path = model(os.path.join(tmp, "n20.json"), 1000000, rows)
+    check(ev, "tr-model 20 states M 1e6", ["tr-model", path], 2,
+          "20 transient states over M = 1000000 steps need about")
+    # Item 13: "1" and "01" merged into a row summing to 1.6.
+    path = model(os.path.join(tmp, "dup.json"), 600, '"1":{"3":[0.8]},"01":{"3":[0.8]}')
+    check(ev, "tr-model 01 key", ["tr-model", path], 2, 'key "01" is not a positive integer')
+    path = model(os.path.join(tmp, "dup2.json"), 600, '"1":{"3":[0.8]},"1":{"3":[0.8]}')
+    check(ev, "tr-model repeated key", ["tr-model", path], 2, 'duplicate key "1"')
+    # Item 14: a directory is not "invalid JSON ... unexpected end of input".
+    check(ev, "tr-model directory", ["tr-model", tmp], 2, "is a directory")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--eval", required=True)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         turnaround_cases(a.eval, tmp)
+        tr_model_cases(a.eval, tmp)
     if FAILURES:
         for f in FAILURES:
             print("FAIL: " + f)
