@@ -141,6 +141,89 @@ def tr_model_cases(ev, tmp):
     check(ev, "tr-model directory", ["tr-model", tmp], 2, "is a directory")
 
 
+def write_csv(path, rows):
+    with open(path, "w") as f:
+        f.write("host,timestamp,cpu_load,free_mem_mb\n")
+        for r in rows:
+            f.write("%s,%d,%s,%s\n" % r)
+    return path
+
+
+def trace_cases(ev, tmp):
+    # A small good canonical trace: 4 hosts, 3 weeks at 300 s.
+    rows = []
+    t0 = 1372629600
+    for h in range(4):
+        for i in range(0, 21 * 288):
+            load = 0.9 if (i // 12 + h) % 7 == 0 else 0.1
+            rows.append(("vm%d" % h, t0 + 300 * i, load, 2048))
+    good = write_csv(os.path.join(tmp, "good.csv"), rows)
+    # Item 5: dense grids over absurd spans (bad_alloc, hangs, 1.7 GB).
+    far = write_csv(os.path.join(tmp, "far.csv"), [("a", -10**11, 0.1, 100),
+                                                  ("a", 10**11, 0.1, 100)])
+    apart = write_csv(os.path.join(tmp, "apart.csv"), [("a", -10**11, 0.1, 100),
+                                                      ("a", -10**11 + 300, 0.1, 100),
+                                                      ("b", 10**11, 0.1, 100)])
+    span2e10 = write_csv(os.path.join(tmp, "span2e10.csv"), [("a", 0, 0.1, 100),
+                                                            ("a", 10**10, 0.2, 100),
+                                                            ("a", 2 * 10**10, 0.3, 100)])
+    for cmd in ("availability", "schedule", "usage"):
+        check(ev, cmd + " far", [cmd, "--trace", far], 2, "host a spans 2e+11 s")
+        check(ev, cmd + " apart", [cmd, "--trace", apart], 2, "the trace spans 2e+11 s")
+    check(ev, "usage span 2e10", ["usage", "--trace", span2e10], 2, "host a spans 2e+10 s")
+    # Item 6: integer options wrapped through static_cast<int>.
+    for cmd, opt, val in [("usage", "--residual-steps", "1000000000"),
+                          ("usage", "--residual-steps", "2147483648"),
+                          ("usage", "--tests", "4294967297"),
+                          ("availability", "--max-window-hours", "4294967297"),
+                          ("availability", "--max-hosts", "4294967296"),
+                          ("schedule", "--submissions", "4294967297"),
+                          # Item 8.
+                          ("schedule", "--retry-seconds", "9223372036854775807"),
+                          ("schedule", "--step", "86400")]:
+        check(ev, "%s %s %s" % (cmd, opt, val), [cmd, "--trace", good, opt, val], 2,
+              "%s wants an integer in" % opt)
+    check(ev, "schedule --step 7", ["schedule", "--trace", good, "--step", "7"], 2,
+          "--step 7 s must divide 3600 s")
+    # Item 10: output paths and option values checked before the run.
+    for cmd in ("availability", "schedule", "usage"):
+        check(ev, cmd + " --json bad", [cmd, "--trace", good, "--json", "/nonexistent-dir/x.json"],
+              2, "--json: cannot write")
+    check(ev, "availability --json directory", ["availability", "--trace", good, "--json", tmp],
+          2, "is a directory")
+    for opt, val, want in [("--sweep-train-ratios", "0.5,1.5", "outside (0, 1)"),
+                           ("--noise", "-1", "outside 0..1000"),
+                           ("--noise-windows", "11", "outside 1..10")]:
+        check(ev, "availability %s %s" % (opt, val), ["availability", "--trace", good, opt, val],
+              2, want)
+    # Item 11: --start of an availability matrix.
+    matrix = os.path.join(tmp, "m.txt")
+    with open(matrix, "w") as f:
+        for h in range(3):
+            f.write("\t".join("1" if (i + h) % 9 else "0" for i in range(24 * 20)) + "\n")
+    for val in ["9223372036854775807", "-9223372036854775807", "99999-01-01"]:
+        check(ev, "availability --start " + val,
+              ["availability", "--trace", matrix, "--format", "availability-matrix", "--start",
+               val], 2, "is outside 1970-01-01..2200-12-31")
+    check(ev, "schedule --start huge", ["schedule", "--trace", matrix, "--format",
+                                        "availability-matrix", "--start", "9223372036854775807"],
+          2, "--start wants an integer in")
+    check(ev, "availability --start 2200-12-31",
+          ["availability", "--trace", matrix, "--format", "availability-matrix", "--start",
+           "2200-12-31"], 0)
+    # Item 12.
+    for val in ["nan", "inf", "15"]:
+        check(ev, "usage --utc-offset-hours " + val,
+              ["usage", "--trace", good, "--utc-offset-hours", val], 2, "wants -14..14")
+    # Good but unusual input still runs.
+    check(ev, "availability good", ["availability", "--trace", good, "--max-window-hours", "31"],
+          0)
+    check(ev, "usage good", ["usage", "--trace", good, "--residual-steps", "2016", "--tests",
+                             "5"], 0)
+    check(ev, "schedule good", ["schedule", "--trace", good, "--replicates", "1",
+                                "--submissions", "5", "--warmup-days", "2", "--pool", "0"], 0)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--eval", required=True)
@@ -148,6 +231,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         turnaround_cases(a.eval, tmp)
         tr_model_cases(a.eval, tmp)
+        trace_cases(a.eval, tmp)
     if FAILURES:
         for f in FAILURES:
             print("FAIL: " + f)
