@@ -1,9 +1,14 @@
 #include "common/cli_util.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -40,6 +45,34 @@ absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view text) {
   return d;
 }
 
+absl::StatusOr<int64_t> ParseIntInRange(absl::string_view flag, absl::string_view text, int64_t lo,
+                                        int64_t hi) {
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(text, &v) || v < lo || v > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " wants an integer in [", lo, ", ", hi, "], got '", text, "'"));
+  }
+  return v;
+}
+
+absl::Status CheckWritableFile(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot write ", path, ": it is a directory"));
+  }
+  const bool existed = fs::exists(path, ec);
+  {
+    std::ofstream probe(path, std::ios::app);
+    if (!probe) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot write ", path, " (", std::strerror(errno), ")"));
+    }
+  }
+  if (!existed) fs::remove(path, ec);
+  return absl::OkStatus();
+}
+
 std::string CommandLine::Get(const std::string& key, const std::string& def) const {
   auto it = values_.find(key);
   return it == values_.end() ? def : it->second;
@@ -63,6 +96,15 @@ int64_t CommandLine::GetInt(const std::string& key, int64_t def) const {
     DieUsage(program_, absl::StrCat("--", key, ": '", it->second, "' is not an integer"));
   }
   return v;
+}
+
+int64_t CommandLine::GetIntInRange(const std::string& key, int64_t def, int64_t lo,
+                                   int64_t hi) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) return def;
+  absl::StatusOr<int64_t> v = ParseIntInRange(absl::StrCat("--", key), it->second, lo, hi);
+  if (!v.ok()) DieUsage(program_, v.status().message());
+  return *v;
 }
 
 CommandLine ParseCommandLine(int argc, char** argv, absl::string_view program,

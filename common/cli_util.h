@@ -32,6 +32,17 @@ inline constexpr absl::Duration kMaxDuration = absl::Hours(24 * 365 * 100);
 // and overlong (>= kMaxDuration) durations.
 absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view text);
 
+// Parses `text` as an integer in [lo, hi]; `flag` (e.g. "--nodes") names the
+// option in the error: "--nodes wants an integer in [1, 1000000], got 'x'".
+absl::StatusOr<int64_t> ParseIntInRange(absl::string_view flag, absl::string_view text, int64_t lo,
+                                        int64_t hi);
+
+// Fails unless `path` can be opened for writing, without truncating an
+// existing file (a run that fails later leaves a previous result intact) and
+// without leaving a new empty file behind. Lets the commands refuse a bad
+// --json before a long computation rather than after it.
+absl::Status CheckWritableFile(const std::string& path);
+
 // The options of one command line: "--key value", "--key=value" and bare
 // "--flag". Every front end (sojourn, each sojourn-eval subcommand) parses
 // with ParseCommandLine, so they accept and reject the same shapes.
@@ -44,6 +55,10 @@ class CommandLine {
   // "--key: 'value' is not a number" / "... is not an integer".
   double GetDouble(const std::string& key, double def) const;
   int64_t GetInt(const std::string& key, int64_t def) const;
+  // An integer in [lo, hi]; anything else exits with kExitUsage and
+  // "--key wants an integer in [lo, hi], got 'value'". Use it rather than
+  // static_cast<int>(GetInt(...)), which wraps 4294967297 to 1.
+  int64_t GetIntInRange(const std::string& key, int64_t def, int64_t lo, int64_t hi) const;
   // Valued options in command-line order (repeated keys appear each time).
   const std::vector<std::pair<std::string, std::string>>& ordered() const { return ordered_; }
 

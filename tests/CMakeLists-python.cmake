@@ -6,6 +6,7 @@
 #   sojourn_deploy_config_test  docker-compose config, promtool check config, units, dashboard
 #   sojourn_eval_availability_cli_test  sojourn-eval availability JSON and --cells CSV
 #   sojourn_cli_test            the sojourn CLI refuses bad arguments (exit 2, one line)
+#   sojourn_eval_bad_input_cli_test  sojourn-eval: bad or extreme input exits 2 (no crash, no hang)
 #
 # The Python tests need Debian's interpreter (python3-grpcio, python3-grpc-tools,
 # python3-protobuf); a pyenv/virtualenv python3 first on PATH would lack them.
@@ -51,6 +52,16 @@ if(TARGET sojourn-eval)
             --trace ${CMAKE_SOURCE_DIR}/data/demo/bitbrains-8vms-4weeks.csv.gz)
   set_tests_properties(sojourn_eval_availability_cli_test PROPERTIES
     TIMEOUT 300 LABELS "cli" ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+endif()
+
+# sojourn-eval on bad or extreme input (a fuzzing pass's findings): exit 2
+# with a one-line reason, never a crash or a hang; unusual good input runs.
+if(TARGET sojourn-eval)
+  add_test(NAME sojourn_eval_bad_input_cli_test
+    COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/tools/eval_bad_input_cli_test.py
+            --eval $<TARGET_FILE:sojourn-eval>)
+  set_tests_properties(sojourn_eval_bad_input_cli_test PROPERTIES
+    TIMEOUT 600 LABELS "cli" ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
 endif()
 
 # The `sojourn` CLI refuses bad arguments with exit 2 and one line, before

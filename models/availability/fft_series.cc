@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <new>
 #include <utility>
 
 #include "absl/synchronization/mutex.h"
@@ -67,7 +68,11 @@ class BufferPool {
       return p;
     }
     *capacity = bytes;
-    return fftw_malloc(bytes);
+    // fftw_malloc returns null when memory runs out; the callers would
+    // memset or transform through it.
+    void* p = fftw_malloc(bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    return p;
   }
   void Give(void* p, size_t capacity) {
     while (!free_.empty() && held_ + capacity > kPoolBytes) {

@@ -1,16 +1,18 @@
 #include "models/availability/model_json.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "models/availability/tr.h"
 
 namespace sojourn::availability {
 namespace {
@@ -22,13 +24,18 @@ constexpr long long kMaxLength = 1LL << 31;
 
 absl::Status Bad(const std::string& why) { return absl::InvalidArgumentError(why); }
 
-// A positive integer written as a JSON object key ("1", "40").
+// A positive integer written as a JSON object key ("1", "40"), canonically:
+// digits only, no sign, space or leading zero. Otherwise "1" and "01" (or
+// " +1") would name the same state in two keys and their rows would merge
+// unchecked (a row summing to 1.6).
 absl::StatusOr<long long> ParseKey(const std::string& key, const std::string& what) {
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(key.c_str(), &end, 10);
-  if (key.empty() || *end != '\0' || errno != 0 || v < 1 || v >= kMaxLength) {
-    return Bad(absl::StrCat(what, " key \"", key, "\" is not a positive integer"));
+  const bool canonical = !key.empty() && key.size() <= 10 && key[0] >= '1' && key[0] <= '9' &&
+                         key.find_first_not_of("0123456789") == std::string::npos;
+  const long long v = canonical ? std::stoll(key) : 0;
+  if (!canonical || v >= kMaxLength) {
+    return Bad(absl::StrCat(what, " key \"", key,
+                            "\" is not a positive integer (digits only, no sign, space or "
+                            "leading zero, below 2^31)"));
   }
   return v;
 }
@@ -208,6 +215,18 @@ absl::StatusOr<TrModel> ParseJson(const json& doc) {
   if (!states.count(model.init)) {
     return Bad(absl::StrCat("\"init\" ", model.init, " is not a state of the model"));
   }
+  // Refuse what the solver could not finish: n transient states over M steps
+  // need ~70 n^2 M bytes (20 states at M = 1e6: 28 GB, and a crash when the
+  // allocation failed) and ~n^3 M operations.
+  const TrCurveCost cost = EstimateTrCurveCost(model.kernel, model.M);
+  if (cost.bytes > kMaxTrCurveBytes || cost.work > kMaxTrCurveWork) {
+    return Bad(absl::StrFormat(
+        "%d transient states over M = %d steps need about %.3g GB and %.3g operations "
+        "(70 n^2 M bytes, n^3 M operations), above the limits of %.3g GB and %.3g: lower M or "
+        "use fewer states",
+        cost.transient_states, model.M, cost.bytes / 1e9, cost.work, kMaxTrCurveBytes / 1e9,
+        kMaxTrCurveWork));
+  }
   return model;
 }
 
@@ -215,10 +234,30 @@ absl::StatusOr<TrModel> ParseJson(const json& doc) {
 
 absl::StatusOr<TrModel> ParseTrModelJson(const std::string& text) {
   json doc;
+  // nlohmann keeps the last of two equal keys in an object; a model with
+  // "1" twice would lose a row silently. Track the keys of each open object.
+  std::vector<std::set<std::string>> open_objects;
+  std::string duplicate;
+  const json::parser_callback_t track = [&](int /*depth*/, json::parse_event_t event,
+                                            json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open_objects.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      if (!open_objects.empty()) open_objects.pop_back();
+    } else if (event == json::parse_event_t::key && !open_objects.empty() &&
+               parsed.is_string() && !open_objects.back().insert(parsed.get<std::string>()).second &&
+               duplicate.empty()) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
   try {
-    doc = json::parse(text);
+    doc = json::parse(text, track);
   } catch (const json::exception& e) {
     return Bad(absl::StrCat("invalid JSON: ", e.what()));
+  }
+  if (!duplicate.empty()) {
+    return Bad(absl::StrCat("duplicate key \"", duplicate, "\" in an object"));
   }
   try {
     return ParseJson(doc);

@@ -24,7 +24,10 @@ struct TrModel {
 // Parses and validates: rejects malformed JSON, a wrong "format", missing or
 // mistyped fields, M outside 1..10^7, d <= 0, negative or non-finite probabilities, pmfs
 // or Q rows or kernel rows summing above 1 (+1e-9), lengths < 1, an init that
-// is not an integer state; all as InvalidArgumentError with a one-line reason.
+// is not an integer state, state or length keys that are not canonical
+// positive integers ("01", " +1"), a key repeated in an object, and models
+// whose TR curve would exceed kMaxTrCurveBytes or kMaxTrCurveWork (tr.h); all
+// as InvalidArgumentError with a one-line reason.
 absl::StatusOr<TrModel> ParseTrModelJson(const std::string& text);
 
 }  // namespace sojourn::availability

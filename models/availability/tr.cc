@@ -279,6 +279,17 @@ std::vector<double> TrCurveDirect(const SemiMarkovKernel& kernel, int init, int 
   return tr;
 }
 
+TrCurveCost EstimateTrCurveCost(const SemiMarkovKernel& kernel, int M) {
+  TrCurveCost c;
+  for (const auto& [state, row] : kernel.rows) {
+    if (!IsAbsorbingState(state) && !row.empty()) ++c.transient_states;
+  }
+  const double n = std::max(c.transient_states, 2);
+  c.bytes = 70.0 * n * n * (static_cast<double>(M) + 1);
+  c.work = n * n * n * static_cast<double>(M);
+  return c;
+}
+
 double MttfSteps(const std::vector<double>& tr_curve) {
   if (tr_curve.empty()) return 0;
   double s = 1.0;  // TR(0)

@@ -4,6 +4,7 @@
 #ifndef SOJOURN_MODELS_AVAILABILITY_TR_H_
 #define SOJOURN_MODELS_AVAILABILITY_TR_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "models/availability/kernel.h"
@@ -35,6 +36,24 @@ inline std::vector<double> TrCurveDirect(const SemiMarkovKernel& k, HostState in
 // step at which the host is in a failure state. A lower bound of the MTTF;
 // equal to it when TR(M) is 0. Returns 0 for an empty curve.
 double MttfSteps(const std::vector<double>& tr_curve);
+
+// What TrCurve(k, init, M) costs, estimated before running it. n is the
+// number of transient states (non-absorbing states with a row). Measured
+// peak memory is about 70 max(n, 2)^2 (M + 1) bytes (the n x n kernel series
+// and the Newton iteration's 3 n^2 spectra of ~2M bins); the per-frequency
+// matrix products take about n^3 M operations (150 states at M = 600: a
+// minute).
+struct TrCurveCost {
+  int transient_states = 0;
+  double bytes = 0;
+  double work = 0;  // ~ n^3 M
+};
+TrCurveCost EstimateTrCurveCost(const SemiMarkovKernel& k, int M);
+// Limits that callers taking models from users (the smp-tr-v1 validator)
+// enforce: 8 GiB (n = 2 reaches it only beyond M = 1e7; n = 20 at M = 7.6e5)
+// and 1e10 operations (several minutes).
+inline constexpr double kMaxTrCurveBytes = 8.0 * (int64_t{1} << 30);
+inline constexpr double kMaxTrCurveWork = 1e10;
 
 namespace internal {
 // TrCurve without the direct-recursion shortcut for small M (for tests).

@@ -619,6 +619,46 @@ bool IsArchiveName(const std::string& path) {
 
 }  // namespace
 
+absl::Status CheckGridSize(const std::vector<HostTrace>& traces, int64_t step_seconds,
+                           const GridLimits& limits, const std::string& advice) {
+  if (step_seconds <= 0) return absl::InvalidArgumentError("the grid step must be positive");
+  const double step = static_cast<double>(step_seconds);
+  double first = 0, last = 0, total = 0;
+  bool any = false;
+  for (const HostTrace& t : traces) {
+    if (t.samples.empty()) continue;
+    const double a = static_cast<double>(t.samples.front().unix_seconds);
+    const double b = static_cast<double>(t.samples.back().unix_seconds);
+    const double points = (b - a) / step + 1;
+    if (points > limits.host_points || b - a > limits.span_seconds) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "host %s spans %.4g s (%.0f to %.0f): %.4g grid points of %d s, above the limit of "
+          "%.4g per host and %.4g s; %s",
+          t.host, b - a, a, b, points, step_seconds, limits.host_points, limits.span_seconds,
+          advice));
+    }
+    total += points;
+    first = any ? std::min(first, a) : a;
+    last = any ? std::max(last, b) : b;
+    any = true;
+  }
+  if (!any) return absl::OkStatus();
+  const double span_points = (last - first) / step + 1;
+  if (span_points > limits.span_points || last - first > limits.span_seconds) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the trace spans %.4g s (%.0f to %.0f): %.4g grid points of %d s, above the limit of "
+        "%.4g and %.4g s; %s",
+        last - first, first, last, span_points, step_seconds, limits.span_points,
+        limits.span_seconds, advice));
+  }
+  if (total > limits.total_points) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the %d hosts' grids hold %.4g points of %d s in all, above the limit of %.4g; %s",
+        traces.size(), total, step_seconds, limits.total_points, advice));
+  }
+  return absl::OkStatus();
+}
+
 SampledGridDefaults DefaultSampledGrid(const std::vector<HostTrace>& traces) {
   std::vector<int64_t> periods;
   for (const HostTrace& t : traces) {

@@ -60,6 +60,29 @@ struct SampledGridDefaults {
 };
 SampledGridDefaults DefaultSampledGrid(const std::vector<HostTrace>& traces);
 
+// Bounds of a dense time grid over a trace (the availability state grid, the
+// usage bins): `span_points` for the grid from the earliest to the latest
+// sample of any host (the global outage grid, the hourly scheduling loop),
+// `host_points` for one host's grid from its first to its last sample,
+// `total_points` for the hosts' grids together; `span_seconds` bounds the
+// time covered whatever the step (work per day of trace, e.g. the
+// availability backtest's windows, does not shrink with a coarser grid).
+struct GridLimits {
+  double span_points = 0;
+  double host_points = 0;
+  double total_points = 0;
+  double span_seconds = 0;
+};
+
+// InvalidArgumentError when a grid of `step_seconds` over `traces` would
+// exceed `limits`: a few samples years apart would otherwise allocate (or
+// loop over) billions of points. The message names the span, the step and
+// the limit, then `advice` (e.g. "pass a larger --step"). Hosts without
+// samples do not count. Computed in floating point: timestamps may be
+// anywhere in int64.
+absl::Status CheckGridSize(const std::vector<HostTrace>& traces, int64_t step_seconds,
+                           const GridLimits& limits, const std::string& advice);
+
 // Writes traces as canonical CSV (header host,timestamp,cpu_load,free_mem_mb);
 // a host name with a comma or quote is written quoted, one with a line break
 // is rejected.

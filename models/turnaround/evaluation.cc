@@ -267,6 +267,24 @@ absl::StatusOr<EvalReport> RunSimulate(const SwfLog& log, const EvalConfig& conf
     o.spec.cpu_fraction = o.cpu_fraction;
     jobs.push_back(o);
   }
+  if (config.local_load > 0 && !jobs.empty()) {
+    // jobs are in submit order; the span lasts at least until the latest end.
+    const double first = static_cast<double>(jobs.front().spec.submit_time);
+    double last = first;
+    for (const OfflineJob& o : jobs) {
+      last = std::max(last, static_cast<double>(o.spec.submit_time) + o.runtime);
+    }
+    const LocalLoadConfig lc;
+    const double mean_session = lc.weight1 * lc.mean1_s + (1 - lc.weight1) * lc.mean2_s;
+    const double events = (last - first) * config.nodes * config.local_load / mean_session;
+    if (events > kMaxLocalLoadEvents) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "simulate: the jobs span %.4g s (first submit to last end) on %d nodes at %.0f%% local "
+          "load, about %.3g local-load session events, above the limit of %.3g; pass "
+          "--local-load 0, fewer --nodes or --max-jobs",
+          last - first, config.nodes, config.local_load * 100, events, kMaxLocalLoadEvents));
+    }
+  }
   OfflineConfig oc;
   oc.nodes = config.nodes;
   oc.policy = config.policy;

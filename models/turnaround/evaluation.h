@@ -24,6 +24,13 @@ namespace sojourn::turnaround {
 
 enum class EvalMode { kReplay, kSimulate };
 
+// simulate: most local-load session events (span x nodes x local load / mean
+// session) a run may need. The local-load model steps through every session
+// end even while the cluster is idle, so a log spanning 1e12 s would loop for
+// hours; 5e7 events (about 20 s) are 190 years of log on 64 nodes at 75 % (the
+// shared SDSC-SP2 log needs about 6e5).
+inline constexpr double kMaxLocalLoadEvents = 5e7;
+
 struct EvalConfig {
   EvalMode mode = EvalMode::kReplay;
   // replay: the policy the kernels assume the site used (MPL 1, dedicated);
@@ -57,6 +64,8 @@ struct EvalReport {
 
 inline constexpr const char* kMetricNames[3] = {"turnaround", "wait", "exec"};
 
+// InvalidArgument for a configuration it refuses (nodes < 1, a simulate run
+// above kMaxLocalLoadEvents).
 absl::StatusOr<EvalReport> RunEvaluation(const SwfLog& log, const EvalConfig& config, HistDb& db);
 
 }  // namespace sojourn::turnaround

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
 
 namespace sojourn::turnaround {
@@ -29,20 +30,20 @@ class LineParser {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     absl::string_view trimmed = absl::StripAsciiWhitespace(line);
     if (trimmed.empty()) return absl::OkStatus();
+    // A NUL would otherwise cut the line short in C string handling, or
+    // make a binary file look like a log with odd fields.
+    if (trimmed.find('\0') != absl::string_view::npos) {
+      return Malformed("the line contains a NUL byte (binary data?)");
+    }
     if (trimmed.front() == ';') {
-      ParseHeader(trimmed.substr(1));
+      std::string reason;
+      if (!ParseHeader(trimmed.substr(1), &reason)) return Malformed(reason);
       return absl::OkStatus();
     }
     std::string reason;
     SwfJob job;
     job.line = line_no_;
-    if (!ParseJob(trimmed, &job, &reason)) {
-      if (options_.on_malformed == SwfReadOptions::OnMalformed::kReject) {
-        return absl::InvalidArgumentError(absl::StrCat(name_, ":", line_no_, ": ", reason));
-      }
-      log_.skipped.push_back({line_no_, reason});
-      return absl::OkStatus();
-    }
+    if (!ParseJob(trimmed, &job, &reason)) return Malformed(reason);
     log_.jobs.push_back(job);
     if (options_.max_jobs > 0 && static_cast<int64_t>(log_.jobs.size()) >= options_.max_jobs) {
       *stop = true;
@@ -51,14 +52,32 @@ class LineParser {
   }
 
   SwfLog Take() { return std::move(log_); }
+  int64_t line_no() const { return line_no_; }
 
  private:
-  void ParseHeader(absl::string_view body) {
+  absl::Status Malformed(const std::string& reason) {
+    if (options_.on_malformed == SwfReadOptions::OnMalformed::kReject) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ":", line_no_, ": ", reason));
+    }
+    log_.skipped.push_back({line_no_, reason});
+    return absl::OkStatus();
+  }
+
+  // False (with `reason`) for a node count the simulators cannot allocate.
+  bool ParseHeader(absl::string_view body, std::string* reason) {
     size_t colon = body.find(':');
-    if (colon == absl::string_view::npos) return;
+    if (colon == absl::string_view::npos) return true;
     std::string key(absl::StripAsciiWhitespace(body.substr(0, colon)));
     std::string value(absl::StripAsciiWhitespace(body.substr(colon + 1)));
-    if (key.empty() || key.find(' ') != std::string::npos) return;  // free text
+    if (key.empty() || key.find(' ') != std::string::npos) return true;  // free text
+    if (key == "MaxNodes" || key == "MaxProcs") {
+      // SimpleAtod also sees values beyond int64 ("99999999999999999999").
+      double size = 0;
+      if (absl::SimpleAtod(value, &size) && size > static_cast<double>(kSwfMaxNodes)) {
+        *reason = absl::StrCat(key, " ", value, " is above the limit of ", kSwfMaxNodes);
+        return false;
+      }
+    }
     auto& slot = log_.header.fields[key];
     slot = slot.empty() ? value : slot + "\n" + value;
     SwfHeader& h = log_.header;
@@ -79,6 +98,7 @@ class LineParser {
     else if (key == "MaxQueues") as_int(&h.max_queues);
     else if (key == "MaxPartitions") as_int(&h.max_partitions);
     else if (key == "AllowOveruse") h.allow_overuse = absl::AsciiStrToLower(value) == "true";
+    return true;
   }
 
   static bool ParseJob(absl::string_view text, SwfJob* job, std::string* reason) {
@@ -128,6 +148,22 @@ class LineParser {
       *reason = "submit time (field 2) is unknown";
       return false;
     }
+    // Bounded here so that submit + wait + runtime cannot overflow and the
+    // simulators never size anything by a corrupt value.
+    for (int i : {1, 2, 3, 5, 8, 17}) {
+      if (d[i] > static_cast<double>(kSwfMaxSeconds)) {
+        *reason = absl::StrCat("field ", i + 1, " is ", f[i], " s, above the limit of ",
+                               kSwfMaxSeconds, " s");
+        return false;
+      }
+    }
+    for (int i : {4, 7}) {
+      if (v[i] > kSwfMaxNodes) {
+        *reason = absl::StrCat("field ", i + 1, " is ", f[i], " processors, above the limit of ",
+                               kSwfMaxNodes);
+        return false;
+      }
+    }
     return true;
   }
 
@@ -165,27 +201,38 @@ absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& op
   std::unique_ptr<gzFile_s, int (*)(gzFile)> closer(file, gzclose);
   gzbuffer(file, 1 << 17);
   LineParser parser(path, options);
-  std::string line;
-  char buf[4096];
-  while (true) {
-    line.clear();
-    bool got = false;
-    while (gzgets(file, buf, sizeof(buf)) != nullptr) {
-      got = true;
-      line.append(buf);
-      if (!line.empty() && line.back() == '\n') break;
+  // gzread rather than gzgets: a NUL byte inside a line must not cut it (and
+  // join it to the next), and a stream that stops mid-line must be reported
+  // as truncated before its partial last line is parsed.
+  std::string pending;
+  std::vector<char> buf(1 << 16);
+  bool stop = false;
+  while (!stop) {
+    const int n = gzread(file, buf.data(), static_cast<unsigned>(buf.size()));
+    if (n <= 0) break;
+    pending.append(buf.data(), static_cast<size_t>(n));
+    size_t begin = 0;
+    for (size_t nl = pending.find('\n'); nl != std::string::npos && !stop;
+         nl = pending.find('\n', begin)) {
+      absl::Status st = parser.Feed(absl::string_view(pending).substr(begin, nl - begin), &stop);
+      if (!st.ok()) return st;
+      begin = nl + 1;
     }
-    if (!got) break;
-    if (!line.empty() && line.back() == '\n') line.pop_back();
-    bool stop = false;
-    absl::Status st = parser.Feed(line, &stop);
-    if (!st.ok()) return st;
-    if (stop) break;
+    pending.erase(0, begin);
   }
+  if (stop) return parser.Take();
   int errnum = 0;
   const char* msg = gzerror(file, &errnum);
   if (errnum != Z_OK && errnum != Z_STREAM_END) {
-    return absl::DataLossError(absl::StrCat(path, ": read error: ", msg));
+    // zlib prefixes its message with the path.
+    absl::string_view why(msg);
+    absl::ConsumePrefix(&why, absl::StrCat(path, ": "));
+    return absl::DataLossError(absl::StrCat(path, ": truncated or corrupt gzip data after line ",
+                                            parser.line_no(), " (", why, ")"));
+  }
+  if (!pending.empty()) {
+    absl::Status st = parser.Feed(pending, &stop);
+    if (!st.ok()) return st;
   }
   return parser.Take();
 }

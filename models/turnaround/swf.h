@@ -14,6 +14,17 @@
 
 namespace sojourn::turnaround {
 
+// Largest time (fields 2, 3, 4, 6, 9 and 18, seconds) a job line may hold:
+// about 31,700 years. Real logs stay far below (a few years of submit times,
+// runtimes of days); a larger value is a corrupt or synthetic line, and
+// submit + wait + runtime of such values would overflow int64 downstream.
+inline constexpr int64_t kSwfMaxSeconds = 1'000'000'000'000;
+// Largest node or processor count (header MaxNodes / MaxProcs and job fields
+// 5 and 8). The largest machines in the Parallel Workloads Archive have
+// 163,840 processors (ANL Intrepid); the simulators allocate per node, so a
+// corrupt header such as MaxNodes 9223372036854775807 must not get through.
+inline constexpr int64_t kSwfMaxNodes = 1'000'000;
+
 // One SWF job line; every field is -1 when unknown.
 struct SwfJob {
   int64_t line = 0;  // 1-based line number in the file
@@ -80,13 +91,17 @@ struct SwfReadOptions {
   enum class OnMalformed { kReject, kSkip };
   // kReject: the first malformed job line fails the read with
   // InvalidArgumentError "<path>:<line>: <reason>". kSkip: it is recorded in
-  // SwfLog::skipped and reading continues.
+  // SwfLog::skipped and reading continues. Malformed lines include times
+  // above kSwfMaxSeconds, sizes above kSwfMaxNodes and NUL bytes; a MaxNodes
+  // or MaxProcs header above kSwfMaxNodes is malformed too (skipped: the
+  // header value is ignored).
   OnMalformed on_malformed = OnMalformed::kReject;
   // Stop after this many job lines (0 = all).
   int64_t max_jobs = 0;
 };
 
-// Reads PATH (plain or gzip). NotFound if it cannot be opened.
+// Reads PATH (plain or gzip). NotFound if it cannot be opened; DataLoss
+// naming the last complete line if a gzip stream is truncated or corrupt.
 absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& options);
 // Parses SWF text already in memory; `name` is used in error messages.
 absl::StatusOr<SwfLog> ParseSwf(const std::string& text, const std::string& name,

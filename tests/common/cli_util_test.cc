@@ -1,5 +1,8 @@
 #include "common/cli_util.h"
 
+#include <cstdio>
+#include <fstream>
+
 #include "gtest/gtest.h"
 
 namespace sojourn {
@@ -73,6 +76,53 @@ TEST(ParseCommandLineDeathTest, RejectsBadCommandLines) {
   EXPECT_EXIT(parse({"--seed"}), ::testing::ExitedWithCode(kExitUsage), "needs a value");
   EXPECT_EXIT(parse({"--json=x"}), ::testing::ExitedWithCode(kExitUsage), "takes no value");
   EXPECT_EXIT(parse({"--seed", "x"}), ::testing::ExitedWithCode(kExitUsage), "not an integer");
+}
+
+// GetIntInRange refuses what static_cast<int>(GetInt()) used to wrap
+// (4294967297 -> 1, 2147483648 -> negative) as well as values out of range.
+TEST(ParseCommandLineDeathTest, GetIntInRangeRejectsOutOfRange) {
+  auto get = [](std::vector<std::string> args) {
+    auto argv = Argv(args);
+    CommandLine cl = ParseCommandLine(static_cast<int>(argv.size()), argv.data(), "prog", "",
+                                      {"n"});
+    return cl.GetIntInRange("n", 5, 1, 1000);
+  };
+  EXPECT_EQ(get({}), 5);
+  EXPECT_EQ(get({"--n", "1000"}), 1000);
+  EXPECT_EQ(get({"--n=1"}), 1);
+  EXPECT_EXIT(get({"--n", "4294967297"}), ::testing::ExitedWithCode(kExitUsage),
+              "--n wants an integer in \\[1, 1000\\], got '4294967297'");
+  EXPECT_EXIT(get({"--n", "2147483648"}), ::testing::ExitedWithCode(kExitUsage), "--n wants");
+  EXPECT_EXIT(get({"--n", "0"}), ::testing::ExitedWithCode(kExitUsage), "--n wants");
+  EXPECT_EXIT(get({"--n", "99999999999999999999"}), ::testing::ExitedWithCode(kExitUsage),
+              "--n wants");
+  EXPECT_EXIT(get({"--n", "1.5"}), ::testing::ExitedWithCode(kExitUsage), "--n wants");
+}
+
+TEST(ParseIntInRangeTest, BoundsAreInclusive) {
+  EXPECT_EQ(*ParseIntInRange("--x", "-3", -3, 3), -3);
+  EXPECT_EQ(*ParseIntInRange("--x", "3", -3, 3), 3);
+  EXPECT_FALSE(ParseIntInRange("--x", "4", -3, 3).ok());
+  EXPECT_FALSE(ParseIntInRange("--x", "", -3, 3).ok());
+}
+
+// A bad output path is refused; an existing file is neither truncated nor
+// a new one left behind.
+TEST(CheckWritableFileTest, ProbesWithoutSideEffects) {
+  const std::string dir = ::testing::TempDir();
+  EXPECT_FALSE(CheckWritableFile("/nonexistent-dir-sojourn/x.json").ok());
+  EXPECT_FALSE(CheckWritableFile(dir).ok());
+  const std::string fresh = dir + "/cli_util_test_fresh.json";
+  std::remove(fresh.c_str());
+  EXPECT_TRUE(CheckWritableFile(fresh).ok());
+  EXPECT_FALSE(std::ifstream(fresh).good());
+  const std::string old = dir + "/cli_util_test_old.json";
+  { std::ofstream(old) << "previous"; }
+  EXPECT_TRUE(CheckWritableFile(old).ok());
+  std::string content;
+  std::getline(std::ifstream(old), content);
+  EXPECT_EQ(content, "previous");
+  std::remove(old.c_str());
 }
 
 }  // namespace

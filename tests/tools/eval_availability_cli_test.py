@@ -141,7 +141,7 @@ def main():
              "prior_windows"),
             ([a.eval, "availability", "--trace", a.trace, "--utc-offset", "1000"], "-14..14"),
             ([a.eval, "availability", "--trace", a.trace, "--reliability-bins", "100000000"],
-             "reliability bins"),
+             "--reliability-bins wants an integer in [1, 1000]"),
         ]
         for argv, needle in bad:
             q = subprocess.run(argv, capture_output=True, text=True, timeout=60)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -53,24 +54,29 @@ options:
                            start_hour, window_hours, init_state, n_test,
                            n_survived, emp_tr, then one predicted-TR column per
                            method), for analyses of your own
-  --step SECONDS           state grid step (default: the matrix period; else 300,
-                           or for slower sampling the largest divisor of 3600
-                           not above the median sample period)
+  --step SECONDS           state grid step, a divisor of 3600 (default: the matrix
+                           period; else 300, or for slower sampling the largest
+                           divisor of 3600 not above the median sample period).
+                           The grid may span at most 1e8 steps and 100 years
+                           from the first to the last sample, and hold 4e8
+                           host-points in all
   --utc-offset HOURS       local time = UTC + HOURS; the grid and the days are
                            local (default: 2 for gwa (Bitbrains, NL summer), else 0)
   --start T                availability matrix: time of column 0, Unix seconds or
-                           UTC YYYY-MM-DD[THH:MM:SS] (default 1999-07-06 = 931219200)
-  --period SECONDS         availability matrix: probe period (default 3600)
+                           UTC YYYY-MM-DD[THH:MM:SS], 1970-01-01..2200-12-31
+                           (default 1999-07-06 = 931219200)
+  --period SECONDS         availability matrix: probe period, 1..86400 (default 3600)
   --max-hosts N            read at most N hosts (default all)
-  --history-days N         use the N most recent training days of the type (default 0 = all)
+  --history-days N         use the N most recent training days of the type, 0..36500
+                           (default 0 = all)
   --train-ratio R          fraction of each host's days used for training (default 0.5)
-  --max-window-hours H     longest window (default 10)
+  --max-window-hours H     longest window, 1..31 (default 10)
   --methods LIST           comma-separated subset of the methods (default all)
   --day-types LIST         weekday,weekend (default both)
   --th1 X / --th2 X        CPU load thresholds (default 0.2 / 0.6)
-  --grace SECONDS          load above th2 longer than this is S3 (default 60)
+  --grace SECONDS          load above th2 longer than this is S3, 0..31536000 (default 60)
   --working-set-mb X       free memory below this is S4 (default 256)
-  --revocation-gap SECONDS no sample for longer than this is S5
+  --revocation-gap SECONDS no sample for longer than this is S5, 1..31536000
                            (default max(900, 3 x the median sample period);
                            matrix: half the period)
   --outage-fraction F      grid points where fewer than F of the hosts report are
@@ -102,14 +108,16 @@ options:
                            predictor service cuts them for a request of L hours)
                            or longest (every length read off one estimate from
                            the windows of --max-window-hours, the older protocol)
-  --min-test-windows N     cells with fewer test windows get no relative error (default 3)
-  --reliability-bins N     bins of the reliability tables (default 10)
+  --min-test-windows N     cells with fewer test windows get no relative error,
+                           1..1000000 (default 3)
+  --reliability-bins N     bins of the reliability tables, 1..1000 (default 10)
   --threads N              worker threads, 1 or 2 (default 2)
   --sweep-train-ratios L   also run the weekday protocol for each training ratio in
-                           the comma-separated list L (paper 000 Fig. 12)
+                           the comma-separated list L, each in (0, 1) (paper 000 Fig. 12)
   --noise L                also run the noise-injection test (paper 000 Fig. 14) for
-                           each number of injections in L (e.g. 0,1,2,4,10)
-  --noise-windows L        window lengths (h) of the noise test (default 1,2,3,5,10)
+                           each number of injections in L, each 0..1000 (e.g. 0,1,2,4,10)
+  --noise-windows L        window lengths (h) of the noise test, each 1..--max-window-hours
+                           (default 1,2,3,5,10)
   --seed N                 seed of the noise injection (default 1)
   --help                   this text
 )";
@@ -236,12 +244,16 @@ std::vector<double> GetDoubleList(const CommandLine& a, const std::string& k) {
   }
   return out;
 }
-std::vector<int> GetIntList(const CommandLine& a, const std::string& k, std::vector<int> def) {
+std::vector<int> GetIntList(const CommandLine& a, const std::string& k, std::vector<int> def,
+                            int lo, int hi) {
   if (!a.Has(k)) return def;
   std::vector<int> out;
   for (const std::string& s : GetList(a, k)) {
     int v;
     if (!absl::SimpleAtoi(s, &v)) Die(absl::StrCat("--", k, ": '", s, "' is not an integer"));
+    if (v < lo || v > hi) {
+      Die(absl::StrCat("--", k, ": ", v, " is outside ", lo, "..", hi));
+    }
     out.push_back(v);
   }
   return out;
@@ -377,19 +389,22 @@ int RunAvailability(int argc, char** argv) {
     } else {
       Die(absl::StrCat("--start: '", text, "' is neither Unix seconds nor YYYY-MM-DD[THH:MM:SS]"));
     }
+    // Column times are start + column x period: a start near int64's ends
+    // overflowed silently (0 cells), and year 99999 is no trace.
+    if (io.start_unix_seconds < 0 || io.start_unix_seconds >= kMaxStartUnixSeconds) {
+      Die(absl::StrCat("--start: '", text, "' is outside 1970-01-01..2200-12-31"));
+    }
   }
-  io.period_seconds = args.GetInt("period", io.period_seconds);
-  if (io.period_seconds <= 0) Die("--period must be positive");
-  io.max_hosts = static_cast<int>(args.GetInt("max-hosts", 0));
-  if (io.max_hosts < 0) Die("--max-hosts must be >= 0");
+  io.period_seconds = args.GetIntInRange("period", io.period_seconds, 1, 86400);
+  io.max_hosts = static_cast<int>(args.GetIntInRange("max-hosts", 0, 0, INT32_MAX));
 
   backtest::BacktestConfig cfg;
-  cfg.max_window_hours = static_cast<int>(args.GetInt("max-window-hours", 10));
-  cfg.history_days = static_cast<int>(args.GetInt("history-days", 0));
+  cfg.max_window_hours = static_cast<int>(args.GetIntInRange("max-window-hours", 10, 1, 31));
+  cfg.history_days = static_cast<int>(args.GetIntInRange("history-days", 0, 0, 36500));
   cfg.train_ratio = args.GetDouble("train-ratio", 0.5);
-  cfg.min_test_windows = static_cast<int>(args.GetInt("min-test-windows", 3));
-  cfg.reliability_bins = static_cast<int>(args.GetInt("reliability-bins", 10));
-  cfg.threads = static_cast<int>(args.GetInt("threads", 2));
+  cfg.min_test_windows = static_cast<int>(args.GetIntInRange("min-test-windows", 3, 1, 1000000));
+  cfg.reliability_bins = static_cast<int>(args.GetIntInRange("reliability-bins", 10, 1, 1000));
+  cfg.threads = static_cast<int>(args.GetIntInRange("threads", 2, 1, 2));
   if (cfg.threads < 1 || cfg.threads > 2) Die("--threads must be 1 or 2");
   cfg.methods = GetList(args, "methods");
   for (const std::string& m : cfg.methods) {
@@ -404,7 +419,8 @@ int RunAvailability(int argc, char** argv) {
   if (!(cfg.classifier.th1 >= 0 && cfg.classifier.th1 <= cfg.classifier.th2)) {
     Die("need 0 <= th1 <= th2");
   }
-  cfg.classifier.grace_seconds = args.GetInt("grace", cfg.classifier.grace_seconds);
+  cfg.classifier.grace_seconds =
+      args.GetIntInRange("grace", cfg.classifier.grace_seconds, 0, 31536000);
   cfg.classifier.guest_working_set_mb =
       args.GetDouble("working-set-mb", cfg.classifier.guest_working_set_mb);
   if (cfg.min_test_windows < 1) Die("--min-test-windows must be >= 1");
@@ -424,17 +440,19 @@ int RunAvailability(int argc, char** argv) {
   cfg.windows_per_length = windows == "per-length";
 
   std::vector<double> sweep = GetDoubleList(args, "sweep-train-ratios");
-  std::vector<int> noise = GetIntList(args, "noise", {});
-  std::vector<int> noise_windows = GetIntList(args, "noise-windows", {1, 2, 3, 5, 10});
-  const int64_t seed = args.GetInt("seed", 1);
+  for (double r : sweep) {
+    if (!(r > 0 && r < 1)) Die(absl::StrCat("--sweep-train-ratios: ", r, " is outside (0, 1)"));
+  }
+  std::vector<int> noise = GetIntList(args, "noise", {}, 0, 1000);
+  std::vector<int> noise_windows =
+      GetIntList(args, "noise-windows", {1, 2, 3, 5, 10}, 1, cfg.max_window_hours);
+  const int64_t seed = args.GetIntInRange("seed", 1, 0, INT64_MAX);
 
   // Explicit values are checked before the (possibly long) read; the defaults
   // of the grid step, time zone, outage rule and revocation gap depend on the
   // format found.
-  if (args.Has("step") && args.GetInt("step", 1) <= 0) Die("--step must be positive");
-  if (args.Has("revocation-gap") && args.GetInt("revocation-gap", 1) <= 0) {
-    Die("--revocation-gap must be positive");
-  }
+  if (args.Has("step")) (void)args.GetIntInRange("step", 1, 1, 3600);
+  if (args.Has("revocation-gap")) (void)args.GetIntInRange("revocation-gap", 1, 1, 31536000);
   if (args.Has("outage-fraction")) {
     const double f = args.GetDouble("outage-fraction", 0);
     if (f < 0 || f > 1) Die("--outage-fraction must be in [0, 1]");
@@ -451,6 +469,11 @@ int RunAvailability(int argc, char** argv) {
   }
 
   // Fail before the long run, not after it.
+  if (args.Has("json")) {
+    if (absl::Status st = CheckWritableFile(args.Get("json")); !st.ok()) {
+      Die(absl::StrCat("--json: ", st.message()));
+    }
+  }
   std::ofstream cells_out;
   if (args.Has("cells")) {
     cells_out.open(args.Get("cells"));
@@ -491,6 +514,12 @@ int RunAvailability(int argc, char** argv) {
   if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
   if (cfg.outage_fraction < 0 || cfg.outage_fraction > 1)
     Die("--outage-fraction must be in [0, 1]");
+  if (absl::Status st = traces::CheckGridSize(
+          *traces, cfg.step_seconds, kStateGridLimits,
+          "pass a larger --step (a divisor of 3600) or cut the trace");
+      !st.ok()) {
+    Die(std::string(st.message()));
+  }
 
   int last_pct = -1;
   std::string phase = "backtest";

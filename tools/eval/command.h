@@ -34,6 +34,18 @@ struct EvalCommandRegistrar {
   }
 };
 
+// Largest state grids availability and schedule build (traces::CheckGridSize):
+// 1e8 points from the first to the last sample (3 years at 1 s), 4e8
+// host-points in all (about 8 GB; the shared Bitbrains trace, 100 hosts x 3
+// months at 300 s, has 2.6e6; a year of 300 hosts at 300 s 3.2e7), and 100
+// years (3.16e9 s) whatever the step: the backtest's work grows with the days.
+inline constexpr traces::GridLimits kStateGridLimits{1e8, 1e8, 4e8, 3.1536e9};
+
+// Latest --start of an availability matrix (2201-01-01, exclusive); the
+// earliest is the Unix epoch. Far outside any trace, and far from int64
+// overflow when columns x period are added.
+inline constexpr int64_t kMaxStartUnixSeconds = 7289654400;
+
 // traces::DefaultSampledGrid of a sampled trace, said on stderr when it is
 // not the 5-minute default and `note` (the user left --step or
 // --revocation-gap to it).

@@ -3,6 +3,7 @@
 // ranking code of the broker (models/scheduling).
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -41,32 +42,38 @@ options:
   --trace PATH             trace file or directory (required)
   --format F               canonical | gwa | availability-matrix | auto (default auto)
   --json OUT               write summary[policy] and by_length[policy][hours] as JSON
-  --submissions N          submission times per replicate (default 60; x 7 lengths = 420
-                           jobs, the paper's experiment size)
-  --lengths LIST           task lengths in hours (default 0.5,1,2,3,4,5,6)
+  --submissions N          submission times per replicate, 1..100000 (default 60; x 7
+                           lengths = 420 jobs, the paper's experiment size)
+  --lengths LIST           task lengths in hours, each in (0, 8760] (default 0.5,1,2,3,4,5,6)
   --seed N                 seed of submission times, pools and clock rates (default 1)
   --replicates N           independent replicates with seeds seed..seed+N-1, each with
                            its own submission times, pools and clock rates; the summary
                            pools their jobs and each replicate is listed too (default 10:
                            one paper-size run of 420 jobs sees only a handful of failures)
   --pool N                 each submission sees a random pool of N hosts of the
-                           trace (the paper's testbed had 20; default 20; 0 = all)
+                           trace, 0..1000000 (the paper's testbed had 20; default 20;
+                           0 = all)
   --clock-mhz MIN,MAX      range of the hosts' clock rates (default 1000,3000)
   --horizon-hours H        length of the TR curve behind MTTF/JCTF (default 24)
-  --history-days N         most recent training days of the day type (default 0 = all)
-  --warmup-days N          no submissions on the first N days (default 7)
-  --retry-seconds S        retry delay (default 300)
-  --step SECONDS           state grid step (default: the matrix period; else 300,
-                           or for slower sampling the largest divisor of 3600
-                           not above the median sample period)
+  --history-days N         most recent training days of the day type, 0..36500
+                           (default 0 = all)
+  --warmup-days N          no submissions on the first N days, 1..36500 (default 7)
+  --retry-seconds S        retry delay, 1..604800 (default 300)
+  --step SECONDS           state grid step, a divisor of 3600 (default: the matrix
+                           period; else 300, or for slower sampling the largest
+                           divisor of 3600 not above the median sample period).
+                           The grid may span at most 1e8 steps and 100 years
+                           from the first to the last sample, and hold 4e8
+                           host-points in all
   --utc-offset HOURS       local time = UTC + HOURS (default 2 for gwa, else 0)
-  --start UNIX             availability matrix: Unix time of column 0 (default 931219200)
-  --period SECONDS         availability matrix: probe period (default 3600)
+  --start UNIX             availability matrix: Unix time of column 0, 0..7289654399
+                           (1970..2200; default 931219200)
+  --period SECONDS         availability matrix: probe period, 1..86400 (default 3600)
   --max-hosts N            read at most N hosts (default all)
   --th1 X / --th2 X        CPU load thresholds (default 0.2 / 0.6)
   --working-set-mb X       free memory below this is S4 (default 256)
-  --revocation-gap SECONDS no sample for longer is S5 (default max(900, 3 x the
-                           median sample period); matrix: half the period)
+  --revocation-gap SECONDS no sample for longer is S5, 1..31536000 (default max(900,
+                           3 x the median sample period); matrix: half the period)
   --help                   this text
 )";
 
@@ -135,26 +142,22 @@ int RunSchedule(int argc, char** argv) {
     if (!f.ok()) Die(std::string(f.status().message()));
     io.format = *f;
   }
-  io.start_unix_seconds = args.GetInt("start", io.start_unix_seconds);
-  io.period_seconds = args.GetInt("period", io.period_seconds);
-  if (io.period_seconds <= 0) Die("--period must be positive");
-  io.max_hosts = static_cast<int>(args.GetInt("max-hosts", 0));
-  if (io.max_hosts < 0) Die("--max-hosts must be >= 0");
+  // Range-checked: static_cast<int> of GetInt wrapped 4294967297 to 1.
+  io.start_unix_seconds =
+      args.GetIntInRange("start", io.start_unix_seconds, 0, kMaxStartUnixSeconds - 1);
+  io.period_seconds = args.GetIntInRange("period", io.period_seconds, 1, 86400);
+  io.max_hosts = static_cast<int>(args.GetIntInRange("max-hosts", 0, 0, INT32_MAX));
 
   scheduling::ScheduleConfig cfg;
-  cfg.submissions = static_cast<int>(args.GetInt("submissions", 60));
-  if (cfg.submissions <= 0) Die("--submissions must be positive");
-  cfg.pool_size = static_cast<int>(args.GetInt("pool", 20));
-  if (cfg.pool_size < 0) Die("--pool must be >= 0");
+  cfg.submissions = static_cast<int>(args.GetIntInRange("submissions", 60, 1, 100000));
+  cfg.pool_size = static_cast<int>(args.GetIntInRange("pool", 20, 0, 1000000));
   if (args.Has("lengths")) cfg.lengths_hours = NumList("lengths", args.Get("lengths"));
   for (double l : cfg.lengths_hours) {
-    if (!(l > 0)) Die("--lengths must be positive hours");
+    if (!(l > 0 && l <= 8760)) Die("--lengths must be hours in (0, 8760]");
   }
-  const int64_t seed = args.GetInt("seed", 1);
-  if (seed < 0) Die("--seed must be >= 0");
+  const int64_t seed = args.GetIntInRange("seed", 1, 0, INT64_MAX);
   cfg.seed = static_cast<uint64_t>(seed);
-  cfg.replicates = static_cast<int>(args.GetInt("replicates", 10));
-  if (cfg.replicates < 1 || cfg.replicates > 1000) Die("--replicates must be in 1..1000");
+  cfg.replicates = static_cast<int>(args.GetIntInRange("replicates", 10, 1, 1000));
   if (args.Has("clock-mhz")) {
     auto c = NumList("clock-mhz", args.Get("clock-mhz"));
     if (c.size() != 2 || !(c[0] > 0) || c[1] < c[0]) Die("--clock-mhz needs MIN,MAX with 0 < MIN <= MAX");
@@ -164,12 +167,13 @@ int RunSchedule(int argc, char** argv) {
   const double horizon_hours = args.GetDouble("horizon-hours", 24);
   if (!(horizon_hours > 0) || horizon_hours > 168) Die("--horizon-hours must be in (0, 168]");
   cfg.horizon_seconds = static_cast<int64_t>(horizon_hours * 3600);
-  cfg.history_days = static_cast<int>(args.GetInt("history-days", 0));
-  if (cfg.history_days < 0) Die("--history-days must be >= 0");
-  cfg.warmup_days = static_cast<int>(args.GetInt("warmup-days", 7));
-  if (cfg.warmup_days < 1) Die("--warmup-days must be >= 1 (proactive needs some history)");
-  cfg.retry_seconds = args.GetInt("retry-seconds", 300);
-  if (cfg.retry_seconds <= 0) Die("--retry-seconds must be positive");
+  cfg.history_days = static_cast<int>(args.GetIntInRange("history-days", 0, 0, 36500));
+  if (args.Has("warmup-days") && args.GetInt("warmup-days", 7) < 1) {
+    Die("--warmup-days must be >= 1 (proactive needs some history)");
+  }
+  cfg.warmup_days = static_cast<int>(args.GetIntInRange("warmup-days", 7, 1, 36500));
+  // A retry delay near int64's end overflowed the retry time and looped.
+  cfg.retry_seconds = args.GetIntInRange("retry-seconds", 300, 1, 604800);
   cfg.classifier.th1 = args.GetDouble("th1", cfg.classifier.th1);
   cfg.classifier.th2 = args.GetDouble("th2", cfg.classifier.th2);
   if (!(cfg.classifier.th1 >= 0 && cfg.classifier.th1 <= cfg.classifier.th2)) {
@@ -178,9 +182,16 @@ int RunSchedule(int argc, char** argv) {
   cfg.classifier.guest_working_set_mb =
       args.GetDouble("working-set-mb", cfg.classifier.guest_working_set_mb);
 
-  if (args.Has("step") && args.GetInt("step", 1) <= 0) Die("--step must be positive");
-  if (args.Has("revocation-gap") && args.GetInt("revocation-gap", 1) <= 0) {
-    Die("--revocation-gap must be positive");
+  // The same grid rule as availability: windows start on the hour.
+  if (args.Has("step")) {
+    const int64_t step = args.GetIntInRange("step", 1, 1, 3600);
+    if (3600 % step != 0) Die(absl::StrCat("--step ", step, " s must divide 3600 s"));
+  }
+  if (args.Has("revocation-gap")) (void)args.GetIntInRange("revocation-gap", 1, 1, 31536000);
+  if (args.Has("json")) {
+    if (absl::Status st = CheckWritableFile(args.Get("json")); !st.ok()) {
+      Die(absl::StrCat("--json: ", st.message()));
+    }
   }
   if (const double off = args.GetDouble("utc-offset", 0); off < -14 || off > 14) {
     Die("--utc-offset wants -14..14 hours");
@@ -199,7 +210,16 @@ int RunSchedule(int argc, char** argv) {
   const traces::SampledGridDefaults grid =
       SampledGridFor(*traces, !matrix && (!args.Has("step") || !args.Has("revocation-gap")));
   cfg.step_seconds = args.GetInt("step", matrix ? io.period_seconds : grid.step_seconds);
-  if (cfg.step_seconds <= 0) Die("--step must be positive");
+  if (cfg.step_seconds <= 0 || 3600 % cfg.step_seconds != 0) {
+    Die(absl::StrCat("the matrix period (--period ", io.period_seconds,
+                     " s) is the grid step and must divide 3600 s; pass --step to choose another"));
+  }
+  if (absl::Status st = traces::CheckGridSize(
+          *traces, cfg.step_seconds, kStateGridLimits,
+          "pass a larger --step (a divisor of 3600) or cut the trace");
+      !st.ok()) {
+    Die(std::string(st.message()));
+  }
   cfg.utc_offset_seconds =
       static_cast<int>(std::lround(args.GetDouble("utc-offset", gwa ? 2.0 : 0.0) * 3600));
   cfg.horizon_seconds -= cfg.horizon_seconds % cfg.step_seconds;

@@ -3,10 +3,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "models/availability/model_json.h"
 #include "models/availability/tr.h"
@@ -37,8 +41,12 @@ constexpr char kUsage[] =
     "without a row never leaves.\n"
     "\n"
     "FILE may be '-' for stdin. Bad input (malformed JSON, missing fields,\n"
-    "negative probabilities, pmfs or rows summing above 1, bad init) prints a\n"
-    "one-line reason on stderr and exits with code 2.\n";
+    "negative probabilities, pmfs or rows summing above 1, bad init, state keys\n"
+    "that are not canonical positive integers or repeat) prints a one-line\n"
+    "reason on stderr and exits with code 2. So does a model too large to\n"
+    "solve: n transient states over M steps need about 70 n^2 M bytes and\n"
+    "n^3 M operations; above 8 GiB or 1e10 operations it is refused (20 states\n"
+    "at M = 1e6, 5 states at M = 1e7; 2 states reach it only beyond M = 1e7).\n";
 
 int RunTrModel(int argc, char** argv) {
   if (argc == 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
@@ -54,6 +62,12 @@ int RunTrModel(int argc, char** argv) {
   if (path == "-") {
     text << std::cin.rdbuf();
   } else {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      std::fprintf(stderr, "sojourn-eval tr-model: %s: is a directory, not a model file\n",
+                   path.c_str());
+      return 2;
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
       std::fprintf(stderr, "sojourn-eval tr-model: %s: cannot open: %s\n", path.c_str(),
@@ -68,7 +82,18 @@ int RunTrModel(int argc, char** argv) {
                  std::string(model.status().message()).c_str());
     return 2;
   }
-  const std::vector<double> tr = availability::TrCurve(model->kernel, model->init, model->M);
+  std::vector<double> tr;
+  try {
+    tr = availability::TrCurve(model->kernel, model->init, model->M);
+  } catch (const std::bad_alloc&) {
+    // Below the validator's budget yet more than this machine has.
+    std::fprintf(stderr,
+                 "sojourn-eval tr-model: %s: out of memory computing TR(1..%d) (about %.3g GB "
+                 "estimated): lower M\n",
+                 path.c_str(), model->M,
+                 availability::EstimateTrCurveCost(model->kernel, model->M).bytes / 1e9);
+    return 2;
+  }
   std::string out;
   out.reserve(tr.size() * 24 + 64);
   char buf[64];

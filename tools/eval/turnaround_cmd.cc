@@ -3,9 +3,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <system_error>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -44,23 +46,32 @@ wait and execution time, and the mean cost of one estimate.
                       Default: easy in replay, fcfs in simulate.
   --nsp P             node selection: normal or uniform.
                       Default: normal in replay, uniform in simulate.
-  --mpl N             multiprogramming limit (parallel tasks per node).
+  --mpl N             multiprogramming limit (parallel tasks per node), 1..1000.
                       Default: 1 in replay, 4 in simulate.
-  --nodes N           simulate: cluster size; job sizes are scaled by
-                      N / MaxNodes of the log header (default 64)
+  --nodes N           simulate: cluster size, 1..1000000; job sizes are scaled
+                      by N / MaxNodes of the log header (default 64)
   --local-load PCT    simulate: percent of nodes with a local user, Table 2
                       profiles, hyper-exponential sessions (default 75)
   --seed N            simulate: local-load random seed (default 1)
   --max-jobs N        use only the first N jobs of the log (default all)
   --on-malformed M    reject (default): a malformed job line stops the run
-                      with its line number; skip: report and skip it
+                      with its line number; skip: report and skip it. Times
+                      (fields 2, 3, 4, 6, 9, 18) above 1e12 s, sizes (fields
+                      5, 8) above 1000000 and a MaxNodes / MaxProcs header
+                      above 1000000 are malformed.
   --histdb DIR        keep the job history in a RocksDB store in DIR (default:
-                      in memory). DIR should be new or empty.
+                      in memory). DIR must be new or empty: the records of an
+                      earlier run would change the estimates.
+  --histdb-reuse      let --histdb DIR hold an earlier run's records
   --remtime M         simulation kernel RemTime: prop, mpl (default) or cpu
   --cputime M         simulation kernel CPUtime_cur: mpl or cpu (default)
   --threshold X       historical similarity threshold (default 0.05)
-  --window N          newest records read per template (default 500)
+  --window N          newest records read per template, 1..10000000 (default 500)
   --help              this text
+
+Simulate refuses a log whose local-load model would need more than 5e7 session
+events (span x nodes x local load / 5760 s mean session): about 190 years of
+log on 64 nodes at 75 %.
 
 Progress goes to stderr; the tables to stdout. Exit code 2 on bad input.
 )";
@@ -72,11 +83,18 @@ struct Args {
   double local_load = 75, threshold = 0.05;
   uint64_t seed = 1;
   int64_t max_jobs = 0;
+  bool histdb_reuse = false;
 };
 
 [[noreturn]] void Usage(const std::string& reason) {
   std::fprintf(stderr, "%s: %s\n", kProgram, reason.c_str());
   std::exit(2);
+}
+
+int IntInRange(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  absl::StatusOr<int64_t> n = ParseIntInRange(flag, v, lo, hi);
+  if (!n.ok()) Usage(std::string(n.status().message()));
+  return static_cast<int>(*n);
 }
 
 template <typename T>
@@ -97,7 +115,9 @@ Args ParseArgs(int argc, char** argv) {
   const CommandLine cl = ParseCommandLine(
       argc - 1, argv + 1, kProgram, kHelp,
       {"swf", "mode", "json", "policy", "nsp", "histdb", "on-malformed", "remtime", "cputime", "mpl",
-       "nodes", "window", "local-load", "threshold", "seed", "max-jobs"});
+       "nodes", "window", "local-load", "threshold", "seed", "max-jobs"},
+      {"histdb-reuse"});
+  a.histdb_reuse = cl.Flag("histdb-reuse");
   for (const auto& [name, v] : cl.ordered()) {
     const std::string key = "--" + name;
     std::string value = v;
@@ -110,9 +130,9 @@ Args ParseArgs(int argc, char** argv) {
     else if (key == "--on-malformed") a.on_malformed = value;
     else if (key == "--remtime") a.remtime = value;
     else if (key == "--cputime") a.cputime = value;
-    else if (key == "--mpl") a.mpl = ParseNumber<int>(key, value);
-    else if (key == "--nodes") a.nodes = ParseNumber<int>(key, value);
-    else if (key == "--window") a.window = ParseNumber<int>(key, value);
+    else if (key == "--mpl") a.mpl = IntInRange(key, value, 1, 1000);
+    else if (key == "--nodes") a.nodes = IntInRange(key, value, 1, ta::kSwfMaxNodes);
+    else if (key == "--window") a.window = IntInRange(key, value, 1, 10'000'000);
     else if (key == "--local-load") {
       if (!value.empty() && value.back() == '%') value.pop_back();
       a.local_load = ParseNumber<double>(key, value);
@@ -129,6 +149,22 @@ Args ParseArgs(int argc, char** argv) {
   if (a.threshold < 0) Usage("--threshold must be >= 0");
   if (a.max_jobs < 0) Usage("--max-jobs must be >= 0");
   if (a.mpl == 0 || a.mpl < -1) Usage("--mpl must be >= 1");
+  if (a.histdb_reuse && a.histdb.empty()) Usage("--histdb-reuse needs --histdb DIR");
+  // Checked before the (possibly long) read and run, not after them.
+  if (!a.json.empty()) {
+    if (absl::Status st = CheckWritableFile(a.json); !st.ok()) {
+      Usage(absl::StrCat("--json: ", st.message()));
+    }
+  }
+  if (!a.histdb.empty() && !a.histdb_reuse) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(a.histdb, ec) &&
+        !std::filesystem::is_empty(a.histdb, ec)) {
+      Usage(absl::StrCat("--histdb: ", a.histdb,
+                         " is not empty; its records would change the estimates (use a new or "
+                         "empty directory, or pass --histdb-reuse)"));
+    }
+  }
   return a;
 }
 
@@ -172,6 +208,17 @@ int RunTurnaround(int argc, char** argv) {
                  static_cast<long long>(issue.line), issue.reason.c_str());
   }
   if (log->jobs.empty()) Usage(absl::StrCat(args.swf, ": no job lines"));
+  if (replay) {
+    bool any_wait = false;
+    for (const ta::SwfJob& j : log->jobs) any_wait = any_wait || j.wait_time >= 0;
+    if (!any_wait) {
+      // The tables would be all nan: say why rather than let it pass.
+      std::fprintf(stderr,
+                   "warning: no job of %s has a wait time (field 3 is -1 everywhere); replay "
+                   "needs the log's waits, so no job is estimated or scored: use --mode simulate\n",
+                   args.swf.c_str());
+    }
+  }
   std::fprintf(stderr, "turnaround: %zu jobs, %zu malformed lines skipped; mode %s, policy %s+%s, MPL %d\n",
                log->jobs.size(), log->skipped.size(), args.mode.c_str(),
                ta::JobSelectionName(config.policy.job_selection),

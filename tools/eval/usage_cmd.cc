@@ -12,6 +12,7 @@
 //     with down-time counted as full use.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -69,12 +70,14 @@ options:
   --max-hosts N         use only the first N hosts (default all)
   --downtime POLICY     discard | full-use (default: full-use for
                         availability matrices, discard otherwise)
-  --clusters K          number of use classes (default 5)
+  --clusters K          number of use classes, 1..1000 (default 5)
   --linkage NAME        centroid (default), ward, single, complete
   --normalization NAME  variational (default) or pure
-  --utc-offset-hours H  days start at local midnight, local = UTC + H (default 0)
+  --utc-offset-hours H  days start at local midnight, local = UTC + H, -14..14
+                        (default 0)
   --residual-steps K    upa: fit the k-step residual coefficients for
-                        k = 1..K instead of phi^k (default 0: phi^k)
+                        k = 1..K instead of phi^k, K in 0..2016 (a week of
+                        5-minute steps; default 0: phi^k)
   --unestimated-phi X   upa: residual coefficient of a host whose phi cannot
                         be estimated (under a day of residual pairs, or all
                         residuals zero); default 0.999 (the deviation
@@ -84,7 +87,7 @@ options:
                         tests with the more likely state of each forecast
                         bin; mean: with the forecast value itself
   --seed N              seed of all random draws (default 1)
-  --tests N             tests per matrix cell (default 100)
+  --tests N             tests per matrix cell, 1..100000 (default 100)
   --sweep               also run the UPA parameter sweep of section 3
                         (4 linkages x k in 5, 10 x pure / variational; upa_paper)
   --help                this text
@@ -95,7 +98,16 @@ paper-literal UPA), last4, persist, same_time_yesterday (forecasters), always_ye
 (answers yes to every test), best_of (per-host selector, falling back to the
 data-age rule), adaptive (LUPA's data-age rule of section 4.2 with the idle
 rule). Progress goes to stderr; tables to stdout.
+
+Limits: a host may span at most 10,000 days (27 years) from its first to its
+last sample, and so may the whole trace; the hosts' 5-minute bins may total
+at most 1e8 (300 hosts x 3 years); beyond, the run is refused (exit 2).
 )";
+
+// Largest usage grids (traces::CheckGridSize): 10,000 days per host and over
+// the whole trace (the day clustering is quadratic in days: 11,600 days took
+// 25 s), 1e8 bins in all (about 4 GB with the resampling buffers).
+constexpr traces::GridLimits kUsageBinLimits{10000.0 * 288, 10000.0 * 288, 1e8, 10000.0 * 86400};
 
 constexpr double kTrainFraction = 0.6;
 constexpr int kPoolSize = 15;
@@ -144,12 +156,12 @@ Args ParseArgs(int argc, char** argv) {
   for (const auto& option : cl.ordered()) {
     const std::string key = "--" + option.first;
     const std::string& value = option.second;
-    auto to_int = [&](int64_t lo) {
-      int64_t v;
-      if (!absl::SimpleAtoi(value, &v) || v < lo) {
-        Usage(absl::StrCat(key, " wants an integer >= ", lo, ", got '", value, "'"));
-      }
-      return v;
+    // Range-checked: static_cast<int> of an unbounded value wrapped
+    // 2147483648 to a negative and 4294967297 to 1.
+    auto to_int = [&](int64_t lo, int64_t hi) {
+      absl::StatusOr<int64_t> v = ParseIntInRange(key, value, lo, hi);
+      if (!v.ok()) Usage(std::string(v.status().message()));
+      return *v;
     };
     if (key == "--trace") {
       a.trace = value;
@@ -158,13 +170,13 @@ Args ParseArgs(int argc, char** argv) {
     } else if (key == "--json") {
       a.json_out = value;
     } else if (key == "--max-hosts") {
-      a.max_hosts = static_cast<int>(to_int(1));
+      a.max_hosts = static_cast<int>(to_int(1, INT32_MAX));
     } else if (key == "--downtime") {
       auto p = usage::ParseDowntimePolicy(value);
       if (!p.ok()) Usage(std::string(p.status().message()));
       a.downtime = value;
     } else if (key == "--clusters") {
-      a.patterns.clusters = static_cast<int>(to_int(1));
+      a.patterns.clusters = static_cast<int>(to_int(1, 1000));
     } else if (key == "--linkage") {
       auto l = usage::ParseLinkage(value);
       if (!l.ok()) Usage(std::string(l.status().message()));
@@ -175,11 +187,11 @@ Args ParseArgs(int argc, char** argv) {
       a.patterns.normalization = *n;
     } else if (key == "--utc-offset-hours") {
       double h;
-      if (!absl::SimpleAtod(value, &h) || std::abs(h) > 14)
+      if (!absl::SimpleAtod(value, &h) || !(std::abs(h) <= 14))  // also refuses nan
         Usage("--utc-offset-hours wants -14..14");
       a.utc_offset_seconds = static_cast<int64_t>(std::lround(h * 3600));
     } else if (key == "--residual-steps") {
-      a.patterns.residual_steps = static_cast<int>(to_int(0));
+      a.patterns.residual_steps = static_cast<int>(to_int(0, 2016));
     } else if (key == "--unestimated-phi") {
       double phi;
       if (!absl::SimpleAtod(value, &phi) || !(phi >= 0 && phi <= usage::kMaxResidualPhi)) {
@@ -193,12 +205,18 @@ Args ParseArgs(int argc, char** argv) {
       }
       a.state_answers = value == "state";
     } else if (key == "--seed") {
-      a.seed = static_cast<uint64_t>(to_int(0));
+      a.seed = static_cast<uint64_t>(to_int(0, INT64_MAX));
     } else if (key == "--tests") {
-      a.tests = static_cast<int>(to_int(1));
+      a.tests = static_cast<int>(to_int(1, 100000));
     }
   }
   if (a.trace.empty()) Usage("--trace is required");
+  // Before the (possibly long) run, not after it.
+  if (!a.json_out.empty()) {
+    if (absl::Status st = CheckWritableFile(a.json_out); !st.ok()) {
+      Usage(absl::StrCat("--json: ", st.message()));
+    }
+  }
   return a;
 }
 
@@ -678,6 +696,14 @@ int RunUsage(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", kProgram, std::string(imported.status().message()).c_str());
     return 2;
   }
+  // Resample and the scheduling loop are dense over a host's and the
+  // trace's span: two samples 2e10 s apart took all memory.
+  if (absl::Status st = traces::CheckGridSize(*imported, usage::kBinSeconds, kUsageBinLimits,
+                                              "cut the trace (usage bins are 5 minutes)");
+      !st.ok()) {
+    std::fprintf(stderr, "%s: %s\n", kProgram, std::string(st.message()).c_str());
+    return 2;
+  }
   // An availability matrix has one probe per period and no samples while a
   // host is down; tell it apart by the absence of memory data and an hourly
   // period when --format auto.
@@ -925,9 +951,13 @@ int RunUsage(int argc, char** argv) {
     std::ofstream f(args.json_out);
     if (!f) {
       std::fprintf(stderr, "%s: cannot write %s\n", kProgram, args.json_out.c_str());
-      return 1;
+      return 2;
     }
     f << out.dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "%s: write error on %s\n", kProgram, args.json_out.c_str());
+      return 1;
+    }
   }
   std::fprintf(stderr, "%s: done in %.1f s\n", kProgram,
                absl::ToDoubleSeconds(absl::Now() - start));

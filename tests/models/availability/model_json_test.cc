@@ -75,6 +75,27 @@ TEST(ModelJsonTest, RejectsInvalidModels) {
       {R"({"M":5})", "missing field \"format\""},
       {R"([1,2])", "object"},
       {R"({"format":)", "invalid JSON"},
+      // Non-canonical or repeated state keys used to merge rows unchecked.
+      {Model(R"("K":{"1":{"3":[0.5]},"01":{"3":[0.5]}})"), "key \"01\" is not a positive integer"},
+      {Model(R"("K":{" +1":{"3":[0.5]}})"), "key \" +1\" is not a positive integer"},
+      {Model(R"("K":{"1":{"03":[0.5]}})"), "not a positive integer"},
+      {Model(R"("K":{"1":{"3":{"01":0.5}}})"), "not a positive integer"},
+      {Model(R"("K":{"1":{"3":[0.6]},"1":{"3":[0.6]}})"), "duplicate key \"1\""},
+      {Model(R"("K":{"1":{"3":[0.6],"3":[0.6]}})"), "duplicate key \"3\""},
+      // Work the solver could not finish: 20 transient states at M = 1e6
+      // (crashed in the FFT allocation) and 5 states at M = 1e7.
+      {R"({"format":"smp-tr-v1","M":1000000,"d":6,"init":1,"K":{)" + [] {
+         std::string rows;
+         for (int i = 1; i <= 23; ++i) {
+           if (i >= 3 && i <= 5) continue;
+           rows += (rows.empty() ? "" : ",") + ("\"" + std::to_string(i) + "\":{\"3\":[0.5]}");
+         }
+         return rows;
+       }() + "}}",
+       "20 transient states over M = 1000000 steps need about"},
+      {R"({"format":"smp-tr-v1","M":10000000,"d":6,"init":1,"K":{"1":{"3":[0.5]},"2":{"3":[0.5]},)"
+       R"("6":{"3":[0.5]},"7":{"3":[0.5]},"8":{"3":[0.5]}}})",
+       "above the limits"},
   };
   for (const Case& c : cases) {
     const auto m = ParseTrModelJson(c.json);
@@ -84,6 +105,23 @@ TEST(ModelJsonTest, RejectsInvalidModels) {
         << c.json << " -> " << m.status().message();
     EXPECT_EQ(m.status().message().find('\n'), std::string::npos);
   }
+}
+
+// The budget still admits the largest realistic models: two transient states
+// (S1, S2) at the maximum M, and many states over a short horizon.
+TEST(ModelJsonTest, CostEstimateAdmitsRealisticModels) {
+  SemiMarkovKernel k;
+  k.rows[1][3] = {0.5};
+  k.rows[2][3] = {0.5};
+  TrCurveCost c = EstimateTrCurveCost(k, 10000000);
+  EXPECT_EQ(c.transient_states, 2);
+  EXPECT_LT(c.bytes, kMaxTrCurveBytes);
+  EXPECT_LT(c.work, kMaxTrCurveWork);
+  for (int s = 6; s < 66; ++s) k.rows[s][3] = {0.5};
+  c = EstimateTrCurveCost(k, 600);
+  EXPECT_EQ(c.transient_states, 62);
+  EXPECT_LT(c.bytes, kMaxTrCurveBytes);
+  EXPECT_LT(c.work, kMaxTrCurveWork);
 }
 
 }  // namespace

@@ -413,5 +413,46 @@ TEST_F(TracesTest, ReadsSharedTraces) {
   EXPECT_NEAR(static_cast<double>(rows), 2.48e6, 0.01e6);  // README: 2.48 M samples
 }
 
+// Two samples 2e11 s apart would be a grid of 6.7e8 points at 300 s.
+TEST(CheckGridSizeTest, RefusesAbsurdSpans) {
+  auto host = [](const std::string& name, std::vector<int64_t> ts) {
+    HostTrace t;
+    t.host = name;
+    for (int64_t x : ts) {
+      HostSample s;
+      s.unix_seconds = x;
+      t.samples.push_back(s);
+    }
+    return t;
+  };
+  const GridLimits limits{1e6, 1e6, 1.5e6, 1e9};
+  // A year at 300 s: 105,121 points.
+  EXPECT_TRUE(CheckGridSize({host("a", {0, 31536000}), host("b", {})}, 300, limits, "x").ok());
+  absl::Status st = CheckGridSize({host("a", {-100000000000, 100000000000})}, 300, limits,
+                                  "pass a larger --step");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()),
+              ::testing::HasSubstr("host a spans 2e+11 s"));
+  EXPECT_THAT(std::string(st.message()),
+              ::testing::HasSubstr("above the limit of 1e+06 per host and 1e+09 s; "
+                                   "pass a larger --step"));
+  // Each host is short; together they span 2e11 s (the global outage grid).
+  st = CheckGridSize({host("a", {0, 300}), host("b", {200000000000})}, 300, limits, "cut it");
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("the trace spans 2e+11 s"));
+  // A coarse step does not make a 2e9 s span acceptable.
+  EXPECT_FALSE(CheckGridSize({host("a", {0, 2000000000})}, 3600, limits, "").ok());
+  // Extreme int64 timestamps do not overflow.
+  st = CheckGridSize({host("a", {INT64_MIN + 1, INT64_MAX})}, 1, limits, "");
+  EXPECT_FALSE(st.ok());
+  // Many hosts of a moderate span each.
+  std::vector<HostTrace> many;
+  for (int i = 0; i < 20; ++i) many.push_back(host("h" + std::to_string(i), {0, 30000000}));
+  st = CheckGridSize(many, 300, limits, "");
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("in all"));
+}
+
 }  // namespace
 }  // namespace sojourn::traces

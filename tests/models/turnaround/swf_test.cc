@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -122,6 +123,109 @@ TEST_F(SwfTest, ReadsGzipAndReportsMissingFile) {
   EXPECT_EQ(log->header.max_nodes, 128);
   auto missing = ReadSwf((path.parent_path() / "nope.swf").string(), {});
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  std::filesystem::remove_all(path.parent_path());
+}
+
+// Times whose sum would overflow int64 (and anything beyond kSwfMaxSeconds)
+// and sizes beyond kSwfMaxNodes (which used to wrap in an int32 cast) are
+// malformed lines with their file:line:field; kSkip skips them.
+TEST_F(SwfTest, RejectsOutOfRangeTimesAndSizes) {
+  struct Case {
+    const char* line;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"20 9223372036854775807 1 1 1 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1", "field 2 is"},
+      {"20 1 5000000000000000000 5000000000000000000 1 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1",
+       "field 3 is"},
+      {"20 1 1 9223372036854775807 1 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1", "field 4 is"},
+      {"20 1 1 1 1 1e300 -1 1 10 -1 1 1 1 1 1 -1 -1 -1", "field 6 is"},
+      {"20 1 1 1 1 -1 -1 1 1000000000001 -1 1 1 1 1 1 -1 -1 -1", "field 9 is"},
+      {"20 1 1 1 4294967296 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1", "field 5 is 4294967296"},
+      {"20 1 1 1 -1 -1 -1 4294967296 10 -1 1 1 1 1 1 -1 -1 -1", "field 8 is"},
+  };
+  for (const Case& c : cases) {
+    auto log = ParseSwf(std::string(kLog) + c.line + "\n", "big.swf", {});
+    ASSERT_FALSE(log.ok()) << c.line;
+    EXPECT_EQ(log.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(log.status().message().find("big.swf:10: "), std::string::npos) << log.status();
+    EXPECT_NE(log.status().message().find(c.want), std::string::npos) << log.status();
+    SwfReadOptions skip;
+    skip.on_malformed = SwfReadOptions::OnMalformed::kSkip;
+    auto skipped = ParseSwf(std::string(kLog) + c.line + "\n", "big.swf", skip);
+    ASSERT_TRUE(skipped.ok()) << skipped.status();
+    EXPECT_EQ(skipped->jobs.size(), 2u);
+    ASSERT_EQ(skipped->skipped.size(), 1u);
+    EXPECT_EQ(skipped->skipped[0].line, 10);
+  }
+  // The limits themselves are accepted.
+  auto edge = ParseSwf(std::string(kLog) +
+                           "20 1000000000000 0 1000000000000 1000000 -1 -1 1000000 10 -1 1 1 1 1 "
+                           "1 -1 -1 -1\n",
+                       "edge.swf", {});
+  ASSERT_TRUE(edge.ok()) << edge.status();
+  EXPECT_EQ(edge->jobs.size(), 3u);
+}
+
+// A node count the simulators cannot allocate is refused in the header.
+TEST_F(SwfTest, RejectsHugeMaxNodesHeader) {
+  for (const char* h : {"; MaxNodes: 9223372036854775807\n", "; MaxProcs: 100000000\n",
+                        "; MaxNodes: 99999999999999999999\n"}) {
+    auto log = ParseSwf(std::string(h) + "1 1 1 1 1 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n",
+                        "hdr.swf", {});
+    ASSERT_FALSE(log.ok()) << h;
+    EXPECT_NE(log.status().message().find("hdr.swf:1: Max"), std::string::npos) << log.status();
+    EXPECT_NE(log.status().message().find("above the limit of 1000000"), std::string::npos);
+    SwfReadOptions skip;
+    skip.on_malformed = SwfReadOptions::OnMalformed::kSkip;
+    auto skipped = ParseSwf(std::string(h) + "1 1 1 1 1 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n",
+                            "hdr.swf", skip);
+    ASSERT_TRUE(skipped.ok());
+    EXPECT_EQ(skipped->header.cluster_size(), -1);  // the value is ignored
+    EXPECT_EQ(skipped->skipped.size(), 1u);
+  }
+  auto ok = ParseSwf("; MaxNodes: 1000000\n", "hdr.swf", {});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->header.max_nodes, 1000000);
+}
+
+// A NUL byte makes its line malformed instead of joining two lines.
+TEST_F(SwfTest, RejectsNulByte) {
+  std::string text = std::string(kLog) + "20 1 1 1 1 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1";
+  text[text.size() - 30] = '\0';
+  text += "\n21 2 1 1 1 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n";
+  std::filesystem::path path = TempFile("nul.swf");
+  { std::ofstream(path, std::ios::binary) << text; }
+  for (bool from_file : {false, true}) {
+    auto log = from_file ? ReadSwf(path.string(), {}) : ParseSwf(text, path.string(), {});
+    ASSERT_FALSE(log.ok());
+    EXPECT_NE(log.status().message().find("nul.swf:10: the line contains a NUL byte"),
+              std::string::npos)
+        << log.status();
+  }
+  std::filesystem::remove_all(path.parent_path());
+}
+
+// A gzip stream cut mid-line is a truncated file, not a short last line.
+TEST_F(SwfTest, ReportsTruncatedGzip) {
+  std::filesystem::path path = TempFile("cut.swf.gz");
+  std::string text = kLog;
+  for (int i = 0; i < 2000; ++i) {
+    text += std::to_string(100 + i) + " " + std::to_string(600000 + 37 * i) +
+            " 5 28826 1 27758 -1 1 28800 -1 5 153 75 18180 3 -1 -1 -1\n";
+  }
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(f);
+  const auto size = std::filesystem::file_size(path);
+  std::filesystem::resize_file(path, size / 2);
+  auto log = ReadSwf(path.string(), {});
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(log.status().message().find("truncated or corrupt gzip data after line"),
+            std::string::npos)
+      << log.status();
   std::filesystem::remove_all(path.parent_path());
 }
 

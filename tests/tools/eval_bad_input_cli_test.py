@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Bad and extreme input to `sojourn-eval` (a fuzzing pass's findings).
+
+Each case runs the real binary on a small generated input and checks the
+contract of every sojourn CLI: bad input exits 2 with a one-line reason on
+stderr (naming file:line where there is one), never a crash (signal, abort,
+bad_alloc) and never a hang (each case has a timeout); good but unusual input
+still runs (exit 0).
+
+usage: eval_bad_input_cli_test.py --eval build/bin/sojourn-eval
+"""
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+FAILURES = []
+
+
+def swf_line(job, submit, wait, run, procs=1, req=3600, cpu=-1):
+    return "%d %d %d %d %d %s -1 %d %d -1 1 1 1 1 1 -1 -1 -1\n" % (
+        job, submit, wait, run, procs, cpu, procs, req)
+
+
+def base_swf(extra="", header="; MaxNodes: 8\n", jobs=30):
+    text = "; Version: 2.2\n" + header
+    for j in range(1, jobs + 1):
+        text += swf_line(j, 100 * j, 10, 50 + j, procs=1 + j % 4)
+    return text + extra
+
+
+def check(ev, name, args, rc, want=None, timeout=60, stdin=None):
+    try:
+        p = subprocess.run([ev] + args, capture_output=True, text=True, timeout=timeout,
+                           input=stdin)
+    except subprocess.TimeoutExpired:
+        FAILURES.append("%s: no answer within %d s (hang)" % (name, timeout))
+        return None
+    err = p.stderr.strip().splitlines()
+    if p.returncode != rc:
+        FAILURES.append("%s: exit %d, wanted %d; stderr: %s" % (name, p.returncode, rc,
+                                                               p.stderr[-400:]))
+        return p
+    if rc == 2:
+        last = err[-1] if err else ""
+        # Progress lines may precede the reason; the reason is one line.
+        if want is not None and want not in last:
+            FAILURES.append("%s: reason %r lacks %r" % (name, last, want))
+    elif want is not None and want not in p.stderr:
+        FAILURES.append("%s: stderr lacks %r: %s" % (name, want, p.stderr[-400:]))
+    return p
+
+
+def turnaround_cases(ev, tmp):
+    def w(name, text):
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    ok = w("ok.swf", base_swf())
+    check(ev, "turnaround ok", ["turnaround", "--swf", ok], 0)
+    big = 9223372036854775807
+    # Item 1: times whose sum overflows int64 crashed (SIGSEGV) or failed with
+    # "job 20 is not pending" without a line.
+    for name, line, field in [
+            ("rt_max", swf_line(31, 4000, 1, big), "field 4"),
+            ("waitrt_5e18", swf_line(31, 4000, 5 * 10**18, 5 * 10**18), "field 3"),
+            ("wait_max", swf_line(31, 4000, big, 10), "field 3"),
+            ("subwait_5e18", swf_line(31, 5 * 10**18, 5 * 10**18, 10), "field 2")]:
+        path = w(name + ".swf", base_swf(line))
+        check(ev, "turnaround " + name, ["turnaround", "--swf", path], 2,
+              "%s:33: %s is" % (path, field))
+        check(ev, "turnaround " + name + " skip",
+              ["turnaround", "--swf", path, "--on-malformed", "skip"], 0, "skipped malformed line")
+    # Item 2: node counts.
+    for hdr in ["; MaxNodes: 9223372036854775807\n", "; MaxNodes: 100000000\n"]:
+        path = w("maxnodes.swf", base_swf(header=hdr))
+        check(ev, "turnaround " + hdr.strip(), ["turnaround", "--swf", path], 2,
+              path + ":2: MaxNodes")
+    check(ev, "turnaround --nodes 2147483647",
+          ["turnaround", "--swf", ok, "--mode", "simulate", "--nodes", "2147483647"], 2,
+          "--nodes wants an integer in [1, 1000000]")
+    # Item 3: sizes >= 2^31 were cast to int32.
+    path = w("procs_huge.swf", base_swf(swf_line(31, 4000, 1, 10, procs=4294967296)))
+    check(ev, "turnaround procs 2^32", ["turnaround", "--swf", path], 2, path + ":33: field 5")
+    # Item 7: simulate looped through local-load events over a 1e12 s span.
+    path = w("rt1e12.swf", base_swf(swf_line(31, 4000, 1, 10**12)))
+    check(ev, "turnaround simulate rt 1e12", ["turnaround", "--swf", path, "--mode", "simulate"],
+          2, "local-load session events, above the limit")
+    check(ev, "turnaround simulate rt 1e12 no local load",
+          ["turnaround", "--swf", path, "--mode", "simulate", "--local-load", "0"], 0)
+    # Item 9: a used --histdb directory changed the scores of a repeated run.
+    hist = os.path.join(tmp, "hist")
+    check(ev, "turnaround --histdb new", ["turnaround", "--swf", ok, "--histdb", hist], 0)
+    check(ev, "turnaround --histdb reused", ["turnaround", "--swf", ok, "--histdb", hist], 2,
+          "is not empty")
+    check(ev, "turnaround --histdb-reuse",
+          ["turnaround", "--swf", ok, "--histdb", hist, "--histdb-reuse"], 0)
+    # Item 10: the output path is checked before the run.
+    check(ev, "turnaround --json bad", ["turnaround", "--swf", ok, "--json",
+                                        "/nonexistent-dir/x.json"], 2, "--json: cannot write")
+    # Item 14: truncated gzip, NUL byte, replay without waits.
+    gz = os.path.join(tmp, "cut.swf.gz")
+    data = gzip.compress(base_swf(jobs=3000).encode())
+    with open(gz, "wb") as f:
+        f.write(data[:len(data) // 2])
+    check(ev, "turnaround truncated gzip", ["turnaround", "--swf", gz], 2,
+          "truncated or corrupt gzip data after line")
+    path = w("nul.swf", base_swf("31 4000 1\0 10 1 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n"
+                                 + swf_line(32, 4100, 1, 10)))
+    check(ev, "turnaround NUL", ["turnaround", "--swf", path], 2, path + ":33: the line contains a NUL")
+    nowait = "; MaxNodes: 8\n" + "".join(swf_line(j, 100 * j, -1, 50) for j in range(1, 20))
+    path = w("nowait.swf", nowait)
+    check(ev, "turnaround replay without waits", ["turnaround", "--swf", path], 0,
+          "use --mode simulate")
+
+
+def tr_model_cases(ev, tmp):
+    def model(path, M, rows):
+        with open(path, "w") as f:
+            f.write('{"format":"smp-tr-v1","M":%d,"d":6,"init":1,"K":{%s}}' % (M, rows))
+        return path
+
+    ok = model(os.path.join(tmp, "ok.json"), 600, '"1":{"2":[0.5],"3":[0.2]},"2":{"1":[0.9]}')
+    check(ev, "tr-model ok", ["tr-model", ok], 0)
+    # Item 4: 20 transient states at M = 1e6 crashed (SIGSEGV) in the FFT.
+    rows = ",".join('"%d":{"3":[0.5]}' % i for i in range(1, 24) if i not in (3, 4, 5))
+    path = model(os.path.join(tmp, "n20.json"), 1000000, rows)
+    check(ev, "tr-model 20 states M 1e6", ["tr-model", path], 2,
+          "20 transient states over M = 1000000 steps need about")
+    # Item 13: "1" and "01" merged into a row summing to 1.6.
+    path = model(os.path.join(tmp, "dup.json"), 600, '"1":{"3":[0.8]},"01":{"3":[0.8]}')
+    check(ev, "tr-model 01 key", ["tr-model", path], 2, 'key "01" is not a positive integer')
+    path = model(os.path.join(tmp, "dup2.json"), 600, '"1":{"3":[0.8]},"1":{"3":[0.8]}')
+    check(ev, "tr-model repeated key", ["tr-model", path], 2, 'duplicate key "1"')
+    # Item 14: a directory is not "invalid JSON ... unexpected end of input".
+    check(ev, "tr-model directory", ["tr-model", tmp], 2, "is a directory")
+
+
+def write_csv(path, rows):
+    with open(path, "w") as f:
+        f.write("host,timestamp,cpu_load,free_mem_mb\n")
+        for r in rows:
+            f.write("%s,%d,%s,%s\n" % r)
+    return path
+
+
+def trace_cases(ev, tmp):
+    # A small good canonical trace: 4 hosts, 3 weeks at 300 s.
+    rows = []
+    t0 = 1372629600
+    for h in range(4):
+        for i in range(0, 21 * 288):
+            load = 0.9 if (i // 12 + h) % 7 == 0 else 0.1
+            rows.append(("vm%d" % h, t0 + 300 * i, load, 2048))
+    good = write_csv(os.path.join(tmp, "good.csv"), rows)
+    # Item 5: dense grids over absurd spans (bad_alloc, hangs, 1.7 GB).
+    far = write_csv(os.path.join(tmp, "far.csv"), [("a", -10**11, 0.1, 100),
+                                                  ("a", 10**11, 0.1, 100)])
+    apart = write_csv(os.path.join(tmp, "apart.csv"), [("a", -10**11, 0.1, 100),
+                                                      ("a", -10**11 + 300, 0.1, 100),
+                                                      ("b", 10**11, 0.1, 100)])
+    span2e10 = write_csv(os.path.join(tmp, "span2e10.csv"), [("a", 0, 0.1, 100),
+                                                            ("a", 10**10, 0.2, 100),
+                                                            ("a", 2 * 10**10, 0.3, 100)])
+    for cmd in ("availability", "schedule", "usage"):
+        check(ev, cmd + " far", [cmd, "--trace", far], 2, "host a spans 2e+11 s")
+        check(ev, cmd + " apart", [cmd, "--trace", apart], 2, "the trace spans 2e+11 s")
+    check(ev, "usage span 2e10", ["usage", "--trace", span2e10], 2, "host a spans 2e+10 s")
+    # Item 6: integer options wrapped through static_cast<int>.
+    for cmd, opt, val in [("usage", "--residual-steps", "1000000000"),
+                          ("usage", "--residual-steps", "2147483648"),
+                          ("usage", "--tests", "4294967297"),
+                          ("availability", "--max-window-hours", "4294967297"),
+                          ("availability", "--max-hosts", "4294967296"),
+                          ("schedule", "--submissions", "4294967297"),
+                          # Item 8.
+                          ("schedule", "--retry-seconds", "9223372036854775807"),
+                          ("schedule", "--step", "86400")]:
+        check(ev, "%s %s %s" % (cmd, opt, val), [cmd, "--trace", good, opt, val], 2,
+              "%s wants an integer in" % opt)
+    check(ev, "schedule --step 7", ["schedule", "--trace", good, "--step", "7"], 2,
+          "--step 7 s must divide 3600 s")
+    # Item 10: output paths and option values checked before the run.
+    for cmd in ("availability", "schedule", "usage"):
+        check(ev, cmd + " --json bad", [cmd, "--trace", good, "--json", "/nonexistent-dir/x.json"],
+              2, "--json: cannot write")
+    check(ev, "availability --json directory", ["availability", "--trace", good, "--json", tmp],
+          2, "is a directory")
+    for opt, val, want in [("--sweep-train-ratios", "0.5,1.5", "outside (0, 1)"),
+                           ("--noise", "-1", "outside 0..1000"),
+                           ("--noise-windows", "11", "outside 1..10")]:
+        check(ev, "availability %s %s" % (opt, val), ["availability", "--trace", good, opt, val],
+              2, want)
+    # Item 11: --start of an availability matrix.
+    matrix = os.path.join(tmp, "m.txt")
+    with open(matrix, "w") as f:
+        for h in range(3):
+            f.write("\t".join("1" if (i + h) % 9 else "0" for i in range(24 * 20)) + "\n")
+    for val in ["9223372036854775807", "-9223372036854775807", "99999-01-01"]:
+        check(ev, "availability --start " + val,
+              ["availability", "--trace", matrix, "--format", "availability-matrix", "--start",
+               val], 2, "is outside 1970-01-01..2200-12-31")
+    check(ev, "schedule --start huge", ["schedule", "--trace", matrix, "--format",
+                                        "availability-matrix", "--start", "9223372036854775807"],
+          2, "--start wants an integer in")
+    check(ev, "availability --start 2200-12-31",
+          ["availability", "--trace", matrix, "--format", "availability-matrix", "--start",
+           "2200-12-31"], 0)
+    # Item 12.
+    for val in ["nan", "inf", "15"]:
+        check(ev, "usage --utc-offset-hours " + val,
+              ["usage", "--trace", good, "--utc-offset-hours", val], 2, "wants -14..14")
+    # Good but unusual input still runs.
+    check(ev, "availability good", ["availability", "--trace", good, "--max-window-hours", "31"],
+          0)
+    check(ev, "usage good", ["usage", "--trace", good, "--residual-steps", "2016", "--tests",
+                             "5"], 0)
+    check(ev, "schedule good", ["schedule", "--trace", good, "--replicates", "1",
+                                "--submissions", "5", "--warmup-days", "2", "--pool", "0"], 0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--eval", required=True)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        turnaround_cases(a.eval, tmp)
+        tr_model_cases(a.eval, tmp)
+        trace_cases(a.eval, tmp)
+    if FAILURES:
+        for f in FAILURES:
+            print("FAIL: " + f)
+        sys.exit(1)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
