@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -46,8 +47,10 @@ std::shared_ptr<const StateSeries> HostBook::SeriesOf(const Host& h) const {
     // midnight for any whole-period UTC offset.
     const int64_t period = PeriodOf(h);
     auto first = h.samples.begin();
-    if (!h.samples.empty() && config_.max_grid_points > 0) {
-      // Saturating: period * max_grid_points fits easily (period <= 1 day).
+    // PushSamples bounds the period to a day, but a store written before that
+    // check may hold any period: only truncate when the product fits.
+    if (!h.samples.empty() && config_.max_grid_points > 0 &&
+        period <= std::numeric_limits<int64_t>::max() / 4 / config_.max_grid_points) {
       const int64_t oldest = h.samples.back().unix_seconds - period * config_.max_grid_points;
       first = std::lower_bound(h.samples.begin(), h.samples.end(), oldest,
                                [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });
