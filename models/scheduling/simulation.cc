@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "models/availability/frailty.h"
 #include "models/availability/predict.h"
 #include "models/availability/window.h"
 
@@ -23,6 +24,9 @@ struct SimHost {
   const HostTrace* trace = nullptr;
   availability::StateSeries series;
   std::vector<float> load;  // actual load at each grid point
+  // availability::StateAges of series.states: equal states right before each
+  // grid point (-1: the run reaches the series start).
+  std::vector<int64_t> ages;
   double cpu_mhz = 0;
 };
 
@@ -83,6 +87,19 @@ class Experiment {
   void RunReplicate(uint64_t seed, ScheduleResult* out);
 
   std::shared_ptr<const TrCurve> Tr(size_t host, int64_t t, HostState init);
+  // What the predictor service adds to a host's own windows for a window
+  // starting at `window_start` (service_pipeline): the population prior of
+  // that window over every host and the frailty model, built from the past
+  // only; cached per window start.
+  struct Population {
+    std::shared_ptr<const availability::SojournStats> prior;  // null: none
+    // Each host's hazard ratio on the window's day type (empty: no frailty).
+    std::vector<double> theta;
+  };
+  const Population& PopulationAt(int64_t window_start, const availability::WindowSpec& spec);
+  // The host's age in its state at t, as the state manager reports it
+  // (t - the first grid point of the current run); -1 outside the series.
+  int64_t AgeSeconds(const SimHost& h, int64_t t) const;
   const LoadForecast& Load(size_t host, int64_t t);
   // Ranks the hosts at time t for a job of `work` seconds; -1 when no host is usable.
   int Choose(Policy p, double work, int64_t t, uint64_t* rr_counter);
@@ -95,19 +112,91 @@ class Experiment {
   int64_t origin_ = 0;
   int64_t ndays_ = 0;
   int64_t trace_end_ = 0;
-  // (host, local day, hour, init) -> curve
-  std::map<std::tuple<size_t, int64_t, int, int>, std::shared_ptr<const TrCurve>> tr_cache_;
+  // (host, local day, hour, init, age key) -> curve; the age key is the age
+  // class (or the exact age with exact_age_first_sojourn), -1 without age.
+  std::map<std::tuple<size_t, int64_t, int, int, int64_t>, std::shared_ptr<const TrCurve>>
+      tr_cache_;
+  std::map<int64_t, Population> population_cache_;
   std::map<std::pair<size_t, int64_t>, LoadForecast> load_cache_;
   ScheduleResult result_;
 };
 
+int64_t Experiment::AgeSeconds(const SimHost& h, int64_t t) const {
+  const auto& s = h.series;
+  if (s.states.empty() || t < s.start_unix) return -1;
+  const int64_t k = (t - s.start_unix) / s.step_seconds;
+  if (k >= static_cast<int64_t>(s.states.size())) return -1;
+  const int64_t a = h.ages[static_cast<size_t>(k)];
+  const int64_t run_start = a >= 0 ? k - a : 0;
+  return t - (s.start_unix + run_start * s.step_seconds);
+}
+
+const Experiment::Population& Experiment::PopulationAt(int64_t window_start,
+                                                        const availability::WindowSpec& spec) {
+  auto it = population_cache_.find(window_start);
+  if (it != population_cache_.end()) return it->second;
+  Population pop;
+  const availability::EstimatorOptions& opt = cfg_.estimator;
+  if (opt.censoring_aware && opt.prior_windows > 0) {
+    // As the predictor's PopulationPrior: the same window over every host,
+    // each host's statistics from its own past, summed by the library's
+    // builder; hosts without a same-clock window add nothing.
+    availability::PopulationPriorBuilder builder;
+    for (const SimHost& h : hosts_) {
+      availability::SojournStats st = availability::CollectStats(h.series, spec, window_start, opt);
+      if (st.num_windows > 0) builder.Add(st);
+    }
+    auto pooled = std::make_shared<availability::SojournStats>(
+        builder.Build(opt.level_corrected_borrowing));
+    if (pooled->num_windows > 0) {
+      pop.prior = std::move(pooled);
+      if (opt.host_frailty) {
+        // The model from every host's failure exposure before the window
+        // (as the state managers report it); each host's ratio on the
+        // window's day type (or over all days without frailty_by_day_type).
+        availability::HostFrailtyModel frailty;
+        std::vector<availability::FailureExposure> exposure;
+        exposure.reserve(hosts_.size());
+        for (const SimHost& h : hosts_) {
+          exposure.push_back(availability::CountFailureExposure(h.series, window_start,
+                                                                cfg_.utc_offset_seconds));
+          frailty.Add(exposure.back());
+        }
+        frailty.Build();
+        const int weekend = spec.day_type == availability::DayType::kWeekend;
+        pop.theta.reserve(hosts_.size());
+        for (const availability::FailureExposure& e : exposure) {
+          pop.theta.push_back(opt.frailty_by_day_type ? frailty.Theta(e, weekend)
+                                                      : frailty.Theta(e));
+        }
+      }
+    }
+  }
+  return population_cache_[window_start] = std::move(pop);
+}
+
 std::shared_ptr<const TrCurve> Experiment::Tr(size_t host, int64_t t, HostState init) {
   const int64_t midnight = availability::LocalMidnight(t, cfg_.utc_offset_seconds);
   const int hour = static_cast<int>((t - midnight) / 3600);
-  auto key = std::make_tuple(host, midnight, hour, static_cast<int>(init));
+  const availability::EstimatorOptions& opt = cfg_.estimator;
+  const bool service = cfg_.service_pipeline && opt.censoring_aware;
+  // The age the service would pass, and the key it matters by: only its
+  // class, unless the first sojourn is conditioned on the exact age.
+  int64_t age_seconds = service ? AgeSeconds(hosts_[host], t) : -1;
+  int64_t age_key = -1;
+  if (age_seconds >= 0 && opt.exact_age_first_sojourn) {
+    age_key = age_seconds;
+  } else if (age_seconds >= 0 && opt.recent_age_seconds > 0) {
+    age_key = availability::AgeClassOf(age_seconds, opt.recent_age_seconds,
+                                       opt.long_age_seconds > opt.recent_age_seconds
+                                           ? opt.long_age_seconds
+                                           : 0);
+  }
+  auto key = std::make_tuple(host, midnight, hour, static_cast<int>(init), age_key);
   auto it = tr_cache_.find(key);
   if (it != tr_cache_.end()) {
     ++result_.tr_cache_hits;
+    if (cfg_.on_tr) cfg_.on_tr(host, t, init, it->second.get());
     return it->second;
   }
   ++result_.tr_computed;
@@ -120,14 +209,23 @@ std::shared_ptr<const TrCurve> Experiment::Tr(size_t host, int64_t t, HostState 
   spec.utc_offset_seconds = cfg_.utc_offset_seconds;
   // Training windows end by the start of the decision's hour: only the past.
   availability::SojournStats stats =
-      availability::CollectStats(hosts_[host].series, spec, window_start, cfg_.estimator);
+      availability::CollectStats(hosts_[host].series, spec, window_start, opt);
+  const availability::SojournStats* prior = nullptr;
+  if (service) {
+    const Population& pop = PopulationAt(window_start, spec);
+    prior = pop.prior.get();
+    if (!pop.theta.empty()) stats.prior_hazard_ratio = pop.theta[host];
+  }
   std::shared_ptr<const TrCurve> curve;
-  if (stats.num_windows > 0) {
+  // The service answers from the prior alone when the host has no window of
+  // its own yet (its statemgr's whole-history fallback is not modelled).
+  if (stats.num_windows > 0 || prior != nullptr) {
     const int M = static_cast<int>(cfg_.horizon_seconds / cfg_.step_seconds);
     availability::TrPrediction p =
-        availability::PredictFromStats(stats, init, M, cfg_.estimator);
+        availability::PredictFromStats(stats, init, M, opt, prior, age_seconds);
     curve = std::make_shared<TrCurve>(cfg_.step_seconds, std::move(p.tr));
   }
+  if (cfg_.on_tr) cfg_.on_tr(host, t, init, curve.get());
   tr_cache_[key] = curve;
   return curve;
 }
@@ -268,6 +366,7 @@ absl::StatusOr<ScheduleResult> Experiment::Run() {
       const double l = t.samples.empty() ? 0.0 : t.samples[j].cpu_load;
       h.load[k] = static_cast<float>(std::isfinite(l) ? std::clamp(l, 0.0, 1.0) : 0.0);
     }
+    h.ages = availability::StateAges(h.series.states);
     hosts_.push_back(std::move(h));
   }
   result_.hosts = static_cast<int>(hosts_.size());

@@ -63,6 +63,14 @@ struct ScheduleConfig {
   int pool_size = 20;
   // Length of the TR curve (MTTF and JCTF are restricted to it).
   int64_t horizon_seconds = 86400;
+  // proactive's TR as the predictor service computes it for the broker
+  // (services/predictor/availability_predictor.cc): with the censoring-aware
+  // estimator, the shrinkage prior pooled over every host of the trace (the
+  // same window, trained on the same past), host frailty on the window's day
+  // type from every host's failure exposure before the window, and the
+  // host's age in its state at the decision. false: the host's own windows
+  // only, no prior, frailty or age (the default until session 11).
+  bool service_pipeline = true;
   double clock_min_mhz = 1000;
   double clock_max_mhz = 3000;
   uint64_t seed = 1;
@@ -74,6 +82,11 @@ struct ScheduleConfig {
   int replicates = 1;
   std::vector<Policy> policies = ExperimentPolicies();
   std::function<void(double)> progress;
+  // Called with every TR curve proactive uses (cache hits too): the
+  // host's index in the trace, the decision time, the host's state then and
+  // the curve (null: no prediction). For diagnostics and tests.
+  std::function<void(size_t host, int64_t t, availability::HostState init, const TrCurve* tr)>
+      on_tr;
 };
 
 struct PolicyStats {

@@ -222,6 +222,42 @@ def trace_cases(ev, tmp):
                              "5"], 0)
     check(ev, "schedule good", ["schedule", "--trace", good, "--replicates", "1",
                                 "--submissions", "5", "--warmup-days", "2", "--pool", "0"], 0)
+    check(ev, "schedule --proactive-tr bogus", ["schedule", "--trace", good, "--proactive-tr",
+                                                "bogus"], 2, "must be service or own")
+    # Both proactive TRs run and say which they used; tools/eval/schedule_tables.py (the doc's
+    # tables) prints proactive's figures of each JSON.
+    tables = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "eval",
+                          "schedule_tables.py")
+    runs = []
+    for tr in ("own", "service"):
+        out = os.path.join(os.path.dirname(good), "schedule-%s.json" % tr)
+        check(ev, "schedule --proactive-tr " + tr,
+              ["schedule", "--trace", good, "--replicates", "2", "--submissions", "5",
+               "--warmup-days", "2", "--proactive-tr", tr, "--json", out], 0)
+        try:
+            with open(out) as f:
+                j = json.load(f)
+        except (OSError, ValueError) as e:
+            FAILURES.append("schedule --proactive-tr %s: no JSON (%s)" % (tr, e))
+            return
+        if j.get("proactive_tr") != tr:
+            FAILURES.append("schedule JSON proactive_tr %r, wanted %r" % (j.get("proactive_tr"), tr))
+        runs.append("%s=%s" % (tr, out))
+        p = subprocess.run([sys.executable, tables, "--detail", "run %s=%s" % (tr, out)],
+                           capture_output=True, text=True, timeout=60)
+        s = j["summary"]["proactive"]
+        row = "| proactive | %.4f |" % s["failure_rate"]
+        if p.returncode != 0 or row not in p.stdout or "proactive TR `%s`" % tr not in p.stdout:
+            FAILURES.append("schedule_tables.py on %s: exit %d, no %r in %r" %
+                            (tr, p.returncode, row, p.stdout[:300]))
+    p = subprocess.run([sys.executable, tables, "--versus"] + runs, capture_output=True,
+                       text=True, timeout=60)
+    if p.returncode != 0 or p.stdout.count("\n| ") != 3:
+        FAILURES.append("schedule_tables.py --versus: exit %d, %r" % (p.returncode, p.stdout[:400]))
+    p = subprocess.run([sys.executable, tables, "x=" + good], capture_output=True, text=True,
+                       timeout=60)
+    if p.returncode != 2 or len(p.stderr.strip().splitlines()) != 1:
+        FAILURES.append("schedule_tables.py on a trace file: exit %d, %r" % (p.returncode, p.stderr))
 
 
 def main():

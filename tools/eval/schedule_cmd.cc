@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/cli_util.h"
+#include "common/text.h"
 #include "models/scheduling/simulation.h"
 #include "models/traces/traces.h"
 #include "nlohmann/json.hpp"
@@ -34,8 +35,10 @@ whether the host stays usable. No host usable at submission: retried after
 policy, at the failure time) until it finishes.
 
 proactive uses TR from the availability library (same-clock windows of the
-horizon length ending before the job's hour: trained on the past only) and the
-aggregated one-step-ahead load forecast. Clock rates are not in the traces:
+horizon length ending before the job's hour: trained on the past only) as the
+predictor service computes it for the broker: shrunk towards the same window
+pooled over every host of the trace, host frailty, the host's age in its
+state; and the aggregated one-step-ahead load forecast. Clock rates are not in the traces:
 each host draws one (seeded) from --clock-mhz.
 
 options:
@@ -57,6 +60,11 @@ options:
   --horizon-hours H        length of the TR curve behind MTTF/JCTF (default 24)
   --history-days N         most recent training days of the day type, 0..36500
                            (default 0 = all)
+  --proactive-tr W         service (default): proactive's TR as the predictor
+                           service computes it (population prior, host frailty,
+                           age); own: from the host's own windows only (the
+                           plain censoring-aware SMP, this command's default
+                           until session 11)
   --warmup-days N          no submissions on the first N days, 1..36500 (default 7)
   --retry-seconds S        retry delay, 1..604800 (default 300)
   --step SECONDS           state grid step, a divisor of 3600 (default: the matrix
@@ -81,7 +89,7 @@ options:
 
 const std::vector<std::string> kOptions = {
     "trace", "format", "json", "submissions", "replicates", "pool", "lengths", "seed", "clock-mhz", "horizon-hours",
-    "history-days", "warmup-days", "retry-seconds", "step", "utc-offset", "start", "period",
+    "history-days", "proactive-tr", "warmup-days", "retry-seconds", "step", "utc-offset", "start", "period",
     "max-hosts", "th1", "th2", "working-set-mb", "revocation-gap"};
 
 std::vector<double> NumList(const std::string& k, const std::string& text) {
@@ -168,6 +176,11 @@ int RunSchedule(int argc, char** argv) {
   if (!(horizon_hours > 0) || horizon_hours > 168) Die("--horizon-hours must be in (0, 168]");
   cfg.horizon_seconds = static_cast<int64_t>(horizon_hours * 3600);
   cfg.history_days = static_cast<int>(args.GetIntInRange("history-days", 0, 0, 36500));
+  const std::string proactive_tr = args.Get("proactive-tr", "service");
+  if (proactive_tr != "service" && proactive_tr != "own") {
+    Die("--proactive-tr must be service or own, got '" + Excerpt(proactive_tr) + "'");
+  }
+  cfg.service_pipeline = proactive_tr == "service";
   if (args.Has("warmup-days") && args.GetInt("warmup-days", 7) < 1) {
     Die("--warmup-days must be >= 1 (proactive needs some history)");
   }
@@ -245,13 +258,13 @@ int RunSchedule(int argc, char** argv) {
 
   std::printf("sojourn-eval schedule: %s\n", args.Get("trace").c_str());
   std::printf("%d hosts (pool %d per submission), %d days, grid %llds, UTC%+.1f, %lld jobs "
-              "(%d replicates x %d submissions x %zu lengths), seeds %lld..%lld, TR horizon %.0fh, "
-              "clock %.0f-%.0f MHz\n",
+              "(%d replicates x %d submissions x %zu lengths), seeds %lld..%lld, TR horizon %.0fh "
+              "(proactive TR: %s), clock %.0f-%.0f MHz\n",
               r->hosts, cfg.pool_size, r->days, static_cast<long long>(cfg.step_seconds),
               cfg.utc_offset_seconds / 3600.0, static_cast<long long>(r->jobs), cfg.replicates,
               cfg.submissions, cfg.lengths_hours.size(), static_cast<long long>(cfg.seed),
               static_cast<long long>(cfg.seed) + cfg.replicates - 1, horizon_hours,
-              cfg.clock_min_mhz, cfg.clock_max_mhz);
+              proactive_tr.c_str(), cfg.clock_min_mhz, cfg.clock_max_mhz);
   std::printf("\n%-12s %9s %9s %9s %12s %9s %9s %9s\n", "policy", "failure", "unsched",
               "restarts", "makespan_h", "slowdown", "finished", "unfinish");
   for (scheduling::Policy p : cfg.policies) {
@@ -331,6 +344,7 @@ int RunSchedule(int argc, char** argv) {
     j["submissions"] = cfg.submissions;
     j["pool"] = cfg.pool_size;
     j["horizon_hours"] = horizon_hours;
+    j["proactive_tr"] = proactive_tr;
     j["step_seconds"] = cfg.step_seconds;
     j["clock_mhz"] = {cfg.clock_min_mhz, cfg.clock_max_mhz};
     for (const auto& [name, s] : r->summary) j["summary"][name] = StatsJson(s);

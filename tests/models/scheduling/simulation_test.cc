@@ -9,7 +9,13 @@
 //  * no job is unscheduled (b-solid is always up).
 #include "models/scheduling/simulation.h"
 
+#include <cmath>
+#include <vector>
+
 #include "gtest/gtest.h"
+#include "models/availability/frailty.h"
+#include "models/availability/predict.h"
+#include "models/availability/window.h"
 
 namespace sojourn::scheduling {
 namespace {
@@ -133,6 +139,138 @@ TEST(ScheduleExperimentTest, ReplicatesPoolIndependentSeeds) {
             2 * singles[0].summary.at("condor").sum_makespan_s);
   cfg.replicates = 0;
   EXPECT_TRUE(absl::IsInvalidArgument(RunScheduleExperiment(Hosts(12), cfg).status()));
+}
+
+// Hosts(days) and "c-bursty", revoked for an hour at a different clock time
+// each day (hour 5 d mod 24 of day d), so that its age in its state, its
+// failure level and the population all differ from host to host.
+std::vector<HostTrace> ThreeHosts(int days) {
+  std::vector<HostTrace> out = Hosts(days);
+  HostTrace c;
+  c.host = "c-bursty";
+  c.period_seconds = 300;
+  for (int64_t t = kMonday; t < kMonday + days * 86400; t += 300) {
+    const int64_t day = (t - kMonday) / 86400;
+    const int64_t hour = (t - kMonday) % 86400 / 3600;
+    if (hour == (5 * day) % 24) continue;
+    HostSample s;
+    s.unix_seconds = t;
+    s.cpu_load = 0.0;
+    c.samples.push_back(s);
+  }
+  out.push_back(std::move(c));
+  return out;
+}
+
+struct SeenTr {
+  size_t host;
+  int64_t t;
+  availability::HostState init;
+  std::vector<double> tr;  // empty: no curve
+};
+
+ScheduleConfig ProactiveOnly() {
+  ScheduleConfig cfg;
+  cfg.clock_min_mhz = cfg.clock_max_mhz = 2000;
+  cfg.warmup_days = 3;
+  cfg.tail_days = 1;
+  cfg.submissions = 12;
+  cfg.seed = 5;
+  cfg.policies = {Policy::kProactive};
+  return cfg;
+}
+
+// With the estimator's population prior, frailty and age switched off, the
+// service pipeline is exactly the host's own windows: those three are all
+// it adds.
+TEST(ScheduleExperimentTest, ServicePipelineAddsOnlyPriorFrailtyAndAge) {
+  ScheduleConfig cfg = ProactiveOnly();
+  cfg.estimator.prior_windows = 0;
+  cfg.estimator.host_frailty = false;
+  cfg.estimator.recent_age_seconds = 0;
+  cfg.estimator.long_age_seconds = 0;
+  cfg.service_pipeline = false;
+  auto own = RunScheduleExperiment(ThreeHosts(14), cfg);
+  cfg.service_pipeline = true;
+  auto service = RunScheduleExperiment(ThreeHosts(14), cfg);
+  ASSERT_TRUE(own.ok() && service.ok());
+  const PolicyStats& a = own->summary.at("proactive");
+  const PolicyStats& b = service->summary.at("proactive");
+  EXPECT_EQ(a.failed, b.failed);
+  EXPECT_EQ(a.restarts, b.restarts);
+  EXPECT_DOUBLE_EQ(a.sum_makespan_s, b.sum_makespan_s);
+  EXPECT_EQ(own->tr_computed, service->tr_computed);
+}
+
+// Every TR curve proactive uses is the predictor service's: the library's
+// PredictFromStats on the host's own windows before the decision hour, with
+// the same window pooled over every host as the prior, the host's frailty on
+// the window's day type, and its age in its state at the decision time
+// (services/predictor/availability_predictor.cc). And those additions move
+// the curves: they are not the host's own-window curves.
+TEST(ScheduleExperimentTest, ProactiveTrIsThePredictorServicePipeline) {
+  ScheduleConfig cfg = ProactiveOnly();
+  std::vector<SeenTr> seen;
+  cfg.on_tr = [&](size_t host, int64_t t, availability::HostState init, const TrCurve* tr) {
+    SeenTr s{host, t, init, {}};
+    if (tr != nullptr) s.tr = tr->values();
+    seen.push_back(std::move(s));
+  };
+  const std::vector<HostTrace> traces = ThreeHosts(14);
+  auto r = RunScheduleExperiment(traces, cfg);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_GT(seen.size(), 10u);
+
+  const availability::EstimatorOptions& opt = cfg.estimator;
+  const int64_t origin = availability::LocalMidnight(kMonday, cfg.utc_offset_seconds);
+  std::vector<availability::StateSeries> series;
+  for (const HostTrace& h : traces) {
+    series.push_back(
+        availability::ClassifyToGrid(h.samples, cfg.classifier, cfg.step_seconds, origin));
+  }
+  const int M = static_cast<int>(cfg.horizon_seconds / cfg.step_seconds);
+  int moved = 0, aged = 0;
+  for (const SeenTr& s : seen) {
+    const int64_t midnight = availability::LocalMidnight(s.t, cfg.utc_offset_seconds);
+    const int64_t start = midnight + (s.t - midnight) / 3600 * 3600;
+    availability::WindowSpec spec;
+    spec.day_type = availability::DayTypeOf(start, cfg.utc_offset_seconds);
+    spec.start_second_of_day = start - midnight;
+    spec.length_seconds = cfg.horizon_seconds;
+    spec.utc_offset_seconds = cfg.utc_offset_seconds;
+    availability::PopulationPriorBuilder builder;
+    availability::HostFrailtyModel frailty;
+    std::vector<availability::FailureExposure> exposure;
+    for (const availability::StateSeries& hs : series) {
+      availability::SojournStats st = availability::CollectStats(hs, spec, start, opt);
+      if (st.num_windows > 0) builder.Add(st);
+      exposure.push_back(availability::CountFailureExposure(hs, start, cfg.utc_offset_seconds));
+      frailty.Add(exposure.back());
+    }
+    frailty.Build();
+    const availability::SojournStats prior = builder.Build(opt.level_corrected_borrowing);
+    availability::SojournStats own = availability::CollectStats(series[s.host], spec, start, opt);
+    availability::SojournStats stats = own;
+    stats.prior_hazard_ratio =
+        frailty.Theta(exposure[s.host], spec.day_type == availability::DayType::kWeekend);
+    // The state manager's age: since the first grid point of the current run.
+    const availability::StateSeries& hs = series[s.host];
+    int64_t k = (s.t - hs.start_unix) / hs.step_seconds;
+    ASSERT_EQ(hs.states[k], s.init);
+    while (k > 0 && hs.states[k - 1] == s.init) --k;
+    const int64_t age = s.t - (hs.start_unix + k * hs.step_seconds);
+    aged += age >= opt.long_age_seconds;
+    const std::vector<double> want =
+        availability::PredictFromStats(stats, s.init, M, opt, &prior, age).tr;
+    ASSERT_EQ(s.tr.size(), want.size());
+    for (size_t m = 0; m < want.size(); ++m) {
+      ASSERT_NEAR(s.tr[m], want[m], 1e-12) << "host " << s.host << " t " << s.t << " m " << m;
+    }
+    const std::vector<double> plain = availability::PredictFromStats(own, s.init, M, opt).tr;
+    if (!plain.empty() && std::abs(plain.back() - want.back()) > 1e-3) ++moved;
+  }
+  EXPECT_GT(moved, 0);
+  EXPECT_GT(aged, 0);  // some decisions see a host in its long age class
 }
 
 }  // namespace
