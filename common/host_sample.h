@@ -26,6 +26,28 @@ struct HostSample {
   bool has_free_mem() const { return !std::isnan(free_mem_mb); }
 };
 
+// Longest sampling period a monitor may report and a state manager accepts
+// (PushSamplesRequest.period_seconds): one day.
+inline constexpr int64_t kMaxPeriodSeconds = 86400;
+
+// Why a state manager would refuse to store `s` (nullptr when it would
+// not): the value checks of PushSamples, shared with the places that read
+// samples back from disk (the statemgr's store at start-up, the monitor's
+// spool), so a damaged record is left out there instead of poisoning what
+// follows. NaN memory and swap values mean "unknown" and are fine.
+inline const char* SampleProblem(const HostSample& s) {
+  if (s.unix_seconds <= 0) return "timestamp must be > 0";
+  if (!std::isfinite(s.cpu_load) || s.cpu_load < 0 || s.cpu_load > 1.05) {
+    return "cpu_load is outside [0, 1]";
+  }
+  for (double v : {s.free_mem_mb, s.swap_in_per_s, s.swap_out_per_s}) {
+    if (!std::isnan(v) && !(std::isfinite(v) && v >= 0)) {
+      return "free memory and swap rates must be finite and >= 0";
+    }
+  }
+  return nullptr;
+}
+
 // All samples of one host, in time order.
 struct HostTrace {
   std::string host;

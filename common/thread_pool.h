@@ -13,6 +13,11 @@
 
 namespace sojourn {
 
+// Most worker threads a service flag (--threads, --fanout_threads) may ask
+// for: beyond it thread creation fails (an uncaught std::system_error at
+// start-up) long before the pool would help.
+inline constexpr int kMaxServiceThreads = 1024;
+
 // Safe for concurrent Schedule() calls. The destructor runs every task
 // already scheduled, then joins the workers.
 class ThreadPool {

@@ -22,6 +22,7 @@
 #include <system_error>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -47,12 +48,15 @@ absl::Status LineError(const std::string& file, size_t line, const std::string& 
 absl::StatusOr<std::string> ReadPlain(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
+  // Read to the end rather than seek for the size: a pipe or FIFO
+  // (--trace <(zcat ...)) has none, and tellg() = -1 resized the string to
+  // 2^64 - 1 bytes (std::length_error, an abort).
   std::string data;
-  in.seekg(0, std::ios::end);
-  data.resize(static_cast<size_t>(in.tellg()));
-  in.seekg(0);
-  in.read(data.data(), static_cast<std::streamsize>(data.size()));
-  if (!in) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  std::vector<char> buf(1 << 16);
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    data.append(buf.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
   return data;
 }
 

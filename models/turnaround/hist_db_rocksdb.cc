@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/text.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
@@ -224,6 +225,19 @@ absl::StatusOr<std::unique_ptr<RocksHistDb>> RocksHistDb::Open(const std::string
           "histdb ", path, " has layout 1 (index without records); this build needs layout ",
           kFormat, ": move it away and replay the job events"));
     }
+    // Neither marker: only an empty database may become a job history. Any
+    // other key means another program's data (a state manager's --db_path),
+    // which job records written beside it would mix with.
+    std::unique_ptr<rocksdb::Iterator> it(store->db_->NewIterator(rocksdb::ReadOptions()));
+    it->SeekToFirst();
+    if (it->Valid()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "histdb ", path, " is not empty but holds no job history (first key '",
+          Excerpt(absl::string_view(it->key().data(), it->key().size())),
+          "'): is it another service's database, such as a state manager's --db_path?"));
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "scan");
+    it.reset();
     s = store->db_->Put(rocksdb::WriteOptions(), kFormatKey, kFormat);
     if (!s.ok()) return FromRocks(s, "write format");
   } else if (!s.ok()) {

@@ -52,9 +52,14 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_horizon_seconds) <= 0 ||
       absl::GetFlag(FLAGS_horizon_seconds) > 7 * 86400 ||
       absl::GetFlag(FLAGS_curve_resolution_seconds) <= 0 ||
-      absl::GetFlag(FLAGS_load_history_seconds) < 0 || absl::GetFlag(FLAGS_threads) <= 0) {
+      absl::GetFlag(FLAGS_load_history_seconds) < 0 || absl::GetFlag(FLAGS_threads) <= 0 ||
+      // Thread creation fails beyond a few thousand: an uncaught
+      // std::system_error at start-up.
+      absl::GetFlag(FLAGS_threads) > sojourn::kMaxServiceThreads ||
+      absl::GetFlag(FLAGS_fanout_threads) > sojourn::kMaxServiceThreads) {
     SOJOURN_LOG(ERROR,
-                "need --threads > 0, --fanout_threads >= 0, --cache_ttl_seconds >= 0, "
+                "need --threads in [1, 1024], --fanout_threads in [0, 1024], "
+                "--cache_ttl_seconds >= 0, "
                 "--horizon_seconds in (0, 604800], --curve_resolution_seconds > 0, "
                 "--load_history_seconds >= 0");
     return 2;

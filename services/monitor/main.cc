@@ -5,11 +5,13 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/cli_util.h"
 #include "common/clock.h"
 #include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/server.h"
+#include "common/text.h"
 #include "services/monitor/monitor.h"
 #include "services/monitor/monitor_service.h"
 #include "services/monitor/proc_sampler.h"
@@ -37,8 +39,12 @@ int main(int argc, char** argv) {
       __FILE__);
   absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
-  if (absl::GetFlag(FLAGS_period_seconds) <= 0) {
-    SOJOURN_LOG(ERROR, "--period_seconds must be > 0");
+  // The state manager refuses a period over a day, a bad host name or
+  // address on every push: the monitor would start and then retry forever.
+  if (absl::GetFlag(FLAGS_period_seconds) <= 0 ||
+      absl::GetFlag(FLAGS_period_seconds) > sojourn::kMaxPeriodSeconds) {
+    SOJOURN_LOG(ERROR, "--period_seconds must be in [1, %d], got %d", sojourn::kMaxPeriodSeconds,
+                absl::GetFlag(FLAGS_period_seconds));
     return 2;
   }
   std::string host = absl::GetFlag(FLAGS_host);
@@ -46,6 +52,24 @@ int main(int argc, char** argv) {
     char buf[256] = {0};
     gethostname(buf, sizeof(buf) - 1);
     host = buf;
+  }
+  for (absl::Status s : {sojourn::ValidateHostName(host, "--host"),
+                         sojourn::ValidateAddress(absl::GetFlag(FLAGS_statemgr), "--statemgr")}) {
+    if (!s.ok()) {
+      SOJOURN_LOG(ERROR, "%s", s.message());
+      return 2;
+    }
+  }
+  if (const std::string spool = absl::GetFlag(FLAGS_spool_path); !spool.empty()) {
+    // The spool is rewritten through <spool>.tmp and a rename: both the file
+    // and its directory must be writable, or samples would be kept in memory
+    // only while the monitor claims a spool.
+    for (const std::string& path : {spool, spool + ".tmp"}) {
+      if (absl::Status s = sojourn::CheckWritableFile(path); !s.ok()) {
+        SOJOURN_LOG(ERROR, "--spool_path: %s", s.message());
+        return 2;
+      }
+    }
   }
   sojourn::Clock& clock = sojourn::Clock::Real();
   sojourn::monitor::ProcSampler sampler(absl::GetFlag(FLAGS_proc_root));

@@ -40,20 +40,103 @@ SampleSender::SampleSender(const SenderConfig& config, Clock& clock)
   stub_ = sojourn::v1::StateManager::NewStub(
       grpc::CreateChannel(config_.statemgr_address, grpc::InsecureChannelCredentials()));
   if (!config_.spool_path.empty()) {
-    std::ifstream in(config_.spool_path);
-    std::string line;
     absl::MutexLock l(&mu_);
-    while (std::getline(in, line)) {
-      HostSample s;
-      // A torn last line (crash mid-write) is skipped.
-      if (ParseSpoolLine(line, &s) && (buffer_.empty() || s.unix_seconds > buffer_.back().unix_seconds)) {
-        buffer_.push_back(s);
+    LoadSpool();
+  }
+}
+
+void SampleSender::LoadSpool() {
+  std::ifstream in(config_.spool_path);
+  const int64_t latest = absl::ToUnixSeconds(clock_.Now() + config_.max_spool_future);
+  std::vector<HostSample> samples;
+  std::string rejected;  // raw lines, newline-terminated
+  size_t line_no = 0;
+  std::string first_reason;
+  size_t dropped_over_max = 0;
+  auto reject = [&](const std::string& line, const std::string& reason) {
+    if (rejected_++ == 0) first_reason = absl::StrCat("line ", line_no, ": ", reason);
+    rejected.append(line).push_back('\n');
+  };
+  // A line is a few dozen bytes: a longer one is garbage, and is read in
+  // pieces (never whole into memory) and rejected.
+  constexpr size_t kMaxLine = 512;
+  std::string line;
+  bool too_long = false;
+  char buf[kMaxLine];
+  while (in.is_open()) {
+    in.getline(buf, sizeof(buf));
+    if (in.bad() || (in.eof() && in.gcount() == 0)) break;
+    if (in.fail() && !in.eof()) {
+      // The line goes on: keep its start for the rejected file, skip the rest.
+      in.clear();
+      if (!too_long) line.assign(buf, in.gcount());
+      too_long = true;
+      continue;
+    }
+    ++line_no;
+    if (too_long) {
+      reject(line + "...", "line too long");
+      too_long = false;
+      if (in.eof()) break;
+      continue;
+    }
+    line.assign(buf);
+    HostSample s;
+    const char* problem = nullptr;
+    if (!ParseSpoolLine(line, &s)) {
+      // Also a torn last line (crash mid-write).
+      if (!line.empty()) reject(line, "not a spool line");
+    } else if ((problem = SampleProblem(s)) != nullptr) {
+      reject(line, problem);
+    } else if (s.unix_seconds > latest) {
+      reject(line, absl::StrCat("stamped more than ", absl::FormatDuration(config_.max_spool_future),
+                                " after the clock"));
+    } else {
+      samples.push_back(s);
+      if (samples.size() >= 2 * config_.max_buffer + 1024) {
+        // A huge spool: keep memory bounded by the newest max_buffer so far.
+        std::stable_sort(samples.begin(), samples.end(),
+                         [](const HostSample& a, const HostSample& b) {
+                           return a.unix_seconds < b.unix_seconds;
+                         });
+        const size_t excess = samples.size() - config_.max_buffer;
+        samples.erase(samples.begin(), samples.begin() + static_cast<ptrdiff_t>(excess));
+        dropped_over_max += excess;
       }
     }
-    while (buffer_.size() > config_.max_buffer) buffer_.pop_front();
-    restored_ = buffer_.size();
-    RewriteSpool();
+    if (in.eof()) break;
   }
+  // Time order, each time once: the state manager refuses an out-of-order
+  // batch (one clock step back would wedge the sender) and stores a time once.
+  auto by_time = [](const HostSample& a, const HostSample& b) {
+    return a.unix_seconds < b.unix_seconds;
+  };
+  std::stable_sort(samples.begin(), samples.end(), by_time);
+  for (const HostSample& s : samples) {
+    if (buffer_.empty() || s.unix_seconds > buffer_.back().unix_seconds) buffer_.push_back(s);
+  }
+  if (buffer_.size() > config_.max_buffer) {
+    dropped_over_max += buffer_.size() - config_.max_buffer;
+    while (buffer_.size() > config_.max_buffer) buffer_.pop_front();
+  }
+  if (dropped_over_max > 0) {
+    SOJOURN_LOG(WARNING, "spool %s: the oldest %d samples dropped beyond the buffer of %d",
+                config_.spool_path, dropped_over_max, config_.max_buffer);
+  }
+  restored_ = buffer_.size();
+  if (rejected_ > 0) {
+    // Kept for a person to look at, not deleted with the rewrite below.
+    const std::string path = config_.spool_path + ".rejected";
+    std::ofstream out(path, std::ios::app);
+    out << rejected;
+    out.flush();
+    SOJOURN_LOG(WARNING, "spool %s: %d lines left out (%s); %s", config_.spool_path, rejected_,
+                first_reason,
+                out ? absl::StrCat("moved to ", path)
+                    : absl::StrCat("cannot write ", path, ": the spool is left as it is"));
+    if (!out) return;  // rewriting would lose them
+  }
+  RewriteSpool();
 }
 
 void SampleSender::RewriteSpool() {
@@ -74,7 +157,15 @@ void SampleSender::RewriteSpool() {
 
 void SampleSender::Add(const HostSample& sample) {
   absl::MutexLock l(&mu_);
-  buffer_.push_back(sample);
+  if (buffer_.empty() || sample.unix_seconds > buffer_.back().unix_seconds) {
+    buffer_.push_back(sample);
+  } else {
+    auto at = std::lower_bound(
+        buffer_.begin(), buffer_.end(), sample.unix_seconds,
+        [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });
+    if (at != buffer_.end() && at->unix_seconds == sample.unix_seconds) return;  // duplicate
+    buffer_.insert(at, sample);
+  }
   if (!config_.spool_path.empty()) {
     std::ofstream out(config_.spool_path, std::ios::app);
     out << SpoolLine(sample);
@@ -119,8 +210,11 @@ absl::Status SampleSender::Flush() {
     connected_ = false;
     backoff_ = std::clamp(backoff_ * 2, config_.min_backoff, config_.max_backoff);
     next_try_ = clock_.Now() + backoff_;
-    return absl::UnavailableError(absl::StrCat("pushing to ", config_.statemgr_address, ": ",
-                                               s.error_message()));
+    // The state manager's code (UNAVAILABLE when unreachable, INVALID_ARGUMENT
+    // for a sample it refuses), so callers can tell bad input from an outage.
+    absl::Status got = FromGrpcStatus(s);
+    return absl::Status(got.code(), absl::StrCat("pushing to ", config_.statemgr_address, ": ",
+                                                 got.message()));
   }
   connected_ = true;
   backoff_ = absl::ZeroDuration();

@@ -33,8 +33,12 @@ struct SenderConfig {
   absl::Duration min_backoff = absl::Seconds(1);
   absl::Duration max_backoff = absl::Seconds(60);
   // Spool file for unacknowledged samples (empty = memory only). Loaded by
-  // the constructor.
+  // the constructor: lines that do not parse, values the state manager
+  // would refuse (SampleProblem) and times more than max_spool_future after
+  // the clock are moved to <spool_path>.rejected with a WARNING, never
+  // dropped silently; the rest is put in time order (duplicate times once).
   std::string spool_path;
+  absl::Duration max_spool_future = absl::Hours(24);
 };
 
 // Thread-safe.
@@ -42,8 +46,12 @@ class SampleSender {
  public:
   SampleSender(const SenderConfig& config, Clock& clock);
 
+  // Buffers `sample` in time order (a clock stepped back inserts it before
+  // later ones; a time already buffered is dropped as a duplicate), so a
+  // batch never holds out-of-order samples the state manager would refuse.
   void Add(const HostSample& sample);
-  // Sends every buffered sample in one stream now, ignoring the backoff.
+  // Sends every buffered sample in one stream now, ignoring the backoff. On
+  // failure, the state manager's status code (UNAVAILABLE when unreachable).
   absl::Status Flush();
   // Flushes unless a previous failure's backoff has not yet passed. Returns
   // the flush status (OK when skipped).
@@ -52,6 +60,8 @@ class SampleSender {
   size_t unacknowledged() const;
   // Samples loaded from the spool file at construction.
   size_t restored() const { return restored_; }
+  // Spool lines moved to <spool_path>.rejected at construction.
+  size_t rejected() const { return rejected_; }
   int64_t acknowledged() const;
   bool connected() const;
   const SenderConfig& config() const { return config_; }
@@ -59,8 +69,11 @@ class SampleSender {
  private:
   // Rewrites the spool with the buffer (after an acknowledgement).
   void RewriteSpool() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads the spool into buffer_ (constructor).
+  void LoadSpool() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const SenderConfig config_;
   size_t restored_ = 0;
+  size_t rejected_ = 0;
   Clock& clock_;
   std::unique_ptr<sojourn::v1::StateManager::Stub> stub_;
   absl::Mutex flush_mu_;  // one stream at a time

@@ -61,6 +61,22 @@ int main(int argc, char** argv) {
     SOJOURN_LOG(ERROR, "--history_days must be >= 0 and --utc_offset_seconds within +-14 h");
     return 2;
   }
+  // Thread creation fails beyond a few thousand (an uncaught
+  // std::system_error at start-up); a negative TTL or window count is a typo.
+  if (absl::GetFlag(FLAGS_threads) < 1 ||
+      absl::GetFlag(FLAGS_threads) > sojourn::kMaxServiceThreads) {
+    SOJOURN_LOG(ERROR, "--threads must be in [1, %d]", sojourn::kMaxServiceThreads);
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_population_prior_minutes) < 0 ||
+      absl::GetFlag(FLAGS_population_prior_minutes) > 7 * 24 * 60) {
+    SOJOURN_LOG(ERROR, "--population_prior_minutes must be in [0, 10080] (0 = off)");
+    return 2;
+  }
+  if (config.min_history_windows < 0) {
+    SOJOURN_LOG(ERROR, "--min_history_windows must be >= 0");
+    return 2;
+  }
   sojourn::predictor::StatemgrDirectory directory(absl::GetFlag(FLAGS_broker), absl::Seconds(10));
   sojourn::predictor::AvailabilityPredictor predictor(config, directory, sojourn::Clock::Real());
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));

@@ -19,15 +19,59 @@ using availability::StateSeries;
 HostBook::HostBook(const HostBookConfig& config, SampleStore& store, Clock& clock)
     : config_(config), store_(store), clock_(clock) {}
 
-absl::Status HostBook::Load() {
+absl::Status HostBook::Load(int64_t* skipped) {
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  const int64_t latest = now > INT64_MAX - config_.max_clock_skew_seconds
+                             ? INT64_MAX
+                             : now + config_.max_clock_skew_seconds;
+  int64_t bad = 0;
   absl::MutexLock l(&mu_);
-  return store_.ForEachHost(
-      [this](const std::string& host, const HostMeta& meta, std::vector<HostSample> samples)
+  RETURN_IF_ERROR(store_.ForEachHost(
+      [&](const std::string& host, const HostMeta& meta, std::vector<HostSample> samples)
           ABSL_NO_THREAD_SAFETY_ANALYSIS {
             Host& h = hosts_[host];
             h.meta = meta;
-            h.samples = std::move(samples);
-          });
+            if (meta.period_seconds < 0 || meta.period_seconds > kMaxPeriodSeconds) {
+              ++bad;
+              SOJOURN_LOG(WARNING, "host %s: stored period %d s is outside [1, %d]; using %d s",
+                          Excerpt(host), meta.period_seconds, kMaxPeriodSeconds,
+                          config_.default_period_seconds);
+              h.meta.period_seconds = 0;
+            }
+            const auto& a = meta.attributes;
+            if (absl::Status s =
+                    ValidateHostAttributes(Excerpt(host), a.cpu_mhz(), a.cpu_cores(), a.total_mem_mb());
+                !s.ok()) {
+              ++bad;
+              SOJOURN_LOG(WARNING, "stored attributes left out: %s", s.message());
+              h.meta.attributes.Clear();
+            }
+            h.samples.reserve(samples.size());
+            int64_t left_out = 0;
+            std::string first_reason;
+            for (const HostSample& s : samples) {
+              const char* problem = SampleProblem(s);
+              if (problem == nullptr && s.unix_seconds > latest) {
+                problem = "stamped after the clock plus --max_clock_skew_seconds";
+              }
+              if (problem != nullptr) {
+                if (left_out++ == 0) {
+                  first_reason = absl::StrCat("first at ", s.unix_seconds, ": ", problem);
+                }
+                continue;
+              }
+              h.samples.push_back(s);
+            }
+            if (left_out > 0) {
+              bad += left_out;
+              SOJOURN_LOG(WARNING,
+                          "host %s: %d stored samples left out (%s); they stay stored, unread",
+                          Excerpt(host), left_out, first_reason);
+            }
+          },
+      &bad));
+  if (skipped != nullptr) *skipped = bad;
+  return absl::OkStatus();
 }
 
 int64_t HostBook::PeriodOf(const Host& h) const {

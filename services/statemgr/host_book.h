@@ -37,6 +37,11 @@ struct HostBookConfig {
   // stored but are left out of the grid: 4,000,000 points are 278 days at
   // the default 6 s period and 38 years at 300 s.
   int64_t max_grid_points = 4'000'000;
+  // Load() leaves out stored samples stamped later than the clock plus this
+  // (the PushSamples bound, --max_clock_skew_seconds): one sample from the
+  // future would make every real sample after it a "duplicate", acknowledged
+  // and never stored.
+  int64_t max_clock_skew_seconds = 3600;
 };
 
 struct AppendResult {
@@ -80,8 +85,14 @@ class HostBook {
   // `store` and `clock` must outlive the HostBook.
   HostBook(const HostBookConfig& config, SampleStore& store, Clock& clock);
 
-  // Loads every stored host (call once, before serving).
-  absl::Status Load();
+  // Loads every stored host (call once, before serving). Damaged records are
+  // left out with a WARNING naming them and stay stored untouched
+  // (SampleStore::ForEachHost); so are samples PushSamples would refuse (bad
+  // values, a time later than now + max_clock_skew_seconds), and a meta with
+  // an out-of-range period or invalid attributes loads as unknown. `*skipped`
+  // (when not null) receives the number of records left out. Fails only when
+  // RocksDB does.
+  absl::Status Load(int64_t* skipped = nullptr);
 
   // Persists the new samples of `host` (timestamps after its last persisted
   // sample; older ones are counted as duplicates), then adds them in memory.

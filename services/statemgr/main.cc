@@ -2,8 +2,10 @@
 // five availability states and serves per-window statistics.
 #include <unistd.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -12,6 +14,7 @@
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/server.h"
+#include "common/text.h"
 #include "services/statemgr/host_book.h"
 #include "services/statemgr/registrar.h"
 #include "services/statemgr/sample_store.h"
@@ -67,11 +70,52 @@ int main(int argc, char** argv) {
   config.classifier.guest_working_set_mb = absl::GetFlag(FLAGS_working_set_mb);
   config.classifier.revocation_gap_seconds = absl::GetFlag(FLAGS_revocation_gap_seconds);
   config.default_period_seconds = absl::GetFlag(FLAGS_default_period_seconds);
+  config.max_clock_skew_seconds = absl::GetFlag(FLAGS_max_clock_skew_seconds);
   if (!(config.classifier.th1 > 0 && config.classifier.th1 <= config.classifier.th2 &&
         config.classifier.th2 <= 1) || config.default_period_seconds <= 0 ||
       config.classifier.grace_seconds < 0 || config.classifier.revocation_gap_seconds <= 0) {
     SOJOURN_LOG(ERROR, "invalid thresholds: need 0 < th1 <= th2 <= 1, periods > 0");
     return 2;
+  }
+  // Bounds no deployment reaches: beyond them the classifier's arithmetic
+  // (1.5 x period, time + gap) overflows, and PushSamples refuses a period
+  // over a day anyway.
+  constexpr int64_t kYear = 365 * 86400;
+  const char* bad_flag = nullptr;
+  if (config.default_period_seconds > sojourn::kMaxPeriodSeconds) {
+    bad_flag = "--default_period_seconds must be in [1, 86400]";
+  } else if (config.classifier.grace_seconds > kYear) {
+    bad_flag = "--grace_seconds must be in [0, 31536000] (a year)";
+  } else if (config.classifier.revocation_gap_seconds > kYear) {
+    bad_flag = "--revocation_gap_seconds must be in [1, 31536000] (a year)";
+  } else if (!(std::isfinite(config.classifier.guest_working_set_mb) &&
+               config.classifier.guest_working_set_mb >= 0 &&
+               config.classifier.guest_working_set_mb <= 1e12)) {
+    bad_flag = "--working_set_mb must be a finite number in [0, 1e12]";
+  } else if (config.max_clock_skew_seconds < 0) {
+    bad_flag = "--max_clock_skew_seconds must be >= 0";
+  } else if (absl::GetFlag(FLAGS_heartbeat_seconds) < 1 ||
+             absl::GetFlag(FLAGS_heartbeat_seconds) > 86400) {
+    bad_flag = "--heartbeat_seconds must be in [1, 86400]";
+  } else if (absl::GetFlag(FLAGS_threads) < 1 ||
+             absl::GetFlag(FLAGS_threads) > sojourn::kMaxServiceThreads) {
+    bad_flag = "--threads must be in [1, 1024]";
+  } else if (absl::GetFlag(FLAGS_usage_clusters) < 1 || absl::GetFlag(FLAGS_usage_clusters) > 100) {
+    bad_flag = "--usage_clusters must be in [1, 100]";
+  }
+  if (bad_flag != nullptr) {
+    SOJOURN_LOG(ERROR, "%s", bad_flag);
+    return 2;
+  }
+  for (const auto& [flag, value] :
+       {std::pair<const char*, std::string>("--broker", absl::GetFlag(FLAGS_broker)),
+        std::pair<const char*, std::string>("--advertise_address",
+                                            absl::GetFlag(FLAGS_advertise_address))}) {
+    if (value.empty()) continue;
+    if (absl::Status s = sojourn::ValidateAddress(value, flag); !s.ok()) {
+      SOJOURN_LOG(ERROR, "%s", s.message());
+      return 2;
+    }
   }
 
   auto store = sojourn::statemgr::SampleStore::Open(absl::GetFlag(FLAGS_db_path),
@@ -82,9 +126,16 @@ int main(int argc, char** argv) {
   }
   sojourn::Clock& clock = sojourn::Clock::Real();
   sojourn::statemgr::HostBook book(config, **store, clock);
-  if (absl::Status s = book.Load(); !s.ok()) {
+  int64_t skipped = 0;
+  if (absl::Status s = book.Load(&skipped); !s.ok()) {
     SOJOURN_LOG(ERROR, "loading history: %s", s.ToString());
     return 1;
+  }
+  if (skipped > 0) {
+    SOJOURN_LOG(WARNING,
+                "%d damaged or invalid records in %s were left out (see the warnings above); "
+                "nothing was deleted",
+                skipped, absl::GetFlag(FLAGS_db_path));
   }
   sojourn::statemgr::UsageKeeperConfig uc;
   uc.utc_offset_seconds = absl::GetFlag(FLAGS_utc_offset_seconds);
@@ -98,11 +149,7 @@ int main(int argc, char** argv) {
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
   sojourn::Metrics metrics("statemgr");
   sojourn::statemgr::StateManagerServiceConfig sc;
-  sc.max_clock_skew_seconds = absl::GetFlag(FLAGS_max_clock_skew_seconds);
-  if (sc.max_clock_skew_seconds < 0) {
-    SOJOURN_LOG(ERROR, "--max_clock_skew_seconds must be >= 0");
-    return 2;
-  }
+  sc.max_clock_skew_seconds = config.max_clock_skew_seconds;
   sojourn::statemgr::StateManagerService service(book, usage, pool, metrics, sc);
   sojourn::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);

@@ -7,7 +7,9 @@
 #include <rocksdb/write_batch.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "services/convert.h"
 #include "sojourn/v1/statemgr.pb.h"
 
@@ -43,6 +45,9 @@ std::string HostPrefix(char kind, const std::string& host) {
   return k;
 }
 
+// Damaged records named one by one in the log at start-up; beyond that, a total.
+constexpr int64_t kMaxSkipWarnings = 20;
+
 std::string MetaKey(const std::string& host) {
   std::string k = "m";
   k.push_back('\0');
@@ -66,6 +71,19 @@ absl::StatusOr<std::unique_ptr<SampleStore>> SampleStore::Open(const std::string
   rocksdb::Status s = rocksdb::DB::Open(options, path, &raw);
   std::unique_ptr<rocksdb::DB> db(raw);  // own it at once
   if (!s.ok()) return FromRocks(s, absl::StrCat("cannot open RocksDB at ", path));
+  // The layout keys of the predictor's RocksHistDb (models/turnaround/
+  // hist_db_rocksdb.h); no key of this store is spelled like them ("m" keys
+  // here are "m" 0x00 <host>).
+  for (const char* foreign : {"mformat", "mseq"}) {
+    std::string ignored;
+    rocksdb::Status probe = db->Get(rocksdb::ReadOptions(), foreign, &ignored);
+    if (probe.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "RocksDB at ", path, " holds a predictor job history (key '", foreign,
+          "'), not state manager samples: point --db_path at the state manager's own directory"));
+    }
+    if (!probe.IsNotFound()) return FromRocks(probe, absl::StrCat("reading ", path));
+  }
   return std::unique_ptr<SampleStore>(new SampleStore(std::move(db), sync_writes));
 }
 
@@ -126,8 +144,16 @@ absl::StatusOr<std::string> SampleStore::GetBlob(char kind, const std::string& h
 }
 
 absl::Status SampleStore::ForEachHost(
-    const std::function<void(const std::string&, const HostMeta&, std::vector<HostSample>)>& fn)
-    const {
+    const std::function<void(const std::string&, const HostMeta&, std::vector<HostSample>)>& fn,
+    int64_t* skipped) const {
+  int64_t bad = 0;
+  // One WARNING per damaged record for the first few, then a total.
+  auto skip = [&bad](const rocksdb::Slice& key, const std::string& reason) {
+    if (++bad <= kMaxSkipWarnings) {
+      SOJOURN_LOG(WARNING, "store: skipping record '%s' (%s); it stays stored, unread",
+                  Excerpt(absl::string_view(key.data(), key.size()), 160), reason);
+    }
+  };
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   std::string current;
   std::vector<HostSample> samples;
@@ -135,12 +161,15 @@ absl::Status SampleStore::ForEachHost(
     if (current.empty()) return absl::OkStatus();
     HostMeta meta;
     std::string value;
-    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), MetaKey(current), &value);
+    const std::string meta_key = MetaKey(current);
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_key, &value);
     if (s.ok()) {
       sojourn::v1::HostStatus m;
       if (m.ParseFromString(value)) {
         meta.attributes = m.attributes();
         meta.period_seconds = m.period_seconds();
+      } else {
+        skip(meta_key, "host meta does not parse; attributes and period unknown");
       }
     } else if (!s.IsNotFound()) {
       return FromRocks(s, "reading host meta");
@@ -152,20 +181,43 @@ absl::Status SampleStore::ForEachHost(
   const std::string start("s\0", 2);
   for (it->Seek(start); it->Valid() && it->key().starts_with(start); it->Next()) {
     rocksdb::Slice key = it->key();
-    if (key.size() < 2 + 1 + 8) return absl::DataLossError("malformed sample key");
+    // "s" 0x00 <host: 1+ bytes, no NUL> 0x00 <8 bytes>
+    if (key.size() < 2 + 1 + 1 + 8 || key[key.size() - 9] != '\0') {
+      skip(key, "malformed sample key");
+      continue;
+    }
     std::string host(key.data() + 2, key.size() - 2 - 1 - 8);
+    if (host.find('\0') != std::string::npos) {
+      skip(key, "malformed sample key");
+      continue;
+    }
+    const int64_t key_unix = GetBigEndian(key.data() + key.size() - 8);
+    sojourn::v1::HostSample p;
+    if (!p.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      skip(key, "sample value does not parse");
+      continue;
+    }
+    if (p.unix_seconds() != key_unix) {
+      // Samples are kept in key order: a value with another time would put
+      // the host's history out of order (and a late one would make every
+      // new sample a "duplicate").
+      skip(key, absl::StrCat("sample value is stamped ", p.unix_seconds(), ", its key ",
+                             key_unix));
+      continue;
+    }
     if (host != current) {
       RETURN_IF_ERROR(flush());
       current = host;
     }
-    sojourn::v1::HostSample p;
-    if (!p.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-      return absl::DataLossError(absl::StrCat("malformed sample of host ", host));
-    }
     samples.push_back(sojourn::FromProto(p));
   }
   RETURN_IF_ERROR(FromRocks(it->status(), "scanning samples"));
-  return flush();
+  RETURN_IF_ERROR(flush());
+  if (bad > kMaxSkipWarnings) {
+    SOJOURN_LOG(WARNING, "store: skipped %d damaged records in all", bad);
+  }
+  if (skipped != nullptr) *skipped += bad;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SampleStore::Revocations(

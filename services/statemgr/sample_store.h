@@ -35,7 +35,9 @@ class SampleStore {
  public:
   // Opens (creating if needed) the database at `path`. With `sync_writes`,
   // every Append is fsync'ed before it returns (survives power loss, not only
-  // a process kill).
+  // a process kill). FAILED_PRECONDITION when `path` holds a predictor's job
+  // history (RocksHistDb) rather than samples: its keys would read as
+  // damaged samples, and samples written beside them could collide.
   static absl::StatusOr<std::unique_ptr<SampleStore>> Open(const std::string& path,
                                                            bool sync_writes);
   ~SampleStore();
@@ -52,9 +54,14 @@ class SampleStore {
   absl::StatusOr<std::string> GetBlob(char kind, const std::string& host) const;
 
   // Calls `fn` for every stored host with its meta and samples in time order.
+  // A damaged record (a sample key of the wrong shape, a value that does not
+  // parse or whose time differs from its key's, an unparsable meta) is left
+  // out with a WARNING naming its key, and counted in `*skipped` (when not
+  // null); it stays stored, untouched. Fails only when RocksDB does.
   absl::Status ForEachHost(
       const std::function<void(const std::string& host, const HostMeta& meta,
-                               std::vector<HostSample> samples)>& fn) const;
+                               std::vector<HostSample> samples)>& fn,
+      int64_t* skipped = nullptr) const;
   // Revocations of a host: (from_unix, gap_seconds), oldest first.
   absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> Revocations(
       const std::string& host) const;

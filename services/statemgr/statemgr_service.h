@@ -19,7 +19,7 @@ struct StateManagerServiceConfig {
 };
 
 // Limits of PushSamplesRequest.period_seconds (0 = unset): 1 s .. 1 day.
-inline constexpr int64_t kMaxPeriodSeconds = 86400;
+using sojourn::kMaxPeriodSeconds;
 
 class StateManagerService final : public sojourn::v1::StateManager::CallbackService {
  public:

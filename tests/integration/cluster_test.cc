@@ -813,3 +813,35 @@ TEST_F(ClusterTest, SpooledSamplesSurviveMonitorRestart) {
 
 }  // namespace
 }  // namespace sojourn
+
+namespace sojourn {
+namespace {
+
+// A clock stepped back between two samples no longer wedges the sender: the
+// buffer stays in time order, so the state manager takes the batch (before:
+// INVALID_ARGUMENT "out of time order" on every retry). A sample the state
+// manager refuses comes back as INVALID_ARGUMENT, not UNAVAILABLE.
+TEST_F(ClusterTest, SenderSurvivesClockStepBackAndReportsRefusals) {
+  monitor::SenderConfig sc;
+  sc.host = "stepped";
+  sc.statemgr_address = sm_server_->address();
+  monitor::SampleSender sender(sc, clock_);
+  for (int64_t t : {kMonday + 60, kMonday + 30}) {
+    HostSample s;
+    s.unix_seconds = t;
+    s.cpu_load = 0.2;
+    sender.Add(s);
+  }
+  ASSERT_THAT(sender.Flush(), IsOk());
+  EXPECT_EQ(sender.unacknowledged(), 0u);
+  EXPECT_EQ(book_->Info("stepped")->samples, 2);
+  HostSample bad;
+  bad.unix_seconds = kMonday + 90;
+  bad.cpu_load = 7;
+  sender.Add(bad);
+  absl::Status refused = sender.Flush();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+}
+
+}  // namespace
+}  // namespace sojourn

@@ -18,6 +18,7 @@
 #include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/server.h"
+#include "common/text.h"
 #include "models/traces/traces.h"
 #include "services/monitor/sample_sender.h"
 
@@ -42,6 +43,11 @@ int main(int argc, char** argv) {
   sojourn::BlockTerminationSignals();
   if (absl::GetFlag(FLAGS_trace).empty()) {
     std::fprintf(stderr, "sojourn-replay: --trace is required\n");
+    return 2;
+  }
+  if (absl::Status s = sojourn::ValidateAddress(absl::GetFlag(FLAGS_statemgr), "--statemgr");
+      !s.ok()) {
+    std::fprintf(stderr, "sojourn-replay: %s\n", std::string(s.message()).c_str());
     return 2;
   }
   sojourn::traces::ImportOptions io;
@@ -104,7 +110,12 @@ int main(int argc, char** argv) {
     absl::Status st = senders[i]->Flush();
     if (!st.ok()) {
       SOJOURN_LOG(ERROR, "loading history of %s: %s", hosts[i].host, st.ToString());
-      return 1;
+      // The state manager refused the trace's content (bad input, exit 2),
+      // as opposed to being unreachable (exit 1).
+      return st.code() == absl::StatusCode::kInvalidArgument ||
+                     st.code() == absl::StatusCode::kFailedPrecondition
+                 ? 2
+                 : 1;
     }
   }
   SOJOURN_LOG(INFO, "replay: loaded %d samples of %d hosts as history (trace shifted by %d weeks)",

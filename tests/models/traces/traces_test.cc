@@ -11,6 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
+
+#include <sys/stat.h>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -145,6 +148,20 @@ TEST_F(TracesTest, RejectsTruncatedGzip) {
 }
 
 // A spreadsheet's UTF-8 byte-order mark before the header is skipped.
+// A trace read from a pipe or FIFO (--trace <(zcat t.csv.gz)): it has no
+// size to seek for, and reading it aborted with std::length_error.
+TEST_F(TracesTest, ReadsFromAFifo) {
+  const std::string fifo = (dir_ / "t.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Opening a FIFO blocks until both ends are open; the writer closes when done.
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << kCanonical; });
+  auto traces = ImportTrace(fifo, Fmt(TraceFormat::kCanonical));
+  writer.join();
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  ASSERT_EQ(traces->size(), 2u);
+  EXPECT_EQ((*traces)[0].samples.size(), 2u);
+}
+
 TEST_F(TracesTest, SkipsByteOrderMark) {
   auto traces = ImportTrace(Write("bom.csv", std::string("\xEF\xBB\xBF") + kCanonical), {});
   ASSERT_TRUE(traces.ok()) << traces.status();

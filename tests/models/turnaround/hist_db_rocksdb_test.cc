@@ -141,6 +141,32 @@ TEST_F(RocksHistDbTest, RefusesOtherLayout) {
   EXPECT_EQ(db.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// A non-empty database without the job history's markers (a state
+// manager's --db_path given as --histdb_path) is refused, not stamped as a
+// job history and written into (before: Open succeeded and wrote "mformat").
+TEST_F(RocksHistDbTest, RefusesForeignDatabase) {
+  {
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Options opts;
+    opts.create_if_missing = true;
+    ASSERT_TRUE(rocksdb::DB::Open(opts, dir_.string(), &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), std::string("m\0host", 6), "meta").ok());
+  }
+  auto db = RocksHistDb::Open(dir_.string(), {});
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kFailedPrecondition) << db.status();
+  {
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir_.string(), &raw).ok());
+    std::unique_ptr<rocksdb::DB> raw_db(raw);
+    std::string value;
+    EXPECT_TRUE(raw_db->Get(rocksdb::ReadOptions(), "mformat", &value).IsNotFound());
+  }
+  // An empty directory still becomes a job history.
+  std::filesystem::remove_all(dir_);
+  EXPECT_TRUE(RocksHistDb::Open(dir_.string(), {}).ok());
+}
+
 // A second open of a locked directory fails cleanly.
 TEST_F(RocksHistDbTest, SecondOpenFails) {
   auto db = RocksHistDb::Open(dir_.string(), {});

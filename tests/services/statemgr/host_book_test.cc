@@ -44,6 +44,51 @@ class HostBookTest : public ::testing::Test {
   std::unique_ptr<HostBook> book_;
 };
 
+// A stored sample PushSamples would refuse (stamped years ahead, or a NaN
+// load: written before the checks existed, or by hand) is left out at Load,
+// so samples pushed after a restart are stored. Before, the future sample
+// made every new one a "duplicate": acknowledged (the monitor dropped it from
+// its spool) and never stored.
+TEST_F(HostBookTest, LoadLeavesOutSamplesPushSamplesWouldRefuse) {
+  HostMeta meta;
+  meta.period_seconds = 300;
+  ASSERT_THAT(store_->Append("h", {At(kMonday - 600, 0.1), At(kMonday - 300, 0.2)}, &meta),
+              IsOk());
+  HostSample nan_load = At(kMonday - 200, 0.0);
+  nan_load.cpu_load = std::nan("");
+  ASSERT_THAT(store_->Append("h", {nan_load, At(kMonday + 10 * 365 * 86400LL, 0.1)}, nullptr),
+              IsOk());
+  HostBook book(config_, *store_, clock_);
+  int64_t skipped = -1;
+  ASSERT_THAT(book.Load(&skipped), IsOk());
+  EXPECT_EQ(skipped, 2);
+  ASSERT_THAT(book.Info("h").status(), IsOk());
+  EXPECT_EQ(book.Info("h")->samples, 2);
+  EXPECT_EQ(book.Info("h")->last_unix, kMonday - 300);
+  auto r = book.Append("h", {At(kMonday, 0.3)}, nullptr);
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->persisted, 1);
+  EXPECT_EQ(r->duplicates, 0);
+  EXPECT_EQ(r->last_persisted_unix, kMonday);
+}
+
+// A stored meta with a period PushSamples refuses loads as "unknown" (the
+// default period), not as a grid step of 2^62 seconds.
+TEST_F(HostBookTest, LoadIgnoresOutOfRangeStoredPeriod) {
+  HostMeta meta;
+  meta.period_seconds = int64_t{1} << 62;
+  ASSERT_THAT(store_->Append("h", {At(kMonday - 600, 0.1), At(kMonday - 300, 0.2)}, &meta),
+              IsOk());
+  HostBook book(config_, *store_, clock_);
+  int64_t skipped = -1;
+  ASSERT_THAT(book.Load(&skipped), IsOk());
+  EXPECT_EQ(skipped, 1);
+  EXPECT_EQ(book.Info("h")->meta.period_seconds, 0);
+  int64_t step = 0;
+  ASSERT_THAT(book.Intervals("h", 0, 0, &step).status(), IsOk());
+  EXPECT_EQ(step, 300);
+}
+
 // Re-sent samples are acknowledged as duplicates and not stored twice.
 TEST_F(HostBookTest, DuplicatesAreNotStoredTwice) {
   auto r1 = book_->Append("h", {At(kMonday, 0.1), At(kMonday + 300, 0.1)}, nullptr);
@@ -205,6 +250,8 @@ TEST_F(HostBookTest, FallbackRespectsTheRequestedEnd) {
 // Everything appended is back after a restart (Load from RocksDB).
 TEST_F(HostBookTest, LoadRestoresHosts) {
   Fill("h", 2, [](int64_t) { return 0.3; });
+  // Load leaves out samples stamped after the clock (plus the skew bound).
+  clock_.Set(absl::FromUnixSeconds(kMonday + 2 * 86400));
   HostBook again(config_, *store_, clock_);
   ASSERT_THAT(again.Load(), IsOk());
   auto info = again.Info("h");

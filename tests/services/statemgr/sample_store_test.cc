@@ -2,7 +2,10 @@
 
 #include <map>
 
+#include <rocksdb/db.h>
+
 #include "gtest/gtest.h"
+#include "sojourn/v1/common.pb.h"
 #include "tests/test_util.h"
 
 namespace sojourn::statemgr {
@@ -79,6 +82,94 @@ TEST(SampleStoreTest, KeepsUnknownMemoryUnknown) {
 TEST(SampleStoreTest, OpenFailsCleanly) {
   auto store = SampleStore::Open("/proc/definitely/not/writable", true);
   EXPECT_FALSE(store.ok());
+}
+
+// Writes raw key/value pairs into the RocksDB at `path` (the store closed).
+void PutRaw(const std::string& path, const std::vector<std::pair<std::string, std::string>>& kv) {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, path, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  for (const auto& [k, v] : kv) ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), k, v).ok());
+}
+
+std::string SampleKey(const std::string& host, int64_t t) {
+  std::string k("s\0", 2);
+  k += host;
+  k.push_back('\0');
+  const uint64_t u = static_cast<uint64_t>(t) ^ (1ULL << 63);
+  for (int i = 7; i >= 0; --i) k.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+  return k;
+}
+
+// Damaged records (garbage value, a value stamped unlike its key, a key of
+// the wrong shape, an unparsable meta) are left out and counted; the good
+// records of the same host still load, and nothing is deleted. (Before:
+// ForEachHost failed with DATA_LOSS and the state manager refused to start
+// without naming the key.)
+TEST(SampleStoreTest, SkipsDamagedRecordsAndKeepsThem) {
+  TempDir dir;
+  {
+    auto store = SampleStore::Open(dir.path(), true);
+    ASSERT_THAT(store.status(), IsOk());
+    HostMeta meta;
+    meta.period_seconds = 300;
+    ASSERT_THAT((*store)->Append("a", {At(10, 0.1), At(20, 0.2), At(40, 0.4)}, &meta), IsOk());
+    ASSERT_THAT((*store)->Append("b", {At(10, 0.5)}, &meta), IsOk());
+  }
+  v1::HostSample late;
+  late.set_unix_seconds(int64_t{1} << 62);
+  late.set_cpu_load_ratio(0.1);
+  const std::vector<std::pair<std::string, std::string>> damaged = {
+      {SampleKey("a", 15), "\xff\xff\xff"},            // not a proto
+      {SampleKey("a", 30), late.SerializeAsString()},  // stamped unlike its key
+      {std::string("s\0x", 3), "\x08\x01"},           // key too short
+      {std::string("m\0b", 3), "\xff\xff"},            // meta does not parse
+  };
+  ASSERT_NO_FATAL_FAILURE(PutRaw(dir.path(), damaged));
+  {
+    auto store = SampleStore::Open(dir.path(), true);
+    ASSERT_THAT(store.status(), IsOk());
+    std::map<std::string, std::vector<HostSample>> seen;
+    std::map<std::string, HostMeta> metas;
+    int64_t skipped = 0;
+    ASSERT_THAT((*store)->ForEachHost(
+                    [&](const std::string& h, const HostMeta& m, std::vector<HostSample> v) {
+                      seen[h] = std::move(v);
+                      metas[h] = m;
+                    },
+                    &skipped),
+                IsOk());
+    EXPECT_EQ(skipped, 4);
+    ASSERT_EQ(seen["a"].size(), 3u);
+    EXPECT_EQ(seen["a"][0].unix_seconds, 10);
+    EXPECT_EQ(seen["a"][1].unix_seconds, 20);
+    EXPECT_EQ(seen["a"][2].unix_seconds, 40);
+    EXPECT_EQ(metas["a"].period_seconds, 300);
+    ASSERT_EQ(seen["b"].size(), 1u);
+    EXPECT_EQ(metas["b"].period_seconds, 0);  // unknown, not garbage
+  }
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir.path(), &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  for (const auto& [k, v] : damaged) {
+    std::string value;
+    EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), k, &value).ok()) << "deleted: " << k;
+    EXPECT_EQ(value, v);
+  }
+}
+
+// A predictor's job history (RocksHistDb, marked by "mformat") is refused
+// with FAILED_PRECONDITION rather than read as damaged samples (before: the
+// state manager died with "DATA_LOSS: malformed sample of host <binary>").
+TEST(SampleStoreTest, RefusesPredictorHistDb) {
+  TempDir dir;
+  ASSERT_NO_FATAL_FAILURE(PutRaw(dir.path(), {{"mformat", "2"}, {"mseq", std::string(8, '\0')}}));
+  auto store = SampleStore::Open(dir.path(), true);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find("job history"), absl::string_view::npos)
+      << store.status();
 }
 
 }  // namespace

@@ -1,0 +1,122 @@
+// The monitor's spool file at start-up: damaged, unordered or oversized
+// content never costs the good samples around it.
+#include "services/monitor/sample_sender.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace sojourn::monitor {
+namespace {
+
+using sojourn::testing::TempDir;
+
+constexpr int64_t kNow = 1'700'000'000;
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Timestamps of the spool's lines.
+std::vector<int64_t> SpoolTimes(const std::string& path) {
+  std::vector<int64_t> out;
+  for (absl::string_view line : absl::StrSplit(Read(path), '\n', absl::SkipEmpty())) {
+    out.push_back(std::stoll(std::string(line.substr(0, line.find(',')))));
+  }
+  return out;
+}
+
+class SampleSenderSpoolTest : public ::testing::Test {
+ protected:
+  SenderConfig Config() {
+    SenderConfig c;
+    c.host = "h";
+    c.statemgr_address = "127.0.0.1:1";  // never contacted here
+    c.spool_path = dir_.File("spool");
+    return c;
+  }
+  std::string Line(int64_t t, const std::string& load = "0.5") {
+    return absl::StrCat(t, ",", load, ",1000,0,0\n");
+  }
+  TempDir dir_;
+  FakeClock clock_{absl::FromUnixSeconds(kNow)};
+};
+
+// One line stamped far in the future used to drop every good line after it
+// (only strictly later lines were kept) and the rewrite deleted them from
+// the spool. Now the bad lines move to spool.rejected and the good ones stay.
+TEST_F(SampleSenderSpoolTest, BadLinesDoNotCostTheGoodOnes) {
+  std::ofstream(dir_.File("spool"))
+      << Line(kNow - 60) << Line(kNow - 54) << Line(kNow - 48)
+      << Line(99999999999) << "garbage\n" << Line(kNow - 45, "5.0") << Line(kNow - 44, "nan")
+      << Line(kNow - 42) << Line(kNow - 36) << Line(kNow - 30) << "1700000";  // torn last line
+  SampleSender sender(Config(), clock_);
+  EXPECT_EQ(sender.restored(), 6u);
+  EXPECT_EQ(sender.rejected(), 5u);
+  EXPECT_EQ(sender.unacknowledged(), 6u);
+  EXPECT_EQ(SpoolTimes(dir_.File("spool")),
+            (std::vector<int64_t>{kNow - 60, kNow - 54, kNow - 48, kNow - 42, kNow - 36,
+                                  kNow - 30}));
+  const std::string rejected = Read(dir_.File("spool.rejected"));
+  EXPECT_NE(rejected.find("99999999999,"), std::string::npos) << rejected;
+  EXPECT_NE(rejected.find("garbage"), std::string::npos) << rejected;
+  EXPECT_NE(rejected.find(",5.0,"), std::string::npos) << rejected;
+  EXPECT_NE(rejected.find(",nan,"), std::string::npos) << rejected;
+}
+
+// Lines out of time order (a clock stepped back while the state manager was
+// down) are all kept, sorted, each time once: before, every line earlier
+// than one before it was dropped.
+TEST_F(SampleSenderSpoolTest, UnorderedLinesAreSortedNotDropped) {
+  std::ofstream(dir_.File("spool"))
+      << Line(kNow - 10) << Line(kNow - 30) << Line(kNow - 20) << Line(kNow - 20);
+  SampleSender sender(Config(), clock_);
+  EXPECT_EQ(sender.restored(), 3u);
+  EXPECT_EQ(sender.rejected(), 0u);
+  EXPECT_EQ(SpoolTimes(dir_.File("spool")),
+            (std::vector<int64_t>{kNow - 30, kNow - 20, kNow - 10}));
+}
+
+// A line of megabytes (no newline) is rejected without being held whole,
+// and the good lines around it load.
+TEST_F(SampleSenderSpoolTest, OverlongLineIsRejected) {
+  {
+    std::ofstream out(dir_.File("spool"));
+    out << Line(kNow - 20) << std::string(4 << 20, '7') << "\n" << Line(kNow - 10);
+  }
+  SampleSender sender(Config(), clock_);
+  EXPECT_EQ(sender.restored(), 2u);
+  EXPECT_EQ(sender.rejected(), 1u);
+  EXPECT_EQ(SpoolTimes(dir_.File("spool")), (std::vector<int64_t>{kNow - 20, kNow - 10}));
+  EXPECT_LT(Read(dir_.File("spool.rejected")).size(), 4096u);
+}
+
+// Samples added out of time order are buffered in order, a repeated time
+// once (the restart reads back what Add appended).
+TEST_F(SampleSenderSpoolTest, AddKeepsTimeOrder) {
+  {
+    SampleSender sender(Config(), clock_);
+    for (int64_t t : {kNow - 10, kNow - 5, kNow - 8, kNow - 5}) {
+      HostSample s;
+      s.unix_seconds = t;
+      s.cpu_load = 0.1;
+      sender.Add(s);
+    }
+    EXPECT_EQ(sender.unacknowledged(), 3u);
+  }
+  SampleSender restarted(Config(), clock_);
+  EXPECT_EQ(restarted.restored(), 3u);
+  EXPECT_EQ(SpoolTimes(dir_.File("spool")), (std::vector<int64_t>{kNow - 10, kNow - 8, kNow - 5}));
+}
+
+}  // namespace
+}  // namespace sojourn::monitor
