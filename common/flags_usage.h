@@ -1,22 +1,45 @@
-// `--help` for binaries whose flags live in a main.cc. Abseil's --help lists
-// only flags defined in a file named after the binary (statemgr.cc,
-// statemgr-main.cc, statemgr_main.cc), so for services/statemgr/main.cc it
-// printed "No flags matched".
+// Command-line parsing for the binaries whose flags are Abseil flags defined
+// in a main.cc (the four services and sojourn-replay), so that they all treat
+// the command line the same way:
 //
 //   int main(int argc, char** argv) {
-//     sojourn::SetUsage("statemgr: stores host samples ...", __FILE__);
-//     absl::ParseCommandLine(argc, argv);
+//     sojourn::ParseFlags(argc, argv,
+//                         "statemgr: stores host samples ...\nusage: statemgr [--flag=value ...]",
+//                         __FILE__);
+//
+// - --help (also -h, --helpfull, --helpshort) prints the usage message and the
+//   flags defined in `main_file` with their defaults on stdout, and exits 0.
+//   (Abseil's own --help exited 1, printed the program name twice and a
+//   "Flags from <build path>" header, and matched only files named after the
+//   binary.)
+// - A stray argument exits 2 with one line: absl::ParseCommandLine returns
+//   positional arguments rather than refusing them, so `--follow false` used
+//   to leave --follow true and silently drop "false".
+// - An unknown flag, a missing value or a value the flag's type does not
+//   accept also exit 2 with one line (Abseil exits 1).
 #ifndef SOJOURN_COMMON_FLAGS_USAGE_H_
 #define SOJOURN_COMMON_FLAGS_USAGE_H_
+
+#include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
 namespace sojourn {
 
-// Sets the program usage message and makes --help / --helpshort list the
-// flags defined in `main_file` (pass __FILE__ from the file defining them).
-// Call once, before absl::ParseCommandLine.
-void SetUsage(absl::string_view usage_message, const char* main_file);
+// Parses argv into the Abseil flags as described above. `usage_message`
+// starts with "<program>: <what it does>"; `main_file` is __FILE__ of the
+// file defining the binary's flags. Call once, first thing in main().
+void ParseFlags(int argc, char** argv, absl::string_view usage_message, const char* main_file);
+
+// The checks of ParseFlags, without exiting: the one-line reason the command
+// line `args` (argv without the program name) is refused, "" when it is fine,
+// or "help" when it asks for the help text. Sets the flags it parses.
+std::string CheckFlagsCommandLine(const std::vector<std::string>& args);
+
+// The --help text: `usage_message`, then every flag defined in `main_file`
+// (sorted, with its default and help).
+std::string FlagsHelp(absl::string_view usage_message, const char* main_file);
 
 }  // namespace sojourn
 

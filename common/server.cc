@@ -81,12 +81,15 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
         absl::StrCat("cannot listen on ", options.listen_address, " (address in use or invalid)"));
   }
   out->host_ = options.listen_address.substr(0, options.listen_address.rfind(':'));
+  out->listen_host_ = out->host_;
   if (out->host_.empty() || out->host_ == "0.0.0.0" || out->host_ == "[::]") out->host_ = "127.0.0.1";
   out->server_->GetHealthCheckService()->SetServingStatus(true);
   if (!options.metrics_address.empty()) {
     auto port = metrics.StartHttp(options.metrics_address);
     if (!port.ok()) return port.status();
     out->metrics_port_ = *port;
+    const size_t colon = options.metrics_address.rfind(':');
+    out->metrics_host_ = colon == std::string::npos ? "" : options.metrics_address.substr(0, colon);
   }
   if (!options.port_file.empty()) {
     std::ofstream f(options.port_file + ".tmp");
@@ -102,6 +105,16 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
 GrpcServer::~GrpcServer() { Shutdown(absl::Seconds(1)); }
 
 std::string GrpcServer::address() const { return absl::StrCat(host_, ":", port_); }
+
+std::string GrpcServer::listen_address() const {
+  return absl::StrCat(listen_host_, ":", port_);
+}
+
+std::string GrpcServer::metrics_description() const {
+  if (metrics_port_ == 0) return "metrics off";
+  return absl::StrCat("metrics on ", metrics_host_.empty() ? "0.0.0.0" : metrics_host_, ":",
+                      metrics_port_);
+}
 
 void GrpcServer::Shutdown(absl::Duration grace) {
   if (shut_down_ || server_ == nullptr) return;

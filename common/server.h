@@ -42,7 +42,14 @@ class GrpcServer {
 
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
+  // Where peers on this machine dial the server: the listen host with the
+  // bound port, 127.0.0.1 for a wildcard listen address.
   std::string address() const;
+  // What the server listens on, as configured but with the bound port
+  // ("0.0.0.0:7403" for a wildcard): for start-up logs.
+  std::string listen_address() const;
+  // "host:port" of /metrics, or "off" when it is not served: for start-up logs.
+  std::string metrics_description() const;
   // Marks health NOT_SERVING, stops accepting calls, waits up to `grace` for
   // calls in flight, then cancels the rest.
   void Shutdown(absl::Duration grace);
@@ -54,6 +61,8 @@ class GrpcServer {
   int port_ = 0;
   int metrics_port_ = 0;
   std::string host_;
+  std::string listen_host_;
+  std::string metrics_host_;
   bool shut_down_ = false;
 };
 

@@ -35,12 +35,12 @@ ABSL_FLAG(int64_t, load_history_seconds, 4 * 3600,
           "(0 = no load forecast: L = 0)");
 
 int main(int argc, char** argv) {
-  sojourn::SetUsage(
+  sojourn::ParseFlags(
+      argc, argv,
       "broker: registry of hosts (registration, heartbeats, expiry) and RankHosts, which orders "
-      "hosts for a job (paper 000 section 8.4 policies: proactive by default, condor, round_robin, "
-      "tr) from their predicted TR curves and load, cached per host.\nusage: broker [--flags]; see --help",
+      "hosts for a job (policies: proactive by default, condor, round_robin, tr) from their "
+      "predicted TR curves and load, cached per host.\nusage: broker [--flag=value ...]",
       __FILE__);
-  absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
   if (absl::GetFlag(FLAGS_heartbeat_ttl_seconds) <= 0) {
     SOJOURN_LOG(ERROR, "--heartbeat_ttl_seconds must be > 0");
@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());
     return 1;
   }
-  SOJOURN_LOG(INFO, "broker serving on %s (metrics :%d), predictor %s", (*server)->address(),
-              (*server)->metrics_port(), absl::GetFlag(FLAGS_predictor));
+  SOJOURN_LOG(INFO, "broker serving on %s (%s), predictor %s", (*server)->listen_address(),
+              (*server)->metrics_description(), absl::GetFlag(FLAGS_predictor));
   sojourn::WaitForTerminationSignal();
   (*server)->Shutdown(absl::Seconds(5));
   return 0;

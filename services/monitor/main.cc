@@ -31,13 +31,13 @@ ABSL_FLAG(std::string, spool_path, "",
           "restart of the monitor while the state manager is unreachable (empty = memory only)");
 
 int main(int argc, char** argv) {
-  sojourn::SetUsage(
+  sojourn::ParseFlags(
+      argc, argv,
       "monitor: samples this host's CPU load (excluding registered guest processes), free "
       "memory and swap activity from /proc every period and streams the samples to the host's "
       "state manager, buffering and retrying with backoff while it is unreachable.\n"
-      "usage: monitor [--flags]; see --help",
+      "usage: monitor [--flag=value ...]",
       __FILE__);
-  absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
   // The state manager refuses a period over a day, a bad host name or
   // address on every push: the monitor would start and then retry forever.
@@ -97,8 +97,8 @@ int main(int argc, char** argv) {
     SOJOURN_LOG(INFO, "restored %d unacknowledged samples from %s", sender.restored(),
                 sc.spool_path);
   }
-  SOJOURN_LOG(INFO, "monitor of host %s on %s (metrics :%d), streaming to %s every %ds", host,
-              (*server)->address(), (*server)->metrics_port(), sc.statemgr_address,
+  SOJOURN_LOG(INFO, "monitor of host %s on %s (%s), streaming to %s every %ds", host,
+              (*server)->listen_address(), (*server)->metrics_description(), sc.statemgr_address,
               sc.period_seconds);
   monitor.Start();
   sojourn::WaitForTerminationSignal();

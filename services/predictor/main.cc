@@ -28,7 +28,7 @@ ABSL_FLAG(int, utc_offset_seconds, 0,
 ABSL_FLAG(int, history_days, 0, "use the most recent N days of a day type (0 = all)");
 ABSL_FLAG(int, min_history_windows, 3, "fewer training windows than this mark low_history");
 ABSL_FLAG(bool, paper_estimator, false,
-          "use the paper-literal estimator (paper 000 section 6.2: transition counting that drops "
+          "use the original paper's estimator (transition counting that drops "
           "censored sojourns) instead of sojourn's censoring-aware, shrunk, age-conditioned one");
 ABSL_FLAG(int, threads, 4, "worker threads for predictions");
 ABSL_FLAG(std::string, histdb_path, "./predictor-histdb",
@@ -37,16 +37,16 @@ ABSL_FLAG(int64_t, max_clock_skew_seconds, 3600,
           "job events and turnaround requests may carry times at most this many seconds after "
           "this predictor's clock (later: INVALID_ARGUMENT)");
 ABSL_FLAG(int, population_prior_minutes, 10,
-          "shrink each host's kernel towards the same window pooled over every registered host "
-          "(issue 7), rebuilt every N minutes; 0 = off");
+          "shrink each host's model towards the same time window pooled over every registered host "
+          "(helps hosts with little history); the pooled model is rebuilt every N minutes; 0 = off");
 
 int main(int argc, char** argv) {
-  sojourn::SetUsage(
+  sojourn::ParseFlags(
+      argc, argv,
       "predictor: computes a host's temporal reliability TR (probability of staying usable "
       "through a window), the TR curve and MTTF by the semi-Markov method.\n"
-      "usage: predictor [--flags]; see --help",
+      "usage: predictor [--flag=value ...]",
       __FILE__);
-  absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
 
   sojourn::predictor::AvailabilityPredictorConfig config;
@@ -109,8 +109,8 @@ int main(int argc, char** argv) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());
     return 1;
   }
-  SOJOURN_LOG(INFO, "predictor serving on %s (metrics :%d), broker %s", (*server)->address(),
-              (*server)->metrics_port(), absl::GetFlag(FLAGS_broker));
+  SOJOURN_LOG(INFO, "predictor serving on %s (%s), broker %s", (*server)->listen_address(),
+              (*server)->metrics_description(), absl::GetFlag(FLAGS_broker));
   sojourn::WaitForTerminationSignal();
   (*server)->Shutdown(absl::Seconds(5));
   return 0;

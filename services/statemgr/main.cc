@@ -29,7 +29,7 @@ ABSL_FLAG(std::string, port_file, "", "write the bound gRPC and metrics ports to
 ABSL_FLAG(std::string, db_path, "./statemgr-db", "RocksDB directory (created if missing)");
 ABSL_FLAG(bool, sync_writes, true,
           "fsync every acknowledged batch (off: survives a process kill, not a power loss)");
-ABSL_FLAG(double, th1, 0.20, "CPU load below this is S1 (paper 000 section 4)");
+ABSL_FLAG(double, th1, 0.20, "CPU load below this is S1 (idle)");
 ABSL_FLAG(double, th2, 0.60, "CPU load above this for longer than --grace_seconds is S3");
 ABSL_FLAG(int64_t, grace_seconds, 60, "load spikes above --th2 shorter than this stay S1/S2");
 ABSL_FLAG(double, working_set_mb, 256, "free memory below this guest working set (MiB) is S4");
@@ -49,18 +49,18 @@ ABSL_FLAG(std::string, advertise_address, "",
 ABSL_FLAG(int64_t, heartbeat_seconds, 10, "how often hosts are re-registered with the broker");
 ABSL_FLAG(int, utc_offset_seconds, 0,
           "local time minus UTC, seconds: usage days (48 h pattern objects) start at local midnight");
-ABSL_FLAG(int, usage_clusters, 5, "use classes k of the daily pattern analysis (paper 003: 5 or 10)");
+ABSL_FLAG(int, usage_clusters, 5, "number of use classes of the daily pattern analysis (5 or 10 work well)");
 ABSL_FLAG(bool, usage_selector, true,
           "answer usage questions with the per-host best-of selector (false: the paper's data-age "
           "rule only)");
 ABSL_FLAG(int, threads, 2, "worker threads for usage questions");
 
 int main(int argc, char** argv) {
-  sojourn::SetUsage(
+  sojourn::ParseFlags(
+      argc, argv,
       "statemgr: stores host samples in RocksDB, classifies the five availability states and "
-      "serves window statistics to the predictor.\nusage: statemgr [--flags]; see --help",
+      "serves window statistics to the predictor.\nusage: statemgr [--flag=value ...]",
       __FILE__);
-  absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
 
   sojourn::statemgr::HostBookConfig config;
@@ -160,8 +160,8 @@ int main(int argc, char** argv) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());
     return 1;
   }
-  SOJOURN_LOG(INFO, "statemgr serving on %s (metrics :%d), %d hosts loaded from %s",
-              (*server)->address(), (*server)->metrics_port(), book.List().size(),
+  SOJOURN_LOG(INFO, "statemgr serving on %s (%s), %d hosts loaded from %s",
+              (*server)->listen_address(), (*server)->metrics_description(), book.List().size(),
               absl::GetFlag(FLAGS_db_path));
 
   std::unique_ptr<sojourn::statemgr::Registrar> registrar;

@@ -37,9 +37,9 @@ Backtests availability prediction on a host trace: sojourn's semi-Markov TR
 ("smp": censoring-aware estimator with default options; "smp_paper": the
 paper-literal estimator) beside the baselines last, bm, ar, ma, arma (paper 000
 Table 4, p = q = 8), avail_quantile (HTCondor AvailTimeEstimate), on_fraction
-(BOINC) and window_frequency (issue 7).
+(BOINC) and window_frequency (frequency of surviving same-clock windows).
 
-Protocol (issue 7): each host's days are split at ndays/2 (first half trains);
+Protocol (docs/EVALUATION.md): each host's days are split at ndays/2 (first half trains);
 cells (host, day type, start hour, window 1..H h, initial state); training
 windows = same-clock windows of the cell's length on training days of the type
 ending in the training half; test windows on test days starting in the cell's state;
@@ -82,7 +82,7 @@ options:
   --outage-fraction F      grid points where fewer than F of the hosts report are
                            a global monitoring outage; windows touching one are
                            excluded (default 0.5; 0 for the matrix; 0 disables)
-  --smp-options LIST       set sojourn's EstimatorOptions for "smp" (issue 7
+  --smp-options LIST       set sojourn's EstimatorOptions for "smp" (its
                            improvements; library defaults otherwise), e.g.
                            prior_windows=5,recency_half_life_windows=4; keys:
                            censoring_aware, first_sojourn_kernel,

@@ -50,8 +50,8 @@ constexpr char kProgram[] = "sojourn-eval usage";
 
 constexpr char kHelp[] = R"(usage: sojourn-eval usage --trace PATH [options]
 
-Backtests the usage forecasters of LUPA (paper 003) and the best-of selector
-(issue 8) on a host trace: the availability matrix of section 3 (mu_A per
+Backtests the usage forecasters of LUPA (paper 003) and sojourn's best-of
+selector on a host trace: the availability matrix of section 3 (mu_A per
 method) and the scheduling comparison of section 4.2 (UPA vs last4).
 
 Protocol (pinned): per host the first 60 % of days train the use patterns,

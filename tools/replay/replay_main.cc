@@ -24,7 +24,7 @@
 
 ABSL_FLAG(std::string, trace, "", "trace file (canonical CSV, optionally .gz/.xz); required");
 ABSL_FLAG(std::string, format, "auto", "trace format: auto, canonical, gwa, availability-matrix");
-ABSL_FLAG(std::string, statemgr, "127.0.0.1:7404", "state manager receiving the replayed hosts");
+ABSL_FLAG(std::string, statemgr, "127.0.0.1:7403", "state manager receiving the replayed hosts");
 ABSL_FLAG(std::string, hosts, "", "comma-separated hosts to replay (default: all)");
 ABSL_FLAG(bool, follow, true,
           "after loading the history, keep streaming the rest of the trace in real time");
@@ -35,11 +35,11 @@ constexpr int64_t kWeek = 7 * 86400;
 }
 
 int main(int argc, char** argv) {
-  sojourn::SetUsage(
+  sojourn::ParseFlags(
+      argc, argv,
       "sojourn-replay: replays recorded hosts into a state manager (history first, then live).\n"
-      "usage: sojourn-replay --trace FILE [--statemgr ADDR] [--hosts a,b] [--follow]",
+      "usage: sojourn-replay --trace FILE [--statemgr ADDR] [--hosts a,b] [--follow=false]",
       __FILE__);
-  absl::ParseCommandLine(argc, argv);
   sojourn::BlockTerminationSignals();
   if (absl::GetFlag(FLAGS_trace).empty()) {
     std::fprintf(stderr, "sojourn-replay: --trace is required\n");
