@@ -11,19 +11,28 @@
 #include "common/text.h"
 
 namespace sojourn::broker {
-GrpcTrSource::GrpcTrSource(const std::string& predictor_address)
+GrpcTrSource::GrpcTrSource(const std::string& predictor_address, absl::Duration timeout)
     : address_(predictor_address),
-      stub_(sojourn::v1::Predictor::NewStub(
-          grpc::CreateChannel(predictor_address, grpc::InsecureChannelCredentials()))) {}
+      timeout_(timeout),
+      channel_(grpc::CreateChannel(predictor_address, grpc::InsecureChannelCredentials())),
+      stub_(sojourn::v1::Predictor::NewStub(channel_)) {}
 
 absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> GrpcTrSource::Predict(
     const sojourn::v1::PredictAvailabilityRequest& request) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
   sojourn::v1::PredictAvailabilityResponse resp;
   grpc::Status s = stub_->PredictAvailability(&ctx, request, &resp);
-  if (!s.ok()) return FromGrpcStatus(s);
-  return resp;
+  if (s.ok()) return resp;
+  // UNAVAILABLE / DEADLINE_EXCEEDED on a channel that is not connected: the
+  // predictor itself is down or unreachable (its own UNAVAILABLE answers,
+  // e.g. a host's state manager being down, come over a READY channel).
+  if ((s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+       s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) &&
+      channel_->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY) {
+    return PredictorUnreachableError(address_, s.error_message());
+  }
+  return FromGrpcStatus(s);
 }
 
 absl::StatusOr<std::vector<HostSample>> GrpcLoadSource::RecentSamples(

@@ -17,15 +17,20 @@
 
 namespace sojourn::broker {
 
-// TrSource backed by the predictor service.
+// TrSource backed by the predictor service. A call that fails because the
+// predictor cannot be reached (its channel is not connected) returns
+// PredictorUnreachableError; errors the predictor answers pass through.
 class GrpcTrSource final : public TrSource {
  public:
-  explicit GrpcTrSource(const std::string& predictor_address);
+  explicit GrpcTrSource(const std::string& predictor_address,
+                        absl::Duration timeout = absl::Seconds(10));
   absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> Predict(
       const sojourn::v1::PredictAvailabilityRequest& request) override;
 
  private:
   std::string address_;
+  absl::Duration timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<sojourn::v1::Predictor::Stub> stub_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/blocking_counter.h"
@@ -11,8 +12,21 @@ namespace sojourn::broker {
 namespace {
 
 constexpr int64_t kMaxSeconds = 7 * 86400;
+// Payload marking PredictorUnreachableError statuses.
+constexpr char kUnreachablePayload[] = "type.sojourn.dev/predictor-unreachable";
 
 }  // namespace
+
+absl::Status PredictorUnreachableError(absl::string_view address, absl::string_view detail) {
+  absl::Status s = absl::UnavailableError(
+      absl::StrCat("predictor ", address, " unreachable", detail.empty() ? "" : ": ", detail));
+  s.SetPayload(kUnreachablePayload, absl::Cord(address));
+  return s;
+}
+
+bool IsPredictorUnreachable(const absl::Status& status) {
+  return !status.ok() && status.GetPayload(kUnreachablePayload).has_value();
+}
 
 // ---------------------------------------------------------------- cache
 
@@ -193,6 +207,30 @@ absl::StatusOr<sojourn::v1::RankHostsResponse> Ranker::Rank(
       });
     }
     done.Wait();
+  }
+
+  // An outage is not "no host fits": when the policy needs predictions and
+  // the predictor could not be reached for any live host, say so.
+  if (*policy == scheduling::Policy::kProactive || *policy == scheduling::Policy::kTr) {
+    bool any_live = false, any_prediction = false;
+    const absl::Status* unreachable = nullptr;
+    bool all_unreachable = true;
+    for (size_t i = 0; i < n; ++i) {
+      if (!hosts[i].live()) continue;
+      any_live = true;
+      if (pred[i] != nullptr) {
+        any_prediction = true;
+      } else if (IsPredictorUnreachable(errors[i])) {
+        if (unreachable == nullptr) unreachable = &errors[i];
+      } else {
+        all_unreachable = false;
+      }
+    }
+    if (any_live && !any_prediction && all_unreachable && unreachable != nullptr) {
+      return absl::UnavailableError(absl::StrCat(
+          unreachable->message(), "; the ", scheduling::PolicyName(*policy),
+          " policy cannot rank hosts without it"));
+    }
   }
 
   std::vector<scheduling::HostInput> in(n);

@@ -40,6 +40,14 @@ class TrSource {
       const sojourn::v1::PredictAvailabilityRequest& request) = 0;
 };
 
+// The error a TrSource returns when the predictor itself cannot be reached
+// (nothing listens, or it does not answer), as opposed to the predictor
+// answering with an error about one host (e.g. that host's state manager is
+// down). UNAVAILABLE, "predictor ADDRESS unreachable: DETAIL".
+absl::Status PredictorUnreachableError(absl::string_view address, absl::string_view detail);
+// Whether `status` came from PredictorUnreachableError.
+bool IsPredictorUnreachable(const absl::Status& status);
+
 // Recent raw samples of a host (its state manager's GetSeries in production).
 // Must be thread-safe.
 class LoadSource {
@@ -104,7 +112,11 @@ class Ranker {
   ~Ranker();
 
   // INVALID_ARGUMENT for a bad job or an unknown (or simulation-only) policy.
-  // Every host of `hosts` appears in the answer.
+  // UNAVAILABLE naming the predictor when the policy needs predictions
+  // (proactive, tr) and no live host has one because the predictor is
+  // unreachable: an outage is not "no host fits". Otherwise every host of
+  // `hosts` appears in the answer, those without a prediction with the reason
+  // (which names the predictor when it was unreachable).
   absl::StatusOr<sojourn::v1::RankHostsResponse> Rank(
       const sojourn::v1::RankHostsRequest& request,
       const std::vector<sojourn::v1::RegisteredHost>& hosts);

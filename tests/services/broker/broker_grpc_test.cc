@@ -159,6 +159,53 @@ TEST_F(BrokerGrpcTest, NoHostCanRunTheJob) {
   EXPECT_EQ(memory_reasons, 3);
 }
 
+// The predictor down: RankHosts is UNAVAILABLE naming the predictor's
+// address (it used to answer OK, "0 of 3 hosts can run it", with each reason
+// a bare "failed to connect ..."). A host fetched while the predictor is down
+// next to cached ones gets a per-host reason naming it.
+TEST_F(BrokerGrpcTest, PredictorDownIsUnavailableNamingIt) {
+  v1::RankHostsResponse resp;
+  ASSERT_TRUE(Rank("proactive", 3600, &resp).ok());  // caches the 3 predictions
+  const std::string address = backend_->address();
+  backend_->Shutdown(absl::Seconds(1));
+  Register("late", 2000, 1000);
+  resp.Clear();
+  grpc::Status s = Rank("proactive", 3600, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  bool saw_late = false;
+  for (const auto& h : resp.hosts()) {
+    if (h.host() != "late") continue;
+    saw_late = true;
+    EXPECT_FALSE(h.eligible());
+    EXPECT_NE(h.reason().find("predictor " + address + " unreachable"), std::string::npos)
+        << h.reason();
+  }
+  EXPECT_TRUE(saw_late);
+  ranker_->cache().Clear();
+  resp.Clear();
+  s = Rank("proactive", 3600, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_NE(s.error_message().find("predictor " + address + " unreachable"), std::string::npos)
+      << s.error_message();
+}
+
+// The predictor up but unable to answer for any host (their state manager
+// down): a ranking with per-host reasons, not an outage of the predictor.
+TEST_F(BrokerGrpcTest, PredictorAnsweringErrorsIsNotAnOutage) {
+  Ranker ranker(*tr_source_, nullptr, clock_, RankerConfig{});
+  v1::RegisteredHost ghost;
+  ghost.set_host("ghost");  // unknown to the fake predictor: "statemgr down"
+  ghost.set_statemgr_address(backend_->address());
+  ghost.set_live(true);
+  v1::RankHostsRequest req;
+  req.mutable_job()->set_duration_seconds(3600);
+  auto r = ranker.Rank(req, {ghost});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->hosts_size(), 1);
+  EXPECT_NE(r->hosts(0).reason().find("statemgr down"), std::string::npos)
+      << r->hosts(0).reason();
+}
+
 // Oversized or malformed names and addresses are INVALID_ARGUMENT with a
 // short message, and nothing of them is stored: a 20,000-byte statemgr
 // address used to be accepted, and the predictor's error quoting it broke

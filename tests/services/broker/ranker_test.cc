@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <map>
+#include <set>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "tests/services/broker/fake_backends.h"
@@ -282,6 +284,71 @@ TEST_F(RankerTest, RejectsMalformedJobs) {
   EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(60, "", -1), {Host("a")}).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(60, "astrology"), {Host("a")}).status()));
   EXPECT_TRUE(tr_.requests.empty());
+}
+
+// A TrSource whose predictor cannot be reached for the hosts in `down`
+// (PredictorUnreachableError); the others are answered by FakeHosts.
+class PartlyUnreachableTrSource final : public TrSource {
+ public:
+  PartlyUnreachableTrSource(FakeHosts& hosts, std::set<std::string> down)
+      : hosts_(hosts), down_(std::move(down)) {}
+  absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> Predict(
+      const sojourn::v1::PredictAvailabilityRequest& request) override {
+    if (down_.count(request.host()) > 0) {
+      return PredictorUnreachableError("127.0.0.1:7502", "failed to connect to all addresses");
+    }
+    return hosts_.Predict(request);
+  }
+
+ private:
+  FakeHosts& hosts_;
+  std::set<std::string> down_;
+};
+
+// The predictor unreachable for every host: UNAVAILABLE naming it, not a
+// ranking saying "0 of 2 hosts can run it" (an outage is not "no host
+// fits"). Failure-oblivious policies need no prediction and still rank.
+TEST_F(RankerTest, PredictorUnreachableForEveryHostIsUnavailable) {
+  PartlyUnreachableTrSource source(hosts_, {"a", "b"});
+  Ranker ranker(source, nullptr, clock_, Config());
+  for (const std::string policy : {"", "proactive", "tr"}) {
+    auto r = ranker.Rank(Job(3600, policy), {Host("a", 2000), Host("b", 1000)});
+    EXPECT_TRUE(absl::IsUnavailable(r.status())) << policy << ": " << r.status();
+    EXPECT_NE(r.status().message().find("predictor 127.0.0.1:7502 unreachable"), std::string::npos)
+        << r.status();
+  }
+  for (const std::string policy : {"condor", "round_robin"}) {
+    auto r = ranker.Rank(Job(3600, policy), {Host("a", 2000), Host("b", 1000)});
+    ASSERT_THAT(r.status(), IsOk()) << policy;
+    EXPECT_TRUE(r->hosts(0).eligible()) << policy;
+  }
+  // An expired host needs no prediction: still an outage for the live one.
+  auto r = ranker.Rank(Job(3600), {Host("a", 2000), Host("gone", 1000, /*live=*/false)});
+  EXPECT_TRUE(absl::IsUnavailable(r.status())) << r.status();
+}
+
+// Only some hosts without a prediction: a ranking, with a per-host reason
+// that names the predictor.
+TEST_F(RankerTest, PredictorUnreachableForSomeHostsKeepsPerHostReasons) {
+  PartlyUnreachableTrSource source(hosts_, {"b"});
+  Ranker ranker(source, nullptr, clock_, Config());
+  auto r = ranker.Rank(Job(3600), {Host("a", 2000), Host("b", 1000)});
+  ASSERT_THAT(r.status(), IsOk());
+  ASSERT_EQ(r->hosts_size(), 2);
+  EXPECT_EQ(r->hosts(0).host(), "a");
+  EXPECT_TRUE(r->hosts(0).eligible());
+  EXPECT_FALSE(r->hosts(1).eligible());
+  EXPECT_NE(r->hosts(1).reason().find("no prediction: predictor 127.0.0.1:7502 unreachable"),
+            std::string::npos)
+      << r->hosts(1).reason();
+  // Errors the predictor answers (a host's state manager down) are per host
+  // even when every host has one: the predictor itself is up.
+  Ranker answering(tr_, nullptr, clock_, Config());
+  auto all_broken = answering.Rank(Job(3600), {Host("broken1"), Host("broken2")});
+  ASSERT_THAT(all_broken.status(), IsOk());
+  for (const auto& h : all_broken->hosts()) {
+    EXPECT_NE(h.reason().find("statemgr down"), std::string::npos) << h.reason();
+  }
 }
 
 // The one-shot helper keeps working (no cache, no load).
