@@ -106,7 +106,7 @@ absl::StatusOr<UsageForecast> UsageModel::PredictUsage(Resource r, double hours)
   Prediction p = Predict(r, bins);
   if (!p.ok) {
     return absl::FailedPreconditionError(
-        absl::StrCat("no ", ResourceName(r), " data in the last 24 hours"));
+        absl::StrCat("not enough history yet: no ", ResourceName(r), " data in the last 24 hours"));
   }
   UsageForecast f;
   f.resource = r;
@@ -145,9 +145,10 @@ absl::StatusOr<CanRunAnswer> UsageModel::CanRun(double free_cpu, double free_ram
         notes.push_back("mem: no memory data, not checked");
         continue;
       }
-      a.can_run = false;
-      notes.push_back("cpu: no CPU data in the last 24 hours");
-      continue;
+      // Refused as PredictUsage and HowLong refuse it (it used to answer
+      // "no" with an empty method, as if predicted).
+      return absl::FailedPreconditionError(
+          "not enough history yet: no cpu data in the last 24 hours");
     }
     methods.push_back(absl::StrCat(ResourceName(r), "=", ForecasterName(p.method.method)));
     const bool binary = binary_use_[Idx(r)];
@@ -188,9 +189,10 @@ absl::StatusOr<HowLongAnswer> UsageModel::HowLong(double free_cpu, double free_r
     (r == Resource::kCpu ? a.cpu_method : a.mem_method) = p.method;
     if (!p.ok) {
       if (r == Resource::kMemory) continue;  // no memory data: not checked
-      limit = 0;
-      a.limited_by = "cpu";
-      continue;
+      // Refused as PredictUsage refuses it: answering "0 h, limited by cpu"
+      // with no method would read as a prediction.
+      return absl::FailedPreconditionError(
+          "not enough history yet: no cpu data in the last 24 hours");
     }
     methods.push_back(absl::StrCat(ResourceName(r), "=", ForecasterName(p.method.method)));
     ToThresholdAnswer(binary_use_[Idx(r)], p.use.data(), max_bins);

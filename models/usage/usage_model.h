@@ -83,8 +83,9 @@ class UsageModel {
   RecentScores Recent(Resource r, int horizon_bins) const;
 
   // getPrediction: the use of `r` for the next `hours` in 5-minute steps.
-  // InvalidArgument unless 0 < hours <= max_hours; FailedPrecondition when the
-  // host has no data for `r` in the last day.
+  // InvalidArgument unless 0 < hours <= max_hours; FailedPrecondition ("not
+  // enough history yet: no cpu data in the last 24 hours") when the host has
+  // no data for `r` in the last day.
   absl::StatusOr<UsageForecast> PredictUsage(Resource r, double hours) const;
   // canRunGridApplication: whether free CPU >= free_cpu and free memory >=
   // free_ram (fractions 0..1 of the host's capacity) are predicted for every
@@ -92,10 +93,14 @@ class UsageModel {
   // state (IsBinaryUse) the forecast is the probability of state 1 and each
   // step is answered with the more likely state (ToThresholdAnswer). A zero
   // request is not checked; memory is not checked (and the reason says so)
-  // when the host has no memory data.
+  // when the host has no memory data. FailedPrecondition ("not enough history
+  // yet: ...") when CPU is asked for and the host has no CPU data in the last
+  // day, as PredictUsage and HowLong.
   absl::StatusOr<CanRunAnswer> CanRun(double free_cpu, double free_ram, double hours) const;
   // howLongCanRunGridApplication: for how long both requests are predicted
   // to hold, capped at max_hours (0/1 resources as in CanRun).
+  // FailedPrecondition ("not enough history yet: ...") when CPU is asked for
+  // and the host has no CPU data in the last day, as PredictUsage.
   absl::StatusOr<HowLongAnswer> HowLong(double free_cpu, double free_ram) const;
 
   const HostPatterns& patterns() const { return patterns_; }

@@ -191,6 +191,34 @@ TEST(UsageModelTest, MissingMemoryAndBadArguments) {
   EXPECT_TRUE(m.PredictUsage(Resource::kCpu, 72).ok());
 }
 
+// A host with samples but no CPU data in the last day: HowLong and CanRun
+// refuse as PredictUsage does ("not enough history yet"), where they used to
+// answer "0.00h, limited by cpu" / "no" with an empty method.
+TEST(UsageModelTest, NoRecentCpuDataIsRefusedAlike) {
+  const UsageSeries s = MakeSeries(
+      3, [](int day, int b) { return day == 0 && b < kBinsPerDay / 2 ? 0.1 : kNaN; },
+      [](int, int) { return 0.2; });
+  const UsageModel m = UsageModel::Build(s, {}, s.UnixOfBin(s.bins()));
+  const auto usage = m.PredictUsage(Resource::kCpu, 1);
+  EXPECT_EQ(usage.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(usage.status().message().find("not enough history yet"), std::string::npos)
+      << usage.status();
+  const auto how = m.HowLong(0.5, 0);
+  EXPECT_EQ(how.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(how.status().message().find("not enough history yet: no cpu data"),
+            std::string::npos)
+      << how.status();
+  const auto can = m.CanRun(0.5, 0, 2);
+  EXPECT_EQ(can.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(can.status().message().find("not enough history yet: no cpu data"),
+            std::string::npos)
+      << can.status();
+  // Memory alone needs no CPU data.
+  const auto mem_only = m.HowLong(0, 0.5);
+  ASSERT_TRUE(mem_only.ok()) << mem_only.status();
+  EXPECT_DOUBLE_EQ(mem_only->hours, 72.0);
+}
+
 // A model rebuilt from the serialized pattern analysis answers the same.
 TEST(UsageModelTest, RebuildsFromStoredPatterns) {
   const UsageSeries s = MakeSeries(
