@@ -27,7 +27,41 @@ CASES = [
     (["rank", "--duration", "2h", "--memory-mb", "nan"], "--memory-mb"),
     (["hosts", "--broker", ""], "--broker"),
     (["hosts", "--broker", "has space:1"], "--broker"),
+    # Whole numbers only (2.5 used to become 2 silently), in range (1e12
+    # overflowed the int conversion).
+    (["availability", "--host", "vm1", "--window", "2h", "--history-days", "2.5"],
+     "--history-days wants an integer in [0, 36500], got '2.5'"),
+    (["availability", "--host", "vm1", "--window", "2h", "--curve", "1e12"],
+     "--curve wants an integer in [0, 100000], got '1e12'"),
+    (["availability", "--host", "vm1", "--window", "2h", "--curve", "-1"], "--curve"),
+    # can-run / how-long's --cpu is a free fraction of the host's CPU; rank's
+    # is CPUs the job needs (may exceed 1, must be > 0).
+    (["can-run", "--host", "vm1", "--hours", "2", "--cpu", "1.5"], "in [0, 1], got '1.5'"),
+    (["how-long", "--host", "vm1", "--cpu", "1.5"], "in [0, 1], got '1.5'"),
+    (["rank", "--duration", "2h", "--cpu", "0"], "--cpu is the number of CPUs"),
+    (["rank", "--duration", "2h", "stray"], "unexpected argument 'stray'"),
 ]
+
+# Accepted: these reach the (dead) cluster and fail with exit 1, not 2.
+ACCEPTED = [
+    ["rank", "--duration", "2h", "--cpu", "1.5"],
+    ["availability", "--host", "vm1", "--window", "2h", "--history-days", "3", "--curve", "8"],
+    ["can-run", "--host", "vm1", "--hours", "2", "--cpu", "0.5"],
+]
+
+# `sojourn COMMAND --help`: exit 0, the command's own options with defaults.
+HELP = {
+    "hosts": ["--broker ADDR", "default 127.0.0.1:7401", "--json", "--timeout"],
+    "availability": ["--window DURATION", "--history-days N", "--curve N", "default 0",
+                     "[0, 100000]", "default 127.0.0.1:7402"],
+    "rank": ["--cpu CPUS", "default 1.0", "--memory-mb MB", "default 0 = not checked",
+             "--min-mhz MHZ", "default 0 = any", "--policy P", "default proactive",
+             "Not the same as can-run's --cpu", "default 127.0.0.1:7401"],
+    "usage": ["--resource R", "default cpu", "--hours N", "(0, 72]"],
+    "can-run": ["--cpu FREE", "in [0, 1]", "default 0 = not checked", "--memory-mb MB",
+                "Not the same as rank's --cpu"],
+    "how-long": ["--cpu FREE", "in [0, 1]", "--memory-mb MB", "not enough history yet"],
+}
 
 
 def main():
@@ -45,9 +79,25 @@ def main():
             failures += 1
             print("FAIL: %r: exit %d, stderr %r (wanted exit 2 and one line with %r)"
                   % (args, p.returncode, lines, needle))
+    for args in ACCEPTED:
+        p = subprocess.run([a.sojourn] + args[:1] + DEAD + args[1:], capture_output=True,
+                           timeout=60)
+        if p.returncode != 1:
+            failures += 1
+            print("FAIL: %r: exit %d (wanted 1: accepted, cluster unreachable), stderr %r"
+                  % (args, p.returncode, p.stderr))
+    for command, needles in HELP.items():
+        p = subprocess.run([a.sojourn, command, "--help"], capture_output=True, text=True,
+                           timeout=60)
+        missing = [n for n in needles if n not in p.stdout]
+        if p.returncode != 0 or missing or not p.stdout.startswith("usage: sojourn " + command):
+            failures += 1
+            print("FAIL: sojourn %s --help: exit %d, missing %r in %r"
+                  % (command, p.returncode, missing, p.stdout))
     if failures:
         sys.exit(1)
-    print("ok: %d bad invocations refused" % len(CASES))
+    print("ok: %d bad invocations refused, %d accepted, %d command helps"
+          % (len(CASES), len(ACCEPTED), len(HELP)))
 
 
 if __name__ == "__main__":

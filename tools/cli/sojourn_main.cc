@@ -41,12 +41,12 @@ const char kUsage[] =
     "  availability --host H --window DURATION [--history-days N] [--curve N]\n"
     "                             temporal reliability TR of host H over the next DURATION,\n"
     "                             MTTF, and N points of the TR curve\n"
-    "  rank --duration DURATION [--cpu SHARE] [--memory-mb MB] [--min-mhz MHZ]\n"
+    "  rank --duration DURATION [--cpu CPUS] [--memory-mb MB] [--min-mhz MHZ]\n"
     "       [--hosts H1,H2,...] [--policy proactive|condor|round_robin|tr]\n"
     "                             rank every host for a job of that length and needs\n"
-    "                             (paper 000 section 8.4; default proactive): the figures\n"
-    "                             behind each place (TR, MTTF, JCT, JCTF, ETL, load) and\n"
-    "                             the reason for hosts that cannot take the job\n"
+    "                             (default policy proactive): the figures behind each\n"
+    "                             place (TR, MTTF, JCT, JCTF, ETL, load) and the reason\n"
+    "                             for hosts that cannot take the job\n"
     "  usage --host H [--resource cpu|mem] --hours N\n"
     "                             predicted use of H for the next N hours (5-minute steps)\n"
     "  can-run --host H [--cpu FREE] [--memory-mb MB] --hours N\n"
@@ -54,6 +54,8 @@ const char kUsage[] =
     "                             N hours?\n"
     "  how-long --host H [--cpu FREE] [--memory-mb MB]\n"
     "                             for how long (hours, at most 72) it will\n"
+    "\n"
+    "`sojourn COMMAND --help` lists a command's options with their defaults.\n"
     "\n"
     "common options:\n"
     "  --json                     print the answer as JSON (proto field names)\n"
@@ -65,11 +67,107 @@ const char kUsage[] =
     "DURATION: 2h, 90m, 45s, 1h30m or seconds. Exit codes: 0 ok, 2 bad usage or rejected\n"
     "request, 1 cluster unreachable or other failure.\n";
 
+// Appended to every command's help.
+const char kCommonHelp[] =
+    "\n"
+    "common options:\n"
+    "  --json                 print the answer as JSON (proto field names)\n"
+    "  --timeout SECONDS      per-call deadline (default 30)\n"
+    "\n"
+    "Exit codes: 0 ok, 2 bad usage or rejected request, 1 cluster unreachable or other "
+    "failure.\n";
+const char kBrokerHelp[] =
+    "  --broker ADDR          broker address (env SOJOURN_BROKER, default 127.0.0.1:7401)\n";
+const char kPredictorHelp[] =
+    "  --predictor ADDR       predictor address (env SOJOURN_PREDICTOR, default "
+    "127.0.0.1:7402)\n";
+
+const char kHostsHelp[] =
+    "usage: sojourn hosts [--json] [--broker ADDR]\n"
+    "\n"
+    "Lists the hosts registered with the broker: liveness, state manager, cores, memory,\n"
+    "clock rate and last heartbeat.\n"
+    "\n"
+    "options:\n";
+
+const char kAvailabilityHelp[] =
+    "usage: sojourn availability --host H --window DURATION [options]\n"
+    "\n"
+    "Temporal reliability TR of host H (probability that it stays usable) over the next\n"
+    "DURATION, its MTTF restricted to the window, and optionally points of the TR curve.\n"
+    "\n"
+    "options:\n"
+    "  --host H               the host (required)\n"
+    "  --window DURATION      the window: 2h, 90m, 45s, 1h30m or seconds (required)\n"
+    "  --history-days N       use the most recent N days of the same day type; an integer\n"
+    "                         >= 0 (default 0 = the predictor's setting, all days by default)\n"
+    "  --curve N              also print N points of the TR curve, an integer in\n"
+    "                         [0, 100000] (default 0 = none)\n";
+
+const char kRankHelp[] =
+    "usage: sojourn rank --duration DURATION [options]\n"
+    "\n"
+    "Ranks every registered host for a job of that length and needs: the figures behind each\n"
+    "place (TR, MTTF, JCT, JCTF, ETL, load) and the reason for hosts that cannot take it.\n"
+    "Exits 1 when the cluster (broker or predictor) cannot be reached.\n"
+    "\n"
+    "options:\n"
+    "  --duration DURATION    the job's run time: 2h, 90m, 45s, 1h30m or seconds (required,\n"
+    "                         at most 7 days)\n"
+    "  --cpu CPUS             CPUs (cores) the job needs, > 0; may exceed 1 for a job using\n"
+    "                         several cores (default 1.0). Not the same as can-run's --cpu.\n"
+    "  --memory-mb MB         memory the job needs, MiB (default 0 = not checked)\n"
+    "  --min-mhz MHZ          minimum CPU clock rate (default 0 = any)\n"
+    "  --hosts H1,H2,...      rank only among these hosts (default: all)\n"
+    "  --policy P             proactive, condor, round_robin or tr (default proactive)\n";
+
+const char kUsageHelp[] =
+    "usage: sojourn usage --host H --hours N [options]\n"
+    "\n"
+    "Predicted use of host H for the next N hours in 5-minute steps, and the forecaster that\n"
+    "answered. A host needs some recent history first (refused: 'not enough history yet').\n"
+    "\n"
+    "options:\n"
+    "  --host H               the host (required)\n"
+    "  --hours N              how far ahead, a number in (0, 72] (required)\n"
+    "  --resource R           cpu or mem (default cpu)\n";
+
+const char kCanRunHelp[] =
+    "usage: sojourn can-run --host H --hours N [options]\n"
+    "\n"
+    "Whether host H is predicted to keep the given CPU fraction and memory free for the\n"
+    "next N hours. A host needs some recent history first (refused: 'not enough history\n"
+    "yet').\n"
+    "\n"
+    "options:\n"
+    "  --host H               the host (required)\n"
+    "  --hours N              how long, a number in (0, 72] (required)\n"
+    "  --cpu FREE             fraction of the host's CPU that must stay free, in [0, 1]\n"
+    "                         (default 0 = not checked). Not the same as rank's --cpu.\n"
+    "  --memory-mb MB         MiB of memory that must stay free (default 0 = not checked)\n";
+
+const char kHowLongHelp[] =
+    "usage: sojourn how-long --host H [options]\n"
+    "\n"
+    "For how long (hours, at most 72) host H is predicted to keep the given CPU fraction and\n"
+    "memory free. A host needs some recent history first (refused: 'not enough history yet').\n"
+    "\n"
+    "options:\n"
+    "  --host H               the host (required)\n"
+    "  --cpu FREE             fraction of the host's CPU that must stay free, in [0, 1]\n"
+    "                         (default 0 = not checked). Not the same as rank's --cpu.\n"
+    "  --memory-mb MB         MiB of memory that must stay free (default 0 = not checked)\n";
+
+// The help of a command: its own text, the address it uses, the common options.
+std::string CommandHelp(const char* text, const char* address_help) {
+  return std::string(text) + address_help + kCommonHelp;
+}
+
 using Args = sojourn::CommandLine;
 
-Args Parse(int argc, char** argv, const std::vector<std::string>& with_value,
-           const std::vector<std::string>& flags) {
-  return sojourn::ParseCommandLine(argc, argv, kProgram, kUsage, with_value, flags);
+Args Parse(int argc, char** argv, const std::string& help,
+           const std::vector<std::string>& with_value, const std::vector<std::string>& flags) {
+  return sojourn::ParseCommandLine(argc, argv, kProgram, help, with_value, flags);
 }
 
 std::string Address(const Args& a, const std::string& key, const char* env, const char* def) {
@@ -84,8 +182,47 @@ std::string Address(const Args& a, const std::string& key, const char* env, cons
   return e != nullptr && *e ? e : def;
 }
 
-int Fail(const grpc::Status& s, const std::string& what) {
-  std::fprintf(stderr, "%s: %s: %s\n", kProgram, what.c_str(), s.error_message().c_str());
+std::string BrokerAddress(const Args& a) {
+  return Address(a, "broker", "SOJOURN_BROKER", "127.0.0.1:7401");
+}
+std::string PredictorAddress(const Args& a) {
+  return Address(a, "predictor", "SOJOURN_PREDICTOR", "127.0.0.1:7402");
+}
+
+const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "unknown status code";
+  }
+}
+
+// Prints "sojourn: WHAT: MESSAGE" and returns the exit code for `s`. An empty
+// message (e.g. UNIMPLEMENTED from a server that is not a `service`) is
+// replaced by the status code's name, with a hint for UNIMPLEMENTED.
+int Fail(const grpc::Status& s, const std::string& what, const char* service,
+         const std::string& address) {
+  std::string message = s.error_message();
+  if (message.empty()) message = CodeName(s.error_code());
+  if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    message = absl::StrCat(message, " (is ", address, " a ", service, "?)");
+  }
+  std::fprintf(stderr, "%s: %s: %s\n", kProgram, what.c_str(), message.c_str());
   switch (s.error_code()) {
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::NOT_FOUND:
@@ -167,14 +304,15 @@ std::vector<std::string> With(std::vector<std::string> s) {
 }
 
 int Hosts(int argc, char** argv) {
-  Args a = Parse(argc, argv, With({}), {"json"});
-  auto stub = sojourn::v1::Broker::NewStub(grpc::CreateChannel(
-      Address(a, "broker", "SOJOURN_BROKER", "127.0.0.1:7401"), grpc::InsecureChannelCredentials()));
+  Args a = Parse(argc, argv, CommandHelp(kHostsHelp, kBrokerHelp), With({}), {"json"});
+  const std::string broker = BrokerAddress(a);
+  auto stub = sojourn::v1::Broker::NewStub(
+      grpc::CreateChannel(broker, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::BrokerListHostsResponse resp;
   grpc::Status s = stub->ListHosts(&ctx, {}, &resp);
-  if (!s.ok()) return Fail(s, "listing hosts");
+  if (!s.ok()) return Fail(s, "listing hosts", "broker", broker);
   if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
@@ -194,20 +332,23 @@ int Hosts(int argc, char** argv) {
 }
 
 int Availability(int argc, char** argv) {
-  Args a = Parse(argc, argv, With({"host", "window", "history-days", "curve"}), {"json"});
+  Args a = Parse(argc, argv, CommandHelp(kAvailabilityHelp, kPredictorHelp),
+                 With({"host", "window", "history-days", "curve"}), {"json"});
   sojourn::v1::PredictAvailabilityRequest req;
   req.set_host(HostArg(Required(a, "host"), "--host"));
   req.set_window_seconds(absl::ToInt64Seconds(DurationArg(a, "window")));
-  req.set_history_days(static_cast<int>(NumberArg(a, "history-days", 0)));
-  req.set_curve_points(static_cast<int>(NumberArg(a, "curve", 0)));
+  // Whole numbers only: 2.5 days used to be truncated to 2 without a word,
+  // 1e12 points converted to int out of range.
+  req.set_history_days(static_cast<int>(a.GetIntInRange("history-days", 0, 0, 36500)));
+  req.set_curve_points(static_cast<int>(a.GetIntInRange("curve", 0, 0, 100000)));
+  const std::string predictor = PredictorAddress(a);
   auto stub = sojourn::v1::Predictor::NewStub(
-      grpc::CreateChannel(Address(a, "predictor", "SOJOURN_PREDICTOR", "127.0.0.1:7402"),
-                          grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(predictor, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::PredictAvailabilityResponse resp;
   grpc::Status s = stub->PredictAvailability(&ctx, req, &resp);
-  if (!s.ok()) return Fail(s, "predicting availability of " + req.host());
+  if (!s.ok()) return Fail(s, "predicting availability of " + req.host(), "predictor", predictor);
   if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
@@ -227,11 +368,18 @@ int Availability(int argc, char** argv) {
 }
 
 int Rank(int argc, char** argv) {
-  Args a = Parse(argc, argv, With({"duration", "cpu", "memory-mb", "policy", "min-mhz", "hosts"}),
-                 {"json"});
+  Args a = Parse(argc, argv, CommandHelp(kRankHelp, kBrokerHelp),
+                 With({"duration", "cpu", "memory-mb", "policy", "min-mhz", "hosts"}), {"json"});
   sojourn::v1::RankHostsRequest req;
   req.mutable_job()->set_duration_seconds(absl::ToInt64Seconds(DurationArg(a, "duration")));
-  req.mutable_job()->set_cpu_share_ratio(NumberArg(a, "cpu", 1.0));
+  // CPUs the job needs (cores): above 1 for a multi-core job, unlike the
+  // free fraction of can-run / how-long. 0 would silently mean 1.0.
+  const double cpus = NumberArg(a, "cpu", 1.0);
+  if (!(cpus > 0)) {
+    sojourn::DieUsage(kProgram, "--cpu is the number of CPUs (cores) the job needs, > 0, got '" +
+                                    sojourn::Excerpt(a.Get("cpu")) + "'");
+  }
+  req.mutable_job()->set_cpu_share_ratio(cpus);
   req.mutable_job()->set_memory_mb(NumberArg(a, "memory-mb", 0));
   req.mutable_job()->set_min_cpu_mhz(NumberArg(a, "min-mhz", 0));
   if (a.Has("hosts")) {
@@ -246,14 +394,14 @@ int Rank(int argc, char** argv) {
   if (a.Has("policy")) req.set_policy(a.Get("policy"));
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(256 << 20);  // rankings of many thousands of hosts
-  auto stub = sojourn::v1::Broker::NewStub(grpc::CreateCustomChannel(
-      Address(a, "broker", "SOJOURN_BROKER", "127.0.0.1:7401"), grpc::InsecureChannelCredentials(),
-      channel_args));
+  const std::string broker = BrokerAddress(a);
+  auto stub = sojourn::v1::Broker::NewStub(
+      grpc::CreateCustomChannel(broker, grpc::InsecureChannelCredentials(), channel_args));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::RankHostsResponse resp;
   grpc::Status s = stub->RankHosts(&ctx, req, &resp);
-  if (!s.ok()) return Fail(s, "ranking hosts");
+  if (!s.ok()) return Fail(s, "ranking hosts", "broker", broker);
   if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
@@ -312,15 +460,27 @@ double HoursArg(const Args& a) {
   return h;
 }
 
-std::unique_ptr<sojourn::v1::Predictor::Stub> PredictorStub(const Args& a) {
+std::unique_ptr<sojourn::v1::Predictor::Stub> PredictorStub(const std::string& address) {
   return sojourn::v1::Predictor::NewStub(
-      grpc::CreateChannel(Address(a, "predictor", "SOJOURN_PREDICTOR", "127.0.0.1:7402"),
-                          grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+}
+
+// can-run / how-long's --cpu: the fraction of the host's CPU that must stay free.
+double FreeCpuArg(const Args& a) {
+  const double v = NumberArg(a, "cpu", 0);
+  if (v > 1) {
+    sojourn::DieUsage(kProgram,
+                      "--cpu is the fraction of the host's CPU that must stay free, in [0, 1], "
+                      "got '" + sojourn::Excerpt(a.Get("cpu")) + "'");
+  }
+  return v;
 }
 
 
 int Usage(int argc, char** argv) {
-  Args a = Parse(argc, argv, With({"host", "resource", "hours"}), {"json"});
+  Args a = Parse(argc, argv, CommandHelp(kUsageHelp, kPredictorHelp),
+                 With({"host", "resource", "hours"}), {"json"});
+  const std::string predictor = PredictorAddress(a);
   sojourn::v1::PredictUsageRequest req;
   req.set_host(HostArg(Required(a, "host"), "--host"));
   req.set_resource(a.Get("resource", "cpu"));
@@ -328,8 +488,8 @@ int Usage(int argc, char** argv) {
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::PredictUsageResponse resp;
-  grpc::Status s = PredictorStub(a)->PredictUsage(&ctx, req, &resp);
-  if (!s.ok()) return Fail(s, "predicting usage of " + req.host());
+  grpc::Status s = PredictorStub(predictor)->PredictUsage(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s, "predicting usage of " + req.host(), "predictor", predictor);
   if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
@@ -345,17 +505,21 @@ int Usage(int argc, char** argv) {
 }
 
 int CanRun(int argc, char** argv) {
-  Args a = Parse(argc, argv, With({"host", "cpu", "memory-mb", "hours"}), {"json"});
+  Args a = Parse(argc, argv, CommandHelp(kCanRunHelp, kPredictorHelp),
+                 With({"host", "cpu", "memory-mb", "hours"}), {"json"});
+  const std::string predictor = PredictorAddress(a);
   sojourn::v1::CanRunRequest req;
   req.set_host(HostArg(Required(a, "host"), "--host"));
-  req.set_free_cpu_ratio(NumberArg(a, "cpu", 0));
+  req.set_free_cpu_ratio(FreeCpuArg(a));
   req.set_free_mem_mb(NumberArg(a, "memory-mb", 0));
   req.set_hours(HoursArg(a));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::CanRunResponse resp;
-  grpc::Status s = PredictorStub(a)->CanRun(&ctx, req, &resp);
-  if (!s.ok()) return Fail(s, "asking whether " + req.host() + " can run the job");
+  grpc::Status s = PredictorStub(predictor)->CanRun(&ctx, req, &resp);
+  if (!s.ok()) {
+    return Fail(s, "asking whether " + req.host() + " can run the job", "predictor", predictor);
+  }
   if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
@@ -366,16 +530,20 @@ int CanRun(int argc, char** argv) {
 }
 
 int HowLong(int argc, char** argv) {
-  Args a = Parse(argc, argv, With({"host", "cpu", "memory-mb"}), {"json"});
+  Args a = Parse(argc, argv, CommandHelp(kHowLongHelp, kPredictorHelp),
+                 With({"host", "cpu", "memory-mb"}), {"json"});
+  const std::string predictor = PredictorAddress(a);
   sojourn::v1::HowLongRequest req;
   req.set_host(HostArg(Required(a, "host"), "--host"));
-  req.set_free_cpu_ratio(NumberArg(a, "cpu", 0));
+  req.set_free_cpu_ratio(FreeCpuArg(a));
   req.set_free_mem_mb(NumberArg(a, "memory-mb", 0));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::HowLongResponse resp;
-  grpc::Status s = PredictorStub(a)->HowLong(&ctx, req, &resp);
-  if (!s.ok()) return Fail(s, "asking how long " + req.host() + " can run the job");
+  grpc::Status s = PredictorStub(predictor)->HowLong(&ctx, req, &resp);
+  if (!s.ok()) {
+    return Fail(s, "asking how long " + req.host() + " can run the job", "predictor", predictor);
+  }
   if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
