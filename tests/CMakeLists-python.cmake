@@ -7,6 +7,8 @@
 #   sojourn_eval_availability_cli_test  sojourn-eval availability JSON and --cells CSV
 #   sojourn_cli_test            the sojourn CLI refuses bad arguments (exit 2, one line)
 #   sojourn_eval_bad_input_cli_test  sojourn-eval: bad or extreme input exits 2 (no crash, no hang)
+#   sojourn_services_cli_test   services' --help / stray arguments; the CLI against a live
+#                               cluster (predictor down, wrong service, too little history)
 #
 # The Python tests need Debian's interpreter (python3-grpcio, python3-grpc-tools,
 # python3-protobuf); a pyenv/virtualenv python3 first on PATH would lack them.
@@ -72,4 +74,18 @@ if(TARGET sojourn)
             --sojourn $<TARGET_FILE:sojourn>)
   set_tests_properties(sojourn_cli_test PROPERTIES
     TIMEOUT 120 LABELS "cli" ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+endif()
+
+# The services' and sojourn-replay's command lines (--help exits 0 with the
+# flags' defaults; a stray argument such as `--follow false` exits 2), and the
+# CLI against services on port 0: a down predictor makes `rank` exit 1 naming
+# it, the wrong service gets the status code and a hint, how-long on a host
+# without recent data is refused like usage; start-up lines.
+if(TARGET sojourn AND TARGET broker AND TARGET predictor AND TARGET statemgr AND TARGET monitor
+   AND TARGET sojourn-replay)
+  add_test(NAME sojourn_services_cli_test
+    COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/tools/services_cli_test.py
+            --bin-dir $<TARGET_FILE_DIR:broker>)
+  set_tests_properties(sojourn_services_cli_test PROPERTIES
+    TIMEOUT 180 LABELS "cli;integration" ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
 endif()

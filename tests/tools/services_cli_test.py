@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+"""What users see from the service binaries and the CLI against a live cluster.
+
+Flags of statemgr, predictor, broker, monitor and sojourn-replay (no cluster):
+  - --help exits 0 and lists the binary's flags with their defaults, once
+    prefixed, without the build path ("Flags from ...") or internal wording;
+  - a stray argument (`--sync_writes false`, `--follow false`: the value of a
+    boolean flag given with a space) exits 2 with one line naming it, instead
+    of being dropped while the flag stays true; unknown flags and bad values
+    exit 2 too.
+
+Against services on 127.0.0.1 port 0 (a broker whose predictor is down, a
+predictor, a statemgr holding one host with samples, none in the last day):
+  - `sojourn rank` exits 1 naming the unreachable predictor (it used to exit 0
+    with "0 of 1 hosts can run it");
+  - `sojourn availability --predictor <the statemgr>` names the status code
+    and asks whether the address is a predictor (the message used to be empty);
+  - `sojourn how-long` and `can-run` on the host without recent data exit 2
+    with "not enough history yet" like `usage` (they answered "0.00h, limited
+    by cpu" / "no" with an empty method, exit 0);
+  - the start-up log names the listen address and "metrics off".
+
+usage: /usr/bin/python3 tests/tools/services_cli_test.py --bin-dir BUILD/bin
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "python"))
+import sojourn_cluster  # noqa: E402
+
+SERVICES = ["statemgr", "predictor", "broker", "monitor", "sojourn-replay"]
+FAILURES = []
+
+
+def check(condition, what):
+    if not condition:
+        FAILURES.append(what)
+        print("FAIL: " + what)
+
+
+def run(argv, timeout=60, env=None):
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
+                       stdin=subprocess.DEVNULL)
+    return p.returncode, p.stdout, [l for l in p.stderr.splitlines() if l.strip()]
+
+
+def dead_address():
+    """127.0.0.1:PORT where nothing listens (bound then closed)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"127.0.0.1:{port}"
+
+
+def test_flags(bin_dir, workdir):
+    for name in SERVICES:
+        exe = os.path.join(bin_dir, name)
+        for help_flag in ("--help", "-h", "--helpfull"):
+            code, out, err = run([exe, help_flag])
+            check(code == 0, f"{name} {help_flag}: exit {code}, wanted 0 ({err})")
+            check(out.startswith(name + ": ") and not out.startswith(f"{name}: {name}:"),
+                  f"{name} {help_flag}: help should start with '{name}: ' once: {out[:80]!r}")
+            check("Flags from" not in out and "/main.cc" not in out and "_main.cc" not in out,
+                  f"{name} {help_flag}: help shows the build path: {out!r}")
+            check(not re.search(r"\bissue \d", out), f"{name} {help_flag}: internal wording")
+        code, out, _ = run([exe, "--help"])
+        if name == "sojourn-replay":
+            check("--statemgr=STRING  (default \"127.0.0.1:7403\")" in out,
+                  f"sojourn-replay --help: --statemgr default 7403 not shown: {out!r}")
+            check("--follow=BOOL  (default true)" in out, "sojourn-replay --help: --follow")
+        else:
+            check(re.search(r'--listen=STRING  \(default "127\.0\.0\.1:74\d\d"\)', out),
+                  f"{name} --help: --listen with its default not listed: {out!r}")
+            check("--threads" in out or name == "monitor", f"{name} --help: --threads missing")
+
+    trace = os.path.join(workdir, "never-read.csv")
+    db = os.path.join(workdir, "never-created-db")
+    cases = [
+        (["statemgr", "--listen=127.0.0.1:0", "--metrics_listen=", f"--db_path={db}",
+          "--sync_writes", "false"], "unexpected argument 'false'", "--sync_writes=false"),
+        (["sojourn-replay", "--trace", trace, "--follow", "false"],
+         "unexpected argument 'false'", "--follow=false"),
+        (["broker", "--listen=127.0.0.1:0", "--metrics_listen=", "extra"],
+         "unexpected argument 'extra'", "no arguments besides flags"),
+        (["predictor", "--listen=127.0.0.1:0", "--metrics_listen=", "--histdb_path=",
+          "--", "x"], "unexpected argument 'x'", ""),
+        (["monitor", "--listen=127.0.0.1:0", "--metrics_listen=", "--no_such_flag=1"],
+         "unknown flag --no_such_flag", ""),
+        (["broker", "--listen=127.0.0.1:0", "--metrics_listen=", "--threads=abc"],
+         "--threads: 'abc' is not a valid INT", ""),
+        (["statemgr", "--listen=127.0.0.1:0", "--metrics_listen=", "--sync_writes=maybe"],
+         "--sync_writes: 'maybe'", ""),
+        (["predictor", "--listen"], "flag --listen needs a value", ""),
+    ]
+    for argv, needle, needle2 in cases:
+        code, out, err = run([os.path.join(bin_dir, argv[0])] + argv[1:], timeout=30)
+        check(code == 2 and len(err) == 1 and needle in err[0] and needle2 in err[0]
+              and err[0].startswith(argv[0] + ": "),
+              f"{argv}: exit {code}, stderr {err} (wanted exit 2, one line with {needle!r} "
+              f"{needle2!r})")
+    check(not os.path.exists(db), "statemgr created its database despite a stray argument")
+
+
+def write_stale_trace(path, host, now):
+    """Samples of `host` ending 26 hours ago: samples, but none in the last day."""
+    with open(path, "w") as f:
+        f.write("host,timestamp,cpu_load,free_mem_mb,total_mem_mb,cpu_cores\n")
+        start = now - 30 * 3600
+        start -= start % 300
+        for t in range(start, now - 26 * 3600, 300):
+            f.write(f"{host},{t},0.2,4000,8192,2\n")
+
+
+def test_cluster(bin_dir, workdir):
+    sojourn = os.path.join(bin_dir, "sojourn")
+    env = dict(os.environ)
+    env.pop("SOJOURN_BROKER", None)
+    env.pop("SOJOURN_PREDICTOR", None)
+    cluster = sojourn_cluster.Cluster(bin_dir, workdir)
+    codes = {}
+    try:
+        dead = dead_address()
+        broker = cluster.start("broker", "broker", [f"--predictor={dead}"])
+        predictor = cluster.start("predictor", "predictor", [
+            f"--broker={broker.address}", "--histdb_path="])
+        # Metrics off for this one: its start-up line says so.
+        statemgr = cluster.start("statemgr", "statemgr", [
+            "--metrics_listen=", f"--db_path={os.path.join(workdir, 'statemgr-db')}",
+            f"--broker={broker.address}", "--heartbeat_seconds=1"])
+
+        def started_line(service):
+            with open(service.log_path, errors="replace") as f:
+                return next((l for l in f if "serving on" in l), None)
+        line = sojourn_cluster.wait_until(lambda: started_line(statemgr), 20,
+                                          "statemgr's start-up line")
+        check(f"statemgr serving on {statemgr.address} (metrics off)" in line,
+              f"statemgr start-up line: {line!r}")
+        bline = sojourn_cluster.wait_until(lambda: started_line(broker), 20,
+                                           "broker's start-up line")
+        check(f"broker serving on {broker.address} (metrics on 127.0.0.1:{broker.metrics_port})"
+              in bline, f"broker start-up line: {bline!r}")
+
+        host = "stale-vm"
+        trace = os.path.join(workdir, "stale.csv")
+        write_stale_trace(trace, host, int(time.time()))
+        code, _, err = run([os.path.join(bin_dir, "sojourn-replay"), f"--trace={trace}",
+                            f"--statemgr={statemgr.address}", "--follow=false", "--shift=false"])
+        check(code == 0, f"sojourn-replay: exit {code}: {err}")
+
+        def registered():
+            c, out, _ = run([sojourn, "hosts", "--json", "--broker", broker.address], env=env)
+            return c == 0 and any(h.get("host") == host and h.get("live")
+                                  for h in json.loads(out).get("hosts", []))
+        sojourn_cluster.wait_until(registered, 30, f"{host} registered at the broker")
+
+        # B3: the predictor is down -> exit 1, naming it (not "0 of 1 hosts").
+        code, out, err = run([sojourn, "rank", "--duration", "2h", "--broker", broker.address],
+                             env=env)
+        check(code == 1 and len(err) == 1 and f"predictor {dead} unreachable" in err[0]
+              and "can run it" not in out,
+              f"rank with the predictor down: exit {code}, stdout {out!r}, stderr {err}")
+
+        # B4: the wrong service -> the code's name and a hint, never an empty reason.
+        code, _, err = run([sojourn, "availability", "--host", host, "--window", "2h",
+                            "--predictor", statemgr.address], env=env)
+        check(code == 1 and len(err) == 1 and "UNIMPLEMENTED" in err[0]
+              and f"is {statemgr.address} a predictor?" in err[0]
+              and not err[0].rstrip().endswith(":"),
+              f"availability against a statemgr: exit {code}, stderr {err}")
+
+        # B5: samples but none in the last day: how-long refuses like usage.
+        for argv in (["how-long", "--host", host, "--cpu", "0.5", "--memory-mb", "512"],
+                     ["can-run", "--host", host, "--cpu", "0.5", "--hours", "2"],
+                     ["usage", "--host", host, "--hours", "4"]):
+            code, out, err = run([sojourn] + argv + ["--predictor", predictor.address], env=env)
+            check(code == 2 and len(err) == 1 and "not enough history yet" in err[0]
+                  and "0.00h" not in out,
+                  f"{argv[0]} on a host without recent data: exit {code}, stdout {out!r}, "
+                  f"stderr {err}")
+    finally:
+        codes = cluster.stop()
+        if FAILURES:
+            cluster.dump_logs()
+    for name, code in codes.items():
+        check(code == 0, f"{name} exited {code} on SIGTERM")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin-dir", required=True)
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    a = ap.parse_args()
+    a.bin_dir = os.path.abspath(a.bin_dir)  # the services run in the work directory
+    workdir = tempfile.mkdtemp(prefix="sojourn-services-cli-")
+    try:
+        test_flags(a.bin_dir, workdir)
+        test_cluster(a.bin_dir, workdir)
+    finally:
+        if not a.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if FAILURES:
+        print(f"{len(FAILURES)} failed")
+        sys.exit(1)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
