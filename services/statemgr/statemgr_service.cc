@@ -139,11 +139,12 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
       prev = s.unix_seconds;
       samples.push_back(s);
     }
-    HostMeta meta;
-    meta.attributes = request_.attributes();
-    meta.period_seconds = request_.period_seconds();
-    const bool has_meta = request_.has_attributes() || request_.period_seconds() > 0;
-    auto result = book_.Append(request_.host(), samples, has_meta ? &meta : nullptr);
+    // Attributes only when the message has them (message presence): a later
+    // message of a stream without them keeps the stored ones.
+    MetaUpdate update;
+    if (request_.has_attributes()) update.attributes = request_.attributes();
+    update.period_seconds = request_.period_seconds();
+    auto result = book_.Append(request_.host(), samples, update);
     if (!result.ok()) return result.status();
     response_->set_persisted_samples(response_->persisted_samples() + result->persisted);
     response_->set_duplicate_samples(response_->duplicate_samples() + result->duplicates);
