@@ -927,5 +927,50 @@ TEST_F(ClusterTest, MultiMessageStreamKeepsAttributes) {
   }
 }
 
+// A fresh state manager and monitor export their event counters at 0, so
+// that Prometheus' rate() sees the first rejected batch, failed /proc read
+// or usage answer (a counter created by its first event misses it, and the
+// dashboards said "No data").
+TEST_F(ClusterTest, EventCountersStartAtZero) {
+  const std::string sm = sm_metrics_.Render();
+  std::vector<std::string> expected = {
+      "sojourn_statemgr_rejected_batches_total{service=\"statemgr\"} 0",
+      "sojourn_statemgr_samples_persisted_total{service=\"statemgr\"} 0"};
+  for (const char* method : {"upa", "last4", "persist", "same_time_yesterday"}) {
+    expected.push_back(std::string("sojourn_statemgr_usage_answers_total{service=\"statemgr\",") +
+                       "method=\"" + method + "\"} 0");
+  }
+  for (const std::string& series : expected) {
+    EXPECT_NE(sm.find(series + "\n"), std::string::npos) << series << " not in:\n" << sm;
+  }
+  const std::string proc = dir_.File("proc");
+  WriteFakeProc(proc, 100, 100);
+  monitor::ProcSampler sampler(proc);
+  monitor::SenderConfig sc;
+  sc.host = "fresh";
+  sc.statemgr_address = sm_server_->address();
+  monitor::SampleSender sender(sc, clock_);
+  Metrics m("monitor");
+  monitor::Monitor mon(sampler, sender, clock_, m, absl::Seconds(6));
+  const std::string fresh = m.Render();
+  for (const std::string series : {"sojourn_monitor_sample_errors_total{service=\"monitor\"} 0",
+                                   "sojourn_monitor_samples_total{service=\"monitor\"} 0"}) {
+    EXPECT_NE(fresh.find(series + "\n"), std::string::npos) << series << " not in:\n" << fresh;
+  }
+  // A rejected batch then counts 1 on the series that was there.
+  grpc::ClientContext ctx;
+  v1::PushSamplesResponse resp;
+  auto writer = sm_stub_->PushSamples(&ctx, &resp);
+  v1::PushSamplesRequest bad;
+  bad.set_host("h");
+  bad.add_samples()->set_unix_seconds(-1);
+  writer->Write(bad);
+  writer->WritesDone();
+  EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(sm_metrics_.Render().find(
+                "sojourn_statemgr_rejected_batches_total{service=\"statemgr\"} 1\n"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace sojourn
