@@ -56,6 +56,9 @@ struct HostTrace {
   int64_t period_seconds = 0;
   // Total memory of the host in MiB when the source says it (0 when unknown).
   double total_mem_mb = 0;
+  // Logical CPUs of the host when the source says it (0 when unknown): the
+  // canonical format's optional cpu_cores column, GWA's "CPU cores".
+  int cpu_cores = 0;
 };
 
 }  // namespace sojourn

@@ -43,6 +43,11 @@ void Metrics::Increment(const std::string& name, const std::string& help,
   family->Add(labels).Increment(by);
 }
 
+void Metrics::DeclareCounter(const std::string& name, const std::string& help,
+                             const MetricLabels& labels) {
+  Increment(name, help, labels, 0.0);
+}
+
 void Metrics::Set(const std::string& name, const std::string& help, const MetricLabels& labels,
                   double value) {
   prometheus::Family<prometheus::Gauge>* family;

@@ -32,6 +32,13 @@ class Metrics {
 
   void Increment(const std::string& name, const std::string& help, const MetricLabels& labels,
                  double by = 1.0);
+  // Exports the counter series name{labels} at 0 (a no-op when it exists).
+  // A counter created by its first event is absent until then, so
+  // Prometheus' rate()/increase() miss that first increment and dashboards
+  // say "No data": declare at start-up every counter (and label value known
+  // up front) whose events may be rare.
+  void DeclareCounter(const std::string& name, const std::string& help,
+                      const MetricLabels& labels);
   void Set(const std::string& name, const std::string& help, const MetricLabels& labels,
            double value);
   // Observes a value into a histogram with the default latency buckets (seconds).

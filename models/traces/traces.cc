@@ -184,6 +184,18 @@ bool ParseTimestamp(absl::string_view s, int64_t* v) {
   return true;
 }
 
+// Most logical CPUs a trace may give a host (the state manager's bound on
+// HostAttributes.cpu_cores).
+constexpr int kMaxCpuCores = 1'000'000;
+
+// A CPU core count: an integer in [0, kMaxCpuCores] ("4" or "4.0").
+bool ParseCpuCores(absl::string_view s, int* v) {
+  double d;
+  if (!ParseDouble(s, &d) || d != std::floor(d) || d < 0 || d > kMaxCpuCores) return false;
+  *v = static_cast<int>(d);
+  return true;
+}
+
 // Splits `line` at every occurrence of `sep` into `out` (reused).
 void SplitInto(absl::string_view line, char sep, std::vector<absl::string_view>* out) {
   out->clear();
@@ -285,7 +297,7 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
   std::deque<std::string> scratch;
   std::string split_error;
   if (!SplitCsvRow(line, &fields, &scratch, &split_error)) return LineError(file, 1, split_error);
-  int col_host = -1, col_ts = -1, col_load = -1, col_mem = -1, col_total = -1;
+  int col_host = -1, col_ts = -1, col_load = -1, col_mem = -1, col_total = -1, col_cores = -1;
   for (size_t i = 0; i < fields.size(); ++i) {
     std::string name = absl::AsciiStrToLower(std::string(Trim(fields[i])));
     if (name == "host") col_host = static_cast<int>(i);
@@ -294,6 +306,8 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
     if (name == "free_mem_mb") col_mem = static_cast<int>(i);
     // Optional extra column: the host's memory capacity (kept as HostTrace::total_mem_mb).
     if (name == "total_mem_mb") col_total = static_cast<int>(i);
+    // Optional extra column: the host's logical CPUs (kept as HostTrace::cpu_cores).
+    if (name == "cpu_cores") col_cores = static_cast<int>(i);
   }
   if (col_host < 0) {
     return LineError(file, 1,
@@ -345,6 +359,15 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
       }
       t.total_mem_mb = std::max(t.total_mem_mb, total);
     }
+    if (col_cores >= 0 && !Trim(fields[col_cores]).empty()) {
+      int cores = 0;
+      if (!ParseCpuCores(fields[col_cores], &cores)) {
+        return LineError(file, ln,
+                         absl::StrCat("cpu_cores '", fields[col_cores], "' is not an integer in [0, ",
+                                      kMaxCpuCores, "]"));
+      }
+      t.cpu_cores = std::max(t.cpu_cores, cores);
+    }
     if (!t.samples.empty() && s.unix_seconds < t.samples.back().unix_seconds) {
       return LineError(
           file, ln,
@@ -362,6 +385,7 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
 struct GwaFile {
   std::vector<HostSample> samples;
   double total_mem_mb = 0;
+  int cpu_cores = 0;
 };
 
 // One GWA per-VM CSV: header line, fields separated by ";\t" (a bare ';' is
@@ -372,17 +396,18 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
   if (!reader.Next(&line)) return LineError(file, 1, "empty file: expected a header row");
   std::vector<absl::string_view> fields;
   SplitInto(line, ';', &fields);
-  int col_ts = -1, col_cpu_pct = -1, col_mem_cap = -1, col_mem_use = -1;
+  int col_ts = -1, col_cpu_pct = -1, col_mem_cap = -1, col_mem_use = -1, col_cores = -1;
   for (size_t i = 0; i < fields.size(); ++i) {
     std::string name = absl::AsciiStrToLower(std::string(Trim(fields[i])));
     if (absl::StartsWith(name, "timestamp")) col_ts = static_cast<int>(i);
     if (absl::StartsWith(name, "cpu usage [%]")) col_cpu_pct = static_cast<int>(i);
     if (absl::StartsWith(name, "memory capacity provisioned")) col_mem_cap = static_cast<int>(i);
     if (absl::StartsWith(name, "memory usage")) col_mem_use = static_cast<int>(i);
+    if (name == "cpu cores") col_cores = static_cast<int>(i);
   }
   if (col_ts < 0) return LineError(file, 1, "header has no 'Timestamp' column");
   if (col_cpu_pct < 0) return LineError(file, 1, "header has no 'CPU usage [%]' column");
-  const int max_col = std::max({col_ts, col_cpu_pct, col_mem_cap, col_mem_use});
+  const int max_col = std::max({col_ts, col_cpu_pct, col_mem_cap, col_mem_use, col_cores});
   GwaFile out;
   out.samples.reserve(text.size() / 150);
   while (reader.Next(&line)) {
@@ -407,6 +432,15 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
           absl::StrCat("CPU usage [%] '", Trim(fields[col_cpu_pct]), "' is not a number"));
     }
     s.cpu_load = pct / 100.0;
+    if (col_cores >= 0 && !Trim(fields[col_cores]).empty()) {
+      int cores = 0;
+      if (!ParseCpuCores(fields[col_cores], &cores)) {
+        return LineError(file, ln,
+                         absl::StrCat("CPU cores '", Trim(fields[col_cores]),
+                                      "' is not an integer in [0, ", kMaxCpuCores, "]"));
+      }
+      out.cpu_cores = std::max(out.cpu_cores, cores);
+    }
     if (col_mem_cap >= 0 && col_mem_use >= 0) {
       double cap, use;
       if (!ParseDouble(fields[col_mem_cap], &cap)) {
@@ -464,6 +498,7 @@ class GwaCollector {
         }
         t.samples.insert(t.samples.end(), f.samples.begin(), f.samples.end());
         t.total_mem_mb = std::max(t.total_mem_mb, f.total_mem_mb);
+        t.cpu_cores = std::max(t.cpu_cores, f.cpu_cores);
       }
       t.period_seconds = MedianSpacing(t.samples);
       out.push_back(std::move(t));

@@ -10,9 +10,20 @@
 
 namespace sojourn::monitor {
 
+namespace {
+constexpr char kSampleErrors[] = "sojourn_monitor_sample_errors_total";
+constexpr char kSampleErrorsHelp[] = "Failed reads of /proc";
+constexpr char kSamples[] = "sojourn_monitor_samples_total";
+constexpr char kSamplesHelp[] = "Samples taken";
+}  // namespace
+
 Monitor::Monitor(ProcSampler& sampler, SampleSender& sender, Clock& clock, Metrics& metrics,
                  absl::Duration period)
-    : sampler_(sampler), sender_(sender), clock_(clock), metrics_(metrics), period_(period) {}
+    : sampler_(sampler), sender_(sender), clock_(clock), metrics_(metrics), period_(period) {
+  // At 0 from start-up, so that the first failed read is a visible increase.
+  metrics_.DeclareCounter(kSampleErrors, kSampleErrorsHelp, {});
+  metrics_.DeclareCounter(kSamples, kSamplesHelp, {});
+}
 
 Monitor::~Monitor() { Stop(); }
 
@@ -32,10 +43,10 @@ void Monitor::Tick() {
   auto sample = sampler_.Sample(now, guests());
   if (!sample.ok()) {
     SOJOURN_LOG(WARNING, "sampling: %s", sample.status().ToString());
-    metrics_.Increment("sojourn_monitor_sample_errors_total", "Failed reads of /proc", {});
+    metrics_.Increment(kSampleErrors, kSampleErrorsHelp, {});
   } else if (sample->has_value()) {
     sender_.Add(**sample);
-    metrics_.Increment("sojourn_monitor_samples_total", "Samples taken", {});
+    metrics_.Increment(kSamples, kSamplesHelp, {});
     metrics_.Set("sojourn_monitor_cpu_load_ratio", "Host CPU load excluding guests", {},
                  (*sample)->cpu_load);
     absl::MutexLock l(&mu_);

@@ -191,12 +191,15 @@ absl::Status SampleSender::Flush() {
   size_t i = 0;
   bool first = true;
   // An empty buffer still sends one message (with the attributes): a
-  // heartbeat that keeps the host's registration fresh.
+  // heartbeat that keeps the host's registration fresh. Every message
+  // carries the attributes and the period, like the host: a state manager
+  // from before the rule "a message without attributes keeps the stored
+  // ones" replaced them with empty ones on the second message of a stream.
   while (first || i < pending.size()) {
     sojourn::v1::PushSamplesRequest req;
     req.set_host(config_.host);
     req.set_period_seconds(config_.period_seconds);
-    if (first) *req.mutable_attributes() = config_.attributes;
+    *req.mutable_attributes() = config_.attributes;
     first = false;
     for (size_t n = 0; i < pending.size() && n < config_.batch_size; ++i, ++n) {
       *req.add_samples() = ToProto(pending[i]);

@@ -26,6 +26,7 @@ namespace sojourn::monitor {
 struct SenderConfig {
   std::string host;
   std::string statemgr_address;
+  // Sent in every message of every stream (they replace the stored ones).
   sojourn::v1::HostAttributes attributes;
   int64_t period_seconds = 6;
   size_t max_buffer = 200000;

@@ -139,7 +139,7 @@ HostInfo HostBook::InfoOf(const std::string& name, const Host& h) const {
 
 absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
                                               const std::vector<HostSample>& samples,
-                                              const HostMeta* meta) {
+                                              const MetaUpdate& update) {
   absl::MutexLock append_lock(&append_mu_);
   int64_t last = INT64_MIN;
   int64_t gap = 0;
@@ -153,10 +153,10 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
       gap = ClassifierFor(it->second).revocation_gap_seconds;
     }
   }
-  if (meta != nullptr) {
-    new_meta.attributes = meta->attributes;
-    if (meta->period_seconds > 0) new_meta.period_seconds = meta->period_seconds;
-  }
+  // Only what the message sets: a later message of a stream (or a sender)
+  // without attributes must not overwrite the stored ones with empty ones.
+  if (update.attributes.has_value()) new_meta.attributes = *update.attributes;
+  if (update.period_seconds > 0) new_meta.period_seconds = update.period_seconds;
   AppendResult result;
   std::vector<HostSample> fresh;
   for (const HostSample& s : samples) {
@@ -168,8 +168,8 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
     last = s.unix_seconds;
   }
   result.last_persisted_unix = last == INT64_MIN ? 0 : last;
-  if (fresh.empty() && meta == nullptr) return result;
-  RETURN_IF_ERROR(store_.Append(host, fresh, meta != nullptr ? &new_meta : nullptr));
+  if (fresh.empty() && update.empty()) return result;
+  RETURN_IF_ERROR(store_.Append(host, fresh, update.empty() ? nullptr : &new_meta));
   {
     absl::MutexLock l(&mu_);
     Host& h = hosts_[host];

@@ -44,6 +44,19 @@ struct HostBookConfig {
   int64_t max_clock_skew_seconds = 3600;
 };
 
+// What one PushSamples message says about its host besides the samples
+// (statemgr.proto, PushSamplesRequest). Only what is set changes the stored
+// HostMeta: a multi-message stream whose later messages carry no attributes
+// must not erase the ones the first message sent.
+struct MetaUpdate {
+  // Set: replaces the stored attributes whole (an explicit update; all-zero
+  // attributes make them unknown). Unset: the stored attributes are kept.
+  std::optional<sojourn::v1::HostAttributes> attributes;
+  // > 0: replaces the stored period. 0: the stored period is kept.
+  int64_t period_seconds = 0;
+  bool empty() const { return !attributes.has_value() && period_seconds <= 0; }
+};
+
 struct AppendResult {
   int64_t persisted = 0;
   int64_t duplicates = 0;
@@ -96,12 +109,13 @@ class HostBook {
 
   // Persists the new samples of `host` (timestamps after its last persisted
   // sample; older ones are counted as duplicates), then adds them in memory.
-  // Samples must be in time order. `meta` (may be null) replaces the host's
-  // attributes. A gap since the last persisted sample longer than the
-  // revocation gap is recorded as a revocation (S5).
+  // Samples must be in time order. `update` changes only what it sets (see
+  // MetaUpdate): a message without attributes keeps the stored ones. A gap
+  // since the last persisted sample longer than the revocation gap is
+  // recorded as a revocation (S5).
   absl::StatusOr<AppendResult> Append(const std::string& host,
                                       const std::vector<HostSample>& samples,
-                                      const HostMeta* meta);
+                                      const MetaUpdate& update = MetaUpdate());
 
   std::vector<HostInfo> List() const;
   // Like List() without the current state (no classification): for callers

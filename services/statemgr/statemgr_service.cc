@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "common/text.h"
+#include "models/usage/forecasters.h"
 #include "services/convert.h"
 
 namespace sojourn::statemgr {
@@ -21,6 +22,17 @@ using sojourn::v1::PushSamplesRequest;
 using sojourn::v1::PushSamplesResponse;
 
 constexpr int64_t kMaxWindowSeconds = 7 * 86400;
+
+// Event counters (declared at 0 by the constructor, so that their first
+// increment is a visible change for Prometheus' rate()).
+constexpr char kRejectedBatches[] = "sojourn_statemgr_rejected_batches_total";
+constexpr char kRejectedBatchesHelp[] = "Sample batches rejected";
+constexpr char kPersisted[] = "sojourn_statemgr_samples_persisted_total";
+constexpr char kPersistedHelp[] = "Samples written to RocksDB";
+constexpr char kDuplicates[] = "sojourn_statemgr_samples_duplicate_total";
+constexpr char kDuplicatesHelp[] = "Samples received again and not stored";
+constexpr char kUsageAnswers[] = "sojourn_statemgr_usage_answers_total";
+constexpr char kUsageAnswersHelp[] = "Usage questions answered";
 constexpr int64_t kMaxUtcOffsetSeconds = 14 * 3600;
 
 // Reads accept any name a host may have been stored under; PushSamples
@@ -52,8 +64,7 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
     ++messages_;
     absl::Status s = Handle();
     if (!s.ok()) {
-      metrics_.Increment("sojourn_statemgr_rejected_batches_total", "Sample batches rejected",
-                         {});
+      metrics_.Increment(kRejectedBatches, kRejectedBatchesHelp, {});
       if (response_->persisted_samples() > 0) {
         // The client only sees the error, not the response: say what of
         // this stream is already durable so it does not resend it all (or
@@ -139,11 +150,12 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
       prev = s.unix_seconds;
       samples.push_back(s);
     }
-    HostMeta meta;
-    meta.attributes = request_.attributes();
-    meta.period_seconds = request_.period_seconds();
-    const bool has_meta = request_.has_attributes() || request_.period_seconds() > 0;
-    auto result = book_.Append(request_.host(), samples, has_meta ? &meta : nullptr);
+    // Attributes only when the message has them (message presence): a later
+    // message of a stream without them keeps the stored ones.
+    MetaUpdate update;
+    if (request_.has_attributes()) update.attributes = request_.attributes();
+    update.period_seconds = request_.period_seconds();
+    auto result = book_.Append(request_.host(), samples, update);
     if (!result.ok()) return result.status();
     response_->set_persisted_samples(response_->persisted_samples() + result->persisted);
     response_->set_duplicate_samples(response_->duplicate_samples() + result->duplicates);
@@ -151,11 +163,8 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
         result->last_persisted_unix;
     metrics_.Set("sojourn_statemgr_hosts", "Hosts held by this state manager", {},
                  static_cast<double>(book_.size()));
-    metrics_.Increment("sojourn_statemgr_samples_persisted_total", "Samples written to RocksDB",
-                       {}, static_cast<double>(result->persisted));
-    metrics_.Increment("sojourn_statemgr_samples_duplicate_total",
-                       "Samples received again and not stored", {},
-                       static_cast<double>(result->duplicates));
+    metrics_.Increment(kPersisted, kPersistedHelp, {}, static_cast<double>(result->persisted));
+    metrics_.Increment(kDuplicates, kDuplicatesHelp, {}, static_cast<double>(result->duplicates));
     return absl::OkStatus();
   }
 
@@ -181,6 +190,20 @@ void FillStatus(const HostInfo& info, sojourn::v1::HostStatus* out) {
 
 
 }  // namespace
+
+StateManagerService::StateManagerService(HostBook& book, UsageKeeper& usage, ThreadPool& pool,
+                                         Metrics& metrics, const StateManagerServiceConfig& config)
+    : book_(book), usage_(usage), pool_(pool), metrics_(metrics), config_(config) {
+  metrics_.DeclareCounter(kRejectedBatches, kRejectedBatchesHelp, {});
+  metrics_.DeclareCounter(kPersisted, kPersistedHelp, {});
+  metrics_.DeclareCounter(kDuplicates, kDuplicatesHelp, {});
+  // Every forecaster that may answer (kAllForecasters; kUpaPaper is for
+  // comparison only and never answers a PredictUsage).
+  for (usage::Forecaster f : usage::kAllForecasters) {
+    metrics_.DeclareCounter(kUsageAnswers, kUsageAnswersHelp,
+                            {{"method", usage::ForecasterName(f)}});
+  }
+}
 
 grpc::ServerReadReactor<PushSamplesRequest>* StateManagerService::PushSamples(
     grpc::CallbackServerContext* /*context*/, PushSamplesResponse* response) {
@@ -355,7 +378,7 @@ grpc::ServerUnaryReactor* StateManagerService::PredictUsage(
     response->set_step_seconds(f.step_seconds);
     for (double v : f.use) response->add_use_ratio(v);
     FillMethod(f.method, response->mutable_method());
-    metrics_.Increment("sojourn_statemgr_usage_answers_total", "Usage questions answered",
+    metrics_.Increment(kUsageAnswers, kUsageAnswersHelp,
                        {{"method", usage::ForecasterName(f.method.method)}});
     return absl::OkStatus();
   });

@@ -25,9 +25,9 @@ class StateManagerService final : public sojourn::v1::StateManager::CallbackServ
  public:
   // All references must outlive the service. Usage questions (which may run a
   // pattern analysis) are answered on `pool`.
+  // Exports its event counters at 0 (Metrics::DeclareCounter).
   StateManagerService(HostBook& book, UsageKeeper& usage, ThreadPool& pool, Metrics& metrics,
-                      const StateManagerServiceConfig& config = {})
-      : book_(book), usage_(usage), pool_(pool), metrics_(metrics), config_(config) {}
+                      const StateManagerServiceConfig& config = {});
 
   grpc::ServerReadReactor<sojourn::v1::PushSamplesRequest>* PushSamples(
       grpc::CallbackServerContext* context, sojourn::v1::PushSamplesResponse* response) override;

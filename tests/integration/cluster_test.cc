@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <grpcpp/grpcpp.h>
 
@@ -841,6 +842,134 @@ TEST_F(ClusterTest, SenderSurvivesClockStepBackAndReportsRefusals) {
   sender.Add(bad);
   absl::Status refused = sender.Flush();
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+}
+
+}  // namespace
+}  // namespace sojourn
+
+namespace sojourn {
+namespace {
+
+// A PushSamples stream of several messages keeps the host's attributes up to
+// the broker. Before, each message without attributes replaced the stored
+// ones with empty ones: a replayed VM of ~7000 samples (two messages) showed
+// MEM_MB 0 in `sojourn hosts`, a short one 8192.
+TEST_F(ClusterTest, MultiMessageStreamKeepsAttributes) {
+  // A client that sends the attributes in the first message only (the
+  // monitor and the replay did): the later messages must not erase them.
+  {
+    grpc::ClientContext ctx;
+    v1::PushSamplesResponse resp;
+    auto writer = sm_stub_->PushSamples(&ctx, &resp);
+    for (int m = 0; m < 3; ++m) {
+      v1::PushSamplesRequest req;
+      req.set_host("first-only");
+      req.set_period_seconds(300);
+      if (m == 0) {
+        req.mutable_attributes()->set_cpu_cores(4);
+        req.mutable_attributes()->set_total_mem_mb(8192);
+      }
+      for (int i = 0; i < 4; ++i) {
+        auto* s = req.add_samples();
+        s->set_unix_seconds(kMonday + (m * 4 + i) * 300);
+        s->set_cpu_load_ratio(0.1);
+      }
+      ASSERT_TRUE(writer->Write(req));
+    }
+    writer->WritesDone();
+    ASSERT_TRUE(writer->Finish().ok());
+    EXPECT_EQ(resp.persisted_samples(), 12);
+  }
+  // The monitor's sender in batches of 2: five samples are three messages.
+  monitor::SenderConfig sc;
+  sc.host = "batched";
+  sc.statemgr_address = sm_server_->address();
+  sc.period_seconds = 300;
+  sc.batch_size = 2;
+  sc.attributes.set_cpu_cores(2);
+  sc.attributes.set_total_mem_mb(2048);
+  monitor::SampleSender sender(sc, clock_);
+  for (int i = 0; i < 5; ++i) {
+    HostSample s;
+    s.unix_seconds = kMonday + i * 300;
+    s.cpu_load = 0.2;
+    sender.Add(s);
+  }
+  ASSERT_THAT(sender.Flush(), IsOk());
+  EXPECT_EQ(sender.acknowledged(), 5);
+
+  grpc::ClientContext list_ctx;
+  v1::ListHostsResponse listed;
+  ASSERT_TRUE(sm_stub_->ListHosts(&list_ctx, v1::ListHostsRequest(), &listed).ok());
+  std::map<std::string, v1::HostStatus> by_host;
+  for (const auto& h : listed.hosts()) by_host[h.host()] = h;
+  ASSERT_EQ(by_host.count("first-only"), 1u);
+  EXPECT_EQ(by_host["first-only"].sample_count(), 12);
+  EXPECT_EQ(by_host["first-only"].attributes().total_mem_mb(), 8192);
+  EXPECT_EQ(by_host["first-only"].attributes().cpu_cores(), 4);
+  ASSERT_EQ(by_host.count("batched"), 1u);
+  EXPECT_EQ(by_host["batched"].sample_count(), 5);
+  EXPECT_EQ(by_host["batched"].attributes().total_mem_mb(), 2048);
+  EXPECT_EQ(by_host["batched"].attributes().cpu_cores(), 2);
+
+  // And what the broker gets from the state manager's registration.
+  statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
+  statemgr::Registrar registrar(rc, *book_, clock_);
+  ASSERT_EQ(registrar.RegisterAll(), 2);
+  for (const auto& [host, mem] : {std::pair<std::string, double>("first-only", 8192),
+                                  std::pair<std::string, double>("batched", 2048)}) {
+    grpc::ClientContext ctx;
+    v1::GetHostRequest req;
+    req.set_host(host);
+    v1::RegisteredHost got;
+    ASSERT_TRUE(broker_stub_->GetHost(&ctx, req, &got).ok()) << host;
+    EXPECT_EQ(got.attributes().total_mem_mb(), mem) << host;
+  }
+}
+
+// A fresh state manager and monitor export their event counters at 0, so
+// that Prometheus' rate() sees the first rejected batch, failed /proc read
+// or usage answer (a counter created by its first event misses it, and the
+// dashboards said "No data").
+TEST_F(ClusterTest, EventCountersStartAtZero) {
+  const std::string sm = sm_metrics_.Render();
+  std::vector<std::string> expected = {
+      "sojourn_statemgr_rejected_batches_total{service=\"statemgr\"} 0",
+      "sojourn_statemgr_samples_persisted_total{service=\"statemgr\"} 0"};
+  for (const char* method : {"upa", "last4", "persist", "same_time_yesterday"}) {
+    expected.push_back(std::string("sojourn_statemgr_usage_answers_total{service=\"statemgr\",") +
+                       "method=\"" + method + "\"} 0");
+  }
+  for (const std::string& series : expected) {
+    EXPECT_NE(sm.find(series + "\n"), std::string::npos) << series << " not in:\n" << sm;
+  }
+  const std::string proc = dir_.File("proc");
+  WriteFakeProc(proc, 100, 100);
+  monitor::ProcSampler sampler(proc);
+  monitor::SenderConfig sc;
+  sc.host = "fresh";
+  sc.statemgr_address = sm_server_->address();
+  monitor::SampleSender sender(sc, clock_);
+  Metrics m("monitor");
+  monitor::Monitor mon(sampler, sender, clock_, m, absl::Seconds(6));
+  const std::string fresh = m.Render();
+  for (const std::string series : {"sojourn_monitor_sample_errors_total{service=\"monitor\"} 0",
+                                   "sojourn_monitor_samples_total{service=\"monitor\"} 0"}) {
+    EXPECT_NE(fresh.find(series + "\n"), std::string::npos) << series << " not in:\n" << fresh;
+  }
+  // A rejected batch then counts 1 on the series that was there.
+  grpc::ClientContext ctx;
+  v1::PushSamplesResponse resp;
+  auto writer = sm_stub_->PushSamples(&ctx, &resp);
+  v1::PushSamplesRequest bad;
+  bad.set_host("h");
+  bad.add_samples()->set_unix_seconds(-1);
+  writer->Write(bad);
+  writer->WritesDone();
+  EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(sm_metrics_.Render().find(
+                "sojourn_statemgr_rejected_batches_total{service=\"statemgr\"} 1\n"),
+            std::string::npos);
 }
 
 }  // namespace

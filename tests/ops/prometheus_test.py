@@ -7,7 +7,9 @@ scrapes each service's /metrics every second (storage in a temporary
 directory), waits (bounded) until Prometheus reports up == 1 for every
 target, calls a broker method a known number of times from Python, and checks
 that sojourn_grpc_requests_total and the latency histogram for that method are
-visible through Prometheus' HTTP query API. Each service's /metrics is also
+visible through Prometheus' HTTP query API. The counters of rare events
+(rejected batches, failed /proc reads, usage answers by method) must be there
+at 0 before their first event. Each service's /metrics is also
 checked with `promtool check metrics` (exposition format).
 
 usage: /usr/bin/python3 tests/ops/prometheus_test.py --bin-dir BUILD/bin
@@ -139,6 +141,33 @@ class PrometheusTest(unittest.TestCase):
         up = sojourn_cluster.wait_until(all_up, 30, "up == 1 for every sojourn target",
                                         interval_seconds=0.2)
         self.assertEqual(set(up), jobs)
+
+    def test_1b_event_counters_exported_at_zero(self):
+        # Counters of rare events exist at 0 from start-up: a counter created by
+        # its first event is invisible until then, so rate() misses that first
+        # increment and the dashboards said "No data". Nothing in this cluster
+        # rejects a batch, fails a /proc read or asks a usage question.
+        expected = [
+            'sojourn_statemgr_rejected_batches_total{job="sojourn-statemgr"}',
+            'sojourn_monitor_sample_errors_total{job="sojourn-monitor"}',
+        ] + [f'sojourn_statemgr_usage_answers_total{{job="sojourn-statemgr",method="{m}"}}'
+             for m in ("upa", "last4", "persist", "same_time_yesterday")]
+        for expr in expected:
+            with self.subTest(series=expr):
+                # Bounded wait for a scrape that has the series (test_1 saw every
+                # target up, so one scrape has normally happened already).
+                got = sojourn_cluster.wait_until(lambda e=expr: query(e), 15,
+                                                 f"{expr} in Prometheus", interval_seconds=0.2)
+                self.assertEqual([v for _, v in got], [0.0], got)
+        # And on the services' own /metrics, before any Prometheus arithmetic.
+        for name, series in (
+                ("statemgr", b'sojourn_statemgr_rejected_batches_total{service="statemgr"} 0\n'),
+                ("statemgr", b'sojourn_statemgr_usage_answers_total{service="statemgr",'
+                             b'method="upa"} 0\n'),
+                ("monitor", b'sojourn_monitor_sample_errors_total{service="monitor"} 0\n')):
+            with self.subTest(service=name, series=series):
+                url = f"http://127.0.0.1:{CLUSTER.services[name].metrics_port}/metrics"
+                self.assertIn(series, http_get(url).encode())
 
     def test_2_request_counter_visible(self):
         import grpc

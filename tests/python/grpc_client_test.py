@@ -7,7 +7,8 @@ grpc/health/v1/health.proto at test time, pushes samples to the statemgr over
 its client-streaming PushSamples, waits (bounded polling) until the statemgr
 has registered the host at the broker, and then asks the broker for a
 ranking. Also: health SERVING from every service, one malformed request per
-service rejected with INVALID_ARGUMENT / NOT_FOUND and a message, no service
+service rejected with INVALID_ARGUMENT / NOT_FOUND and a message, sojourn-replay
+loading a trace of several PushSamples messages with its attributes, no service
 crashed, and every service exits 0 on SIGTERM.
 
 usage: /usr/bin/python3 tests/python/grpc_client_test.py --bin-dir BUILD/bin [unittest args]
@@ -19,6 +20,7 @@ import argparse
 import math
 import os
 import random
+import subprocess
 import sys
 import time
 import unittest
@@ -275,6 +277,33 @@ class GrpcClientTest(unittest.TestCase):
         listed = [h.host for h in self.statemgr.ListHosts(pb["statemgr"].ListHostsRequest(),
                                                           timeout=10).hosts]
         self.assertIn(MONITOR_HOST, listed)
+
+    def test_07b_replay_keeps_the_trace_attributes(self):
+        # sojourn-replay loads a trace longer than one PushSamples message
+        # (5000 samples) with the attributes the trace gives. Before, the
+        # second message erased them (MEM_MB 0 at the broker for a Bitbrains
+        # VM of ~7000 rows) and the trace's cpu_cores were never sent.
+        host, rows = "py-replay-trace-host", 6000
+        last = int(time.time()) - 300
+        path = os.path.join(CLUSTER.workdir, "replay-trace.csv")
+        with open(path, "w") as f:
+            f.write("host,timestamp,cpu_load,free_mem_mb,total_mem_mb,cpu_cores\n")
+            for i in range(rows):
+                f.write(f"{host},{last - (rows - 1 - i) * 300},0.1,4000,8192,2\n")
+        run = subprocess.run([CLUSTER.binary("sojourn-replay"), f"--trace={path}",
+                              f"--statemgr={ADDRS['statemgr']}", "--follow=false",
+                              "--shift=false"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        listed = {h.host: h for h in self.statemgr.ListHosts(
+            pb["statemgr"].ListHostsRequest(), timeout=self.RPC_TIMEOUT).hosts}
+        self.assertIn(host, listed)
+        self.assertEqual(listed[host].sample_count, rows)
+        self.assertEqual(listed[host].attributes.total_mem_mb, 8192)
+        self.assertEqual(listed[host].attributes.cpu_cores, 2)
+        self.assertEqual(listed[host].period_seconds, 300)
+        h = self.wait_registered(host)
+        self.assertEqual(h.attributes.total_mem_mb, 8192)
+        self.assertEqual(h.attributes.cpu_cores, 2)
 
     def test_08_no_service_crashed(self):
         for name, service in CLUSTER.services.items():

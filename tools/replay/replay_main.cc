@@ -91,7 +91,9 @@ int main(int argc, char** argv) {
     sojourn::monitor::SenderConfig sc;
     sc.host = h.host;
     sc.statemgr_address = absl::GetFlag(FLAGS_statemgr);
+    // What the trace knows of the host (0 = unknown); sent with every message.
     sc.attributes.set_total_mem_mb(h.total_mem_mb);
+    sc.attributes.set_cpu_cores(h.cpu_cores);
     sc.period_seconds = h.period_seconds > 0 ? h.period_seconds : 300;
     sc.batch_size = 5000;
     senders.push_back(std::make_unique<sojourn::monitor::SampleSender>(sc, clock));

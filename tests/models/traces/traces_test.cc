@@ -106,6 +106,30 @@ TEST_F(TracesTest, ReadsOptionalTotalMemory) {
   EXPECT_NE(std::string(bad.status().message()).find(":2:"), std::string::npos) << bad.status();
 }
 
+// The optional cpu_cores column (the demo trace has it) gives the host's
+// logical CPUs, which sojourn-replay sends as HostAttributes.cpu_cores; a
+// value that is not a whole number in [0, 1e6] is an error naming the line.
+TEST_F(TracesTest, ReadsOptionalCpuCores) {
+  auto traces = ImportTrace(Write("c.csv",
+                                  "host,timestamp,cpu_load,free_mem_mb,total_mem_mb,cpu_cores\n"
+                                  "a,100,0.5,1024,4096,2\n"
+                                  "a,160,0.5,1000,4096,2\n"
+                                  "b,100,0.5,10,,\n"),
+                            {});
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  EXPECT_EQ((*traces)[0].cpu_cores, 2);
+  EXPECT_EQ((*traces)[1].cpu_cores, 0);
+  for (const char* value : {"two", "1.5", "-1", "2000000"}) {
+    auto bad = ImportTrace(
+        Write("bad.csv", std::string("host,timestamp,cpu_load,cpu_cores\na,100,0.5,4\na,160,0.5,") +
+                             value + "\n"),
+        {});
+    ASSERT_FALSE(bad.ok()) << value;
+    EXPECT_NE(std::string(bad.status().message()).find(":3: cpu_cores"), std::string::npos)
+        << bad.status();
+  }
+}
+
 // .gz and .xz give the same result as the plain file.
 TEST_F(TracesTest, ReadsCompressedCanonicalCsv) {
   for (const std::string& p : {WriteGz("t.csv.gz", kCanonical), WriteXz("t.csv.xz", kCanonical)}) {
@@ -344,6 +368,7 @@ TEST_F(TracesTest, ReadsGwaDirectory) {
   EXPECT_DOUBLE_EQ(vm7->samples[0].free_mem_mb, 256.0);
   EXPECT_DOUBLE_EQ(vm7->samples[2].free_mem_mb, 512.0);
   EXPECT_DOUBLE_EQ(vm7->total_mem_mb, 1024.0);
+  EXPECT_EQ(vm7->cpu_cores, 2);  // the "CPU cores" column
 }
 
 // Hidden files (".x.csv", macOS "._x.csv") in a GWA directory are not VMs.

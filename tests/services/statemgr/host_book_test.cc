@@ -33,9 +33,9 @@ class HostBookTest : public ::testing::Test {
   void Fill(const std::string& host, int days, double (*fn)(int64_t)) {
     std::vector<HostSample> v;
     for (int64_t t = kMonday; t < kMonday + days * 86400; t += 300) v.push_back(At(t, fn(t)));
-    HostMeta meta;
+    MetaUpdate meta;
     meta.period_seconds = 300;
-    ASSERT_THAT(book_->Append(host, v, &meta).status(), IsOk());
+    ASSERT_THAT(book_->Append(host, v, meta).status(), IsOk());
   }
   TempDir dir_;
   std::unique_ptr<SampleStore> store_;
@@ -65,7 +65,7 @@ TEST_F(HostBookTest, LoadLeavesOutSamplesPushSamplesWouldRefuse) {
   ASSERT_THAT(book.Info("h").status(), IsOk());
   EXPECT_EQ(book.Info("h")->samples, 2);
   EXPECT_EQ(book.Info("h")->last_unix, kMonday - 300);
-  auto r = book.Append("h", {At(kMonday, 0.3)}, nullptr);
+  auto r = book.Append("h", {At(kMonday, 0.3)});
   ASSERT_THAT(r.status(), IsOk());
   EXPECT_EQ(r->persisted, 1);
   EXPECT_EQ(r->duplicates, 0);
@@ -91,10 +91,10 @@ TEST_F(HostBookTest, LoadIgnoresOutOfRangeStoredPeriod) {
 
 // Re-sent samples are acknowledged as duplicates and not stored twice.
 TEST_F(HostBookTest, DuplicatesAreNotStoredTwice) {
-  auto r1 = book_->Append("h", {At(kMonday, 0.1), At(kMonday + 300, 0.1)}, nullptr);
+  auto r1 = book_->Append("h", {At(kMonday, 0.1), At(kMonday + 300, 0.1)});
   ASSERT_THAT(r1.status(), IsOk());
   EXPECT_EQ(r1->persisted, 2);
-  auto r2 = book_->Append("h", {At(kMonday + 300, 0.1), At(kMonday + 600, 0.1)}, nullptr);
+  auto r2 = book_->Append("h", {At(kMonday + 300, 0.1), At(kMonday + 600, 0.1)});
   ASSERT_THAT(r2.status(), IsOk());
   EXPECT_EQ(r2->persisted, 1);
   EXPECT_EQ(r2->duplicates, 1);
@@ -105,12 +105,11 @@ TEST_F(HostBookTest, DuplicatesAreNotStoredTwice) {
 // A gap longer than the revocation gap is recorded as a revocation (S5), and
 // shows as an S5 interval between the two runs of samples.
 TEST_F(HostBookTest, GapIsRecordedAsRevocation) {
-  HostMeta meta;
+  MetaUpdate meta;
   meta.period_seconds = 300;
-  ASSERT_THAT(book_->Append("h", {At(kMonday, 0.1), At(kMonday + 300, 0.1)}, &meta).status(),
+  ASSERT_THAT(book_->Append("h", {At(kMonday, 0.1), At(kMonday + 300, 0.1)}, meta).status(),
               IsOk());
-  ASSERT_THAT(book_->Append("h", {At(kMonday + 3600, 0.1), At(kMonday + 3900, 0.1)}, nullptr)
-                  .status(),
+  ASSERT_THAT(book_->Append("h", {At(kMonday + 3600, 0.1), At(kMonday + 3900, 0.1)}).status(),
               IsOk());
   auto rev = store_->Revocations("h");
   ASSERT_THAT(rev.status(), IsOk());
@@ -132,11 +131,11 @@ TEST_F(HostBookTest, GapIsRecordedAsRevocation) {
 TEST_F(HostBookTest, GridIsBoundedWhateverTheOldestSample) {
   config_.max_grid_points = 1000;
   book_ = std::make_unique<HostBook>(config_, *store_, clock_);
-  HostMeta meta;
+  MetaUpdate meta;
   meta.period_seconds = 1;
   std::vector<HostSample> v = {At(1, 0.1)};
   for (int64_t t = kMonday - 3000; t <= kMonday; ++t) v.push_back(At(t, 0.1));
-  ASSERT_THAT(book_->Append("h", v, &meta).status(), IsOk());
+  ASSERT_THAT(book_->Append("h", v, meta).status(), IsOk());
   EXPECT_EQ(book_->Info("h")->samples, static_cast<int64_t>(v.size()));
   EXPECT_EQ(book_->Info("h")->first_unix, 1);
   int64_t step = 0;
@@ -192,8 +191,7 @@ TEST_F(HostBookTest, WindowStatsUseSameClockWindowsOfTheDayType) {
 // a whole-history fallback; an unknown host is NOT_FOUND.
 TEST_F(HostBookTest, NewHostFallsBackToWholeHistory) {
   ASSERT_THAT(book_->Append("new", {At(kMonday, 0.1), At(kMonday + 300, 0.1),
-                                    At(kMonday + 600, 0.3)},
-                            nullptr)
+                                    At(kMonday + 600, 0.3)})
                   .status(),
               IsOk());
   availability::WindowSpec spec;
@@ -213,7 +211,7 @@ TEST_F(HostBookTest, FallbackRespectsTheRequestedEnd) {
   for (int64_t t = kMonday; t < kMonday + 3 * 3600; t += 300) {
     v.push_back(At(t, t >= kMonday + 2 * 3600 ? 0.95 : 0.05));  // busy (S3) in hour 3
   }
-  ASSERT_THAT(book_->Append("late-busy", v, nullptr).status(), IsOk());
+  ASSERT_THAT(book_->Append("late-busy", v).status(), IsOk());
   availability::WindowSpec spec;
   spec.start_second_of_day = 20 * 3600;  // no same-clock window in 3 h of history
   spec.length_seconds = 1800;
@@ -274,7 +272,7 @@ TEST_F(HostBookTest, FallbackCountsEveryFailure) {
   for (int64_t t = kMonday; t < kMonday + 18 * 3600; t += 300) {
     v.push_back(At(t, (t - kMonday) % (3 * 3600) < 600 && t > kMonday ? 0.95 : 0.05));
   }
-  ASSERT_THAT(book_->Append("flaky", v, nullptr).status(), IsOk());
+  ASSERT_THAT(book_->Append("flaky", v).status(), IsOk());
   availability::WindowSpec spec;
   spec.start_second_of_day = 20 * 3600;  // no same-clock window in 18 h of history
   spec.length_seconds = 24 * 3600;       // longer than the history
@@ -319,6 +317,49 @@ TEST_F(HostBookTest, ListBriefMatchesList) {
     EXPECT_EQ(brief[i].meta.period_seconds, 300);
   }
   EXPECT_EQ(brief[1].samples, 2 * 288);
+}
+
+// A PushSamples stream of several messages sends the attributes in the
+// first one only (a sender may): the later messages, without attributes,
+// keep them (before: each replaced them with empty ones, so a replayed VM
+// showed 0 MB of memory at the broker). Present attributes still replace
+// the stored ones whole, in memory and in the store.
+TEST_F(HostBookTest, MessageWithoutAttributesKeepsTheStoredOnes) {
+  MetaUpdate first;
+  first.period_seconds = 300;
+  first.attributes.emplace();
+  first.attributes->set_cpu_cores(4);
+  first.attributes->set_total_mem_mb(8192);
+  ASSERT_THAT(book_->Append("h", {At(kMonday, 0.1)}, first).status(), IsOk());
+  MetaUpdate period_only;
+  period_only.period_seconds = 300;
+  ASSERT_THAT(book_->Append("h", {At(kMonday + 300, 0.1)}, period_only).status(), IsOk());
+  ASSERT_THAT(book_->Append("h", {At(kMonday + 600, 0.1)}).status(), IsOk());
+  ASSERT_THAT(book_->Info("h").status(), IsOk());
+  EXPECT_EQ(book_->Info("h")->meta.attributes.total_mem_mb(), 8192);
+  EXPECT_EQ(book_->Info("h")->meta.attributes.cpu_cores(), 4);
+  EXPECT_EQ(book_->Info("h")->meta.period_seconds, 300);
+  EXPECT_EQ(book_->Info("h")->samples, 3);
+  {
+    HostBook reloaded(config_, *store_, clock_);
+    ASSERT_THAT(reloaded.Load(), IsOk());
+    EXPECT_EQ(reloaded.Info("h")->meta.attributes.total_mem_mb(), 8192);
+    EXPECT_EQ(reloaded.Info("h")->meta.period_seconds, 300);
+  }
+  // An explicit update replaces them whole (cpu_cores unset = unknown now);
+  // the period, not sent, stays.
+  MetaUpdate update;
+  update.attributes.emplace();
+  update.attributes->set_total_mem_mb(4096);
+  ASSERT_THAT(book_->Append("h", {}, update).status(), IsOk());
+  EXPECT_EQ(book_->Info("h")->meta.attributes.total_mem_mb(), 4096);
+  EXPECT_EQ(book_->Info("h")->meta.attributes.cpu_cores(), 0);
+  EXPECT_EQ(book_->Info("h")->meta.period_seconds, 300);
+  HostBook reloaded(config_, *store_, clock_);
+  ASSERT_THAT(reloaded.Load(), IsOk());
+  EXPECT_EQ(reloaded.Info("h")->meta.attributes.total_mem_mb(), 4096);
+  EXPECT_EQ(reloaded.Info("h")->meta.attributes.cpu_cores(), 0);
+  EXPECT_EQ(reloaded.Info("h")->meta.period_seconds, 300);
 }
 
 }  // namespace
