@@ -63,8 +63,9 @@ options:
   --proactive-tr W         service (default): proactive's TR as the predictor
                            service computes it (population prior, host frailty,
                            age); own: from the host's own windows only (the
-                           plain censoring-aware SMP, this command's default
-                           until session 11)
+                           plain censoring-aware SMP, without those three;
+                           this command's default before sojourn's service
+                           pipeline was simulated)
   --warmup-days N          no submissions on the first N days, 1..36500 (default 7)
   --retry-seconds S        retry delay, 1..604800 (default 300)
   --step SECONDS           state grid step, a divisor of 3600 (default: the matrix
