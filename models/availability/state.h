@@ -61,6 +61,10 @@ class StateClassifier {
 
   // The state returned by the last Add (S5 before the first sample).
   HostState current() const { return current_; }
+  // Whether the last Add was inside a transient load spike: load above Th2
+  // for no longer than the grace period, so the state is still S1/S2 while
+  // the guest is suspended (section 4).
+  bool in_spike() const { return high_since_.has_value() && !IsFailure(current_); }
   std::optional<int64_t> last_sample_unix() const { return last_unix_; }
 
  private:

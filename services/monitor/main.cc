@@ -1,10 +1,12 @@
 // monitor: samples this host from /proc and streams to its state manager.
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_format.h"
 #include "common/cli_util.h"
 #include "common/clock.h"
 #include "common/flags_usage.h"
@@ -26,6 +28,18 @@ ABSL_FLAG(std::string, statemgr, "127.0.0.1:7403", "address of this host's state
 ABSL_FLAG(std::string, host, "", "name of this host as sojourn knows it (default: hostname)");
 ABSL_FLAG(int64_t, period_seconds, 6, "sampling period (paper 000: 6 s)");
 ABSL_FLAG(std::string, proc_root, "/proc", "where to read /proc from");
+ABSL_FLAG(bool, gateway, false,
+          "act on registered guest processes after each sample, as an FGCS gateway does: "
+          "renice to 19 in S2, suspend during a load spike above --th2, resume when it ends, "
+          "terminate in S3 (above --th2 for longer than --grace_seconds) and S4 (free memory "
+          "below --working_set_mb); needs permission to signal the guests (and CAP_SYS_NICE to "
+          "give a reniced guest its priority back)");
+ABSL_FLAG(double, th1, 0.2, "with --gateway: CPU load below this is S1 (guest at its priority)");
+ABSL_FLAG(double, th2, 0.6, "with --gateway: CPU load above this suspends the guests");
+ABSL_FLAG(int64_t, grace_seconds, 60,
+          "with --gateway: load above --th2 for longer than this terminates the guests (S3)");
+ABSL_FLAG(double, working_set_mb, 256,
+          "with --gateway: free memory below this (MiB) terminates the guests (S4)");
 ABSL_FLAG(std::string, spool_path, "",
           "file keeping the samples not yet acknowledged by the state manager, so they survive a "
           "restart of the monitor while the state manager is unreachable (empty = memory only)");
@@ -45,6 +59,24 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_period_seconds) > sojourn::kMaxPeriodSeconds) {
     SOJOURN_LOG(ERROR, "--period_seconds must be in [1, %d], got %d", sojourn::kMaxPeriodSeconds,
                 absl::GetFlag(FLAGS_period_seconds));
+    return 2;
+  }
+  sojourn::availability::ClassifierConfig gateway_config;
+  gateway_config.th1 = absl::GetFlag(FLAGS_th1);
+  gateway_config.th2 = absl::GetFlag(FLAGS_th2);
+  gateway_config.grace_seconds = absl::GetFlag(FLAGS_grace_seconds);
+  gateway_config.guest_working_set_mb = absl::GetFlag(FLAGS_working_set_mb);
+  // The monitor's own samples are never further apart than a few periods;
+  // the gateway does not judge revocation (the state manager does).
+  gateway_config.revocation_gap_seconds = 1000 * absl::GetFlag(FLAGS_period_seconds);
+  if (!(gateway_config.th1 >= 0 && gateway_config.th1 <= gateway_config.th2 &&
+        gateway_config.th2 <= 1) ||
+      gateway_config.grace_seconds < 0 || gateway_config.grace_seconds > 86400 ||
+      !(gateway_config.guest_working_set_mb >= 0 &&
+        gateway_config.guest_working_set_mb < 1e9)) {
+    SOJOURN_LOG(ERROR,
+                "need 0 <= --th1 <= --th2 <= 1, --grace_seconds in [0, 86400] and "
+                "--working_set_mb in [0, 1e9)");
     return 2;
   }
   std::string host = absl::GetFlag(FLAGS_host);
@@ -81,8 +113,11 @@ int main(int argc, char** argv) {
   sc.spool_path = absl::GetFlag(FLAGS_spool_path);
   sojourn::monitor::SampleSender sender(sc, clock);
   sojourn::Metrics metrics("monitor");
+  std::optional<sojourn::monitor::Gateway> gateway;
+  if (absl::GetFlag(FLAGS_gateway)) gateway.emplace(gateway_config);
   sojourn::monitor::Monitor monitor(sampler, sender, clock, metrics,
-                                    absl::Seconds(sc.period_seconds));
+                                    absl::Seconds(sc.period_seconds),
+                                    gateway.has_value() ? &*gateway : nullptr);
   sojourn::monitor::MonitorService service(monitor, sender);
   sojourn::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
@@ -97,9 +132,15 @@ int main(int argc, char** argv) {
     SOJOURN_LOG(INFO, "restored %d unacknowledged samples from %s", sender.restored(),
                 sc.spool_path);
   }
-  SOJOURN_LOG(INFO, "monitor of host %s on %s (%s), streaming to %s every %ds", host,
-              (*server)->listen_address(), (*server)->metrics_description(), sc.statemgr_address,
-              sc.period_seconds);
+  SOJOURN_LOG(INFO, "monitor of host %s on %s (%s), streaming to %s every %ds; guest gateway %s",
+              host, (*server)->listen_address(), (*server)->metrics_description(),
+              sc.statemgr_address, sc.period_seconds,
+              gateway.has_value()
+                  ? absl::StrFormat("on (th1 %.2f, th2 %.2f, grace %ds, working set %.0f MiB)",
+                                    gateway_config.th1, gateway_config.th2,
+                                    gateway_config.grace_seconds,
+                                    gateway_config.guest_working_set_mb)
+                  : std::string("off"));
   monitor.Start();
   sojourn::WaitForTerminationSignal();
   monitor.Stop();

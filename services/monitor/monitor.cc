@@ -15,14 +15,33 @@ constexpr char kSampleErrors[] = "sojourn_monitor_sample_errors_total";
 constexpr char kSampleErrorsHelp[] = "Failed reads of /proc";
 constexpr char kSamples[] = "sojourn_monitor_samples_total";
 constexpr char kSamplesHelp[] = "Samples taken";
+constexpr char kGatewayActions[] = "sojourn_monitor_gateway_actions_total";
+constexpr char kGatewayActionsHelp[] =
+    "What the guest gateway did to registered guests (renice, restore, suspend, resume, "
+    "terminate, kill, gone)";
+
+const char* StateName(availability::HostState s) {
+  static constexpr const char* kNames[] = {"?", "S1", "S2", "S3", "S4", "S5"};
+  return kNames[availability::StateIndex(s)];
+}
 }  // namespace
 
 Monitor::Monitor(ProcSampler& sampler, SampleSender& sender, Clock& clock, Metrics& metrics,
-                 absl::Duration period)
-    : sampler_(sampler), sender_(sender), clock_(clock), metrics_(metrics), period_(period) {
+                 absl::Duration period, Gateway* gateway)
+    : sampler_(sampler),
+      sender_(sender),
+      clock_(clock),
+      metrics_(metrics),
+      period_(period),
+      gateway_(gateway) {
   // At 0 from start-up, so that the first failed read is a visible increase.
   metrics_.DeclareCounter(kSampleErrors, kSampleErrorsHelp, {});
   metrics_.DeclareCounter(kSamples, kSamplesHelp, {});
+  if (gateway_ != nullptr) {
+    for (const std::string& a : GatewayActionNames()) {
+      metrics_.DeclareCounter(kGatewayActions, kGatewayActionsHelp, {{"action", a}});
+    }
+  }
 }
 
 Monitor::~Monitor() { Stop(); }
@@ -49,8 +68,11 @@ void Monitor::Tick() {
     metrics_.Increment(kSamples, kSamplesHelp, {});
     metrics_.Set("sojourn_monitor_cpu_load_ratio", "Host CPU load excluding guests", {},
                  (*sample)->cpu_load);
-    absl::MutexLock l(&mu_);
-    last_ = **sample;
+    {
+      absl::MutexLock l(&mu_);
+      last_ = **sample;
+    }
+    if (gateway_ != nullptr) ApplyGateway(**sample);
   }
   absl::Status s = sender_.MaybeFlush();
   if (!s.ok()) {
@@ -58,6 +80,26 @@ void Monitor::Tick() {
   }
   metrics_.Set("sojourn_monitor_unacknowledged_samples", "Samples not yet persisted upstream",
                {}, static_cast<double>(sender_.unacknowledged()));
+}
+
+void Monitor::ApplyGateway(const HostSample& sample) {
+  const std::vector<GatewayAction> actions = gateway_->Apply(sample, guests());
+  {
+    absl::MutexLock l(&mu_);
+    gateway_mode_ = gateway_->mode();
+  }
+  for (const GatewayAction& a : actions) {
+    metrics_.Increment(kGatewayActions, kGatewayActionsHelp, {{"action", a.action}});
+    if (a.status.ok()) {
+      SOJOURN_LOG(INFO, "gateway: %s guest %d (host %s, load %.2f)", a.action, a.pid,
+                  StateName(gateway_->state()), sample.cpu_load);
+    } else {
+      SOJOURN_LOG(WARNING, "gateway: %s guest %d: %s", a.action, a.pid, a.status.ToString());
+    }
+    // A terminated guest is no longer the gateway's or the load's to discount
+    // (one that ignores SIGTERM gets SIGKILL on the next sample).
+    if (a.action == "terminate" || a.action == "gone") UnregisterGuest(a.pid);
+  }
 }
 
 void Monitor::Run() {
@@ -91,6 +133,18 @@ absl::Status Monitor::RegisterGuest(int pid) {
 void Monitor::UnregisterGuest(int pid) {
   absl::MutexLock l(&mu_);
   guests_.erase(pid);
+}
+
+std::string Monitor::gateway_mode() const {
+  if (gateway_ == nullptr) return "off";
+  absl::MutexLock l(&mu_);
+  switch (gateway_mode_) {
+    case GuestMode::kNormal: return "normal";
+    case GuestMode::kLowPriority: return "low_priority";
+    case GuestMode::kSuspended: return "suspended";
+    case GuestMode::kTerminated: return "terminated";
+  }
+  return "?";
 }
 
 std::set<int> Monitor::guests() const {

@@ -31,6 +31,7 @@ grpc::ServerUnaryReactor* MonitorService::GetStatus(
   for (int pid : monitor_.guests()) response->add_guest_pids(pid);
   response->set_statemgr_address(sender_.config().statemgr_address);
   response->set_connected(sender_.connected());
+  response->set_gateway(monitor_.gateway_mode());
   return FinishNow(context, absl::OkStatus());
 }
 

@@ -18,7 +18,10 @@ predictor, a statemgr holding one host with samples, none in the last day):
   - `sojourn how-long` and `can-run` on the host without recent data exit 2
     with "not enough history yet" like `usage` (they answered "0.00h, limited
     by cpu" / "no" with an empty method, exit 0);
-  - the start-up log names the listen address and "metrics off".
+  - the start-up log names the listen address and "metrics off";
+  - `sojourn guest` registers and unregisters a real process with a monitor
+    running the guest gateway, shows its guests and gateway mode, and refuses
+    init (exit 2).
 
 usage: /usr/bin/python3 tests/tools/services_cli_test.py --bin-dir BUILD/bin
 """
@@ -188,6 +191,36 @@ def test_cluster(bin_dir, workdir):
                   and "0.00h" not in out,
                   f"{argv[0]} on a host without recent data: exit {code}, stdout {out!r}, "
                   f"stderr {err}")
+
+        # The guest gateway: a real process registered through the CLI.
+        monitor = cluster.start("monitor", "monitor", [
+            f"--statemgr={statemgr.address}", "--host=gw-host", "--period_seconds=1",
+            "--gateway", "--metrics_listen="])
+        guest = subprocess.Popen(["sleep", "600"])
+        try:
+            code, out, err = run([sojourn, "guest", "--pid", str(guest.pid),
+                                  "--monitor", monitor.address], env=env)
+            check(code == 0 and f"guests {guest.pid}; gateway " in out,
+                  f"sojourn guest --pid: exit {code}, stdout {out!r}, stderr {err}")
+            code, out, err = run([sojourn, "guest", "--json", "--monitor", monitor.address],
+                                 env=env)
+            status = json.loads(out) if code == 0 else {}
+            check(status.get("guest_pids") == [guest.pid] and
+                  status.get("gateway") in ("normal", "low_priority", "suspended"),
+                  f"sojourn guest --json: exit {code}, {out!r}")
+            code, out, err = run([sojourn, "guest", "--pid", "1", "--monitor", monitor.address],
+                                 env=env)
+            check(code == 2 and len(err) == 1 and "is init" in err[0],
+                  f"sojourn guest --pid 1: exit {code}, stderr {err}")
+            code, out, err = run([sojourn, "guest", "--pid", str(guest.pid), "--unregister",
+                                  "--monitor", monitor.address], env=env)
+            check(code == 0 and "guests none; gateway " in out,
+                  f"sojourn guest --unregister: exit {code}, stdout {out!r}, stderr {err}")
+            # Unregistered, the gateway leaves it running (resumed if it was stopped).
+            check(guest.poll() is None, "the unregistered guest is no longer running")
+        finally:
+            guest.kill()
+            guest.wait()
     finally:
         codes = cluster.stop()
         if FAILURES:

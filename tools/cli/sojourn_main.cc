@@ -4,6 +4,7 @@
 //   sojourn availability --host H --window 2h [--history-days N] [--curve N] [--json]
 //   sojourn rank --duration 4h [--cpu 1.0] [--memory-mb 512] [--min-mhz M] [--hosts H,..]
 //                [--policy P] [--json]
+//   sojourn guest [--pid N [--unregister]] [--monitor ADDR] [--json]
 //
 // Addresses: --broker (env SOJOURN_BROKER, default 127.0.0.1:7401) and
 // --predictor (env SOJOURN_PREDICTOR, default 127.0.0.1:7402).
@@ -25,6 +26,7 @@
 #include "common/cli_util.h"
 #include "common/text.h"
 #include "sojourn/v1/broker.grpc.pb.h"
+#include "sojourn/v1/monitor.grpc.pb.h"
 #include "sojourn/v1/predictor.grpc.pb.h"
 
 namespace {
@@ -54,6 +56,9 @@ const char kUsage[] =
     "                             N hours?\n"
     "  how-long --host H [--cpu FREE] [--memory-mb MB]\n"
     "                             for how long (hours, at most 72) it will\n"
+    "  guest [--pid N [--unregister]] [--monitor ADDR]\n"
+    "                             register (or unregister) a guest process with this host's\n"
+    "                             monitor, then show its guests and gateway mode\n"
     "\n"
     "`sojourn COMMAND --help` lists a command's options with their defaults.\n"
     "\n"
@@ -157,6 +162,19 @@ const char kHowLongHelp[] =
     "  --cpu FREE             fraction of the host's CPU that must stay free, in [0, 1]\n"
     "                         (default 0 = not checked). Not the same as rank's --cpu.\n"
     "  --memory-mb MB         MiB of memory that must stay free (default 0 = not checked)\n";
+
+const char kGuestHelp[] =
+    "usage: sojourn guest [--pid N [--unregister]] [options]\n"
+    "\n"
+    "Registers process N as a guest with the monitor of this host (its CPU use no longer\n"
+    "counts as host load; with the monitor's --gateway it is reniced, suspended, resumed\n"
+    "and terminated as the host's state calls for), or unregisters it; then prints the\n"
+    "monitor's guests and its gateway mode. Without --pid, only prints them.\n"
+    "\n"
+    "options:\n"
+    "  --pid N                the guest's process id, an integer in [1, 4194304]\n"
+    "  --unregister           unregister N instead\n"
+    "  --monitor ADDR         monitor address (env SOJOURN_MONITOR, default 127.0.0.1:7405)\n";
 
 // The help of a command: its own text, the address it uses, the common options.
 std::string CommandHelp(const char* text, const char* address_help) {
@@ -328,6 +346,52 @@ int Hosts(int argc, char** argv) {
                                  absl::UTCTimeZone())
                     .c_str());
   }
+  return 0;
+}
+
+int Guest(int argc, char** argv) {
+  Args a = Parse(argc, argv, CommandHelp(kGuestHelp, ""), With({"pid", "monitor"}),
+                 {"json", "unregister"});
+  const std::string monitor = Address(a, "monitor", "SOJOURN_MONITOR", "127.0.0.1:7405");
+  if (a.Flag("unregister") && !a.Has("pid")) sojourn::DieUsage(kProgram, "--unregister needs --pid");
+  auto stub = sojourn::v1::Monitor::NewStub(
+      grpc::CreateChannel(monitor, grpc::InsecureChannelCredentials()));
+  if (a.Has("pid")) {
+    const int pid = static_cast<int>(a.GetIntInRange("pid", 0, 1, 4194304));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Deadline(a));
+    grpc::Status s;
+    if (a.Flag("unregister")) {
+      sojourn::v1::UnregisterGuestRequest req;
+      req.set_pid(pid);
+      sojourn::v1::UnregisterGuestResponse resp;
+      s = stub->UnregisterGuest(&ctx, req, &resp);
+    } else {
+      sojourn::v1::RegisterGuestRequest req;
+      req.set_pid(pid);
+      sojourn::v1::RegisterGuestResponse resp;
+      s = stub->RegisterGuest(&ctx, req, &resp);
+    }
+    if (!s.ok()) {
+      return Fail(s, absl::StrCat(a.Flag("unregister") ? "unregistering" : "registering",
+                                  " guest ", pid),
+                  "monitor", monitor);
+    }
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(a));
+  sojourn::v1::GetMonitorStatusResponse resp;
+  grpc::Status s = stub->GetStatus(&ctx, {}, &resp);
+  if (!s.ok()) return Fail(s, "reading the monitor's status", "monitor", monitor);
+  if (a.Flag("json")) {
+    PrintJson(resp);
+    return 0;
+  }
+  std::string pids;
+  for (int p : resp.guest_pids()) absl::StrAppend(&pids, pids.empty() ? "" : ",", p);
+  std::printf("monitor of %s: guests %s; gateway %s\n", resp.host().c_str(),
+              pids.empty() ? "none" : pids.c_str(),
+              resp.gateway().empty() ? "off" : resp.gateway().c_str());
   return 0;
 }
 
@@ -573,5 +637,6 @@ int main(int argc, char** argv) {
   if (cmd == "usage") return Usage(argc - 2, argv + 2);
   if (cmd == "can-run") return CanRun(argc - 2, argv + 2);
   if (cmd == "how-long") return HowLong(argc - 2, argv + 2);
+  if (cmd == "guest") return Guest(argc - 2, argv + 2);
   sojourn::DieUsage(kProgram, "unknown command '" + cmd + "' (try --help)");
 }
