@@ -274,6 +274,7 @@ class GrpcClientTest(unittest.TestCase):
                                         interval_seconds=0.1)
         self.assertEqual(st.host, MONITOR_HOST)
         self.assertTrue(0.0 <= st.last_sample.cpu_load_ratio <= 1.0)
+        self.assertEqual(st.gateway, "off")  # the monitor runs without --gateway
         listed = [h.host for h in self.statemgr.ListHosts(pb["statemgr"].ListHostsRequest(),
                                                           timeout=10).hosts]
         self.assertIn(MONITOR_HOST, listed)
