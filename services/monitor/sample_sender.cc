@@ -171,7 +171,20 @@ void SampleSender::Add(const HostSample& sample) {
     out << SpoolLine(sample);
   }
   if (buffer_.size() > config_.max_buffer) {
-    while (buffer_.size() > config_.max_buffer) buffer_.pop_front();
+    // Full (the state manager has been away for days): drop the oldest
+    // sixteenth at once, so the spool is rewritten once per max_buffer / 16
+    // samples, not on every sample (200,000 lines, ~16 MB, every period).
+    const size_t keep = config_.max_buffer - config_.max_buffer / 16;
+    if (dropped_full_ == 0) {
+      SOJOURN_LOG(WARNING,
+                  "buffer full (%d samples): dropping the oldest; the state manager at %s has "
+                  "not acknowledged anything for a long time",
+                  config_.max_buffer, config_.statemgr_address);
+    }
+    while (buffer_.size() > keep) {
+      buffer_.pop_front();
+      ++dropped_full_;
+    }
     RewriteSpool();
   }
 }

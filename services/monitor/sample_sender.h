@@ -2,7 +2,8 @@
 // PushSamples. A sample leaves the buffer only once the state manager has
 // acknowledged it as persisted; while the state manager is unreachable the
 // sender backs off exponentially (1 s doubling to 60 s) and keeps buffering
-// (up to max_buffer samples, dropping the oldest beyond that). With a spool
+// (up to max_buffer samples; when full, the oldest sixteenth is dropped at
+// once). With a spool
 // file, every buffered sample is also appended to it and the file is
 // rewritten with what is left after each acknowledgement, so samples taken
 // while the state manager is down survive a restart of the monitor too.
@@ -81,6 +82,7 @@ class SampleSender {
   mutable absl::Mutex mu_;
   std::deque<HostSample> buffer_ ABSL_GUARDED_BY(mu_);
   int64_t acknowledged_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t dropped_full_ ABSL_GUARDED_BY(mu_) = 0;  // dropped because the buffer was full
   bool connected_ ABSL_GUARDED_BY(mu_) = false;
   absl::Duration backoff_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
   absl::Time next_try_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

@@ -118,5 +118,35 @@ TEST_F(SampleSenderSpoolTest, AddKeepsTimeOrder) {
   EXPECT_EQ(SpoolTimes(dir_.File("spool")), (std::vector<int64_t>{kNow - 10, kNow - 8, kNow - 5}));
 }
 
+// A full buffer (the state manager away for days) drops the oldest
+// sixteenth at once: the spool is rewritten once per max_buffer / 16 new
+// samples, and appended to in between, instead of rewritten on every sample.
+TEST_F(SampleSenderSpoolTest, FullBufferDropsASixteenthAtOnce) {
+  SenderConfig c = Config();
+  c.max_buffer = 32;
+  SampleSender sender(c, clock_);
+  auto add = [&](int64_t t) {
+    HostSample s;
+    s.unix_seconds = t;
+    s.cpu_load = 0.1;
+    sender.Add(s);
+  };
+  std::vector<int64_t> want;
+  for (int64_t t = 1; t <= 32; ++t) {
+    add(kNow - 100 + t);
+    want.push_back(kNow - 100 + t);
+  }
+  EXPECT_EQ(SpoolTimes(dir_.File("spool")), want);
+  add(kNow - 100 + 33);  // 33 > 32: down to 30, the oldest three gone
+  want.push_back(kNow - 100 + 33);
+  want.erase(want.begin(), want.begin() + 3);
+  EXPECT_EQ(sender.unacknowledged(), 30u);
+  EXPECT_EQ(SpoolTimes(dir_.File("spool")), want);
+  add(kNow - 100 + 34);  // appended, nothing dropped
+  want.push_back(kNow - 100 + 34);
+  EXPECT_EQ(sender.unacknowledged(), 31u);
+  EXPECT_EQ(SpoolTimes(dir_.File("spool")), want);
+}
+
 }  // namespace
 }  // namespace sojourn::monitor
