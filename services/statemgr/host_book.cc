@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "common/text.h"
@@ -15,6 +16,51 @@ namespace sojourn::statemgr {
 
 using availability::HostState;
 using availability::StateSeries;
+
+namespace {
+
+const char* StateName(HostState s) {
+  switch (s) {
+    case HostState::kS1: return "S1";
+    case HostState::kS2: return "S2";
+    case HostState::kS3: return "S3";
+    case HostState::kS4: return "S4";
+    case HostState::kS5: return "S5";
+  }
+  return "S?";
+}
+
+// Why `sample` puts the host in `state` (paper 000 section 4's rules).
+std::string Describe(HostState state, const HostSample& sample,
+                     const availability::ClassifierConfig& c, bool in_spike) {
+  const std::string load = absl::StrFormat("load %.2f", sample.cpu_load);
+  switch (state) {
+    case HostState::kS1:
+    case HostState::kS2: {
+      std::string out = state == HostState::kS1
+                            ? absl::StrFormat("%s below Th1 %.2f", load, c.th1)
+                            : absl::StrFormat("%s between Th1 %.2f and Th2 %.2f", load, c.th1,
+                                              c.th2);
+      if (in_spike) {
+        out = absl::StrFormat("%s above Th2 %.2f for no longer than the grace period (%d s): "
+                              "a transient spike keeps %s",
+                              load, c.th2, c.grace_seconds, StateName(state));
+      }
+      return out;
+    }
+    case HostState::kS3:
+      return absl::StrFormat("%s above Th2 %.2f for longer than the grace period (%d s)", load,
+                             c.th2, c.grace_seconds);
+    case HostState::kS4:
+      return absl::StrFormat("free memory %.0f MiB below the guest working set %.0f MiB",
+                             sample.free_mem_mb, c.guest_working_set_mb);
+    case HostState::kS5:
+      break;
+  }
+  return "revoked";
+}
+
+}  // namespace
 
 HostBook::HostBook(const HostBookConfig& config, SampleStore& store, Clock& clock)
     : config_(config), store_(store), clock_(clock) {}
@@ -61,6 +107,7 @@ absl::Status HostBook::Load(int64_t* skipped) {
                 continue;
               }
               h.samples.push_back(s);
+              Feed(host, h, s, nullptr);
             }
             if (left_out > 0) {
               bad += left_out;
@@ -70,6 +117,9 @@ absl::Status HostBook::Load(int64_t* skipped) {
             }
           },
       &bad));
+  // A host silent since before the start is gone now: watchers are told S5
+  // in their snapshot, and its next samples announce its return.
+  SilenceLocked(now, nullptr);
   if (skipped != nullptr) *skipped = bad;
   return absl::OkStatus();
 }
@@ -158,6 +208,7 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
   if (update.attributes.has_value()) new_meta.attributes = *update.attributes;
   if (update.period_seconds > 0) new_meta.period_seconds = update.period_seconds;
   AppendResult result;
+  std::vector<StateChange> changes;
   std::vector<HostSample> fresh;
   for (const HostSample& s : samples) {
     if (s.unix_seconds <= last) {
@@ -183,12 +234,154 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
                   length);
       if (!s.ok()) SOJOURN_LOG(WARNING, "recording revocation: %s", s.ToString());
     }
+    const bool period_changed = PeriodOf(h) != (new_meta.period_seconds > 0
+                                                    ? new_meta.period_seconds
+                                                    : config_.default_period_seconds);
     h.meta = new_meta;
+    if (period_changed) Refeed(host, h);
+    for (const HostSample& s : fresh) Feed(host, h, s, &changes);
     h.samples.insert(h.samples.end(), fresh.begin(), fresh.end());
     if (!fresh.empty()) h.series.reset();
   }
+  // Still under append_mu_: watchers see each host's changes in time order.
+  Deliver(changes);
   result.persisted = static_cast<int64_t>(fresh.size());
   return result;
+}
+
+void HostBook::Feed(const std::string& name, Host& h, const HostSample& s,
+                    std::vector<StateChange>* out) const {
+  const availability::ClassifierConfig c = ClassifierFor(h);
+  if (!h.live.has_value()) h.live.emplace(c);
+  const std::optional<int64_t> prev = h.live->last_sample_unix();
+  auto announce = [&](HostState to, int64_t since, std::string reason) {
+    if (out != nullptr) {
+      StateChange change;
+      change.host = name;
+      change.from = h.announced;
+      change.to = to;
+      change.since_unix = since;
+      change.reason = std::move(reason);
+      out->push_back(std::move(change));
+    }
+    h.announced = to;
+    h.announced_since = since;
+  };
+  std::string prefix;
+  if (!prev.has_value()) {
+    prefix = "first sample: ";
+  } else if (s.unix_seconds - *prev > c.revocation_gap_seconds) {
+    // The gap is a revocation (section 4, S5) whether or not the silence was
+    // announced while it lasted.
+    if (h.announced != HostState::kS5) {
+      announce(HostState::kS5, *prev,
+               absl::StrCat("no sample for ", s.unix_seconds - *prev, " s (revocation gap ",
+                            c.revocation_gap_seconds, " s)"));
+    }
+    prefix = absl::StrCat("samples resumed after ", s.unix_seconds - *prev, " s; ");
+  } else if (h.announced == HostState::kS5) {
+    // Announced gone by silence, yet its samples have no gap: the state
+    // manager (or the way to it) was away, not the host.
+    prefix = "samples resumed with no gap in them (the state manager or the network was away, "
+             "not the host); ";
+  }
+  const HostState state = h.live->Add(s);
+  if (!h.announced.has_value() || state != *h.announced) {
+    announce(state, s.unix_seconds, prefix + Describe(state, s, c, h.live->in_spike()));
+  }
+}
+
+void HostBook::Refeed(const std::string& name, Host& h) const {
+  (void)name;
+  h.live.reset();
+  if (h.samples.empty()) return;
+  h.live.emplace(ClassifierFor(h));
+  for (const HostSample& s : h.samples) h.live->Add(s);
+}
+
+void HostBook::SilenceLocked(int64_t now, std::vector<StateChange>* out) {
+  for (auto& [name, h] : hosts_) {
+    if (!h.live.has_value() || h.announced == HostState::kS5) continue;
+    const std::optional<int64_t> last = h.live->last_sample_unix();
+    if (!last.has_value()) continue;
+    const int64_t gap = ClassifierFor(h).revocation_gap_seconds;
+    if (now - *last <= gap) continue;
+    if (out != nullptr) {
+      StateChange change;
+      change.host = name;
+      change.from = h.announced;
+      change.to = HostState::kS5;
+      change.since_unix = *last;
+      change.reason = absl::StrCat("no sample for ", now - *last, " s (revocation gap ", gap,
+                                   " s)");
+      out->push_back(std::move(change));
+    }
+    h.announced = HostState::kS5;
+    h.announced_since = *last;
+  }
+}
+
+void HostBook::Deliver(const std::vector<StateChange>& changes) {
+  if (changes.empty()) return;
+  absl::MutexLock l(&watch_mu_);
+  for (const StateChange& c : changes) {
+    for (const Watch& w : watches_) {
+      if (w.host.empty() || w.host == c.host) w.watcher->OnStateChange(c);
+    }
+  }
+}
+
+int HostBook::CheckSilence() {
+  absl::MutexLock append_lock(&append_mu_);
+  std::vector<StateChange> changes;
+  {
+    absl::MutexLock l(&mu_);
+    SilenceLocked(absl::ToUnixSeconds(clock_.Now()), &changes);
+  }
+  Deliver(changes);
+  return static_cast<int>(changes.size());
+}
+
+void HostBook::AddWatcher(StateWatcher* watcher, const std::string& host, bool snapshot) {
+  absl::MutexLock append_lock(&append_mu_);
+  std::vector<StateChange> changes, current;
+  {
+    absl::MutexLock l(&mu_);
+    SilenceLocked(absl::ToUnixSeconds(clock_.Now()), &changes);
+    if (snapshot) {
+      for (const auto& [name, h] : hosts_) {
+        if (!h.announced.has_value() || (!host.empty() && name != host)) continue;
+        StateChange c;
+        c.host = name;
+        c.to = *h.announced;
+        c.since_unix = h.announced_since;
+        c.snapshot = true;
+        c.reason = "current state";
+        current.push_back(std::move(c));
+      }
+    }
+  }
+  Deliver(changes);
+  absl::MutexLock l(&watch_mu_);
+  for (const StateChange& c : current) watcher->OnStateChange(c);
+  watches_.push_back({watcher, host});
+}
+
+void HostBook::RemoveWatcher(StateWatcher* watcher) {
+  absl::MutexLock l(&watch_mu_);
+  watches_.erase(std::remove_if(watches_.begin(), watches_.end(),
+                                [&](const Watch& w) { return w.watcher == watcher; }),
+                 watches_.end());
+}
+
+size_t HostBook::watchers() const {
+  absl::MutexLock l(&watch_mu_);
+  return watches_.size();
+}
+
+void HostBook::CloseWatchers() {
+  absl::MutexLock l(&watch_mu_);
+  for (const Watch& w : watches_) w.watcher->OnClose();
 }
 
 size_t HostBook::size() const {

@@ -92,6 +92,31 @@ struct StateInterval {
   int64_t end_unix;
 };
 
+// One state change of a host, as HostBook's watchers receive it
+// (statemgr.proto, StateTransition).
+struct StateChange {
+  std::string host;
+  // The state left; unset in a snapshot and for a host's first sample.
+  std::optional<availability::HostState> from;
+  availability::HostState to = availability::HostState::kS5;
+  // When `to` was entered: the sample that showed it; for S5, the last
+  // sample before the silence or the gap.
+  int64_t since_unix = 0;
+  bool snapshot = false;
+  std::string reason;
+};
+
+// Receives state changes (HostBook::AddWatcher). Calls come in time order per
+// host, one at a time per watcher, under the book's append lock: a watcher
+// must only queue the change (never block, never call back into the book).
+class StateWatcher {
+ public:
+  virtual ~StateWatcher() = default;
+  virtual void OnStateChange(const StateChange& change) = 0;
+  // The book stops serving its watchers (HostBook::CloseWatchers).
+  virtual void OnClose() {}
+};
+
 // A HostBook is safe for concurrent use.
 class HostBook {
  public:
@@ -139,13 +164,47 @@ class HostBook {
                                                  int64_t end_unix, size_t max_samples,
                                                  bool* truncated) const;
 
+  // State transitions (DESIGN.md "statemgr: streams state transitions to
+  // watchers"). Every host is also classified online, one sample at a time,
+  // with the same StateClassifier as the grid, so a change is known when its
+  // sample arrives. AddWatcher first announces the hosts that fell silent
+  // (CheckSilence), then, with `snapshot`, gives `watcher` the current state
+  // of every host matching `host` ("" = all hosts, including later ones),
+  // then every change. `watcher` must stay valid until RemoveWatcher(watcher)
+  // returns; RemoveWatcher waits for a delivery in progress to it.
+  void AddWatcher(StateWatcher* watcher, const std::string& host, bool snapshot);
+  void RemoveWatcher(StateWatcher* watcher);
+  size_t watchers() const;
+  // Announces S5 for every host silent (no sample) for longer than its
+  // revocation gap by the clock, once per silence. The state manager calls it
+  // every few seconds; returns the number of hosts announced.
+  int CheckSilence();
+  // Calls OnClose of every watcher (a shutdown); they stay registered until
+  // they remove themselves.
+  void CloseWatchers();
+
  private:
   struct Host {
     HostMeta meta;
     std::vector<HostSample> samples;
     // Classification of `samples` on the host's grid; rebuilt lazily.
     mutable std::shared_ptr<const availability::StateSeries> series;
+    // Online classification of `samples` for watchers, and the state last
+    // announced (unset before the first sample) with its start.
+    std::optional<availability::StateClassifier> live;
+    std::optional<availability::HostState> announced;
+    int64_t announced_since = 0;
   };
+  // Feeds one sample (after the host's last) to the host's online classifier
+  // and appends the changes it makes to `out` (when not null).
+  void Feed(const std::string& name, Host& h, const HostSample& s,
+            std::vector<StateChange>* out) const;
+  // Restarts the host's online classifier from its samples (a new period
+  // changes its revocation gap), without announcing anything.
+  void Refeed(const std::string& name, Host& h) const;
+  void SilenceLocked(int64_t now, std::vector<StateChange>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Deliver(const std::vector<StateChange>& changes) ABSL_LOCKS_EXCLUDED(watch_mu_);
   int64_t PeriodOf(const Host& h) const;
   availability::ClassifierConfig ClassifierFor(const Host& h) const;
   std::shared_ptr<const availability::StateSeries> SeriesOf(const Host& h) const
@@ -157,8 +216,16 @@ class HostBook {
   Clock& clock_;
   mutable absl::Mutex mu_;
   std::map<std::string, Host> hosts_ ABSL_GUARDED_BY(mu_);
-  // Serialises Append so the store and memory see the same order.
+  // Serialises Append so the store and memory see the same order (and
+  // watchers see each host's changes in time order). Taken before mu_ and
+  // watch_mu_.
   absl::Mutex append_mu_;
+  mutable absl::Mutex watch_mu_;
+  struct Watch {
+    StateWatcher* watcher;
+    std::string host;  // "" = all
+  };
+  std::vector<Watch> watches_ ABSL_GUARDED_BY(watch_mu_);
 };
 
 }  // namespace sojourn::statemgr

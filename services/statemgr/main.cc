@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/flags/flag.h"
@@ -54,6 +55,12 @@ ABSL_FLAG(bool, usage_selector, true,
           "answer usage questions with the per-host best-of selector (false: the paper's data-age "
           "rule only)");
 ABSL_FLAG(int, threads, 2, "worker threads for usage questions");
+ABSL_FLAG(int64_t, silence_check_seconds, 5,
+          "how often to look for hosts silent for longer than their revocation gap, to tell "
+          "WatchStates watchers they are gone (S5)");
+ABSL_FLAG(int64_t, max_watch_queue, 10000,
+          "a WatchStates watcher this many state changes behind is disconnected "
+          "(RESOURCE_EXHAUSTED)");
 
 int main(int argc, char** argv) {
   sojourn::ParseFlags(
@@ -102,6 +109,12 @@ int main(int argc, char** argv) {
     bad_flag = "--threads must be in [1, 1024]";
   } else if (absl::GetFlag(FLAGS_usage_clusters) < 1 || absl::GetFlag(FLAGS_usage_clusters) > 100) {
     bad_flag = "--usage_clusters must be in [1, 100]";
+  } else if (absl::GetFlag(FLAGS_silence_check_seconds) < 1 ||
+             absl::GetFlag(FLAGS_silence_check_seconds) > 3600) {
+    bad_flag = "--silence_check_seconds must be in [1, 3600]";
+  } else if (absl::GetFlag(FLAGS_max_watch_queue) < 1 ||
+             absl::GetFlag(FLAGS_max_watch_queue) > 10'000'000) {
+    bad_flag = "--max_watch_queue must be in [1, 10000000]";
   }
   if (bad_flag != nullptr) {
     SOJOURN_LOG(ERROR, "%s", bad_flag);
@@ -150,6 +163,7 @@ int main(int argc, char** argv) {
   sojourn::Metrics metrics("statemgr");
   sojourn::statemgr::StateManagerServiceConfig sc;
   sc.max_clock_skew_seconds = config.max_clock_skew_seconds;
+  sc.max_watch_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_watch_queue));
   sojourn::statemgr::StateManagerService service(book, usage, pool, metrics, sc);
   sojourn::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
@@ -187,8 +201,30 @@ int main(int argc, char** argv) {
     registrar->Start();
   }
 
+  // Announces hosts that fell silent to WatchStates watchers.
+  absl::Mutex silence_mu;
+  bool stopping = false;
+  std::thread silence([&] {
+    const absl::Duration every = absl::Seconds(absl::GetFlag(FLAGS_silence_check_seconds));
+    absl::MutexLock l(&silence_mu);
+    while (!stopping) {
+      silence_mu.Unlock();
+      book.CheckSilence();
+      silence_mu.Lock();
+      clock.SleepUntil(clock.Now() + every, &silence_mu, &stopping);
+    }
+  });
+
   sojourn::WaitForTerminationSignal();
+  {
+    absl::MutexLock l(&silence_mu);
+    stopping = true;
+  }
+  silence.join();
   if (registrar) registrar->Stop();
+  // Watch streams never end by themselves: end them first, so the shutdown
+  // does not wait out its grace period for them.
+  book.CloseWatchers();
   (*server)->Shutdown(absl::Seconds(5));
   return 0;
 }

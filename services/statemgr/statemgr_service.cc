@@ -1,6 +1,7 @@
 #include "services/statemgr/statemgr_service.h"
 
 #include <cmath>
+#include <deque>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -188,6 +189,129 @@ void FillStatus(const HostInfo& info, sojourn::v1::HostStatus* out) {
 }
 
 
+constexpr char kWatchers[] = "sojourn_statemgr_watchers";
+constexpr char kWatchersHelp[] = "WatchStates streams open";
+constexpr char kWatchersDropped[] = "sojourn_statemgr_watchers_dropped_total";
+constexpr char kWatchersDroppedHelp[] =
+    "WatchStates streams ended because the watcher fell --max_watch_queue messages behind";
+
+// One WatchStates stream: a StateWatcher whose changes are queued and written
+// one at a time. Finish is called only when no write is in flight (after the
+// last OnWriteDone), exactly once: on cancel, on a shutdown (OnClose), or when
+// the queue overflows. OnDone unregisters from the book (waiting for a
+// delivery in progress) before deleting.
+class WatchReactor final : public grpc::ServerWriteReactor<sojourn::v1::StateTransition>,
+                           public StateWatcher {
+ public:
+  WatchReactor(grpc::CallbackServerContext* context, HostBook& book, Metrics& metrics,
+               size_t max_queue, const sojourn::v1::WatchStatesRequest& request)
+      : book_(book), metrics_(metrics), max_queue_(max_queue) {
+    if (!request.host().empty()) {
+      // The check PushSamples applies: a name it refuses never changes state.
+      if (absl::Status s = sojourn::ValidateHostName(request.host()); !s.ok()) {
+        Finish(ToGrpcStatus(s));
+        return;
+      }
+    }
+    registered_ = true;
+    context->AddInitialMetadata(std::string(kWatchRegisteredKey), "1");
+    book_.AddWatcher(this, request.host(), !request.skip_snapshot());
+    UpdateGauge();
+    // The initial metadata leaves after the registration (alone, or with the
+    // first snapshot message): a client that waits for it misses no change.
+    absl::MutexLock l(&mu_);
+    if (!wrote_ && !finish_called_) StartSendInitialMetadata();
+  }
+
+  void OnStateChange(const StateChange& change) override {
+    absl::MutexLock l(&mu_);
+    if (finishing_) return;
+    if (queue_.size() >= max_queue_) {
+      metrics_.Increment(kWatchersDropped, kWatchersDroppedHelp, {});
+      EndLocked(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                             absl::StrCat("the watcher fell more than ", max_queue_,
+                                          " state changes behind; reconnect (the snapshot "
+                                          "brings it up to date)")));
+      return;
+    }
+    sojourn::v1::StateTransition t;
+    t.set_host(change.host);
+    if (change.from.has_value()) t.set_from_state(ToProto(*change.from));
+    t.set_to_state(ToProto(change.to));
+    t.set_since_unix_seconds(change.since_unix);
+    t.set_snapshot(change.snapshot);
+    t.set_reason(change.reason);
+    queue_.push_back(std::move(t));
+    if (!writing_) WriteNextLocked();
+  }
+
+  void OnClose() override {
+    absl::MutexLock l(&mu_);
+    EndLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the state manager is shutting down"));
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock l(&mu_);
+    writing_ = false;
+    if (!ok) EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke"));
+    if (finishing_) {
+      FinishIfIdleLocked();
+    } else if (!queue_.empty()) {
+      WriteNextLocked();
+    }
+  }
+
+  void OnCancel() override {
+    absl::MutexLock l(&mu_);
+    EndLocked(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    if (registered_) {
+      book_.RemoveWatcher(this);
+      UpdateGauge();
+    }
+    delete this;
+  }
+
+ private:
+  void UpdateGauge() {
+    metrics_.Set(kWatchers, kWatchersHelp, {}, static_cast<double>(book_.watchers()));
+  }
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    current_ = std::move(queue_.front());
+    queue_.pop_front();
+    writing_ = true;
+    wrote_ = true;
+    StartWrite(&current_);
+  }
+  // The first reason to end wins.
+  void EndLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finishing_) return;
+    finishing_ = true;
+    status_ = status;
+    queue_.clear();
+    FinishIfIdleLocked();
+  }
+  void FinishIfIdleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || finish_called_) return;
+    finish_called_ = true;
+    Finish(status_);
+  }
+
+  HostBook& book_;
+  Metrics& metrics_;
+  const size_t max_queue_;
+  bool registered_ = false;
+  absl::Mutex mu_;
+  std::deque<sojourn::v1::StateTransition> queue_ ABSL_GUARDED_BY(mu_);
+  sojourn::v1::StateTransition current_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool wrote_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);
+};
 
 }  // namespace
 
@@ -197,6 +321,8 @@ StateManagerService::StateManagerService(HostBook& book, UsageKeeper& usage, Thr
   metrics_.DeclareCounter(kRejectedBatches, kRejectedBatchesHelp, {});
   metrics_.DeclareCounter(kPersisted, kPersistedHelp, {});
   metrics_.DeclareCounter(kDuplicates, kDuplicatesHelp, {});
+  metrics_.DeclareCounter(kWatchersDropped, kWatchersDroppedHelp, {});
+  metrics_.Set(kWatchers, kWatchersHelp, {}, 0);
   // Every forecaster that may answer (kAllForecasters; kUpaPaper is for
   // comparison only and never answers a PredictUsage).
   for (usage::Forecaster f : usage::kAllForecasters) {
@@ -208,6 +334,11 @@ StateManagerService::StateManagerService(HostBook& book, UsageKeeper& usage, Thr
 grpc::ServerReadReactor<PushSamplesRequest>* StateManagerService::PushSamples(
     grpc::CallbackServerContext* /*context*/, PushSamplesResponse* response) {
   return new PushReactor(book_, metrics_, config_, response);
+}
+
+grpc::ServerWriteReactor<sojourn::v1::StateTransition>* StateManagerService::WatchStates(
+    grpc::CallbackServerContext* context, const sojourn::v1::WatchStatesRequest* request) {
+  return new WatchReactor(context, book_, metrics_, config_.max_watch_queue, *request);
 }
 
 grpc::ServerUnaryReactor* StateManagerService::ListHosts(

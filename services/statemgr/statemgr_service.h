@@ -16,7 +16,14 @@ struct StateManagerServiceConfig {
   // would make every later real sample a duplicate, silencing the host, and
   // a grid reaching years ahead exhausts memory. Default 1 h.
   int64_t max_clock_skew_seconds = 3600;
+  // A WatchStates stream whose unsent transitions exceed this is ended with
+  // RESOURCE_EXHAUSTED (a stuck watcher must not hold memory without bound).
+  size_t max_watch_queue = 10000;
 };
+
+// Initial-metadata key of a WatchStates stream whose watcher is registered
+// (value "1"): a client that has seen it misses no later change.
+inline constexpr char kWatchRegisteredKey[] = "sojourn-watch-registered";
 
 // Limits of PushSamplesRequest.period_seconds (0 = unset): 1 s .. 1 day.
 using sojourn::kMaxPeriodSeconds;
@@ -31,6 +38,9 @@ class StateManagerService final : public sojourn::v1::StateManager::CallbackServ
 
   grpc::ServerReadReactor<sojourn::v1::PushSamplesRequest>* PushSamples(
       grpc::CallbackServerContext* context, sojourn::v1::PushSamplesResponse* response) override;
+  grpc::ServerWriteReactor<sojourn::v1::StateTransition>* WatchStates(
+      grpc::CallbackServerContext* context,
+      const sojourn::v1::WatchStatesRequest* request) override;
   grpc::ServerUnaryReactor* ListHosts(grpc::CallbackServerContext* context,
                                       const sojourn::v1::ListHostsRequest* request,
                                       sojourn::v1::ListHostsResponse* response) override;

@@ -306,6 +306,38 @@ class GrpcClientTest(unittest.TestCase):
         self.assertEqual(h.attributes.total_mem_mb, 8192)
         self.assertEqual(h.attributes.cpu_cores, 2)
 
+    def test_07c_watch_states_streams_changes(self):
+        # The snapshot first (which also says the watcher is registered), then
+        # the change a new sample makes: free memory below the guest working
+        # set is S4.
+        stream = self.statemgr.WatchStates(pb["statemgr"].WatchStatesRequest(host=PUSHED_HOST),
+                                           timeout=self.RPC_TIMEOUT)
+        try:
+            first = next(stream)
+            self.assertTrue(first.snapshot)
+            self.assertEqual(first.host, PUSHED_HOST)
+            listed = {h.host: h for h in self.statemgr.ListHosts(
+                pb["statemgr"].ListHostsRequest(), timeout=self.RPC_TIMEOUT).hosts}
+            last = listed[PUSHED_HOST].last_sample_unix_seconds
+            common = pb["common"]
+            sample = common.HostSample(unix_seconds=last + PERIOD_SECONDS, cpu_load_ratio=0.05,
+                                       free_mem_mb=10.0)
+            self.statemgr.PushSamples(iter([pb["statemgr"].PushSamplesRequest(
+                host=PUSHED_HOST, samples=[sample])]), timeout=self.RPC_TIMEOUT)
+            change = next(stream)
+            self.assertFalse(change.snapshot)
+            self.assertEqual(change.host, PUSHED_HOST)
+            self.assertEqual(change.to_state, common.HOST_STATE_S4_MEMORY_THRASHING)
+            self.assertEqual(change.from_state, first.to_state)
+            self.assertEqual(change.since_unix_seconds, last + PERIOD_SECONDS)
+            self.assertIn("working set", change.reason)
+        finally:
+            stream.cancel()
+        self.assert_rpc_error(
+            lambda: next(self.statemgr.WatchStates(
+                pb["statemgr"].WatchStatesRequest(host="bad\nname"), timeout=10)),
+            grpc.StatusCode.INVALID_ARGUMENT)
+
     def test_08_no_service_crashed(self):
         for name, service in CLUSTER.services.items():
             with self.subTest(service=name):
@@ -318,7 +350,18 @@ class ShutdownTest(unittest.TestCase):
     """Runs last: every service stops cleanly (exit 0) on SIGTERM."""
 
     def test_graceful_shutdown_on_sigterm(self):
+        # An open WatchStates stream does not hold the shutdown up: the
+        # statemgr ends it (UNAVAILABLE) before stopping its server.
+        statemgr = pb["statemgr_grpc"].StateManagerStub(channel("statemgr"))
+        stream = statemgr.WatchStates(pb["statemgr"].WatchStatesRequest(), timeout=120)
+        self.assertTrue(next(stream).snapshot)
         codes = CLUSTER.stop()
+        with self.assertRaises(grpc.RpcError) as ctx:
+            for _ in stream:
+                pass
+        self.assertEqual(ctx.exception.code(), grpc.StatusCode.UNAVAILABLE,
+                         ctx.exception.details())
+        self.assertIn("shutting down", ctx.exception.details())
         for name, code in codes.items():
             with self.subTest(service=name):
                 self.assertEqual(code, 0, f"{name} exit code {code}:\n{CLUSTER.log_tail(name)}")

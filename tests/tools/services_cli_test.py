@@ -21,7 +21,9 @@ predictor, a statemgr holding one host with samples, none in the last day):
   - the start-up log names the listen address and "metrics off";
   - `sojourn guest` registers and unregisters a real process with a monitor
     running the guest gateway, shows its guests and gateway mode, and refuses
-    init (exit 2).
+    init (exit 2);
+  - `sojourn watch` prints the current states, then a new host's first
+    change as JSON; an unregistered --host exits 2, a dead --statemgr 1.
 
 usage: /usr/bin/python3 tests/tools/services_cli_test.py --bin-dir BUILD/bin
 """
@@ -221,6 +223,53 @@ def test_cluster(bin_dir, workdir):
         finally:
             guest.kill()
             guest.wait()
+
+        # `sojourn watch`: the current state (the stale host is gone: S5), then
+        # the first sample of a host that did not exist when the watch began.
+        watch = subprocess.Popen([sojourn, "watch", "--broker", broker.address],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 stdin=subprocess.DEVNULL, env=env)
+        json_watch = subprocess.Popen(
+            [sojourn, "watch", "--statemgr", statemgr.address, "--host", "new-vm",
+             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdin=subprocess.DEVNULL, env=env)
+        try:
+            # The snapshot is in host order; the monitor's gw-host may come first.
+            line = ""
+            for _ in range(5):
+                line = watch.stdout.readline()
+                if host in line or not line:
+                    break
+            check(host in line and " S5 " in line and "current state" in line,
+                  f"sojourn watch, first line: {line!r}")
+            ready = json_watch.stderr.readline()
+            check(f"watching state changes at {statemgr.address}" in ready,
+                  f"sojourn watch --json, stderr: {ready!r}")
+            new_trace = os.path.join(workdir, "new.csv")
+            with open(new_trace, "w") as f:
+                f.write("host,timestamp,cpu_load,free_mem_mb\n")
+                t0 = int(time.time()) - 600
+                for i in range(3):
+                    f.write(f"new-vm,{t0 + 300 * i},0.45,4000\n")
+            code, _, err = run([os.path.join(bin_dir, "sojourn-replay"), f"--trace={new_trace}",
+                                f"--statemgr={statemgr.address}", "--follow=false",
+                                "--shift=false"])
+            check(code == 0, f"sojourn-replay new-vm: exit {code}: {err}")
+            event = json.loads(json_watch.stdout.readline() or "{}")
+            check(event.get("host") == "new-vm" and event.get("to_state") == "HOST_STATE_S2_BUSY"
+                  and event.get("snapshot") is False and "first sample" in event.get("reason", ""),
+                  f"sojourn watch --json, first event: {event}")
+        finally:
+            for p in (watch, json_watch):
+                p.terminate()
+                p.wait(timeout=10)
+        code, _, err = run([sojourn, "watch", "--host", "nowhere", "--broker", broker.address],
+                           env=env)
+        check(code == 2 and len(err) == 1 and "not registered" in err[0],
+              f"sojourn watch --host of an unknown host: exit {code}, stderr {err}")
+        code, _, err = run([sojourn, "watch", "--statemgr", dead], env=env)
+        check(code == 1 and len(err) == 1 and dead in err[0],
+              f"sojourn watch of a dead statemgr: exit {code}, stderr {err}")
     finally:
         codes = cluster.stop()
         if FAILURES:

@@ -5,14 +5,18 @@
 //   sojourn rank --duration 4h [--cpu 1.0] [--memory-mb 512] [--min-mhz M] [--hosts H,..]
 //                [--policy P] [--json]
 //   sojourn guest [--pid N [--unregister]] [--monitor ADDR] [--json]
+//   sojourn watch [--host H] [--statemgr ADDR,...] [--no-snapshot] [--json]
 //
 // Addresses: --broker (env SOJOURN_BROKER, default 127.0.0.1:7401) and
 // --predictor (env SOJOURN_PREDICTOR, default 127.0.0.1:7402).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <google/protobuf/util/json_util.h>
@@ -28,6 +32,7 @@
 #include "sojourn/v1/broker.grpc.pb.h"
 #include "sojourn/v1/monitor.grpc.pb.h"
 #include "sojourn/v1/predictor.grpc.pb.h"
+#include "sojourn/v1/statemgr.grpc.pb.h"
 
 namespace {
 
@@ -59,6 +64,9 @@ const char kUsage[] =
     "  guest [--pid N [--unregister]] [--monitor ADDR]\n"
     "                             register (or unregister) a guest process with this host's\n"
     "                             monitor, then show its guests and gateway mode\n"
+    "  watch [--host H] [--statemgr ADDR,...] [--no-snapshot]\n"
+    "                             follow the hosts' state changes (S1..S5) as the state\n"
+    "                             managers see them, until Ctrl-C\n"
     "\n"
     "`sojourn COMMAND --help` lists a command's options with their defaults.\n"
     "\n"
@@ -175,6 +183,23 @@ const char kGuestHelp[] =
     "  --pid N                the guest's process id, an integer in [1, 4194304]\n"
     "  --unregister           unregister N instead\n"
     "  --monitor ADDR         monitor address (env SOJOURN_MONITOR, default 127.0.0.1:7405)\n";
+
+const char kWatchHelp[] =
+    "usage: sojourn watch [--host H] [--statemgr ADDR,...] [options]\n"
+    "\n"
+    "Follows the hosts' availability states (S1 idle, S2 busy, S3 overloaded, S4 memory\n"
+    "short, S5 gone) as their state managers classify the samples: first each host's current\n"
+    "state, then one line per change with its reason, until Ctrl-C. A host silent for longer\n"
+    "than its revocation gap is reported S5 within a few seconds. Without --statemgr, watches\n"
+    "every state manager registered with the broker. With --json, one JSON object per line.\n"
+    "Exits 1 when a state manager cannot be reached or ends the stream (e.g. shutting down).\n"
+    "\n"
+    "options:\n"
+    "  --host H               only this host (default: every host, also hosts that appear\n"
+    "                         later)\n"
+    "  --statemgr ADDR,...    state managers to watch (default: those registered with the\n"
+    "                         broker; one is needed for a host not registered yet)\n"
+    "  --no-snapshot          leave out the current states; only changes from now on\n";
 
 // The help of a command: its own text, the address it uses, the common options.
 std::string CommandHelp(const char* text, const char* address_help) {
@@ -619,6 +644,103 @@ int HowLong(int argc, char** argv) {
   return 0;
 }
 
+std::string PrintTime(int64_t unix_seconds) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixSeconds(unix_seconds),
+                          absl::UTCTimeZone());
+}
+
+int Watch(int argc, char** argv) {
+  Args a = Parse(argc, argv, CommandHelp(kWatchHelp, kBrokerHelp), With({"host", "statemgr"}),
+                 {"json", "no-snapshot"});
+  sojourn::v1::WatchStatesRequest req;
+  if (a.Has("host")) req.set_host(HostArg(a.Get("host"), "--host"));
+  req.set_skip_snapshot(a.Flag("no-snapshot"));
+  std::vector<std::string> statemgrs;
+  if (a.Has("statemgr")) {
+    for (absl::string_view v : absl::StrSplit(a.Get("statemgr"), ',', absl::SkipEmpty())) {
+      if (absl::Status st = sojourn::ValidateAddress(v, "--statemgr"); !st.ok()) {
+        sojourn::DieUsage(kProgram, st.message());
+      }
+      statemgrs.emplace_back(v);
+    }
+    if (statemgrs.empty()) sojourn::DieUsage(kProgram, "--statemgr needs an address");
+  } else {
+    const std::string broker = BrokerAddress(a);
+    auto stub = sojourn::v1::Broker::NewStub(
+        grpc::CreateChannel(broker, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Deadline(a));
+    sojourn::v1::BrokerListHostsResponse resp;
+    grpc::Status s = stub->ListHosts(&ctx, {}, &resp);
+    if (!s.ok()) return Fail(s, "listing the state managers", "broker", broker);
+    for (const auto& h : resp.hosts()) {
+      if (!req.host().empty() && h.host() != req.host()) continue;
+      if (std::find(statemgrs.begin(), statemgrs.end(), h.statemgr_address()) == statemgrs.end()) {
+        statemgrs.push_back(h.statemgr_address());
+      }
+    }
+    if (statemgrs.empty() && !req.host().empty()) {
+      std::fprintf(stderr,
+                   "%s: host %s is not registered with the broker %s (give its state manager "
+                   "with --statemgr ADDR to wait for it)\n",
+                   kProgram, sojourn::Excerpt(req.host()).c_str(), broker.c_str());
+      return sojourn::kExitUsage;
+    }
+    if (statemgrs.empty()) {
+      std::fprintf(stderr, "%s: no state manager is registered with the broker %s\n", kProgram,
+                   broker.c_str());
+      return 1;
+    }
+  }
+  const bool json = a.Flag("json");
+  std::mutex out_mu;
+  int exit_code = 0;
+  std::vector<std::thread> threads;
+  for (const std::string& address : statemgrs) {
+    threads.emplace_back([&, address] {
+      auto stub = sojourn::v1::StateManager::NewStub(
+          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+      grpc::ClientContext ctx;
+      auto reader = stub->WatchStates(&ctx, req);
+      reader->WaitForInitialMetadata();
+      // The state manager's sign that the watcher is registered (statemgr.proto, WatchStates).
+      if (ctx.GetServerInitialMetadata().count("sojourn-watch-registered") > 0) {
+        std::lock_guard<std::mutex> l(out_mu);
+        std::fprintf(stderr, "%s: watching state changes at %s (Ctrl-C stops)\n", kProgram,
+                     address.c_str());
+      }
+      sojourn::v1::StateTransition t;
+      while (reader->Read(&t)) {
+        std::lock_guard<std::mutex> l(out_mu);
+        if (json) {
+          std::string line;
+          google::protobuf::util::JsonPrintOptions opt;
+          opt.preserve_proto_field_names = true;
+          opt.always_print_primitive_fields = true;
+          (void)google::protobuf::util::MessageToJsonString(t, &line, opt);
+          std::printf("%s\n", line.c_str());
+        } else if (t.snapshot()) {
+          std::printf("%s  %-20s %-8s     current state\n", PrintTime(t.since_unix_seconds()).c_str(),
+                      t.host().c_str(), StateShort(t.to_state()).c_str());
+        } else {
+          std::printf("%s  %-20s %2s -> %-2s   %s\n", PrintTime(t.since_unix_seconds()).c_str(),
+                      t.host().c_str(), StateShort(t.from_state()).c_str(),
+                      StateShort(t.to_state()).c_str(), t.reason().c_str());
+        }
+        std::fflush(stdout);
+      }
+      grpc::Status s = reader->Finish();
+      std::lock_guard<std::mutex> l(out_mu);
+      // The stream only ends on an error (or the server's shutdown).
+      const int code = s.ok() ? 1 : Fail(s, "watching " + address, "statemgr", address);
+      if (s.ok()) std::fprintf(stderr, "%s: %s ended the stream\n", kProgram, address.c_str());
+      exit_code = std::max(exit_code, code);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return exit_code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -638,5 +760,6 @@ int main(int argc, char** argv) {
   if (cmd == "can-run") return CanRun(argc - 2, argv + 2);
   if (cmd == "how-long") return HowLong(argc - 2, argv + 2);
   if (cmd == "guest") return Guest(argc - 2, argv + 2);
+  if (cmd == "watch") return Watch(argc - 2, argv + 2);
   sojourn::DieUsage(kProgram, "unknown command '" + cmd + "' (try --help)");
 }
