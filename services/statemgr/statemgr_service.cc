@@ -204,8 +204,9 @@ class WatchReactor final : public grpc::ServerWriteReactor<sojourn::v1::StateTra
                            public StateWatcher {
  public:
   WatchReactor(grpc::CallbackServerContext* context, HostBook& book, Metrics& metrics,
-               size_t max_queue, const sojourn::v1::WatchStatesRequest& request)
-      : book_(book), metrics_(metrics), max_queue_(max_queue) {
+               std::atomic<int>& open, size_t max_queue,
+               const sojourn::v1::WatchStatesRequest& request)
+      : book_(book), metrics_(metrics), open_(open), max_queue_(max_queue) {
     if (!request.host().empty()) {
       // The check PushSamples applies: a name it refuses never changes state.
       if (absl::Status s = sojourn::ValidateHostName(request.host()); !s.ok()) {
@@ -216,7 +217,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<sojourn::v1::StateTra
     registered_ = true;
     context->AddInitialMetadata(std::string(kWatchRegisteredKey), "1");
     book_.AddWatcher(this, request.host(), !request.skip_snapshot());
-    UpdateGauge();
+    UpdateGauge(++open_);
     // The initial metadata leaves after the registration (alone, or with the
     // first snapshot message): a client that waits for it misses no change.
     absl::MutexLock l(&mu_);
@@ -269,15 +270,13 @@ class WatchReactor final : public grpc::ServerWriteReactor<sojourn::v1::StateTra
   void OnDone() override {
     if (registered_) {
       book_.RemoveWatcher(this);
-      UpdateGauge();
+      UpdateGauge(--open_);
     }
     delete this;
   }
 
  private:
-  void UpdateGauge() {
-    metrics_.Set(kWatchers, kWatchersHelp, {}, static_cast<double>(book_.watchers()));
-  }
+  void UpdateGauge(int open) { metrics_.Set(kWatchers, kWatchersHelp, {}, open); }
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     current_ = std::move(queue_.front());
     queue_.pop_front();
@@ -301,6 +300,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<sojourn::v1::StateTra
 
   HostBook& book_;
   Metrics& metrics_;
+  std::atomic<int>& open_;
   const size_t max_queue_;
   bool registered_ = false;
   absl::Mutex mu_;
@@ -313,11 +313,38 @@ class WatchReactor final : public grpc::ServerWriteReactor<sojourn::v1::StateTra
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
+constexpr char kHostState[] = "sojourn_statemgr_host_state";
+constexpr char kHostStateHelp[] =
+    "Current availability state of each host: 1 S1 idle, 2 S2 busy, 3 S3 overloaded, 4 S4 "
+    "memory short, 5 S5 gone (paper 000 section 4)";
+constexpr char kTransitions[] = "sojourn_statemgr_state_transitions_total";
+constexpr char kTransitionsHelp[] = "Host state changes, by the state entered";
+constexpr const char* kStateLabels[] = {"S1", "S2", "S3", "S4", "S5"};
+
 }  // namespace
+
+StateMetrics::StateMetrics(Metrics& metrics) : metrics_(metrics) {
+  for (const char* to : kStateLabels) metrics_.DeclareCounter(kTransitions, kTransitionsHelp, {{"to", to}});
+}
+
+void StateMetrics::OnStateChange(const StateChange& change) {
+  const int state = availability::StateIndex(change.to);
+  metrics_.Set(kHostState, kHostStateHelp, {{"host", change.host}}, state);
+  if (!change.snapshot && change.from.has_value()) {
+    metrics_.Increment(kTransitions, kTransitionsHelp, {{"to", kStateLabels[state - 1]}});
+  }
+}
 
 StateManagerService::StateManagerService(HostBook& book, UsageKeeper& usage, ThreadPool& pool,
                                          Metrics& metrics, const StateManagerServiceConfig& config)
-    : book_(book), usage_(usage), pool_(pool), metrics_(metrics), config_(config) {
+    : book_(book),
+      usage_(usage),
+      pool_(pool),
+      metrics_(metrics),
+      config_(config),
+      state_metrics_(metrics) {
+  // Every host's current state now, every change from now on.
+  book_.AddWatcher(&state_metrics_, "", /*snapshot=*/true);
   metrics_.DeclareCounter(kRejectedBatches, kRejectedBatchesHelp, {});
   metrics_.DeclareCounter(kPersisted, kPersistedHelp, {});
   metrics_.DeclareCounter(kDuplicates, kDuplicatesHelp, {});
@@ -336,9 +363,12 @@ grpc::ServerReadReactor<PushSamplesRequest>* StateManagerService::PushSamples(
   return new PushReactor(book_, metrics_, config_, response);
 }
 
+StateManagerService::~StateManagerService() { book_.RemoveWatcher(&state_metrics_); }
+
 grpc::ServerWriteReactor<sojourn::v1::StateTransition>* StateManagerService::WatchStates(
     grpc::CallbackServerContext* context, const sojourn::v1::WatchStatesRequest* request) {
-  return new WatchReactor(context, book_, metrics_, config_.max_watch_queue, *request);
+  return new WatchReactor(context, book_, metrics_, open_watches_, config_.max_watch_queue,
+                          *request);
 }
 
 grpc::ServerUnaryReactor* StateManagerService::ListHosts(

@@ -2,6 +2,8 @@
 #ifndef SOJOURN_SERVICES_STATEMGR_STATEMGR_SERVICE_H_
 #define SOJOURN_SERVICES_STATEMGR_STATEMGR_SERVICE_H_
 
+#include <atomic>
+
 #include "common/metrics.h"
 #include "common/thread_pool.h"
 #include "services/statemgr/host_book.h"
@@ -28,13 +30,26 @@ inline constexpr char kWatchRegisteredKey[] = "sojourn-watch-registered";
 // Limits of PushSamplesRequest.period_seconds (0 = unset): 1 s .. 1 day.
 using sojourn::kMaxPeriodSeconds;
 
+// Keeps the hosts' states in Prometheus: sojourn_statemgr_host_state{host}
+// (1..5) and sojourn_statemgr_state_transitions_total{to="S1".."S5"}.
+class StateMetrics final : public StateWatcher {
+ public:
+  explicit StateMetrics(Metrics& metrics);
+  void OnStateChange(const StateChange& change) override;
+
+ private:
+  Metrics& metrics_;
+};
+
 class StateManagerService final : public sojourn::v1::StateManager::CallbackService {
  public:
   // All references must outlive the service. Usage questions (which may run a
   // pattern analysis) are answered on `pool`.
   // Exports its event counters at 0 (Metrics::DeclareCounter).
+  // Also watches `book` for the state metrics (StateMetrics) until destroyed.
   StateManagerService(HostBook& book, UsageKeeper& usage, ThreadPool& pool, Metrics& metrics,
                       const StateManagerServiceConfig& config = {});
+  ~StateManagerService() override;
 
   grpc::ServerReadReactor<sojourn::v1::PushSamplesRequest>* PushSamples(
       grpc::CallbackServerContext* context, sojourn::v1::PushSamplesResponse* response) override;
@@ -72,6 +87,9 @@ class StateManagerService final : public sojourn::v1::StateManager::CallbackServ
   ThreadPool& pool_;
   Metrics& metrics_;
   const StateManagerServiceConfig config_;
+  StateMetrics state_metrics_;
+  // Open WatchStates streams (the sojourn_statemgr_watchers gauge).
+  std::atomic<int> open_watches_{0};
 };
 
 }  // namespace sojourn::statemgr

@@ -117,6 +117,18 @@ TEST_F(WatchStatesTest, SnapshotChangesSilenceAndShutdown) {
   EXPECT_EQ(t.host(), "vm1");
   EXPECT_EQ(t.to_state(), v1::HOST_STATE_S5_REVOKED);
   EXPECT_EQ(t.since_unix_seconds(), kStart + 18);
+  // The same changes in Prometheus: each host's state, and the changes by the state entered.
+  const std::string text = metrics_.Render();
+  EXPECT_NE(text.find("sojourn_statemgr_host_state{service=\"statemgr\",host=\"vm1\"} 5"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("sojourn_statemgr_host_state{service=\"statemgr\",host=\"vm2\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("sojourn_statemgr_state_transitions_total{service=\"statemgr\",to=\"S5\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("sojourn_statemgr_state_transitions_total{service=\"statemgr\",to=\"S4\"} 0"),
+            std::string::npos);
+  EXPECT_NE(text.find("sojourn_statemgr_watchers{service=\"statemgr\"} 1"), std::string::npos);
 
   book_->CloseWatchers();
   EXPECT_FALSE(reader->Read(&t));

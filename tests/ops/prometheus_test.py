@@ -169,6 +169,25 @@ class PrometheusTest(unittest.TestCase):
                 url = f"http://127.0.0.1:{CLUSTER.services[name].metrics_port}/metrics"
                 self.assertIn(series, http_get(url).encode())
 
+    def test_1c_host_states_in_prometheus(self):
+        # The statemgr exports each host's state as its classifier sees it
+        # (the Grafana state timeline): the monitor's host is in a state 1..5,
+        # and the changes by state entered exist from start-up.
+        def host_states():
+            got = query('sojourn_statemgr_host_state{job="sojourn-statemgr"}')
+            return got or None
+        got = sojourn_cluster.wait_until(host_states, 30, "sojourn_statemgr_host_state scraped",
+                                         interval_seconds=0.2)
+        for labels, value in got:
+            with self.subTest(host=labels.get("host")):
+                self.assertIn(value, (1.0, 2.0, 3.0, 4.0, 5.0), labels)
+        self.assertTrue(any(labels.get("host") for labels, _ in got), got)
+        for to in ("S1", "S2", "S3", "S4", "S5"):
+            expr = f'sojourn_statemgr_state_transitions_total{{job="sojourn-statemgr",to="{to}"}}'
+            with self.subTest(series=expr):
+                sojourn_cluster.wait_until(lambda e=expr: query(e), 15, f"{expr} in Prometheus",
+                                           interval_seconds=0.2)
+
     def test_2_request_counter_visible(self):
         import grpc
         from sojourn.v1 import broker_pb2, broker_pb2_grpc
