@@ -1,7 +1,9 @@
 // monitor: samples this host from /proc and streams to its state manager.
 #include <unistd.h>
 
+#include <algorithm>
 #include <optional>
+#include <random>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -14,6 +16,7 @@
 #include "common/metrics.h"
 #include "common/server.h"
 #include "common/text.h"
+#include "services/monitor/adaptive_period.h"
 #include "services/monitor/monitor.h"
 #include "services/monitor/monitor_service.h"
 #include "services/monitor/proc_sampler.h"
@@ -26,7 +29,28 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9405",
 ABSL_FLAG(std::string, port_file, "", "write the bound gRPC and metrics ports to this file");
 ABSL_FLAG(std::string, statemgr, "127.0.0.1:7403", "address of this host's state manager");
 ABSL_FLAG(std::string, host, "", "name of this host as sojourn knows it (default: hostname)");
-ABSL_FLAG(int64_t, period_seconds, 6, "sampling period (paper 000: 6 s)");
+ABSL_FLAG(int64_t, period_seconds, 6,
+          "sampling period (paper 000: 6 s); with --adaptive_period, the nominal period told to "
+          "the state manager (the step of its state grid)");
+ABSL_FLAG(bool, adaptive_period, false,
+          "adapt the sampling period to how often the host's state changes (paper 001 section "
+          "IV.B): start at --min_period_seconds, double the period after --stable_seconds without "
+          "a change of state or load band (classified with --th1, --th2, --grace_seconds and "
+          "--working_set_mb) up to --max_period_seconds, take one random extra sample within "
+          "each period longer than --period_seconds, and go back to the minimum on any change; "
+          "off: a sample every --period_seconds");
+ABSL_FLAG(int64_t, min_period_seconds, 1,
+          "with --adaptive_period: the shortest period, where it starts (paper 001: 1 s)");
+ABSL_FLAG(int64_t, max_period_seconds, 30,
+          "with --adaptive_period: the longest period; must be below the state manager's "
+          "revocation gap, max(--revocation_gap_seconds, 1.5 x --period_seconds), and at most "
+          "--grace_seconds");
+ABSL_FLAG(int64_t, stable_seconds, 60,
+          "with --adaptive_period: time without a change before the period doubles (default: "
+          "the grace period, the time scale of the five states)");
+ABSL_FLAG(int64_t, revocation_gap_seconds, 60,
+          "with --adaptive_period: the state manager's --revocation_gap_seconds, which "
+          "--max_period_seconds must stay below");
 ABSL_FLAG(std::string, proc_root, "/proc", "where to read /proc from");
 ABSL_FLAG(bool, gateway, false,
           "act on registered guest processes after each sample, as an FGCS gateway does: "
@@ -34,12 +58,14 @@ ABSL_FLAG(bool, gateway, false,
           "terminate in S3 (above --th2 for longer than --grace_seconds) and S4 (free memory "
           "below --working_set_mb); needs permission to signal the guests (and CAP_SYS_NICE to "
           "give a reniced guest its priority back)");
-ABSL_FLAG(double, th1, 0.2, "with --gateway: CPU load below this is S1 (guest at its priority)");
-ABSL_FLAG(double, th2, 0.6, "with --gateway: CPU load above this suspends the guests");
+ABSL_FLAG(double, th1, 0.2, "with --gateway or --adaptive_period: CPU load below this is S1 (guest at its priority)");
+ABSL_FLAG(double, th2, 0.6, "with --gateway or --adaptive_period: CPU load above this suspends the guests");
 ABSL_FLAG(int64_t, grace_seconds, 60,
-          "with --gateway: load above --th2 for longer than this terminates the guests (S3)");
+          "with --gateway or --adaptive_period: load above --th2 for longer than this "
+          "terminates the guests (S3)");
 ABSL_FLAG(double, working_set_mb, 256,
-          "with --gateway: free memory below this (MiB) terminates the guests (S4)");
+          "with --gateway or --adaptive_period: free memory below this (MiB) terminates the "
+          "guests (S4)");
 ABSL_FLAG(std::string, spool_path, "",
           "file keeping the samples not yet acknowledged by the state manager, so they survive a "
           "restart of the monitor while the state manager is unreachable (empty = memory only)");
@@ -79,6 +105,56 @@ int main(int argc, char** argv) {
                 "--working_set_mb in [0, 1e9)");
     return 2;
   }
+  sojourn::monitor::AdaptivePeriodConfig adaptive_config;
+  if (absl::GetFlag(FLAGS_adaptive_period)) {
+    const int64_t period = absl::GetFlag(FLAGS_period_seconds);
+    const int64_t min_period = absl::GetFlag(FLAGS_min_period_seconds);
+    const int64_t max_period = absl::GetFlag(FLAGS_max_period_seconds);
+    const int64_t stable = absl::GetFlag(FLAGS_stable_seconds);
+    const int64_t gap_flag = absl::GetFlag(FLAGS_revocation_gap_seconds);
+    constexpr int64_t kYear = 365 * 86400;
+    // The state manager's revocation gap for this host (HostBook::
+    // ClassifierFor): a sample gap longer than it is recorded as S5, so the
+    // longest period must stay below it.
+    const int64_t gap = std::max<int64_t>(gap_flag, (period * 3 + 1) / 2);
+    std::string bad;
+    if (gap_flag < 1 || gap_flag > kYear) {
+      bad = absl::StrFormat("--revocation_gap_seconds must be in [1, %d] (a year), got %d", kYear,
+                            gap_flag);
+    } else if (max_period < 1 || max_period > sojourn::kMaxPeriodSeconds) {
+      bad = absl::StrFormat("--max_period_seconds must be in [1, %d], got %d",
+                            sojourn::kMaxPeriodSeconds, max_period);
+    } else if (min_period < 1 || min_period > max_period) {
+      bad = absl::StrFormat(
+          "--min_period_seconds must be in [1, --max_period_seconds = %d], got %d", max_period,
+          min_period);
+    } else if (max_period >= gap) {
+      bad = absl::StrFormat(
+          "--max_period_seconds must be below the state manager's revocation gap of %d s "
+          "(max(--revocation_gap_seconds, 1.5 x --period_seconds)), got %d: samples that far "
+          "apart would be recorded as a revocation (S5)",
+          gap, max_period);
+    } else if (gateway_config.grace_seconds > 0 && max_period > gateway_config.grace_seconds) {
+      bad = absl::StrFormat(
+          "--max_period_seconds must be at most --grace_seconds = %d, got %d: one sample above "
+          "--th2 after a longer interval would be S3 at once, never a transient spike",
+          gateway_config.grace_seconds, max_period);
+    } else if (stable < 1 || stable > sojourn::kMaxPeriodSeconds) {
+      bad = absl::StrFormat("--stable_seconds must be in [1, %d], got %d",
+                            sojourn::kMaxPeriodSeconds, stable);
+    }
+    if (!bad.empty()) {
+      SOJOURN_LOG(ERROR, "%s", bad);
+      return 2;
+    }
+    adaptive_config.min_period = absl::Seconds(min_period);
+    adaptive_config.max_period = absl::Seconds(max_period);
+    adaptive_config.stable = absl::Seconds(stable);
+    adaptive_config.extra_samples_above = absl::Seconds(period);
+    // The same classification as the gateway's (and the state manager's,
+    // given the same thresholds).
+    adaptive_config.classifier = gateway_config;
+  }
   std::string host = absl::GetFlag(FLAGS_host);
   if (host.empty()) {
     char buf[256] = {0};
@@ -109,15 +185,32 @@ int main(int argc, char** argv) {
   sc.host = host;
   sc.statemgr_address = absl::GetFlag(FLAGS_statemgr);
   sc.attributes = sampler.Attributes();
+  // With --adaptive_period too, the state manager is told --period_seconds,
+  // the fixed period's default of 6 s, as the host's nominal period: it is the
+  // step of the host's state grid (HostBook, ClassifyToGrid gives each grid
+  // point the state after all samples at or before it) and sets its
+  // revocation gap. Samples closer than that (after a change) only refine
+  // which state a grid point gets, as a fixed 6 s monitor's would; samples
+  // further apart (a stable host) leave grid points between them in the
+  // last sample's state, which is the paper's premise for a longer period
+  // (no state change within it). Telling it --min_period_seconds (1 s) would
+  // make the grid, and the window statistics the predictor steps through, six
+  // times denser for every hour of history, mostly repeating one state;
+  // telling it --max_period_seconds would blur every state change to 30 s.
   sc.period_seconds = absl::GetFlag(FLAGS_period_seconds);
   sc.spool_path = absl::GetFlag(FLAGS_spool_path);
   sojourn::monitor::SampleSender sender(sc, clock);
   sojourn::Metrics metrics("monitor");
   std::optional<sojourn::monitor::Gateway> gateway;
   if (absl::GetFlag(FLAGS_gateway)) gateway.emplace(gateway_config);
+  std::optional<sojourn::monitor::AdaptivePeriod> adaptive;
+  if (absl::GetFlag(FLAGS_adaptive_period)) {
+    adaptive.emplace(adaptive_config, std::random_device{}());
+  }
   sojourn::monitor::Monitor monitor(sampler, sender, clock, metrics,
                                     absl::Seconds(sc.period_seconds),
-                                    gateway.has_value() ? &*gateway : nullptr);
+                                    gateway.has_value() ? &*gateway : nullptr,
+                                    adaptive.has_value() ? &*adaptive : nullptr);
   sojourn::monitor::MonitorService service(monitor, sender);
   sojourn::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
@@ -132,9 +225,16 @@ int main(int argc, char** argv) {
     SOJOURN_LOG(INFO, "restored %d unacknowledged samples from %s", sender.restored(),
                 sc.spool_path);
   }
-  SOJOURN_LOG(INFO, "monitor of host %s on %s (%s), streaming to %s every %ds; guest gateway %s",
+  SOJOURN_LOG(INFO, "monitor of host %s on %s (%s), streaming to %s every %s; guest gateway %s",
               host, (*server)->listen_address(), (*server)->metrics_description(),
-              sc.statemgr_address, sc.period_seconds,
+              sc.statemgr_address,
+              adaptive.has_value()
+                  ? absl::StrFormat("%d..%ds (adaptive period, doubled after %ds without a "
+                                    "change; nominal period %ds)",
+                                    absl::GetFlag(FLAGS_min_period_seconds),
+                                    absl::GetFlag(FLAGS_max_period_seconds),
+                                    absl::GetFlag(FLAGS_stable_seconds), sc.period_seconds)
+                  : absl::StrFormat("%ds", sc.period_seconds),
               gateway.has_value()
                   ? absl::StrFormat("on (th1 %.2f, th2 %.2f, grace %ds, working set %.0f MiB)",
                                     gateway_config.th1, gateway_config.th2,

@@ -15,6 +15,11 @@ constexpr char kSampleErrors[] = "sojourn_monitor_sample_errors_total";
 constexpr char kSampleErrorsHelp[] = "Failed reads of /proc";
 constexpr char kSamples[] = "sojourn_monitor_samples_total";
 constexpr char kSamplesHelp[] = "Samples taken";
+constexpr char kExtraSamples[] = "sojourn_monitor_extra_samples_total";
+constexpr char kExtraSamplesHelp[] =
+    "Random extra samples of the adaptive period (also counted in samples_total)";
+constexpr char kPeriod[] = "sojourn_monitor_period_seconds";
+constexpr char kPeriodHelp[] = "Current sampling period (adaptive with --adaptive_period)";
 constexpr char kGatewayActions[] = "sojourn_monitor_gateway_actions_total";
 constexpr char kGatewayActionsHelp[] =
     "What the guest gateway did to registered guests (renice, restore, suspend, resume, "
@@ -27,16 +32,20 @@ const char* StateName(availability::HostState s) {
 }  // namespace
 
 Monitor::Monitor(ProcSampler& sampler, SampleSender& sender, Clock& clock, Metrics& metrics,
-                 absl::Duration period, Gateway* gateway)
+                 absl::Duration period, Gateway* gateway, AdaptivePeriod* adaptive)
     : sampler_(sampler),
       sender_(sender),
       clock_(clock),
       metrics_(metrics),
       period_(period),
-      gateway_(gateway) {
+      gateway_(gateway),
+      adaptive_(adaptive),
+      current_period_(adaptive != nullptr ? adaptive->period() : period) {
   // At 0 from start-up, so that the first failed read is a visible increase.
   metrics_.DeclareCounter(kSampleErrors, kSampleErrorsHelp, {});
   metrics_.DeclareCounter(kSamples, kSamplesHelp, {});
+  if (adaptive_ != nullptr) metrics_.DeclareCounter(kExtraSamples, kExtraSamplesHelp, {});
+  metrics_.Set(kPeriod, kPeriodHelp, {}, absl::ToDoubleSeconds(current_period_));
   if (gateway_ != nullptr) {
     for (const std::string& a : GatewayActionNames()) {
       metrics_.DeclareCounter(kGatewayActions, kGatewayActionsHelp, {{"action", a}});
@@ -58,28 +67,132 @@ void Monitor::Stop() {
 
 void Monitor::Tick() {
   absl::MutexLock tick_lock(&tick_mu_);
+  (void)TakeSample(AdaptivePeriod::Kind::kRegular);
+}
+
+Monitor::TickResult Monitor::TakeSample(AdaptivePeriod::Kind kind) {
+  TickResult result;
+  const bool extra = kind == AdaptivePeriod::Kind::kExtra;
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  if (adaptive_ != nullptr && last_read_unix_.has_value() && now <= *last_read_unix_) {
+    // Woken so late that this sample falls in the second of the previous
+    // one: the sampler would see an empty interval and restart it, losing
+    // the load since the previous reading. Skipped; the next one is >= 1 s on.
+    return result;
+  }
   auto sample = sampler_.Sample(now, guests());
+  if (sample.ok()) last_read_unix_ = now;
   if (!sample.ok()) {
     SOJOURN_LOG(WARNING, "sampling: %s", sample.status().ToString());
     metrics_.Increment(kSampleErrors, kSampleErrorsHelp, {});
   } else if (sample->has_value()) {
+    result.sampled = true;
     sender_.Add(**sample);
     metrics_.Increment(kSamples, kSamplesHelp, {});
+    if (extra) metrics_.Increment(kExtraSamples, kExtraSamplesHelp, {});
     metrics_.Set("sojourn_monitor_cpu_load_ratio", "Host CPU load excluding guests", {},
                  (*sample)->cpu_load);
     {
       absl::MutexLock l(&mu_);
       last_ = **sample;
     }
+    if (adaptive_ != nullptr) {
+      const absl::Duration before = adaptive_->period();
+      result.changed = adaptive_->Observe(**sample, kind);
+      const absl::Duration after = adaptive_->period();
+      if (after != before) {
+        {
+          absl::MutexLock l(&mu_);
+          current_period_ = after;
+        }
+        metrics_.Set(kPeriod, kPeriodHelp, {}, absl::ToDoubleSeconds(after));
+        // Only on a change of the period: at most one line per doubling
+        // (every --stable_seconds) and one per reset from above the minimum.
+        SOJOURN_LOG(INFO, "adaptive period %ds -> %ds: %s", absl::ToInt64Seconds(before),
+                    absl::ToInt64Seconds(after),
+                    result.changed ? absl::StrCat("host now ", adaptive_->condition(), " at ",
+                                                  extra ? "a random extra" : "a regular",
+                                                  " sample")
+                                   : absl::StrCat("no change for ",
+                                                  absl::ToInt64Seconds(
+                                                      adaptive_->config().stable),
+                                                  "s"));
+      }
+    }
     if (gateway_ != nullptr) ApplyGateway(**sample);
   }
+  // An extra sample that changed nothing waits in the buffer for the next
+  // regular push: one stream to the state manager per regular period.
+  if (extra && !result.changed) return result;
   absl::Status s = sender_.MaybeFlush();
   if (!s.ok()) {
     SOJOURN_LOG(WARNING, "%s (%d samples buffered)", s.ToString(), sender_.unacknowledged());
   }
   metrics_.Set("sojourn_monitor_unacknowledged_samples", "Samples not yet persisted upstream",
                {}, static_cast<double>(sender_.unacknowledged()));
+  return result;
+}
+
+Monitor::NextSample Monitor::Step() {
+  absl::MutexLock tick_lock(&tick_mu_);
+  if (adaptive_ != nullptr) return StepAdaptive();
+  // The fixed period: the schedule Run() always had (the first sample now,
+  // then every period from there, whatever a sample took).
+  if (!next_regular_.has_value()) next_regular_ = clock_.Now();
+  (void)TakeSample(AdaptivePeriod::Kind::kRegular);
+  *next_regular_ += period_;
+  return {*next_regular_, false};
+}
+
+Monitor::NextSample Monitor::StepAdaptive() {
+  const absl::Duration min_period = adaptive_->config().min_period;
+  if (!next_regular_.has_value()) {
+    // Due times on whole seconds, as sample times are: with every offset a
+    // whole number of seconds, a wake-up late by less than a second keeps
+    // every sample in its own second.
+    next_regular_ = absl::FromUnixSeconds(absl::ToUnixSeconds(clock_.Now()));
+  }
+  if (extra_at_.has_value()) {
+    // The random extra sample (paper 001 section IV.B). When it shows a
+    // change the period is back at its minimum, counted from this sample.
+    const absl::Time at = *extra_at_;
+    extra_at_.reset();
+    if (TakeSample(AdaptivePeriod::Kind::kExtra).changed) {
+      next_regular_ = at + adaptive_->period();
+    }
+    return {*next_regular_, false};
+  }
+  const absl::Time at = *next_regular_;
+  const TickResult r = TakeSample(AdaptivePeriod::Kind::kRegular);
+  if (!r.sampled && !retrying_) {
+    // Nothing came of it (the first reading, a failed read, a counter
+    // reset): the next regular sample is a minimum period on, not a whole
+    // period, so that one lost sample at the maximum period never leaves a
+    // gap of two maximum periods for the state manager to take for a
+    // revocation. Once: a /proc that keeps failing is not read every second.
+    retrying_ = true;
+    next_regular_ = at + min_period;
+    return {*next_regular_, false};
+  }
+  retrying_ = false;
+  const absl::Duration period = adaptive_->period();
+  next_regular_ = at + period;
+  // Behind schedule (the process was stopped, the machine suspended): go
+  // on from now rather than catching up with a burst of samples.
+  if (const absl::Time now = clock_.Now(); *next_regular_ < now) {
+    next_regular_ = absl::FromUnixSeconds(absl::ToUnixSeconds(now)) + min_period;
+  }
+  if (std::optional<absl::Duration> offset = adaptive_->DrawExtraOffset();
+      offset.has_value() && at + *offset < *next_regular_) {
+    extra_at_ = at + *offset;
+    return {*extra_at_, true};
+  }
+  return {*next_regular_, false};
+}
+
+absl::Duration Monitor::period() const {
+  absl::MutexLock l(&mu_);
+  return current_period_;
 }
 
 void Monitor::ApplyGateway(const HostSample& sample) {
@@ -104,13 +217,11 @@ void Monitor::ApplyGateway(const HostSample& sample) {
 
 void Monitor::Run() {
   absl::MutexLock l(&mu_);
-  absl::Time next = clock_.Now();
   while (!stopping_) {
     mu_.Unlock();
-    Tick();
+    const NextSample next = Step();
     mu_.Lock();
-    next += period_;
-    clock_.SleepUntil(next, &mu_, &stopping_);
+    clock_.SleepUntil(next.at, &mu_, &stopping_);
   }
 }
 
