@@ -192,5 +192,34 @@ TEST_F(WatchStatesTest, LaggingWatcherIsEnded) {
       << metrics_.Render();
 }
 
+// The snapshot does not count against --max_watch_queue: a state manager
+// holding more hosts than that (a replay of many hosts) still lets watchers
+// in, each getting every host's state and then the changes. It used to end
+// every watcher with RESOURCE_EXHAUSTED while it queued its snapshot, so a
+// reconnect could never succeed.
+TEST_F(WatchStatesTest, SnapshotLargerThanTheQueueIsSent) {
+  Start(/*max_watch_queue=*/4);
+  for (int i = 0; i < 12; ++i) Push("vm" + std::to_string(10 + i), kStart, {0.1});
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));  // no hang
+  auto reader = stub_->WatchStates(&ctx, v1::WatchStatesRequest());
+  StateTransition t;
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(reader->Read(&t)) << "snapshot message " << i << ": "
+                                  << reader->Finish().error_message();
+    EXPECT_TRUE(t.snapshot());
+    EXPECT_EQ(t.host(), "vm" + std::to_string(10 + i));
+  }
+  Push("vm10", kStart + 6, {0.4});
+  ASSERT_TRUE(reader->Read(&t)) << reader->Finish().error_message();
+  EXPECT_FALSE(t.snapshot());
+  EXPECT_EQ(t.host(), "vm10");
+  EXPECT_EQ(t.to_state(), v1::HOST_STATE_S2_BUSY);
+  ctx.TryCancel();
+  while (reader->Read(&t)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
 }  // namespace
 }  // namespace sojourn
