@@ -238,7 +238,7 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
                                                     ? new_meta.period_seconds
                                                     : config_.default_period_seconds);
     h.meta = new_meta;
-    if (period_changed) Refeed(host, h);
+    if (period_changed) Refeed(host, h, &changes);
     for (const HostSample& s : fresh) Feed(host, h, s, &changes);
     h.samples.insert(h.samples.end(), fresh.begin(), fresh.end());
     if (!fresh.empty()) h.series.reset();
@@ -291,12 +291,38 @@ void HostBook::Feed(const std::string& name, Host& h, const HostSample& s,
   }
 }
 
-void HostBook::Refeed(const std::string& name, Host& h) const {
-  (void)name;
+void HostBook::Refeed(const std::string& name, Host& h, std::vector<StateChange>* out) const {
   h.live.reset();
   if (h.samples.empty()) return;
-  h.live.emplace(ClassifierFor(h));
-  for (const HostSample& s : h.samples) h.live->Add(s);
+  const availability::ClassifierConfig c = ClassifierFor(h);
+  h.live.emplace(c);
+  // The state the history gives now, and since when (as Feed would have
+  // announced it: a return after a revocation starts anew).
+  HostState state = HostState::kS5;
+  int64_t since = 0;
+  std::optional<int64_t> prev;
+  for (const HostSample& s : h.samples) {
+    const HostState now = h.live->Add(s);
+    if (!prev.has_value() || s.unix_seconds - *prev > c.revocation_gap_seconds || now != state) {
+      state = now;
+      since = s.unix_seconds;
+    }
+    prev = s.unix_seconds;
+  }
+  // Announced gone (S5) stays so until its next sample, as after a silence.
+  if (!h.announced.has_value() || *h.announced == HostState::kS5) return;
+  if (state != *h.announced && out != nullptr) {
+    StateChange change;
+    change.host = name;
+    change.from = h.announced;
+    change.to = state;
+    change.since_unix = since;
+    change.reason = absl::StrCat("reclassified with the new period of ", PeriodOf(h),
+                                 " s (revocation gap ", c.revocation_gap_seconds, " s)");
+    out->push_back(std::move(change));
+  }
+  h.announced = state;
+  h.announced_since = since;
 }
 
 void HostBook::SilenceLocked(int64_t now, std::vector<StateChange>* out) {

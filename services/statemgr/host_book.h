@@ -200,8 +200,10 @@ class HostBook {
   void Feed(const std::string& name, Host& h, const HostSample& s,
             std::vector<StateChange>* out) const;
   // Restarts the host's online classifier from its samples (a new period
-  // changes its revocation gap), without announcing anything.
-  void Refeed(const std::string& name, Host& h) const;
+  // changes its revocation gap) and appends to `out` the change of state the
+  // reclassified history shows, if any (a host announced S5 stays so until
+  // its next sample).
+  void Refeed(const std::string& name, Host& h, std::vector<StateChange>* out) const;
   void SilenceLocked(int64_t now, std::vector<StateChange>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Deliver(const std::vector<StateChange>& changes) ABSL_LOCKS_EXCLUDED(watch_mu_);

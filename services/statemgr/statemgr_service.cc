@@ -227,7 +227,10 @@ class WatchReactor final : public grpc::ServerWriteReactor<sojourn::v1::StateTra
   void OnStateChange(const StateChange& change) override {
     absl::MutexLock l(&mu_);
     if (finishing_) return;
-    if (queue_.size() >= max_queue_) {
+    // The snapshot (one message per host, queued at once on registration)
+    // does not count: a book with more hosts than max_queue_ must not end
+    // every watcher before its first change.
+    if (!change.snapshot && queue_.size() - queued_snapshot_ >= max_queue_) {
       metrics_.Increment(kWatchersDropped, kWatchersDroppedHelp, {});
       EndLocked(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                              absl::StrCat("the watcher fell more than ", max_queue_,
@@ -242,6 +245,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<sojourn::v1::StateTra
     t.set_since_unix_seconds(change.since_unix);
     t.set_snapshot(change.snapshot);
     t.set_reason(change.reason);
+    if (change.snapshot) ++queued_snapshot_;
     queue_.push_back(std::move(t));
     if (!writing_) WriteNextLocked();
   }
@@ -280,6 +284,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<sojourn::v1::StateTra
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     current_ = std::move(queue_.front());
     queue_.pop_front();
+    if (current_.snapshot()) --queued_snapshot_;
     writing_ = true;
     wrote_ = true;
     StartWrite(&current_);
@@ -290,6 +295,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<sojourn::v1::StateTra
     finishing_ = true;
     status_ = status;
     queue_.clear();
+    queued_snapshot_ = 0;
     FinishIfIdleLocked();
   }
   void FinishIfIdleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -305,6 +311,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<sojourn::v1::StateTra
   bool registered_ = false;
   absl::Mutex mu_;
   std::deque<sojourn::v1::StateTransition> queue_ ABSL_GUARDED_BY(mu_);
+  // Snapshot messages in queue_ (not counted against max_queue_).
+  size_t queued_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
   sojourn::v1::StateTransition current_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool wrote_ ABSL_GUARDED_BY(mu_) = false;

@@ -20,6 +20,7 @@ struct StateManagerServiceConfig {
   int64_t max_clock_skew_seconds = 3600;
   // A WatchStates stream whose unsent transitions exceed this is ended with
   // RESOURCE_EXHAUSTED (a stuck watcher must not hold memory without bound).
+  // Its snapshot messages (one per host) do not count.
   size_t max_watch_queue = 10000;
 };
 

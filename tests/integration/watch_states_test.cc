@@ -2,8 +2,13 @@
 // loopback port 0 (RocksDB in a temp dir, fake clock), a streaming client,
 // and samples pushed with PushSamples. The client's blocking Read() is the
 // synchronisation: each message arrives or the stream ends with a status.
+#include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -190,6 +195,197 @@ TEST_F(WatchStatesTest, LaggingWatcherIsEnded) {
   EXPECT_NE(metrics_.Render().find("sojourn_statemgr_watchers_dropped_total{service=\"statemgr\"} 1"),
             std::string::npos)
       << metrics_.Render();
+}
+
+// The snapshot does not count against --max_watch_queue: a state manager
+// holding more hosts than that (a replay of many hosts) still lets watchers
+// in, each getting every host's state and then the changes. It used to end
+// every watcher with RESOURCE_EXHAUSTED while it queued its snapshot, so a
+// reconnect could never succeed.
+TEST_F(WatchStatesTest, SnapshotLargerThanTheQueueIsSent) {
+  Start(/*max_watch_queue=*/4);
+  for (int i = 0; i < 12; ++i) Push("vm" + std::to_string(10 + i), kStart, {0.1});
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));  // no hang
+  auto reader = stub_->WatchStates(&ctx, v1::WatchStatesRequest());
+  StateTransition t;
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(reader->Read(&t)) << "snapshot message " << i << ": "
+                                  << reader->Finish().error_message();
+    EXPECT_TRUE(t.snapshot());
+    EXPECT_EQ(t.host(), "vm" + std::to_string(10 + i));
+  }
+  Push("vm10", kStart + 6, {0.4});
+  ASSERT_TRUE(reader->Read(&t)) << reader->Finish().error_message();
+  EXPECT_FALSE(t.snapshot());
+  EXPECT_EQ(t.host(), "vm10");
+  EXPECT_EQ(t.to_state(), v1::HOST_STATE_S2_BUSY);
+  ctx.TryCancel();
+  while (reader->Read(&t)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+// Stress (also run under ThreadSanitizer): pushers on several streams, the
+// silence check, and watchers that come, read a little and cancel, all at
+// once. Every watcher's view must be a piece of one history: a reference
+// watcher registered first sees each host's changes chained (each from the
+// previous to), a later watcher's snapshot is a state of that chain and its
+// changes follow it without gap or duplicate, and a fresh snapshot at the
+// end is every host's last state. Each stream ends with the status of its
+// cause, and after the shutdown only the metrics watcher is registered.
+TEST_F(WatchStatesTest, ConcurrentPushersSilenceAndWatchersAgree) {
+  Start(/*max_watch_queue=*/100000);
+  // Samples from +9000 s on, the clock at +10000 s: hosts fall silent by the
+  // clock and come back with no gap, so silence and samples interleave.
+  clock_.Set(absl::FromUnixSeconds(kStart + 10000));
+  const auto deadline = [] { return std::chrono::system_clock::now() + std::chrono::seconds(60); };
+  grpc::ClientContext ref_ctx;
+  ref_ctx.set_deadline(deadline());
+  auto ref = stub_->WatchStates(&ref_ctx, v1::WatchStatesRequest());
+  ref->WaitForInitialMetadata();
+
+  constexpr int kPushers = 3;
+  std::vector<std::thread> threads;
+  for (int p = 0; p < kPushers; ++p) {
+    threads.emplace_back([this, p] {
+      std::mt19937 rng(p);
+      for (int batch = 0; batch < 40; ++batch) {
+        const std::string host = "p" + std::to_string(p) + "-" + std::to_string(batch % 2);
+        std::vector<double> loads;
+        for (int i = 0; i < 5; ++i) loads.push_back(std::vector<double>{0.1, 0.4, 0.9}[rng() % 3]);
+        // 5 samples per batch, a batch every 30 s of the host's time; now and
+        // then a gap (a revocation).
+        const int64_t t0 = kStart + 9000 + (batch / 2) * 30 + (batch >= 20 ? 300 : 0);
+        Push(host, t0, loads);
+      }
+    });
+  }
+  std::atomic<bool> pushing{true};
+  threads.emplace_back([this, &pushing] {
+    while (pushing) book_->CheckSilence();
+  });
+  struct Seen {
+    std::string filter;
+    bool skip_snapshot;
+    std::vector<StateTransition> messages;
+    grpc::Status status;
+  };
+  std::mutex seen_mu;
+  std::vector<Seen> seen;
+  constexpr int kChurners = 6;
+  for (int c = 0; c < kChurners; ++c) {
+    threads.emplace_back([this, c, &deadline, &seen_mu, &seen] {
+      std::mt19937 rng(100 + c);
+      for (int round = 0; round < 10; ++round) {
+        Seen s;
+        const int kind = static_cast<int>(rng() % 4);
+        s.filter = kind == 0 ? "p" + std::to_string(rng() % kPushers) + "-0" : "";
+        s.skip_snapshot = kind == 1;
+        grpc::ClientContext ctx;
+        ctx.set_deadline(deadline());
+        v1::WatchStatesRequest req;
+        req.set_host(s.filter);
+        req.set_skip_snapshot(s.skip_snapshot);
+        auto reader = stub_->WatchStates(&ctx, req);
+        reader->WaitForInitialMetadata();
+        const size_t want = rng() % 8;
+        StateTransition t;
+        while (s.messages.size() < want && reader->Read(&t)) s.messages.push_back(t);
+        ctx.TryCancel();
+        while (reader->Read(&t)) {
+        }
+        s.status = reader->Finish();
+        std::lock_guard<std::mutex> l(seen_mu);
+        seen.push_back(std::move(s));
+      }
+    });
+  }
+  for (int i = 0; i < kPushers; ++i) threads[i].join();
+  pushing = false;
+  for (size_t i = kPushers; i < threads.size(); ++i) threads[i].join();
+
+  // The hosts silent since their last batch are announced now, not by the
+  // fresh watcher below; everything before the marker has reached the
+  // reference watcher once the marker has.
+  book_->CheckSilence();
+  Push("zz-marker", kStart + 10000, {0.1});
+  std::map<std::string, std::vector<StateTransition>> chain;
+  StateTransition t;
+  while (true) {
+    ASSERT_TRUE(ref->Read(&t)) << ref->Finish().error_message();
+    if (t.host() == "zz-marker") break;
+    ASSERT_FALSE(t.snapshot());
+    auto& c = chain[t.host()];
+    EXPECT_EQ(t.from_state(), c.empty() ? v1::HOST_STATE_UNSPECIFIED : c.back().to_state())
+        << t.host() << " change " << c.size();
+    EXPECT_NE(t.from_state(), t.to_state()) << t.host();
+    c.push_back(t);
+  }
+  ASSERT_EQ(chain.size(), 2u * kPushers);
+  auto same = [](const StateTransition& a, const StateTransition& b) {
+    return a.host() == b.host() && a.from_state() == b.from_state() &&
+           a.to_state() == b.to_state() && a.since_unix_seconds() == b.since_unix_seconds() &&
+           a.reason() == b.reason();
+  };
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kChurners * 10));
+  for (const Seen& s : seen) {
+    EXPECT_EQ(s.status.error_code(), grpc::StatusCode::CANCELLED) << s.status.error_message();
+    std::map<std::string, size_t> at;  // host -> index in its chain of the last message
+    for (const StateTransition& m : s.messages) {
+      SCOPED_TRACE(m.DebugString());
+      if (!s.filter.empty()) EXPECT_EQ(m.host(), s.filter);
+      const auto& c = chain[m.host()];
+      auto it = at.find(m.host());
+      if (m.snapshot()) {
+        EXPECT_FALSE(s.skip_snapshot);
+        EXPECT_TRUE(it == at.end()) << "a snapshot after changes";
+        // The state after some change of the chain (the last one with that
+        // state and time: a host may return to a state at one sample).
+        size_t k = c.size();
+        for (size_t i = 0; i < c.size(); ++i) {
+          if (c[i].to_state() == m.to_state() &&
+              c[i].since_unix_seconds() == m.since_unix_seconds()) {
+            k = i;
+          }
+        }
+        ASSERT_LT(k, c.size()) << "a snapshot state the host never had";
+        at[m.host()] = k;
+      } else if (it != at.end()) {
+        ASSERT_LT(it->second + 1, c.size());
+        EXPECT_TRUE(same(m, c[it->second + 1])) << "not the next change of the chain";
+        ++it->second;
+      } else {
+        // The first message of this host: with a snapshot, only a host that
+        // appeared after the registration starts with a change (its first).
+        if (!s.skip_snapshot) EXPECT_EQ(m.from_state(), v1::HOST_STATE_UNSPECIFIED);
+        size_t k = c.size();
+        for (size_t i = 0; i < c.size() && k == c.size(); ++i) {
+          if (same(c[i], m)) k = i;
+        }
+        ASSERT_LT(k, c.size()) << "a change the reference watcher did not see";
+        at[m.host()] = k;
+      }
+    }
+  }
+  // A fresh snapshot: every host's last state.
+  grpc::ClientContext last_ctx;
+  last_ctx.set_deadline(deadline());
+  auto last = stub_->WatchStates(&last_ctx, v1::WatchStatesRequest());
+  for (size_t i = 0; i < chain.size() + 1; ++i) {
+    ASSERT_TRUE(last->Read(&t));
+    ASSERT_TRUE(t.snapshot());
+    if (t.host() == "zz-marker") continue;
+    EXPECT_EQ(t.to_state(), chain[t.host()].back().to_state()) << t.host();
+    EXPECT_EQ(t.since_unix_seconds(), chain[t.host()].back().since_unix_seconds()) << t.host();
+  }
+  book_->CloseWatchers();
+  EXPECT_FALSE(ref->Read(&t));
+  EXPECT_EQ(ref->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_FALSE(last->Read(&t));
+  EXPECT_EQ(last->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+  server_->Shutdown(absl::Seconds(10));
+  EXPECT_EQ(book_->watchers(), 1u);  // the metrics watcher
 }
 
 }  // namespace

@@ -23,7 +23,10 @@ predictor, a statemgr holding one host with samples, none in the last day):
     running the guest gateway, shows its guests and gateway mode, and refuses
     init (exit 2);
   - `sojourn watch` prints the current states, then a new host's first
-    change as JSON; an unregistered --host exits 2, a dead --statemgr 1.
+    change as JSON; an unregistered --host exits 2, a dead --statemgr 1 (also
+    beside a live one, which it used to keep watching); `| head -1` ends it
+    with exit 0 though no further change comes (it used to hang); a state
+    manager given twice is watched once.
 
 usage: /usr/bin/python3 tests/tools/services_cli_test.py --bin-dir BUILD/bin
 """
@@ -270,6 +273,41 @@ def test_cluster(bin_dir, workdir):
         code, _, err = run([sojourn, "watch", "--statemgr", dead], env=env)
         check(code == 1 and len(err) == 1 and dead in err[0],
               f"sojourn watch of a dead statemgr: exit {code}, stderr {err}")
+        # A live and a dead one: the dead one ends the watch of both (exit 1, naming it),
+        # instead of the command going on as if it watched every host.
+        try:
+            code, _, err = run([sojourn, "watch", "--statemgr", f"{statemgr.address},{dead}"],
+                               env=env, timeout=30)
+        except subprocess.TimeoutExpired:
+            code, err = "no exit within 30 s", []
+        check(code == 1 and len([l for l in err if dead in l]) == 1 and
+              all(dead in l or "watching state changes" in l for l in err),
+              f"sojourn watch of a live and a dead statemgr: exit {code}, stderr {err}")
+        # Its output read by `head -1`: once the reader is gone, the watch ends quietly
+        # (exit 0) even though no change comes to write; one state manager given twice is
+        # watched once.
+        head = subprocess.Popen([sojourn, "watch", "--statemgr", f"{statemgr.address},,"
+                                 f"{statemgr.address}", "--host", host],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL, env=env)
+        try:
+            line = head.stdout.readline()
+            head.stdout.close()
+            code = head.wait(timeout=20)
+            err = [l for l in head.stderr.read().splitlines() if l.strip()]
+        except subprocess.TimeoutExpired:
+            code, err = "no exit within 20 s", []
+        finally:
+            if head.poll() is None:
+                head.kill()
+                head.wait()
+        check(code == 0 and host in line and len(err) == 1 and "watching state changes" in err[0],
+              f"sojourn watch | head -1: exit {code}, first line {line!r}, stderr {err}")
+        for argv, want in ((["--host", ""], "--host needs a host name"),
+                           (["--statemgr", dead, "--timeout", "x"], "--timeout")):
+            code, _, err = run([sojourn, "watch"] + argv, env=env)
+            check(code == 2 and len(err) == 1 and want in err[0],
+                  f"sojourn watch {argv}: exit {code}, stderr {err}")
     finally:
         codes = cluster.stop()
         if FAILURES:

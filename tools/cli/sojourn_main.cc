@@ -9,10 +9,17 @@
 //
 // Addresses: --broker (env SOJOURN_BROKER, default 127.0.0.1:7401) and
 // --predictor (env SOJOURN_PREDICTOR, default 127.0.0.1:7402).
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -192,7 +199,9 @@ const char kWatchHelp[] =
     "state, then one line per change with its reason, until Ctrl-C. A host silent for longer\n"
     "than its revocation gap is reported S5 within a few seconds. Without --statemgr, watches\n"
     "every state manager registered with the broker. With --json, one JSON object per line.\n"
-    "Exits 1 when a state manager cannot be reached or ends the stream (e.g. shutting down).\n"
+    "Exits 1 when a state manager cannot be reached or ends the stream (e.g. shutting down):\n"
+    "the first one to end ends the watch of all. Exits 0 when the reader of its output goes\n"
+    "away (`sojourn watch | head -1`).\n"
     "\n"
     "options:\n"
     "  --host H               only this host (default: every host, also hosts that appear\n"
@@ -652,8 +661,14 @@ std::string PrintTime(int64_t unix_seconds) {
 int Watch(int argc, char** argv) {
   Args a = Parse(argc, argv, CommandHelp(kWatchHelp, kBrokerHelp), With({"host", "statemgr"}),
                  {"json", "no-snapshot"});
+  (void)Deadline(a);  // a bad --timeout is refused even when no broker is asked
   sojourn::v1::WatchStatesRequest req;
-  if (a.Has("host")) req.set_host(HostArg(a.Get("host"), "--host"));
+  if (a.Has("host")) {
+    if (a.Get("host").empty()) {
+      sojourn::DieUsage(kProgram, "--host needs a host name (leave it out to watch every host)");
+    }
+    req.set_host(HostArg(a.Get("host"), "--host"));
+  }
   req.set_skip_snapshot(a.Flag("no-snapshot"));
   std::vector<std::string> statemgrs;
   if (a.Has("statemgr")) {
@@ -661,7 +676,10 @@ int Watch(int argc, char** argv) {
       if (absl::Status st = sojourn::ValidateAddress(v, "--statemgr"); !st.ok()) {
         sojourn::DieUsage(kProgram, st.message());
       }
-      statemgrs.emplace_back(v);
+      // Once each: two streams from one state manager would print every change twice.
+      if (std::find(statemgrs.begin(), statemgrs.end(), v) == statemgrs.end()) {
+        statemgrs.emplace_back(v);
+      }
     }
     if (statemgrs.empty()) sojourn::DieUsage(kProgram, "--statemgr needs an address");
   } else {
@@ -693,25 +711,45 @@ int Watch(int argc, char** argv) {
     }
   }
   const bool json = a.Flag("json");
+  // A reader of stdout that goes away (`sojourn watch | head -1`) ends the
+  // watch quietly (exit 0): a failed write (EPIPE instead of SIGPIPE), or,
+  // while no change comes, poll() on stdout below.
+  std::signal(SIGPIPE, SIG_IGN);
   std::mutex out_mu;
   int exit_code = 0;
+  // The first stream to end (or stdout closing) ends the watch: the other
+  // streams are cancelled, and only the first reason is reported.
+  bool stopped = false;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  for (size_t i = 0; i < statemgrs.size(); ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+  }
+  auto stop_locked = [&] {
+    stopped = true;
+    for (auto& c : contexts) c->TryCancel();
+  };
+  std::atomic<size_t> running{statemgrs.size()};
   std::vector<std::thread> threads;
-  for (const std::string& address : statemgrs) {
-    threads.emplace_back([&, address] {
+  for (size_t i = 0; i < statemgrs.size(); ++i) {
+    threads.emplace_back([&, i] {
+      const std::string& address = statemgrs[i];
+      grpc::ClientContext& ctx = *contexts[i];
       auto stub = sojourn::v1::StateManager::NewStub(
           grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-      grpc::ClientContext ctx;
       auto reader = stub->WatchStates(&ctx, req);
       reader->WaitForInitialMetadata();
       // The state manager's sign that the watcher is registered (statemgr.proto, WatchStates).
       if (ctx.GetServerInitialMetadata().count("sojourn-watch-registered") > 0) {
         std::lock_guard<std::mutex> l(out_mu);
-        std::fprintf(stderr, "%s: watching state changes at %s (Ctrl-C stops)\n", kProgram,
-                     address.c_str());
+        if (!stopped) {
+          std::fprintf(stderr, "%s: watching state changes at %s (Ctrl-C stops)\n", kProgram,
+                       address.c_str());
+        }
       }
       sojourn::v1::StateTransition t;
       while (reader->Read(&t)) {
         std::lock_guard<std::mutex> l(out_mu);
+        if (stopped) break;
         if (json) {
           std::string line;
           google::protobuf::util::JsonPrintOptions opt;
@@ -727,15 +765,40 @@ int Watch(int argc, char** argv) {
                       t.host().c_str(), StateShort(t.from_state()).c_str(),
                       StateShort(t.to_state()).c_str(), t.reason().c_str());
         }
-        std::fflush(stdout);
+        if (std::fflush(stdout) != 0) {
+          // A reader that went away (EPIPE) ends the watch quietly; any other
+          // failure (a full disk) is an error.
+          if (errno != EPIPE) {
+            std::fprintf(stderr, "%s: writing the output: %s\n", kProgram, std::strerror(errno));
+            exit_code = 1;
+          }
+          stop_locked();
+        }
       }
       grpc::Status s = reader->Finish();
       std::lock_guard<std::mutex> l(out_mu);
-      // The stream only ends on an error (or the server's shutdown).
-      const int code = s.ok() ? 1 : Fail(s, "watching " + address, "statemgr", address);
-      if (s.ok()) std::fprintf(stderr, "%s: %s ended the stream\n", kProgram, address.c_str());
-      exit_code = std::max(exit_code, code);
+      if (!stopped) {
+        // The stream only ends on an error (or the server's shutdown).
+        const int code = s.ok() ? 1 : Fail(s, "watching " + address, "statemgr", address);
+        if (s.ok()) std::fprintf(stderr, "%s: %s ended the stream\n", kProgram, address.c_str());
+        exit_code = code;
+        stop_locked();
+      }
+      --running;
     });
+  }
+  // Meanwhile, notice a reader of stdout that went away while nothing is
+  // written (POLLERR on a pipe whose reading end is closed; a file or a
+  // terminal never reports it).
+  pollfd out{STDOUT_FILENO, 0, 0};
+  while (running > 0) {
+    if (poll(&out, 1, 200) > 0) {
+      if (out.revents & (POLLERR | POLLHUP)) {
+        std::lock_guard<std::mutex> l(out_mu);
+        if (!stopped) stop_locked();
+      }
+      if (out.revents != 0) break;  // reported once (POLLNVAL: no stdout; writes tell)
+    }
   }
   for (std::thread& t : threads) t.join();
   return exit_code;

@@ -248,5 +248,54 @@ TEST_F(StateWatchTest, LoadRebuildsTheStateSilently) {
   book.RemoveWatcher(&rec_);
 }
 
+// A new period changes the host's revocation gap, and so how its history
+// classifies: samples 84 s apart are one run at a 60 s period (gap 90 s:
+// S3, the load is high) but each a return after a revocation at 6 s (gap
+// 60 s: S1, a spike only beginning). A message that only changes the period
+// announces the state the history now gives, so watchers, a new watcher's
+// snapshot and ListHosts agree (the snapshot said S3 while ListHosts said S1,
+// until the next sample).
+TEST_F(StateWatchTest, NewPeriodReclassifiesAndAnnounces) {
+  std::vector<HostSample> v;
+  for (int i = 0; i < 10; ++i) v.push_back(At(kMonday + 84 * i, 0.9));
+  const int64_t last = v.back().unix_seconds;
+  clock_.Set(absl::FromUnixSeconds(last));
+  MetaUpdate slow;
+  slow.period_seconds = 60;
+  ASSERT_THAT(book_->Append("h", v, slow).status(), IsOk());
+  book_->AddWatcher(&rec_, "", true);
+  ASSERT_EQ(rec_.changes.size(), 1u);
+  EXPECT_EQ(rec_.changes[0].to, HostState::kS3);
+  EXPECT_EQ(rec_.changes[0].since_unix, kMonday + 84);
+
+  MetaUpdate fast;
+  fast.period_seconds = 6;
+  ASSERT_THAT(book_->Append("h", {}, fast).status(), IsOk());
+  ASSERT_EQ(rec_.changes.size(), 2u);
+  EXPECT_EQ(rec_.changes[1].from, HostState::kS3);
+  EXPECT_EQ(rec_.changes[1].to, HostState::kS1);
+  EXPECT_EQ(rec_.changes[1].since_unix, last);
+  EXPECT_NE(rec_.changes[1].reason.find("period"), std::string::npos) << rec_.changes[1].reason;
+  auto info = book_->Info("h");
+  ASSERT_THAT(info.status(), IsOk());
+  EXPECT_EQ(info->state, HostState::kS1);
+  EXPECT_EQ(info->state_since_unix, last);
+  Recorder fresh;
+  book_->AddWatcher(&fresh, "", true);
+  ASSERT_EQ(fresh.changes.size(), 1u);
+  EXPECT_EQ(fresh.changes[0].to, info->state);
+  EXPECT_EQ(fresh.changes[0].since_unix, info->state_since_unix);
+  book_->RemoveWatcher(&fresh);
+
+  // The next sample follows from the new state: 84 s is a revocation now.
+  clock_.Set(absl::FromUnixSeconds(last + 84));
+  ASSERT_THAT(book_->Append("h", {At(last + 84, 0.1)}, fast).status(), IsOk());
+  ASSERT_EQ(rec_.changes.size(), 4u);
+  EXPECT_EQ(rec_.changes[2].from, HostState::kS1);
+  EXPECT_EQ(rec_.changes[2].to, HostState::kS5);
+  EXPECT_EQ(rec_.changes[3].from, HostState::kS5);
+  EXPECT_EQ(rec_.changes[3].to, HostState::kS1);
+}
+
 }  // namespace
 }  // namespace sojourn::statemgr
