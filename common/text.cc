@@ -1,5 +1,7 @@
 #include "common/text.h"
 
+#include <algorithm>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
@@ -96,6 +98,20 @@ absl::Status ValidateAddress(absl::string_view address, absl::string_view field)
     if (u <= 0x20 || u == 0x7f) {
       return absl::InvalidArgumentError(absl::StrCat(
           field, " '", Excerpt(address), "' contains whitespace or a control character"));
+    }
+  }
+  // A numeric port must be one a peer can listen on: gRPC takes 99999 modulo
+  // 65536 and silently dials port 34463, which may be another service.
+  const size_t colon = address.rfind(':');
+  if (colon != absl::string_view::npos && colon + 1 < address.size()) {
+    const absl::string_view port = address.substr(colon + 1);
+    if (std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      uint64_t value = 0;
+      for (char c : port.substr(0, 7)) value = value * 10 + static_cast<uint64_t>(c - '0');
+      if (port.size() > 7 || value < 1 || value > 65535) {
+        return absl::InvalidArgumentError(absl::StrCat(field, " '", Excerpt(address),
+                                                       "': the port must be in [1, 65535]"));
+      }
     }
   }
   return absl::OkStatus();

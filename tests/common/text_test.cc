@@ -70,6 +70,15 @@ TEST(IsValidUtf8Test, RejectsMalformedSequences) {
 TEST(ValidateAddressTest, BoundedWithoutWhitespace) {
   EXPECT_TRUE(ValidateAddress("127.0.0.1:7403", "statemgr_address").ok());
   EXPECT_TRUE(ValidateAddress("unix:/run/sojourn/statemgr.sock", "a").ok());
+  EXPECT_TRUE(ValidateAddress("dns:///statemgr.lab:65535", "a").ok());
+  EXPECT_TRUE(ValidateAddress("[::1]:1", "a").ok());
+  EXPECT_TRUE(ValidateAddress("::1", "a").ok());  // no port: gRPC's default
+  // gRPC would dial 99999 - 65536 = 34463 without a word.
+  for (const char* bad : {"127.0.0.1:99999", "127.0.0.1:0", "host:65536", "[::1]:123456789012"}) {
+    absl::Status s = ValidateAddress(bad, "--statemgr");
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("port must be in [1, 65535]"), std::string::npos) << s.message();
+  }
   for (const std::string bad : {std::string(), std::string(20000, 'a'), std::string("a b:1"),
                                 std::string("h:1\n"), std::string("h\t:1")}) {
     absl::Status s = ValidateAddress(bad, "statemgr_address");
