@@ -355,16 +355,23 @@ std::vector<std::string> With(std::vector<std::string> s) {
   return s;
 }
 
-int Hosts(int argc, char** argv) {
-  Args a = Parse(argc, argv, CommandHelp(kHostsHelp, kBrokerHelp), With({}), {"json"});
+// The broker's ListHosts. On failure prints why ("WHAT: reason") and returns
+// the exit code; 0 on success.
+int ListBrokerHosts(const Args& a, const std::string& what,
+                    sojourn::v1::BrokerListHostsResponse* resp) {
   const std::string broker = BrokerAddress(a);
   auto stub = sojourn::v1::Broker::NewStub(
       grpc::CreateChannel(broker, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
+  grpc::Status s = stub->ListHosts(&ctx, {}, resp);
+  return s.ok() ? 0 : Fail(s, what, "broker", broker);
+}
+
+int Hosts(int argc, char** argv) {
+  Args a = Parse(argc, argv, CommandHelp(kHostsHelp, kBrokerHelp), With({}), {"json"});
   sojourn::v1::BrokerListHostsResponse resp;
-  grpc::Status s = stub->ListHosts(&ctx, {}, &resp);
-  if (!s.ok()) return Fail(s, "listing hosts", "broker", broker);
+  if (int code = ListBrokerHosts(a, "listing hosts", &resp); code != 0) return code;
   if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
@@ -684,13 +691,10 @@ int Watch(int argc, char** argv) {
     if (statemgrs.empty()) sojourn::DieUsage(kProgram, "--statemgr needs an address");
   } else {
     const std::string broker = BrokerAddress(a);
-    auto stub = sojourn::v1::Broker::NewStub(
-        grpc::CreateChannel(broker, grpc::InsecureChannelCredentials()));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(Deadline(a));
     sojourn::v1::BrokerListHostsResponse resp;
-    grpc::Status s = stub->ListHosts(&ctx, {}, &resp);
-    if (!s.ok()) return Fail(s, "listing the state managers", "broker", broker);
+    if (int code = ListBrokerHosts(a, "listing the state managers", &resp); code != 0) {
+      return code;
+    }
     for (const auto& h : resp.hosts()) {
       if (!req.host().empty() && h.host() != req.host()) continue;
       if (std::find(statemgrs.begin(), statemgrs.end(), h.statemgr_address()) == statemgrs.end()) {
