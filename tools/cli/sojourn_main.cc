@@ -286,15 +286,19 @@ int Fail(const grpc::Status& s, const std::string& what, const char* service,
   }
 }
 
-void PrintJson(const google::protobuf::Message& m) {
+// `m` as JSON with the proto field names and every field; indented over
+// several lines, or on one line (a stream of answers, one per line).
+std::string ToJson(const google::protobuf::Message& m, bool indented) {
   std::string out;
   google::protobuf::util::JsonPrintOptions opt;
-  opt.add_whitespace = true;
+  opt.add_whitespace = indented;
   opt.preserve_proto_field_names = true;
   opt.always_print_primitive_fields = true;
   (void)google::protobuf::util::MessageToJsonString(m, &out, opt);
-  std::fputs(out.c_str(), stdout);
+  return out;
 }
+
+void PrintJson(const google::protobuf::Message& m) { std::fputs(ToJson(m, true).c_str(), stdout); }
 
 std::string StateShort(sojourn::v1::HostState s) {
   int v = static_cast<int>(s);
@@ -755,12 +759,7 @@ int Watch(int argc, char** argv) {
         std::lock_guard<std::mutex> l(out_mu);
         if (stopped) break;
         if (json) {
-          std::string line;
-          google::protobuf::util::JsonPrintOptions opt;
-          opt.preserve_proto_field_names = true;
-          opt.always_print_primitive_fields = true;
-          (void)google::protobuf::util::MessageToJsonString(t, &line, opt);
-          std::printf("%s\n", line.c_str());
+          std::printf("%s\n", ToJson(t, /*indented=*/false).c_str());
         } else if (t.snapshot()) {
           std::printf("%s  %-20s %-8s     current state\n", PrintTime(t.since_unix_seconds()).c_str(),
                       t.host().c_str(), StateShort(t.to_state()).c_str());
