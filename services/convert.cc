@@ -200,4 +200,58 @@ absl::StatusOr<availability::FailureExposure> FromProto(const v1::FailureExposur
   return e;
 }
 
+v1::BandExposure ToProto(const availability::BandExposure& e) {
+  v1::BandExposure p;
+  for (int d = 0; d < 2; ++d)
+    for (int st = 0; st < 2; ++st)
+      for (int b = 0; b < 2; ++b)
+        for (int c = 0; c < 2; ++c) {
+          p.add_observed(e.observed[d][st][b][c]);
+          p.add_expected(e.expected[d][st][b][c]);
+        }
+  return p;
+}
+
+absl::StatusOr<availability::BandExposure> FromProto(const v1::BandExposure& p) {
+  if (p.observed_size() != 16 || p.expected_size() != 16) {
+    return absl::InvalidArgumentError("band exposure needs 16 observed and 16 expected values");
+  }
+  availability::BandExposure e;
+  int i = 0;
+  for (int d = 0; d < 2; ++d)
+    for (int st = 0; st < 2; ++st)
+      for (int b = 0; b < 2; ++b)
+        for (int c = 0; c < 2; ++c, ++i) {
+          const double o = p.observed(i), x = p.expected(i);
+          if (!(o >= 0) || !(x >= 0) || !std::isfinite(o) || !std::isfinite(x)) {
+            return absl::InvalidArgumentError("invalid band exposure counts");
+          }
+          e.observed[d][st][b][c] = o;
+          e.expected[d][st][b][c] = x;
+        }
+  return e;
+}
+
+v1::LoadBand LoadBandToProto(uint8_t band) {
+  switch (band) {
+    case 0:
+      return v1::LOAD_BAND_LOW;
+    case 1:
+      return v1::LOAD_BAND_HIGH;
+    default:
+      return v1::LOAD_BAND_UNKNOWN;
+  }
+}
+
+uint8_t LoadBandFromProto(v1::LoadBand band) {
+  switch (band) {
+    case v1::LOAD_BAND_LOW:
+      return 0;
+    case v1::LOAD_BAND_HIGH:
+      return 1;
+    default:
+      return availability::kLoadBandUnknown;
+  }
+}
+
 }  // namespace sojourn

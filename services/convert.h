@@ -6,6 +6,7 @@
 #include "absl/status/statusor.h"
 #include "common/host_sample.h"
 #include "models/availability/frailty.h"
+#include "models/availability/load_band.h"
 #include "models/availability/sojourn_stats.h"
 #include "models/availability/state.h"
 #include "models/availability/window.h"
@@ -31,6 +32,14 @@ v1::FailureExposure ToProto(const availability::FailureExposure& e);
 // INVALID_ARGUMENT unless both lists have 96 finite, non-negative values with
 // failures <= up_steps.
 absl::StatusOr<availability::FailureExposure> FromProto(const v1::FailureExposure& p);
+
+v1::BandExposure ToProto(const availability::BandExposure& e);
+// INVALID_ARGUMENT unless both lists have 16 finite, non-negative values.
+absl::StatusOr<availability::BandExposure> FromProto(const v1::BandExposure& p);
+// availability::LoadBandOf's value (0, 1, kLoadBandUnknown) and back
+// (UNKNOWN and unknown enum values -> kLoadBandUnknown).
+v1::LoadBand LoadBandToProto(uint8_t band);
+uint8_t LoadBandFromProto(v1::LoadBand band);
 
 }  // namespace sojourn
 

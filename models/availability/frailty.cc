@@ -186,8 +186,13 @@ double HostFrailtyModel::Theta(const FailureExposure& host) const {
 }
 
 StateSojourns ScaleFailureHazards(const StateSojourns& s, double theta) {
-  if (theta == 1.0 || s.empty()) return s;
+  return ScaleCauseHazards(s, theta, 1.0);
+}
+
+StateSojourns ScaleCauseHazards(const StateSojourns& s, double theta, double theta_other) {
+  if ((theta == 1.0 && theta_other == 1.0) || s.empty()) return s;
   theta = std::max(0.0, theta);
+  theta_other = std::max(0.0, theta_other);
   int lmax = 0;
   for (const auto& [key, c] : s.completed) lmax = std::max(lmax, key.second);
   for (const auto& [len, c] : s.censored) lmax = std::max(lmax, len);
@@ -218,13 +223,17 @@ StateSojourns ScaleFailureHazards(const StateSojourns& s, double theta) {
     double fail = 0, other = 0;
     for (const auto& [to, e] : events) (IsFailure(static_cast<HostState>(to)) ? fail : other) += e[l] / r;
     const double c = cens[l] / r;
+    // The other exits first (capped to leave room for the censoring), then
+    // the failures in the room that is left.
+    double g = theta_other;
+    if (other * g > 1.0 - c) g = other > 0 ? std::max(0.0, 1.0 - c) / other : 0.0;
     double f = theta;
-    const double room = std::max(0.0, 1.0 - other - c);
+    const double room = std::max(0.0, 1.0 - other * g - c);
     if (fail * f > room) f = fail > 0 ? room / fail : 0.0;
     double left = risk;
     for (const auto& [to, e] : events) {
       if (e[l] <= 0) continue;
-      const double h = e[l] / r * (IsFailure(static_cast<HostState>(to)) ? f : 1.0);
+      const double h = e[l] / r * (IsFailure(static_cast<HostState>(to)) ? f : g);
       const double d = h * risk;
       if (d > 0) out.completed[{to, l}] = d;
       left -= d;

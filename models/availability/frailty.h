@@ -138,6 +138,11 @@ class HostFrailtyModel {
 // (capped where they would leave no room for the other exits and the
 // censoring at that length).
 StateSojourns ScaleFailureHazards(const StateSojourns& s, double theta);
+// The same with the hazards towards the up states S1/S2 multiplied by
+// theta_other >= 0 as well (capped to leave room for the censoring first,
+// then the failures capped in what is left); theta_other = 1 is
+// ScaleFailureHazards.
+StateSojourns ScaleCauseHazards(const StateSojourns& s, double theta, double theta_other);
 // The same for every sojourn table of a SojournStats that the kernel
 // estimator reads (ordinary, first, first_by_age and the exact-age table).
 // Window counts, window frequencies and prior_strength are unchanged.

@@ -85,6 +85,7 @@ EstimatorOptions BasicEstimatorOptions() {
   o.exact_age_first_sojourn = false;
   o.host_frailty = false;
   o.level_corrected_borrowing = false;
+  o.load_band_first_sojourn = false;
   return o;
 }
 

@@ -126,6 +126,17 @@ struct EstimatorOptions {
   // run and host half, fewer losing weekend cells on the desktop trace
   // (docs/EVALUATION.md, "Host frailty by day type").
   bool frailty_by_day_type = true;
+  // Load-band conditioning of the first sojourn (load_band.h): the first
+  // sojourn's cause-specific hazards are multiplied by the population's
+  // standardised exit ratios of the host's load band at the window start
+  // (the lower or upper half of its state's load range), which the caller
+  // passes to PredictFromStats (BandExposure::RatioOf). Not with
+  // exact_age_first_sojourn (that row is rebuilt from the exact-age table).
+  // On by default since session 13: a lower Brier score on every Bitbrains
+  // run (whole trace and both host halves), the same numbers on the desktop
+  // pings (one band), one losing cell fewer (docs/EVALUATION.md, "load band
+  // of the first sojourn").
+  bool load_band_first_sojourn = true;
   // Blend with the empirical window frequency of the training windows that
   // started in the same state (PredictFromStats): TR = (1 - w) TR_smp + w
   // TR_freq. 0 = pure SMP.

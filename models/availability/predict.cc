@@ -146,11 +146,12 @@ SojournStats ShrinkStats(const SojournStats& raw, const EstimatorOptions& opt,
 
 TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M,
                                const EstimatorOptions& opt, const SojournStats* prior,
-                               double strength, int64_t init_age_seconds) {
+                               double strength, int64_t init_age_seconds,
+                               const FirstSojournRatio& band_ratio) {
   if (!shrunk.borrowed.empty()) {
     // Not from ShrinkStats: merge the borrowed windows as they are.
     return PredictFromShrunk(FlattenBorrowed(shrunk, 1.0), init, M, opt, prior, strength,
-                             init_age_seconds);
+                             init_age_seconds, band_ratio);
   }
   TrPrediction out;
   out.windows_used = static_cast<int>(shrunk.num_windows);
@@ -184,6 +185,14 @@ TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M
     aged.first[i] = std::move(first);
     aged.initial[i] = used->initial_by_age[bucket][i] + (n_all > 0 ? opt.age_prior_windows : 0);
     used = &aged;
+  }
+  SojournStats banded;
+  if (opt.load_band_first_sojourn && opt.first_sojourn_kernel && !(band_ratio == FirstSojournRatio{})) {
+    // Load band (load_band.h): the first sojourn's cause-specific hazards at
+    // the host's band, proportional to those of all bands.
+    banded = *used;
+    banded.first[i] = ScaleCauseHazards(used->first[i], band_ratio.failure, band_ratio.other);
+    used = &banded;
   }
   SemiMarkovKernel kernel = EstimateKernel(*used, opt);
   if (opt.exact_age_first_sojourn && opt.first_sojourn_kernel && init_age_seconds >= 0 &&
@@ -235,10 +244,11 @@ TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M
 
 TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
                               const EstimatorOptions& opt, const SojournStats* prior,
-                              int64_t init_age_seconds) {
+                              int64_t init_age_seconds, const FirstSojournRatio& band_ratio) {
   double strength = 0;
   const SojournStats shrunk = ShrinkStats(stats, opt, prior, &strength);
-  TrPrediction out = PredictFromShrunk(shrunk, init, M, opt, prior, strength, init_age_seconds);
+  TrPrediction out =
+      PredictFromShrunk(shrunk, init, M, opt, prior, strength, init_age_seconds, band_ratio);
   // Low history is about the host's own data, not the prior's.
   const int i = StateIndex(init);
   auto seen = [i](const SojournStats& s) { return !s.ordinary[i].empty() || !s.first[i].empty(); };

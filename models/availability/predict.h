@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "models/availability/kernel.h"
+#include "models/availability/load_band.h"
 #include "models/availability/sojourn_stats.h"
 #include "models/availability/state.h"
 #include "models/availability/window.h"
@@ -39,9 +40,12 @@ struct TrPrediction {
 // -1 = unknown; from a series use InitialAgeSteps * step); with
 // opt.recent_age_seconds > 0 and a known age it selects the age-conditioned
 // first-sojourn data of its AgeClass.
+// `band_ratio`: with opt.load_band_first_sojourn, the first sojourn's hazard
+// ratios at the host's load band (load_band.h; BandExposure::RatioOf).
 TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
                               const EstimatorOptions& opt, const SojournStats* prior = nullptr,
-                              int64_t init_age_seconds = -1);
+                              int64_t init_age_seconds = -1,
+                              const FirstSojournRatio& band_ratio = {});
 
 // Statistics of the training windows of `spec` that end by `end_unix`
 // (HistoryWindowStarts), each window states[s .. s + L] with L =
@@ -121,7 +125,8 @@ SojournStats ShrinkStats(const SojournStats& stats, const EstimatorOptions& opt,
 // PredictFromShrunk(ShrinkStats(stats, opt, prior, &s), init, M, opt, prior, s, age).
 TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M,
                                const EstimatorOptions& opt, const SojournStats* prior,
-                               double strength, int64_t init_age_seconds);
+                               double strength, int64_t init_age_seconds,
+                               const FirstSojournRatio& band_ratio = {});
 
 // The empirical window frequency TR_freq(1..M | init) of `stats` (fraction of
 // the windows that started in init with no failure by step m); empty when no

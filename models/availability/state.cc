@@ -1,5 +1,6 @@
 #include "models/availability/state.h"
 
+#include <climits>
 #include <cmath>
 
 namespace sojourn::availability {
@@ -46,6 +47,18 @@ HostState StateClassifier::StateAt(int64_t unix_seconds) const {
   return current_;
 }
 
+uint8_t LoadBandOf(HostState s, double load, const ClassifierConfig& cfg) {
+  if (!std::isfinite(load)) return kLoadBandUnknown;
+  switch (s) {
+    case HostState::kS1:
+      return load < cfg.th1 / 2 ? 0 : 1;
+    case HostState::kS2:
+      return load < (cfg.th1 + cfg.th2) / 2 ? 0 : 1;
+    default:
+      return kLoadBandUnknown;
+  }
+}
+
 StateSeries ClassifyToGrid(const std::vector<sojourn::HostSample>& samples,
                            const ClassifierConfig& cfg, int64_t step_seconds,
                            int64_t grid_origin_unix) {
@@ -65,15 +78,22 @@ StateSeries ClassifyToGrid(const std::vector<sojourn::HostSample>& samples,
   out.start_unix = grid_origin_unix + k0 * step_seconds;
   if (k1 < k0) return out;
   out.states.reserve(static_cast<size_t>(k1 - k0 + 1));
+  out.load_band.reserve(static_cast<size_t>(k1 - k0 + 1));
   StateClassifier classifier(cfg);
   size_t next = 0;
+  double last_load = 0;
   for (int64_t k = k0; k <= k1; ++k) {
     const int64_t t = grid_origin_unix + k * step_seconds;
     while (next < samples.size() && samples[next].unix_seconds <= t) {
+      if (samples[next].unix_seconds >= classifier.last_sample_unix().value_or(INT64_MIN)) {
+        last_load = samples[next].cpu_load;
+      }
       classifier.Add(samples[next]);
       ++next;
     }
-    out.states.push_back(classifier.StateAt(t));
+    const HostState st = classifier.StateAt(t);
+    out.states.push_back(st);
+    out.load_band.push_back(LoadBandOf(st, last_load, cfg));
   }
   return out;
 }

@@ -77,11 +77,22 @@ class StateClassifier {
   std::optional<int64_t> high_since_;
 };
 
+// Within-state load band of an up state, the first-sojourn covariate of
+// load_band.h: 0 = the lower half of the state's load range (S1: load below
+// Th1 / 2; S2: Th1 up to (Th1 + Th2) / 2), 1 = the upper half (including a
+// transient spike above Th2 that the grace period keeps in S1/S2),
+// kLoadBandUnknown for a failure state or an unknown load.
+inline constexpr uint8_t kLoadBandUnknown = 255;
+uint8_t LoadBandOf(HostState s, double load, const ClassifierConfig& cfg);
+
 // A regular grid of states: states[k] is the state at start_unix + k*step_seconds.
 struct StateSeries {
   int64_t start_unix = 0;
   int64_t step_seconds = 0;
   std::vector<HostState> states;
+  // Empty (unknown) or one LoadBandOf per state: the band of the load of the
+  // last sample at or before the grid point.
+  std::vector<uint8_t> load_band;
 };
 
 // Classifies a time-sorted sample series onto a grid of `step_seconds` whose
@@ -89,7 +100,7 @@ struct StateSeries {
 // runs from the first grid point at or after the first sample to the last
 // grid point at or before the last sample, and each point gets the state of
 // StateClassifier after all samples at or before it (so gaps longer than the
-// revocation gap are S5). Returns an empty series for no samples or a
+// revocation gap are S5), and the load band of the last sample. Returns an empty series for no samples or a
 // non-positive step.
 StateSeries ClassifyToGrid(const std::vector<sojourn::HostSample>& samples,
                            const ClassifierConfig& cfg, int64_t step_seconds,

@@ -298,7 +298,8 @@ std::array<availability::SojournStats, 24> HourStats(const HostGrid& hg, int dt,
 
 HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
                         const std::vector<int>& methods, const std::vector<PooledStats>* pooled,
-                        const std::array<double, 2>& hazard_ratio) {
+                        const std::array<double, 2>& hazard_ratio,
+                        const std::vector<availability::BandExposure>* band_exposure) {
   HostOutput out;
   const int bins = cfg.reliability_bins;
   out.reliability.assign(kNumMethods, std::vector<ReliabilityBin>(bins));
@@ -399,7 +400,10 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
       // state): the age only matters with age conditioning
       // (recent_age_seconds > 0), so without it there is one curve per
       // initial state and length index.
-      std::vector<std::array<std::map<int64_t, std::vector<double>>, 2>> smp_curves(n_len);
+      // With load_band_first_sojourn also by the load band at the window
+      // start (key: age, band; band 2 = unknown / not used).
+      std::vector<std::array<std::map<std::pair<int64_t, int>, std::vector<double>>, 2>>
+          smp_curves(n_len);
       std::vector<const availability::SojournStats*> prior(n_len, nullptr);
       std::vector<availability::SojournStats> hours_prior(n_len);
       if (want[kSmp] && cfg.smp_options.prior_windows > 0 && cfg.smp_prior != "none") {
@@ -417,19 +421,25 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
       // PredictFromStats in two steps (the shrinkage once per cell and length).
       std::vector<double> strength(n_len, 0);
       std::vector<std::unique_ptr<availability::SojournStats>> shrunk(n_len);
-      auto smp_curve = [&](int k, int i, int64_t age_seconds) -> const std::vector<double>& {
-        auto it = smp_curves[k][i].find(age_seconds);
+      auto smp_curve = [&](int k, int i, int64_t age_seconds,
+                           int band) -> const std::vector<double>& {
+        auto it = smp_curves[k][i].find({age_seconds, band});
         if (it == smp_curves[k][i].end()) {
+          availability::FirstSojournRatio ratio;
+          if (band_exposure != nullptr && band <= 1) {
+            ratio = (*band_exposure)[k].RatioOf(dt, static_cast<HostState>(i + 1),
+                                                static_cast<uint8_t>(band));
+          }
           if (shrunk[k] == nullptr) {
             shrunk[k] = std::make_unique<availability::SojournStats>(availability::ShrinkStats(
                 smp_stats[k][hour], cfg.smp_options, prior[k], &strength[k]));
           }
           it = smp_curves[k][i]
-                   .emplace(age_seconds,
+                   .emplace(std::make_pair(age_seconds, band),
                             availability::PredictFromShrunk(
                                 *shrunk[k], static_cast<HostState>(i + 1),
                                 static_cast<int>(lengths[k] * sph), cfg.smp_options,
-                                prior[k], strength[k], age_seconds)
+                                prior[k], strength[k], age_seconds, ratio)
                                 .tr)
                    .first;
         }
@@ -550,6 +560,9 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
           }
           smp_age_seconds = age_seconds;
         }
+        const int smp_band = band_exposure != nullptr && !hg.series.load_band.empty()
+                                 ? std::min<int>(2, hg.series.load_band[t.s])
+                                 : 2;
         for (int L = 1; L <= H && L * sph <= t.steps; ++L) {
           const int64_t m_steps = L * sph;
           const bool survived = hg.fail_next[t.s + 1] > t.s + m_steps;
@@ -561,7 +574,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
             double p = 0;
             switch (m) {
               case kSmp:
-                p = smp_curve(n_len == 1 ? 0 : L - 1, i, smp_age_seconds)[m_steps - 1];
+                p = smp_curve(n_len == 1 ? 0 : L - 1, i, smp_age_seconds, smp_band)[m_steps - 1];
                 break;
               case kSmpPaper:
                 p = paper_curve[n_len == 1 ? 0 : L - 1][i][m_steps - 1];
@@ -744,6 +757,28 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
     r.frailty_dispersion = frailty.dispersion();
   }
 
+  // Load band of the first sojourn (EstimatorOptions::load_band_first_sojourn):
+  // the population's standardised exit ratios per window length, from every
+  // host's training half, as the predictor pools its registered hosts.
+  std::unique_ptr<std::vector<availability::BandExposure>> band_exposure;
+  if (want_smp && config.smp_options.load_band_first_sojourn &&
+      config.smp_options.first_sojourn_kernel) {
+    const std::vector<int> lengths = WindowLengths(config);
+    band_exposure = std::make_unique<std::vector<availability::BandExposure>>(lengths.size());
+    const int64_t sph = 3600 / config.step_seconds;
+    for (size_t k = 0; k < lengths.size(); ++k) {
+      const int64_t steps = int64_t{lengths[k]} * sph;
+      for (const HostGrid& hg : grids.hosts) {
+        (*band_exposure)[k].Merge(availability::CountBandExposure(
+            hg.series, SplitUnix(hg, config), config.utc_offset_seconds, steps,
+            config.smp_options.recent_age_seconds, config.smp_options.long_age_seconds,
+            OutageExclude(hg, steps)));
+      }
+    }
+    r.band_exposure = *band_exposure;
+    r.band_lengths = lengths;
+  }
+
   std::vector<HostOutput> outputs(grids.hosts.size());
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
@@ -752,7 +787,8 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
     while (true) {
       const size_t i = next.fetch_add(1);
       if (i >= grids.hosts.size()) return;
-      outputs[i] = EvaluateHost(grids.hosts[i], config, *methods, pooled.get(), hazard_ratio[i]);
+      outputs[i] = EvaluateHost(grids.hosts[i], config, *methods, pooled.get(), hazard_ratio[i],
+                                band_exposure.get());
       const size_t d = done.fetch_add(1) + 1;
       if (config.progress) {
         std::lock_guard<std::mutex> lock(progress_mu);
@@ -973,6 +1009,34 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
                           {{"weekday", r.frailty_covariance[0][0]},
                            {"weekend", r.frailty_covariance[1][1]},
                            {"weekday_weekend", r.frailty_covariance[0][1]}}}};
+  }
+  if (!r.band_exposure.empty()) {
+    // load_band[hours][day type][state][band] = {other, failure}: the first
+    // sojourn's exit ratios (O + 1) / (E + 1) and their O, E.
+    nlohmann::json lb = nlohmann::json::object();
+    for (size_t k = 0; k < r.band_exposure.size(); ++k) {
+      const availability::BandExposure& e = r.band_exposure[k];
+      nlohmann::json by_len = nlohmann::json::object();
+      for (int dt = 0; dt < 2; ++dt) {
+        nlohmann::json by_dt = nlohmann::json::object();
+        for (int st = 0; st < 2; ++st) {
+          nlohmann::json by_state = nlohmann::json::object();
+          for (int b = 0; b < 2; ++b) {
+            nlohmann::json cell = nlohmann::json::object();
+            for (int c = 0; c < 2; ++c) {
+              cell[c == 0 ? "other" : "failure"] = {{"ratio", e.Ratio(dt, st, b, c)},
+                                                   {"observed", e.observed[dt][st][b][c]},
+                                                   {"expected", e.expected[dt][st][b][c]}};
+            }
+            by_state[b == 0 ? "low" : "high"] = cell;
+          }
+          by_dt[st == 0 ? "S1" : "S2"] = by_state;
+        }
+        by_len[dt == 0 ? "weekday" : "weekend"] = by_dt;
+      }
+      lb[std::to_string(r.band_lengths[k])] = by_len;
+    }
+    j["load_band"] = lb;
   }
   j["grid_points"] = r.grid_points;
   return j;

@@ -40,6 +40,7 @@
 #include "absl/status/statusor.h"
 #include "common/host_sample.h"
 #include "models/availability/kernel.h"
+#include "models/availability/load_band.h"
 #include "models/availability/state.h"
 #include "nlohmann/json.hpp"
 
@@ -138,6 +139,10 @@ struct BacktestResult {
   double frailty_dispersion = 0;
   // Its day-type covariance S ([0] weekday, [1] weekend).
   std::array<std::array<double, 2>, 2> frailty_covariance{};
+  // With load_band_first_sojourn: the population's first-sojourn exits by
+  // load band, per window length in hours (band_lengths).
+  std::vector<availability::BandExposure> band_exposure;
+  std::vector<int> band_lengths;
   int64_t grid_points = 0;
 };
 

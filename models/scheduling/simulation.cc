@@ -95,6 +95,9 @@ class Experiment {
     std::shared_ptr<const availability::SojournStats> prior;  // null: none
     // Each host's hazard ratio on the window's day type (empty: no frailty).
     std::vector<double> theta;
+    // Every host's first-sojourn exits by load band before the window
+    // (load_band_first_sojourn; null: none).
+    std::shared_ptr<const availability::BandExposure> band;
   };
   const Population& PopulationAt(int64_t window_start, const availability::WindowSpec& spec);
   // The host's age in its state at t, as the state manager reports it
@@ -112,9 +115,10 @@ class Experiment {
   int64_t origin_ = 0;
   int64_t ndays_ = 0;
   int64_t trace_end_ = 0;
-  // (host, local day, hour, init, age key) -> curve; the age key is the age
-  // class (or the exact age with exact_age_first_sojourn), -1 without age.
-  std::map<std::tuple<size_t, int64_t, int, int, int64_t>, std::shared_ptr<const TrCurve>>
+  // (host, local day, hour, init, age key, load band) -> curve; the age key
+  // is the age class (or the exact age with exact_age_first_sojourn), -1
+  // without age; the band is -1 without load_band_first_sojourn.
+  std::map<std::tuple<size_t, int64_t, int, int, int64_t, int>, std::shared_ptr<const TrCurve>>
       tr_cache_;
   std::map<int64_t, Population> population_cache_;
   std::map<std::pair<size_t, int64_t>, LoadForecast> load_cache_;
@@ -170,6 +174,18 @@ const Experiment::Population& Experiment::PopulationAt(int64_t window_start,
                                                       : frailty.Theta(e));
         }
       }
+      if (opt.load_band_first_sojourn && opt.first_sojourn_kernel) {
+        // As the predictor pools the state managers' exits by band.
+        auto band = std::make_shared<availability::BandExposure>();
+        const int64_t steps = cfg_.horizon_seconds / cfg_.step_seconds;
+        for (const SimHost& h : hosts_) {
+          band->Merge(availability::CountBandExposure(h.series, window_start,
+                                                      cfg_.utc_offset_seconds, steps,
+                                                      opt.recent_age_seconds,
+                                                      opt.long_age_seconds));
+        }
+        pop.band = std::move(band);
+      }
     }
   }
   return population_cache_[window_start] = std::move(pop);
@@ -192,7 +208,16 @@ std::shared_ptr<const TrCurve> Experiment::Tr(size_t host, int64_t t, HostState 
                                            ? opt.long_age_seconds
                                            : 0);
   }
-  auto key = std::make_tuple(host, midnight, hour, static_cast<int>(init), age_key);
+  // The host's load band at t (the grid point's, as the state manager keeps it).
+  int band = -1;
+  if (service && opt.load_band_first_sojourn) {
+    const auto& s = hosts_[host].series;
+    const int64_t k = t >= s.start_unix ? (t - s.start_unix) / s.step_seconds : -1;
+    band = k >= 0 && k < static_cast<int64_t>(s.load_band.size())
+               ? s.load_band[static_cast<size_t>(k)]
+               : availability::kLoadBandUnknown;
+  }
+  auto key = std::make_tuple(host, midnight, hour, static_cast<int>(init), age_key, band);
   auto it = tr_cache_.find(key);
   if (it != tr_cache_.end()) {
     ++result_.tr_cache_hits;
@@ -211,10 +236,15 @@ std::shared_ptr<const TrCurve> Experiment::Tr(size_t host, int64_t t, HostState 
   availability::SojournStats stats =
       availability::CollectStats(hosts_[host].series, spec, window_start, opt);
   const availability::SojournStats* prior = nullptr;
+  availability::FirstSojournRatio band_ratio;
   if (service) {
     const Population& pop = PopulationAt(window_start, spec);
     prior = pop.prior.get();
     if (!pop.theta.empty()) stats.prior_hazard_ratio = pop.theta[host];
+    if (pop.band != nullptr && band >= 0) {
+      band_ratio = pop.band->RatioOf(spec.day_type == availability::DayType::kWeekend, init,
+                                     static_cast<uint8_t>(band));
+    }
   }
   std::shared_ptr<const TrCurve> curve;
   // The service answers from the prior alone when the host has no window of
@@ -222,7 +252,7 @@ std::shared_ptr<const TrCurve> Experiment::Tr(size_t host, int64_t t, HostState 
   if (stats.num_windows > 0 || prior != nullptr) {
     const int M = static_cast<int>(cfg_.horizon_seconds / cfg_.step_seconds);
     availability::TrPrediction p =
-        availability::PredictFromStats(stats, init, M, opt, prior, age_seconds);
+        availability::PredictFromStats(stats, init, M, opt, prior, age_seconds, band_ratio);
     curve = std::make_shared<TrCurve>(cfg_.step_seconds, std::move(p.tr));
   }
   if (cfg_.on_tr) cfg_.on_tr(host, t, init, curve.get());

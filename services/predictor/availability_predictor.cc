@@ -50,6 +50,7 @@ AvailabilityPredictor::Population AvailabilityPredictor::PopulationPrior(
   // hosts without a same-clock window yet.
   auto frailty = request.failure_exposure() ? std::make_shared<availability::HostFrailtyModel>()
                                             : nullptr;
+  auto band = request.load_band() ? std::make_shared<availability::BandExposure>() : nullptr;
   for (const auto& [host, address] : *hosts) {
     auto stub = directory_.Find(host, address);
     if (!stub.ok()) continue;
@@ -63,6 +64,10 @@ AvailabilityPredictor::Population AvailabilityPredictor::PopulationPrior(
       auto exposure = FromProto(resp.failure_exposure());
       if (exposure.ok()) frailty->Add(*exposure);
     }
+    if (band != nullptr && resp.has_band_exposure()) {
+      auto e = FromProto(resp.band_exposure());
+      if (e.ok()) band->Merge(*e);
+    }
     if (resp.whole_history_fallback()) continue;
     auto stats = FromProto(resp.stats());
     if (stats.ok()) builder.Add(*stats);
@@ -70,7 +75,7 @@ AvailabilityPredictor::Population AvailabilityPredictor::PopulationPrior(
   auto pooled = std::make_shared<availability::SojournStats>(builder.Build(config_.estimator.level_corrected_borrowing));
   if (pooled->num_windows == 0) return {};
   if (frailty != nullptr) frailty->Build();
-  Population population{pooled, frailty};
+  Population population{pooled, frailty, band};
   absl::MutexLock l(&prior_mu_);
   priors_[key] = PriorEntry{population, clock_.Now()};
   return population;
@@ -111,6 +116,8 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
                           config_.estimator.exact_age_first_sojourn);
   stats_req.set_failure_exposure(config_.estimator.censoring_aware &&
                                  config_.estimator.host_frailty);
+  stats_req.set_load_band(config_.estimator.censoring_aware &&
+                          config_.estimator.load_band_first_sojourn);
   sojourn::v1::GetWindowStatsResponse stats_resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
@@ -145,6 +152,7 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   // sojourn on how long the host has been in its state (as sojourn-eval does).
   std::shared_ptr<const availability::SojournStats> prior;
   int64_t age_seconds = -1;
+  availability::FirstSojournRatio band_ratio;
   availability::SojournStats host_stats = *std::move(stats);
   if (config_.estimator.censoring_aware) {
     // Also for a host without a same-clock window yet (whole-history fallback):
@@ -163,9 +171,15 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
     if (stats_resp.state_since_unix_seconds() > 0 && start >= stats_resp.state_since_unix_seconds()) {
       age_seconds = start - stats_resp.state_since_unix_seconds();
     }
+    // Load band: the first sojourn's exit ratios at the host's band, from
+    // the population's exits by band (as sojourn-eval pools its hosts).
+    if (population.band != nullptr && stats_resp.has_band_exposure()) {
+      band_ratio = population.band->RatioOf(day_type == availability::DayType::kWeekend,
+                                            *init, LoadBandFromProto(stats_resp.load_band()));
+    }
   }
   availability::TrPrediction p = availability::PredictFromStats(
-      host_stats, *init, M, config_.estimator, prior.get(), age_seconds);
+      host_stats, *init, M, config_.estimator, prior.get(), age_seconds, band_ratio);
   const double tr = p.tr.empty() ? 0.0 : std::clamp(p.tr.back(), 0.0, 1.0);
   out.set_tr_ratio(tr);
   out.set_mttf_seconds(p.mttf_seconds);

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "models/availability/frailty.h"
+#include "models/availability/load_band.h"
 #include "models/availability/kernel.h"
 #include "models/availability/sojourn_stats.h"
 #include "services/predictor/statemgr_directory.h"
@@ -56,6 +57,9 @@ class AvailabilityPredictor {
   struct Population {
     std::shared_ptr<const availability::SojournStats> stats;
     std::shared_ptr<const availability::HostFrailtyModel> frailty;
+    // With the estimator's load_band_first_sojourn: every host's
+    // first-sojourn exits by load band, summed (load_band.h).
+    std::shared_ptr<const availability::BandExposure> band;
   };
   Population PopulationPrior(const sojourn::v1::GetWindowStatsRequest& request);
 

@@ -459,6 +459,10 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
     series = SeriesOf(it->second);
     out.info = InfoOf(host, it->second);
+    if (opt.load_band_first_sojourn && !it->second.samples.empty()) {
+      out.load_band = availability::LoadBandOf(
+          out.info.state, it->second.samples.back().cpu_load, ClassifierFor(it->second));
+    }
     // Predicted load L_t0(t) (paper 000 section 8.4) from the last 4 hours.
     const auto& samples = it->second.samples;
     const int64_t t0 = end_unix > 0 ? end_unix : out.info.last_unix;
@@ -483,12 +487,21 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     size_t k = static_cast<size_t>((end_unix - series->start_unix) / series->step_seconds);
     k = std::min(k, series->states.size() - 1);
     out.info.state = series->states[k];
+    out.load_band = k < series->load_band.size() ? series->load_band[k]
+                                                 : availability::kLoadBandUnknown;
     while (k > 0 && series->states[k - 1] == out.info.state) --k;
     out.info.state_since_unix = series->start_unix + static_cast<int64_t>(k) * series->step_seconds;
   }
   if (opt.host_frailty) {
     out.failure_exposure =
         availability::CountFailureExposure(*series, end, spec.utc_offset_seconds);
+  }
+  if (opt.load_band_first_sojourn) {
+    out.band_exposure = availability::CountBandExposure(
+        *series, end, spec.utc_offset_seconds, availability::WindowSteps(*series, spec),
+        opt.recent_age_seconds, opt.long_age_seconds);
+  } else {
+    out.load_band = availability::kLoadBandUnknown;
   }
   const std::vector<size_t> starts = availability::HistoryWindowStarts(*series, spec, end);
   const int steps = availability::WindowSteps(*series, spec);

@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/host_sample.h"
 #include "models/availability/frailty.h"
+#include "models/availability/load_band.h"
 #include "models/availability/kernel.h"
 #include "models/availability/sojourn_stats.h"
 #include "models/availability/state.h"
@@ -84,6 +85,12 @@ struct WindowStatsResult {
   // With opt.host_frailty: the host's failure exposure over its history up
   // to the window's end (availability::CountFailureExposure).
   std::optional<availability::FailureExposure> failure_exposure;
+  // With opt.load_band_first_sojourn: the host's first-sojourn exits by load
+  // band up to the window's end (availability::CountBandExposure) and its
+  // band at the window start (the last sample's, or the grid point's for a
+  // window in the past).
+  std::optional<availability::BandExposure> band_exposure;
+  uint8_t load_band = availability::kLoadBandUnknown;
 };
 
 struct StateInterval {

@@ -455,6 +455,7 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
                                            : availability::EstimatorOptions();
   if (!request->paper_literal()) opt.exact_age_first_sojourn = request->exact_age();
   opt.host_frailty = request->failure_exposure();
+  opt.load_band_first_sojourn = !request->paper_literal() && request->load_band();
   auto result = book_.WindowStats(request->host(), spec, request->end_unix_seconds(), opt);
   if (!result.ok()) return FinishNow(context, result.status());
   *response->mutable_stats() = ToProto(result->stats);
@@ -465,6 +466,10 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
   response->set_whole_history_fallback(result->whole_history_fallback);
   if (result->failure_exposure) {
     *response->mutable_failure_exposure() = ToProto(*result->failure_exposure);
+  }
+  if (result->band_exposure) {
+    *response->mutable_band_exposure() = ToProto(*result->band_exposure);
+    response->set_load_band(LoadBandToProto(result->load_band));
   }
   for (const auto& [horizon, load] : result->load_forecast) {
     auto* p = response->add_load_forecast();

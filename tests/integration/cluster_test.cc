@@ -98,8 +98,11 @@ class ClusterTest : public ::testing::Test {
 
   // Streams `days` days of 5-minute samples of `host` through PushSamples.
   // Busy spikes only on days d with d % busy_every_days == 0.
+  // Load 0.05, and `busy_load` on every 7th 5-minute sample from 09:00 to
+  // 17:00 of every `busy_every_days`-th day, the two samples before it at
+  // `warn_load`.
   v1::PushSamplesResponse Push(const std::string& host, int days, double busy_load,
-                               int busy_every_days = 1) {
+                               int busy_every_days = 1, double warn_load = 0.05) {
     grpc::ClientContext ctx;
     v1::PushSamplesResponse resp;
     auto writer = sm_stub_->PushSamples(&ctx, &resp);
@@ -114,8 +117,10 @@ class ClusterTest : public ::testing::Test {
         s.unix_seconds = t;
         const int hour = static_cast<int>((t % 86400) / 3600);
         const bool busy_day = d % busy_every_days == 0;
-        s.cpu_load =
-            (busy_day && hour >= 9 && hour < 17 && (t / 300) % 7 == 0) ? busy_load : 0.05;
+        const bool office = busy_day && hour >= 9 && hour < 17;
+        s.cpu_load = office && (t / 300) % 7 == 0   ? busy_load
+                     : office && (t / 300) % 7 >= 5 ? warn_load
+                                                    : 0.05;
         s.free_mem_mb = 4000;
         *req.add_samples() = ToProto(s);
       }
@@ -578,12 +583,13 @@ availability::TrPrediction LibraryPipeline(statemgr::HostBook& book, int64_t sta
   cc.revocation_gap_seconds = 450;  // the statemgr's rule: max(60 s, 1.5 periods)
   availability::WindowSpec spec;
   spec.day_type = availability::DayTypeOf(start, 0);
-  spec.start_second_of_day = 9 * 3600 + 1800;
+  spec.start_second_of_day = start - availability::LocalMidnight(start, 0);
   spec.length_seconds = 5 * 3600;
   availability::SojournStats own;
   availability::PopulationPriorBuilder builder;
   availability::HostFrailtyModel frailty;
   availability::FailureExposure calm_exposure;
+  availability::BandExposure band;
   availability::StateSeries calm_series;
   for (const std::string host : {"calm", "stormy"}) {
     bool truncated = false;
@@ -595,6 +601,8 @@ availability::TrPrediction LibraryPipeline(statemgr::HostBook& book, int64_t sta
     const availability::FailureExposure exposure =
         availability::CountFailureExposure(series, start, 0);
     frailty.Add(exposure);
+    band.Merge(availability::CountBandExposure(series, start, 0, 60, opt.recent_age_seconds,
+                                               opt.long_age_seconds));
     if (host == "calm") {
       own = stats;
       calm_series = series;
@@ -612,7 +620,12 @@ availability::TrPrediction LibraryPipeline(statemgr::HostBook& book, int64_t sta
   const size_t at = static_cast<size_t>((start - calm_series.start_unix) / 300);
   *init = calm_series.states[at];
   const int64_t age = availability::InitialAgeSteps(calm_series.states, at, 1 << 20) * 300;
-  return availability::PredictFromStats(own, *init, 60, opt, &pooled, age);
+  availability::FirstSojournRatio ratio;
+  if (opt.load_band_first_sojourn) {
+    ratio = band.RatioOf(spec.day_type == availability::DayType::kWeekend, *init,
+                         calm_series.load_band[at]);
+  }
+  return availability::PredictFromStats(own, *init, 60, opt, &pooled, age, ratio);
 }
 
 TEST_F(ClusterTest, PredictAvailabilityMatchesTheLibraryPipeline) {
@@ -689,6 +702,51 @@ TEST_F(ClusterTest, PredictAvailabilityMatchesTheLibraryPipeline) {
   EXPECT_GT(std::fabs(matches_library(predictor::AvailabilityPredictorConfig(), saturday) -
                       matches_library(unlevelled, saturday)),
             1e-9);
+}
+
+// Load-band conditioning of the first sojourn (load_band.h): the statemgr
+// ships each host's exits by band and its band at the window start, the
+// predictor pools them over its hosts, and the answer is the library's.
+TEST_F(ClusterTest, LoadBandMatchesTheLibraryPipeline) {
+  // Before every load spike the load rises to 0.15 (S1, upper band) for two
+  // samples: a host in the upper band is about to fail.
+  Push("calm", 21, 0.75, /*busy_every_days=*/3, /*warn_load=*/0.15);
+  Push("stormy", 21, 0.95, /*busy_every_days=*/1, /*warn_load=*/0.15);
+  statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
+  statemgr::Registrar registrar(rc, *book_, clock_);
+  ASSERT_EQ(registrar.RegisterAll(), 2);
+  // Tuesday of week 3 (a busy day for "calm"), the first grid point after
+  // 09:30 in the upper band, and the one after it that is in the lower band.
+  int64_t high = kMonday + 15 * 86400 + 9 * 3600 + 1800;
+  while ((high / 300) % 7 != 5) high += 300;
+  const int64_t low = high + 3 * 300;  // (t / 300) % 7 == 1: back at 0.05
+  predictor::AvailabilityPredictorConfig pc;
+  pc.estimator.load_band_first_sojourn = true;
+  predictor::AvailabilityPredictorConfig off;
+  off.estimator.load_band_first_sojourn = false;
+  auto tr = [&](const predictor::AvailabilityPredictorConfig& c, int64_t at) {
+    clock_.Set(absl::FromUnixSeconds(at));
+    predictor::AvailabilityPredictor p(c, *directory_, clock_);
+    v1::PredictAvailabilityRequest r;
+    r.set_host("calm");
+    r.set_window_seconds(5 * 3600);
+    r.set_start_unix_seconds(at);
+    auto got = p.Predict(r);
+    EXPECT_THAT(got.status(), IsOk());
+    if (!got.ok()) return -1.0;
+    availability::HostState init;
+    const auto expected = LibraryPipeline(*book_, at, c.estimator, &init);
+    EXPECT_EQ(static_cast<int>(got->initial_state()), 1);
+    EXPECT_EQ(static_cast<int>(init), 1);
+    EXPECT_NEAR(got->tr_ratio(), expected.tr.back(), 1e-12);
+    return got->tr_ratio();
+  };
+  const double high_on = tr(pc, high), high_off = tr(off, high);
+  const double low_on = tr(pc, low), low_off = tr(off, low);
+  // The upper band lowers the TR, the lower band raises it.
+  EXPECT_LT(high_on, high_off - 1e-4);
+  EXPECT_GT(low_on, low_off + 1e-6);
+  EXPECT_LT(high_on, low_on);
 }
 
 // A host that joined an hour ago has no same-clock window yet (whole-history

@@ -3,6 +3,7 @@
 // borrowed windows arrive as they left; malformed counts are rejected.
 #include "services/convert.h"
 
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -69,6 +70,36 @@ TEST(ConvertTest, RejectsUnknownAgeClass) {
   for (int i = 0; i < 6; ++i) p.add_initial_weight_long(1.0);
   c->set_first_in_window(true);
   EXPECT_FALSE(FromProto(p).ok());  // more than 6 long-class weights
+}
+
+TEST(ConvertTest, BandExposureRoundTripsAndRejectsBadCounts) {
+  availability::BandExposure e;
+  e.observed[1][0][1][1] = 144;
+  e.expected[1][0][1][1] = 92.5;
+  e.observed[0][1][0][0] = 3;
+  e.expected[0][1][0][0] = 2.25;
+  const v1::BandExposure p = ToProto(e);
+  ASSERT_EQ(p.observed_size(), 16);
+  // The documented layout: ((day_type * 2 + state) * 2 + band) * 2 + cause.
+  EXPECT_EQ(p.observed(((1 * 2 + 0) * 2 + 1) * 2 + 1), 144);
+  auto back = FromProto(p);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_DOUBLE_EQ(back->Ratio(1, 0, 1, 1), e.Ratio(1, 0, 1, 1));
+  EXPECT_DOUBLE_EQ(back->expected[0][1][0][0], 2.25);
+  v1::BandExposure bad = p;
+  bad.set_expected(3, -1);
+  EXPECT_EQ(FromProto(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  bad = p;
+  bad.set_observed(0, std::numeric_limits<double>::infinity());
+  EXPECT_FALSE(FromProto(bad).ok());
+  bad = p;
+  bad.add_observed(1);
+  EXPECT_FALSE(FromProto(bad).ok());
+  EXPECT_EQ(LoadBandToProto(0), v1::LOAD_BAND_LOW);
+  EXPECT_EQ(LoadBandToProto(1), v1::LOAD_BAND_HIGH);
+  EXPECT_EQ(LoadBandToProto(availability::kLoadBandUnknown), v1::LOAD_BAND_UNKNOWN);
+  EXPECT_EQ(LoadBandFromProto(v1::LOAD_BAND_HIGH), 1);
+  EXPECT_EQ(LoadBandFromProto(static_cast<v1::LoadBand>(7)), availability::kLoadBandUnknown);
 }
 
 }  // namespace

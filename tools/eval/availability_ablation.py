@@ -24,6 +24,8 @@ import tempfile
 # (description, extra arguments); the first row is the defaults.
 VARIANTS = [
     ("library defaults, prior pooled over hosts", []),
+    ("without the load band of the first sojourn (as before session 13)",
+     ["--smp-options", "load_band_first_sojourn=0"]),
     ("every length from the 10 h windows (as before session 10)", ["--train-windows", "longest"]),
     ("without host frailty by day type (one ratio over all days, as before session 9)",
      ["--smp-options", "frailty_by_day_type=0"]),

@@ -94,7 +94,7 @@ options:
                            age_prior_windows, frequency_weight,
                            empirical_bayes_prior, exact_age_first_sojourn,
                            host_frailty, frailty_by_day_type,
-                           level_corrected_borrowing
+                           level_corrected_borrowing, load_band_first_sojourn
   --smp-prior SRC          shrinkage prior when prior_windows > 0: hosts (the same
                            day type and start hour pooled over all hosts, default;
                            with host_frailty, on by default, its failure hazards
@@ -220,6 +220,8 @@ void ApplySmpOptions(const std::string& text, availability::EstimatorOptions* o)
       o->frailty_by_day_type = v != 0;
     } else if (k == "level_corrected_borrowing") {
       o->level_corrected_borrowing = v != 0;
+    } else if (k == "load_band_first_sojourn") {
+      o->load_band_first_sojourn = v != 0;
     } else if (k == "frequency_weight") {
       if (v > 1) Die("--smp-options: frequency_weight must be in [0, 1]");
       o->frequency_weight = v;

@@ -142,8 +142,9 @@ TEST(ScheduleExperimentTest, ReplicatesPoolIndependentSeeds) {
 }
 
 // Hosts(days) and "c-bursty", revoked for an hour at a different clock time
-// each day (hour 5 d mod 24 of day d), so that its age in its state, its
-// failure level and the population all differ from host to host.
+// each day (hour 5 d mod 24 of day d; the hour before it in S1's upper load
+// band), so that its age in its state, its failure level, its load band and
+// the population all differ from host to host.
 std::vector<HostTrace> ThreeHosts(int days) {
   std::vector<HostTrace> out = Hosts(days);
   HostTrace c;
@@ -155,7 +156,8 @@ std::vector<HostTrace> ThreeHosts(int days) {
     if (hour == (5 * day) % 24) continue;
     HostSample s;
     s.unix_seconds = t;
-    s.cpu_load = 0.0;
+    // The hour before the outage at 0.15: still S1, in its upper load band.
+    s.cpu_load = hour == (5 * day + 23) % 24 ? 0.15 : 0.0;
     c.samples.push_back(s);
   }
   out.push_back(std::move(c));
@@ -229,7 +231,7 @@ TEST(ScheduleExperimentTest, ProactiveTrIsThePredictorServicePipeline) {
         availability::ClassifyToGrid(h.samples, cfg.classifier, cfg.step_seconds, origin));
   }
   const int M = static_cast<int>(cfg.horizon_seconds / cfg.step_seconds);
-  int moved = 0, aged = 0;
+  int moved = 0, aged = 0, banded = 0;
   for (const SeenTr& s : seen) {
     const int64_t midnight = availability::LocalMidnight(s.t, cfg.utc_offset_seconds);
     const int64_t start = midnight + (s.t - midnight) / 3600 * 3600;
@@ -241,7 +243,10 @@ TEST(ScheduleExperimentTest, ProactiveTrIsThePredictorServicePipeline) {
     availability::PopulationPriorBuilder builder;
     availability::HostFrailtyModel frailty;
     std::vector<availability::FailureExposure> exposure;
+    availability::BandExposure band;
     for (const availability::StateSeries& hs : series) {
+      band.Merge(availability::CountBandExposure(hs, start, cfg.utc_offset_seconds, M,
+                                                 opt.recent_age_seconds, opt.long_age_seconds));
       availability::SojournStats st = availability::CollectStats(hs, spec, start, opt);
       if (st.num_windows > 0) builder.Add(st);
       exposure.push_back(availability::CountFailureExposure(hs, start, cfg.utc_offset_seconds));
@@ -257,11 +262,15 @@ TEST(ScheduleExperimentTest, ProactiveTrIsThePredictorServicePipeline) {
     const availability::StateSeries& hs = series[s.host];
     int64_t k = (s.t - hs.start_unix) / hs.step_seconds;
     ASSERT_EQ(hs.states[k], s.init);
+    ASSERT_TRUE(opt.load_band_first_sojourn);
+    const availability::FirstSojournRatio ratio = band.RatioOf(
+        spec.day_type == availability::DayType::kWeekend, s.init, hs.load_band[k]);
+    banded += std::abs(ratio.failure - 1) > 1e-3;
     while (k > 0 && hs.states[k - 1] == s.init) --k;
     const int64_t age = s.t - (hs.start_unix + k * hs.step_seconds);
     aged += age >= opt.long_age_seconds;
     const std::vector<double> want =
-        availability::PredictFromStats(stats, s.init, M, opt, &prior, age).tr;
+        availability::PredictFromStats(stats, s.init, M, opt, &prior, age, ratio).tr;
     ASSERT_EQ(s.tr.size(), want.size());
     for (size_t m = 0; m < want.size(); ++m) {
       ASSERT_NEAR(s.tr[m], want[m], 1e-12) << "host " << s.host << " t " << s.t << " m " << m;
@@ -271,6 +280,7 @@ TEST(ScheduleExperimentTest, ProactiveTrIsThePredictorServicePipeline) {
   }
   EXPECT_GT(moved, 0);
   EXPECT_GT(aged, 0);  // some decisions see a host in its long age class
+  EXPECT_GT(banded, 0);  // and some a load band that moves the first sojourn
 }
 
 }  // namespace
