@@ -47,9 +47,10 @@ VARIANTS = [
     ("without first-sojourn kernel", ["--smp-options", "first_sojourn_kernel=0"]),
     ("with recency weighting (half-life 4 windows)", ["--smp-options", "recency_half_life_windows=4"]),
     ("with frequency blend 0.5", ["--smp-options", "frequency_weight=0.5"]),
-    ("all issue-7 options and host frailty off (censoring-aware SMP only)",
+    ("all issue-7 options, host frailty and the load band off (censoring-aware SMP only)",
      ["--smp-options",
-      "prior_windows=0,borrow_below_windows=0,neighbor_window_weight=0,recent_age_seconds=0,host_frailty=0"]),
+      "prior_windows=0,borrow_below_windows=0,neighbor_window_weight=0,recent_age_seconds=0,host_frailty=0,"
+      "load_band_first_sojourn=0"]),
 ]
 
 
