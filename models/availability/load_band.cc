@@ -4,17 +4,10 @@
 #include <vector>
 
 #include "models/availability/sojourn_stats.h"
+#include "models/availability/window.h"
 
 namespace sojourn::availability {
 namespace {
-
-constexpr int64_t kDay = 86400;
-
-int64_t FloorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
 
 // Per stratum: exposure by band and exits by band and cause.
 struct Stratum {
@@ -61,7 +54,7 @@ BandExposure CountBandExposure(const StateSeries& series, int64_t end_unix,
     return out;
   }
   // Last grid point of the history.
-  const int64_t last_ok = std::min(n - 1, FloorDiv(end_unix - series.start_unix, step));
+  const int64_t last_ok = std::min(n - 1, (end_unix - series.start_unix) / step);
   if (cap_steps > last_ok) return out;
   // First index after t whose state differs (n if none).
   std::vector<int64_t> change_next(n);
@@ -80,12 +73,9 @@ BandExposure CountBandExposure(const StateSeries& series, int64_t end_unix,
     const uint8_t band = series.load_band[t];
     if (IsFailure(s) || band > 1) continue;
     if (exclude && exclude(static_cast<size_t>(t))) continue;
-    const int64_t local = series.start_unix + t * step + utc_offset_seconds;
-    const int64_t day = FloorDiv(local, kDay);
-    const int hour = static_cast<int>((local - day * kDay) / 3600);
-    // 1970-01-01 was a Thursday: (day + 3) mod 7 is 0 on Mondays.
-    const int dow = static_cast<int>(((day + 3) % 7 + 7) % 7);
-    const int dt = dow >= 5 ? 1 : 0;
+    const int64_t at = series.start_unix + t * step;
+    const int hour = static_cast<int>((at - LocalMidnight(at, utc_offset_seconds)) / 3600);
+    const int dt = DayTypeOf(at, utc_offset_seconds) == DayType::kWeekend ? 1 : 0;
     int cls = 0;
     if (ages[t] < 0) {
       cls = 3;

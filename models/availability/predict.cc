@@ -186,13 +186,15 @@ TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M
     aged.initial[i] = used->initial_by_age[bucket][i] + (n_all > 0 ? opt.age_prior_windows : 0);
     used = &aged;
   }
-  SojournStats banded;
   if (opt.load_band_first_sojourn && opt.first_sojourn_kernel && !(band_ratio == FirstSojournRatio{})) {
     // Load band (load_band.h): the first sojourn's cause-specific hazards at
-    // the host's band, proportional to those of all bands.
-    banded = *used;
-    banded.first[i] = ScaleCauseHazards(used->first[i], band_ratio.failure, band_ratio.other);
-    used = &banded;
+    // the host's band, proportional to those of all bands (in the age-
+    // conditioned copy when there is one; copied once otherwise).
+    if (used != &aged) {
+      aged = *used;
+      used = &aged;
+    }
+    aged.first[i] = ScaleCauseHazards(aged.first[i], band_ratio.failure, band_ratio.other);
   }
   SemiMarkovKernel kernel = EstimateKernel(*used, opt);
   if (opt.exact_age_first_sojourn && opt.first_sojourn_kernel && init_age_seconds >= 0 &&
