@@ -487,8 +487,10 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     size_t k = static_cast<size_t>((end_unix - series->start_unix) / series->step_seconds);
     k = std::min(k, series->states.size() - 1);
     out.info.state = series->states[k];
-    out.load_band = k < series->load_band.size() ? series->load_band[k]
-                                                 : availability::kLoadBandUnknown;
+    if (opt.load_band_first_sojourn) {
+      out.load_band = k < series->load_band.size() ? series->load_band[k]
+                                                   : availability::kLoadBandUnknown;
+    }
     while (k > 0 && series->states[k - 1] == out.info.state) --k;
     out.info.state_since_unix = series->start_unix + static_cast<int64_t>(k) * series->step_seconds;
   }
@@ -496,15 +498,13 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     out.failure_exposure =
         availability::CountFailureExposure(*series, end, spec.utc_offset_seconds);
   }
+  const int steps = availability::WindowSteps(*series, spec);
   if (opt.load_band_first_sojourn) {
-    out.band_exposure = availability::CountBandExposure(
-        *series, end, spec.utc_offset_seconds, availability::WindowSteps(*series, spec),
-        opt.recent_age_seconds, opt.long_age_seconds);
-  } else {
-    out.load_band = availability::kLoadBandUnknown;
+    out.band_exposure = availability::CountBandExposure(*series, end, spec.utc_offset_seconds,
+                                                        steps, opt.recent_age_seconds,
+                                                        opt.long_age_seconds);
   }
   const std::vector<size_t> starts = availability::HistoryWindowStarts(*series, spec, end);
-  const int steps = availability::WindowSteps(*series, spec);
   for (size_t s : starts) {
     out.window_starts_unix.push_back(series->start_unix +
                                      static_cast<int64_t>(s) * series->step_seconds);

@@ -187,6 +187,50 @@ TEST_F(HostBookTest, WindowStatsUseSameClockWindowsOfTheDayType) {
   EXPECT_EQ(w->window_starts_unix.size(), 4u);
 }
 
+// With the load band asked for, the book returns the host's band now (its
+// last sample's) or at a past window start (the grid point's), and its exits
+// by band; without it, neither.
+TEST_F(HostBookTest, WindowStatsCarryTheLoadBand) {
+  // Idle at 0.05 and busy from 10:00 to 11:00 every day: on even days above
+  // Th2 (S3) after an hour at 0.15 (S1, upper band), on odd days in S2 after
+  // an idle hour. So the 09:00 strata (same hour, same age class) hold both
+  // bands, and only the upper band is followed by failures. 0.15 for the
+  // last sample.
+  Fill("h", 14, [](int64_t t) {
+    const int64_t h = (t % 86400) / 3600;
+    const bool even = ((t - kMonday) / 86400) % 2 == 0;
+    if (t == kMonday + 14 * 86400 - 300) return 0.15;
+    if (h == 10) return even ? 0.9 : 0.5;
+    return even && h == 9 ? 0.15 : 0.05;
+  });
+  clock_.Set(absl::FromUnixSeconds(kMonday + 14 * 86400 - 300));
+  availability::WindowSpec spec;
+  spec.start_second_of_day = 9 * 3600;
+  spec.length_seconds = 2 * 3600;
+  availability::EstimatorOptions opt;
+  ASSERT_TRUE(opt.load_band_first_sojourn);
+  auto now = book_->WindowStats("h", spec, 0, opt);
+  ASSERT_THAT(now.status(), IsOk());
+  EXPECT_EQ(now->load_band, 1);
+  ASSERT_TRUE(now->band_exposure.has_value());
+  // The upper band precedes every failure: above its strata on weekdays,
+  // the lower band below.
+  EXPECT_GT(now->band_exposure->Ratio(0, 0, 1, 1), 1.0);
+  EXPECT_LT(now->band_exposure->Ratio(0, 0, 0, 1), 1.0);
+  // A past window starting at 08:00 on day 10 (lower band), and at 09:00.
+  auto at8 = book_->WindowStats("h", spec, kMonday + 10 * 86400 + 8 * 3600, opt);
+  auto at9 = book_->WindowStats("h", spec, kMonday + 10 * 86400 + 9 * 3600, opt);
+  ASSERT_THAT(at8.status(), IsOk());
+  ASSERT_THAT(at9.status(), IsOk());
+  EXPECT_EQ(at8->load_band, 0);
+  EXPECT_EQ(at9->load_band, 1);
+  opt.load_band_first_sojourn = false;
+  auto off = book_->WindowStats("h", spec, kMonday + 10 * 86400 + 9 * 3600, opt);
+  ASSERT_THAT(off.status(), IsOk());
+  EXPECT_EQ(off->load_band, availability::kLoadBandUnknown);
+  EXPECT_FALSE(off->band_exposure.has_value());
+}
+
 // A host too new for any same-clock window still gets statistics, marked as
 // a whole-history fallback; an unknown host is NOT_FOUND.
 TEST_F(HostBookTest, NewHostFallsBackToWholeHistory) {
