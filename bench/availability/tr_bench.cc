@@ -136,6 +136,35 @@ void BM_PredictFromStats(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictFromStats)->Unit(benchmark::kMicrosecond);
 
+// The predictor service's path (availability_predictor.cc): the host's 20
+// windows shrunk towards a prior pooled from 60 other windows, the host's age
+// in its state (age-conditioned first sojourn), and, for arg 1, the first
+// sojourn's hazards at the host's load band (load_band.h; ratios 1.5 / 1.1 as
+// on Bitbrains' upper S1 band). Arg 0 is the same without the band, so the
+// two rows give the band's cost.
+void BM_PredictFromStatsServicePath(benchmark::State& state) {
+  const int steps = 6000;
+  std::mt19937_64 rng(7);
+  SojournStats stats, prior;
+  stats.step_seconds = prior.step_seconds = 6;
+  for (int i = 0; i < 20; ++i) {
+    const auto w = SyntheticWindow(rng, steps);
+    AccumulateWindow(w.data(), w.size(), 1.0, &stats, i % 3);
+  }
+  for (int i = 0; i < 60; ++i) {
+    const auto w = SyntheticWindow(rng, steps);
+    AccumulateWindow(w.data(), w.size(), 1.0, &prior, i % 3);
+  }
+  const EstimatorOptions opt;
+  FirstSojournRatio band;
+  if (state.range(0) != 0) band = FirstSojournRatio{1.5, 1.1};
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        PredictFromStats(stats, HostState::kS1, steps, opt, &prior, 500 * 6, band));
+  }
+}
+BENCHMARK(BM_PredictFromStatsServicePath)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
 // The same with exact age conditioning (issue 3): the 20 windows' first
 // sojourns filed at ages 0, 100, ..., and a host of age 500 steps.
 void BM_PredictFromStatsExactAge(benchmark::State& state) {

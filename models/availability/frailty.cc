@@ -63,17 +63,28 @@ FailureExposure CountFailureExposure(const StateSeries& series, int64_t end_unix
   const int64_t last_day =
       (LocalMidnight(span_end - 1, utc_offset_seconds) + utc_offset_seconds) / 86400;
   const int64_t mid_day = first_day + (last_day - first_day + 1) / 2;
-  for (size_t t = 0; t + 1 < series.states.size(); ++t) {
-    const int64_t t_unix = series.start_unix + static_cast<int64_t>(t) * step;
-    if (t_unix + step > end_unix) break;
-    if (IsFailure(series.states[t])) continue;
-    if (exclude && exclude(t)) continue;
-    const int64_t midnight = LocalMidnight(t_unix, utc_offset_seconds);
-    const int k = (midnight + utc_offset_seconds) / 86400 < mid_day ? 0 : 1;
-    const int d = DayTypeOf(t_unix, utc_offset_seconds) == DayType::kWeekend ? 1 : 0;
-    const int h = static_cast<int>((t_unix - midnight) / 3600);
-    out.up_steps[k][d][h] += 1;
-    if (IsFailure(series.states[t + 1])) out.failures[k][d][h] += 1;
+  // Steps t -> t + 1 for t < t_end, local hour by local hour (the clock
+  // arithmetic once per hour, not per grid point).
+  const auto& st = series.states;
+  const int64_t n = static_cast<int64_t>(st.size());
+  if (n < 2 || end_unix < series.start_unix + step) return out;
+  const int64_t t_end = std::min<int64_t>(n - 1, (end_unix - series.start_unix - step) / step + 1);
+  LocalHourCursor hours(series.start_unix, step, utc_offset_seconds);
+  for (int64_t t = 0; t < t_end;) {
+    hours.Seek(t);
+    const int k = (hours.midnight() + utc_offset_seconds) / 86400 < mid_day ? 0 : 1;
+    const int d = hours.weekend();
+    const int h = hours.hour();
+    const int64_t block_end = std::min(t_end, hours.end());
+    double up = 0, failures = 0;
+    for (; t < block_end; ++t) {
+      if (IsFailure(st[t])) continue;
+      if (exclude && exclude(static_cast<size_t>(t))) continue;
+      up += 1;
+      if (IsFailure(st[t + 1])) failures += 1;
+    }
+    out.up_steps[k][d][h] += up;
+    out.failures[k][d][h] += failures;
   }
   return out;
 }

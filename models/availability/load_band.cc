@@ -56,39 +56,71 @@ BandExposure CountBandExposure(const StateSeries& series, int64_t end_unix,
   // Last grid point of the history.
   const int64_t last_ok = std::min(n - 1, (end_unix - series.start_unix) / step);
   if (cap_steps > last_ok) return out;
-  // First index after t whose state differs (n if none).
-  std::vector<int64_t> change_next(n);
-  change_next[n - 1] = n;
-  for (int64_t t = n - 2; t >= 0; --t) {
-    change_next[t] = st[t + 1] != st[t] ? t + 1 : change_next[t + 1];
-  }
-  const std::vector<int64_t> ages = StateAges(st);
   const int64_t recent_steps = recent_seconds > 0 ? (recent_seconds + step - 1) / step : 0;
   const int64_t long_steps =
       recent_steps > 0 && long_seconds > recent_seconds ? (long_seconds + step - 1) / step : 0;
   // Strata: (day type, hour, state, age class 0..2 or 3 = unknown).
   std::vector<Stratum> strata(2 * 24 * 2 * 4);
-  for (int64_t t = 0; t + cap_steps <= last_ok; ++t) {
-    const HostState s = st[t];
-    const uint8_t band = series.load_band[t];
-    if (IsFailure(s) || band > 1) continue;
-    if (exclude && exclude(static_cast<size_t>(t))) continue;
-    const int64_t at = series.start_unix + t * step;
-    const int hour = static_cast<int>((at - LocalMidnight(at, utc_offset_seconds)) / 3600);
-    const int dt = DayTypeOf(at, utc_offset_seconds) == DayType::kWeekend ? 1 : 0;
-    int cls = 0;
-    if (ages[t] < 0) {
-      cls = 3;
-    } else if (recent_steps > 0) {
-      cls = AgeClassOf(ages[t], recent_steps, long_steps);
-    }
-    Stratum& z = strata[((dt * 24 + hour) * 2 + (StateIndex(s) - 1)) * 4 + cls];
-    const int64_t x = change_next[t] - t;
-    if (x <= cap_steps) {
-      z.exposure[band] += static_cast<double>(x);
-      z.exits[band][IsFailure(st[change_next[t]]) ? 1 : 0] += 1;
-    } else {
-      z.exposure[band] += static_cast<double>(cap_steps);
+  // Starts t = 0 .. last_t, walked run by run (a run [a, b) of one state:
+  // at t its age is t - a, unknown when a = 0, and its first sojourn lasts
+  // b - t steps, ending in st[b]) and, inside a run, local hour by local hour,
+  // so the clock arithmetic is done once per hour (LocalHourCursor) rather
+  // than per grid point.
+  const int64_t last_t = last_ok - cap_steps;
+  LocalHourCursor hours(series.start_unix, step, utc_offset_seconds);
+  for (int64_t a = 0, b = 0; a <= last_t; a = b) {
+    b = a + 1;
+    while (b < n && st[b] == st[a]) ++b;
+    const HostState s = st[a];
+    if (IsFailure(s)) continue;
+    const int state = StateIndex(s) - 1;
+    // b == n cannot be reached within the cap from t <= last_t (x > cap).
+    const int cause = b < n && IsFailure(st[b]) ? 1 : 0;
+    const int64_t run_end = std::min(b, last_t + 1);
+    for (int64_t t = a; t < run_end;) {
+      hours.Seek(t);
+      const int64_t block_end = std::min(run_end, hours.end());
+      const int hour = hours.hour(), dt = hours.weekend();
+      Stratum* z = &strata[((dt * 24 + hour) * 2 + state) * 4];
+      // Segments of the block with one age class and one kind of start:
+      // x = b - t above the cap (followed for cap_steps, no exit) or not.
+      while (t < block_end) {
+        int64_t seg_end = block_end;
+        int cls = 3;
+        if (a > 0) {
+          cls = 0;
+          if (recent_steps > 0) {
+            const int64_t age = t - a;
+            cls = AgeClassOf(age, recent_steps, long_steps);
+            if (age < recent_steps) {
+              seg_end = std::min(seg_end, a + recent_steps);
+            } else if (long_steps > recent_steps && age < long_steps) {
+              seg_end = std::min(seg_end, a + long_steps);
+            }
+          }
+        }
+        const int64_t near = b - cap_steps;  // x <= cap_steps from here on
+        const bool exits = t >= near;
+        if (!exits) seg_end = std::min(seg_end, near);
+        int64_t count[2] = {0, 0}, steps[2] = {0, 0};
+        for (; t < seg_end; ++t) {
+          const uint8_t band = series.load_band[t];
+          if (band > 1) continue;
+          if (exclude && exclude(static_cast<size_t>(t))) continue;
+          ++count[band];
+          steps[band] += b - t;
+        }
+        Stratum& zc = z[cls];
+        for (int band = 0; band < 2; ++band) {
+          if (count[band] == 0) continue;
+          if (exits) {
+            zc.exposure[band] += static_cast<double>(steps[band]);
+            zc.exits[band][cause] += static_cast<double>(count[band]);
+          } else {
+            zc.exposure[band] += static_cast<double>(count[band] * cap_steps);
+          }
+        }
+      }
     }
   }
   for (int dt = 0; dt < 2; ++dt) {

@@ -27,6 +27,17 @@ int64_t LocalMidnight(int64_t unix_seconds, int utc_offset_seconds) {
   return FloorDiv(unix_seconds + utc_offset_seconds, kDay) * kDay - utc_offset_seconds;
 }
 
+void LocalHourCursor::Reset(int64_t t) {
+  const int64_t at = start_ + t * step_;
+  midnight_ = LocalMidnight(at, offset_);
+  hour_ = static_cast<int>((at - midnight_) / 3600);
+  weekend_ = DayTypeOf(at, offset_) == DayType::kWeekend ? 1 : 0;
+  const int64_t hour_start = midnight_ + hour_ * int64_t{3600};
+  // First points at or after the hour's start and the next hour's.
+  begin_ = -FloorDiv(start_ - hour_start, step_);
+  end_ = -FloorDiv(start_ - hour_start - 3600, step_);
+}
+
 int WindowSteps(const StateSeries& series, const WindowSpec& spec) {
   if (series.step_seconds <= 0) return 0;
   return static_cast<int>(std::max<int64_t>(1, spec.length_seconds / series.step_seconds));

@@ -47,6 +47,33 @@ std::vector<size_t> HistoryWindowStarts(const StateSeries& series, const WindowS
 // Number of steps L of a window of spec.length_seconds on `series`' grid.
 int WindowSteps(const StateSeries& series, const WindowSpec& spec);
 
+// The local hour of the points of a regular grid (start_unix + t * step),
+// visited in increasing t: the clock arithmetic is done once per local hour
+// rather than once per point (the exposure counts walk whole histories, 403,200
+// points for 28 days at 6 s).
+class LocalHourCursor {
+ public:
+  LocalHourCursor(int64_t start_unix, int64_t step_seconds, int utc_offset_seconds)
+      : start_(start_unix), step_(step_seconds), offset_(utc_offset_seconds) {}
+  // Moves to point t (>= every t seen before).
+  void Seek(int64_t t) {
+    if (t >= end_ || t < begin_) Reset(t);
+  }
+  // Of the point last sought: local hour 0..23, 1 on a weekend day, local
+  // midnight (unix seconds) and the first point of the next local hour.
+  int hour() const { return hour_; }
+  int weekend() const { return weekend_; }
+  int64_t midnight() const { return midnight_; }
+  int64_t end() const { return end_; }
+
+ private:
+  void Reset(int64_t t);
+  const int64_t start_, step_;
+  const int offset_;
+  int64_t begin_ = 0, end_ = 0, midnight_ = 0;
+  int hour_ = 0, weekend_ = 0;
+};
+
 }  // namespace sojourn::availability
 
 #endif  // SOJOURN_MODELS_AVAILABILITY_WINDOW_H_

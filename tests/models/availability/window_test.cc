@@ -29,6 +29,33 @@ TEST(DayTypeTest, UsesLocalCalendarDay) {
   EXPECT_EQ(LocalMidnight(kMon20240101 + 23 * kHour, 2 * kHour), kMon20240101 + 22 * kHour);
 }
 
+// The cursor gives every point the hour, day type and midnight that
+// LocalMidnight / DayTypeOf give it, and its end() is the first point of the
+// next local hour, for steps that do not divide an hour or exceed it and time
+// zones off the whole hour; points may be skipped.
+TEST(LocalHourCursorTest, AgreesWithTheClockFunctions) {
+  const int64_t start = 1700438400 + 5 * 86400 - 3 * 3600 + 17;  // Friday 21:00:17 UTC
+  for (int64_t step : {1, 7, 300, 3600, 5400}) {
+    for (int offset : {0, 7200, -19800, 20700}) {
+      LocalHourCursor c(start, step, offset);
+      for (int64_t t = 0; t < 200000 / step + 100; t += 1 + t % 3) {
+        c.Seek(t);
+        const int64_t at = start + t * step;
+        const int64_t midnight = LocalMidnight(at, offset);
+        ASSERT_EQ(c.midnight(), midnight) << step << " " << offset << " " << t;
+        ASSERT_EQ(c.hour(), (at - midnight) / 3600);
+        ASSERT_EQ(c.weekend(), DayTypeOf(at, offset) == DayType::kWeekend ? 1 : 0);
+        // end() is after t, in the next local hour, and the point before it
+        // is still in this one.
+        ASSERT_GT(c.end(), t);
+        const int64_t next = start + c.end() * step, before = next - step;
+        ASSERT_GE(next, midnight + (c.hour() + 1) * 3600);
+        ASSERT_LT(before, midnight + (c.hour() + 1) * 3600);
+      }
+    }
+  }
+}
+
 class HistoryWindowStartsTest : public ::testing::Test {
  protected:
   // Hourly grid from local midnight of Monday 2024-01-01 at UTC+2, 14 days.
