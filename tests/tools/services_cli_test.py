@@ -26,7 +26,8 @@ predictor, a statemgr holding one host with samples, none in the last day):
     change as JSON; an unregistered --host exits 2, a dead --statemgr 1 (also
     beside a live one, which it used to keep watching); `| head -1` ends it
     with exit 0 though no further change comes (it used to hang); a state
-    manager given twice is watched once.
+    manager given twice is watched once; --timeout bounds the connection to a state
+    manager that never answers.
 
 usage: /usr/bin/python3 tests/tools/services_cli_test.py --bin-dir BUILD/bin
 """
@@ -273,6 +274,22 @@ def test_cluster(bin_dir, workdir):
         code, _, err = run([sojourn, "watch", "--statemgr", dead], env=env)
         check(code == 1 and len(err) == 1 and dead in err[0],
               f"sojourn watch of a dead statemgr: exit {code}, stderr {err}")
+        # One that accepts the connection and never answers (a silent listener: the
+        # channel stays connecting): --timeout bounds the wait, and says so.
+        silent = socket.socket()
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        try:
+            mute = f"127.0.0.1:{silent.getsockname()[1]}"
+            code, _, err = run([sojourn, "watch", "--statemgr", mute, "--timeout", "1"],
+                               env=env, timeout=30)
+        except subprocess.TimeoutExpired:
+            code, err = "no exit within 30 s", []
+        finally:
+            silent.close()
+        check(code == 1 and len(err) == 1 and mute in err[0] and
+              "cannot connect within --timeout (1 s)" in err[0],
+              f"sojourn watch of a silent listener: exit {code}, stderr {err}")
         # A live and a dead one: the dead one ends the watch of both (exit 1, naming it),
         # instead of the command going on as if it watched every host.
         try:

@@ -199,9 +199,9 @@ const char kWatchHelp[] =
     "state, then one line per change with its reason, until Ctrl-C. A host silent for longer\n"
     "than its revocation gap is reported S5 within a few seconds. Without --statemgr, watches\n"
     "every state manager registered with the broker. With --json, one JSON object per line.\n"
-    "Exits 1 when a state manager cannot be reached or ends the stream (e.g. shutting down):\n"
-    "the first one to end ends the watch of all. Exits 0 when the reader of its output goes\n"
-    "away (`sojourn watch | head -1`).\n"
+    "Exits 1 when a state manager cannot be reached (refused, or not connected within\n"
+    "--timeout) or ends the stream (e.g. shutting down): the first one to end ends the\n"
+    "watch of all. Exits 0 when the reader of its output goes away (`sojourn watch | head -1`).\n"
     "\n"
     "options:\n"
     "  --host H               only this host (default: every host, also hosts that appear\n"
@@ -672,7 +672,9 @@ std::string PrintTime(int64_t unix_seconds) {
 int Watch(int argc, char** argv) {
   Args a = Parse(argc, argv, CommandHelp(kWatchHelp, kBrokerHelp), With({"host", "statemgr"}),
                  {"json", "no-snapshot"});
-  (void)Deadline(a);  // a bad --timeout is refused even when no broker is asked
+  // A bad --timeout is refused even when no broker is asked. It bounds the
+  // connection to each state manager (the stream itself has no deadline).
+  const auto connect_deadline = Deadline(a);
   sojourn::v1::WatchStatesRequest req;
   if (a.Has("host")) {
     if (a.Get("host").empty()) {
@@ -742,8 +744,33 @@ int Watch(int argc, char** argv) {
     threads.emplace_back([&, i] {
       const std::string& address = statemgrs[i];
       grpc::ClientContext& ctx = *contexts[i];
-      auto stub = sojourn::v1::StateManager::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+      auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+      // Connect first, within --timeout (a host that drops the packets would
+      // keep the channel connecting for minutes), in slices so that a watch
+      // already ended by another stream does not wait for this one. A refused
+      // connection (TRANSIENT_FAILURE) goes on to the call, which fails at
+      // once with gRPC's reason.
+      for (;;) {
+        const grpc_connectivity_state state = channel->GetState(/*try_to_connect=*/true);
+        if (state == GRPC_CHANNEL_READY || state == GRPC_CHANNEL_TRANSIENT_FAILURE) break;
+        const auto slice = std::min(connect_deadline, std::chrono::system_clock::now() +
+                                                          std::chrono::milliseconds(200));
+        if (channel->WaitForStateChange(state, slice)) continue;
+        std::lock_guard<std::mutex> l(out_mu);
+        if (stopped) {
+          --running;
+          return;
+        }
+        if (std::chrono::system_clock::now() >= connect_deadline) {
+          std::fprintf(stderr, "%s: watching %s: cannot connect within --timeout (%s)\n", kProgram,
+                       address.c_str(), a.Has("timeout") ? (a.Get("timeout") + " s").c_str() : "30 s");
+          exit_code = 1;
+          stop_locked();
+          --running;
+          return;
+        }
+      }
+      auto stub = sojourn::v1::StateManager::NewStub(channel);
       auto reader = stub->WatchStates(&ctx, req);
       reader->WaitForInitialMetadata();
       // The state manager's sign that the watcher is registered (statemgr.proto, WatchStates).
