@@ -39,6 +39,9 @@ std::shared_ptr<const HostPrediction> PredictionCache::Get(const std::string& ho
   const HostPrediction& e = *it->second;
   if (clock_.Now() - e.fetched > ttl_) return nullptr;
   if (version > 0 && version != e.version) return nullptr;  // new history arrived
+  // Silent past its revocation gap: the host is S5 now, whatever the TTL says.
+  const int64_t valid_until = e.response.valid_until_unix_seconds();
+  if (valid_until > 0 && absl::ToUnixSeconds(clock_.Now()) > valid_until) return nullptr;
   return it->second;
 }
 

@@ -3,9 +3,10 @@
 // from now over a horizon (from the predictor) and the recent CPU load (from
 // the host's state manager, for the aggregated one-step-ahead forecast).
 // Both are cached per host and horizon: an entry is reused until its TTL
-// passes or the host reports newer history (a later last-sample time in its
-// registration / heartbeat), so a ranking over many hosts does not recompute
-// every TR curve. Misses are fetched concurrently on a bounded pool.
+// passes, the host reports newer history (a later last-sample time in its
+// registration / heartbeat) or the host has been silent for longer than its
+// revocation gap (the prediction's valid_until_unix_seconds: it is S5 now), so
+// a ranking over many hosts does not recompute every TR curve. Misses are fetched concurrently on a bounded pool.
 #ifndef SOJOURN_SERVICES_BROKER_RANKER_H_
 #define SOJOURN_SERVICES_BROKER_RANKER_H_
 
@@ -73,8 +74,9 @@ struct HostPrediction {
 class PredictionCache {
  public:
   PredictionCache(Clock& clock, absl::Duration ttl) : clock_(clock), ttl_(ttl) {}
-  // The entry if present, younger than the TTL and (when `version` > 0) of
-  // that version; else null.
+  // The entry if present, younger than the TTL, (when `version` > 0) of that
+  // version, and not past its prediction's valid_until_unix_seconds (a host
+  // silent for longer than its revocation gap is S5); else null.
   std::shared_ptr<const HostPrediction> Get(const std::string& host, int64_t horizon_seconds,
                                             int64_t version) const;
   void Put(const std::string& host, int64_t horizon_seconds,

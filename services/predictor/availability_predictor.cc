@@ -146,6 +146,13 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   const int64_t step = stats->step_seconds > 0 ? stats->step_seconds : 1;
   out.set_step_seconds(step);
   out.set_last_sample_unix_seconds(stats_resp.last_sample_unix_seconds());
+  if (request.start_unix_seconds() <= 0 && !availability::IsFailure(*init) &&
+      stats_resp.last_sample_unix_seconds() > 0 && stats_resp.revocation_gap_seconds() > 0) {
+    // A host that falls silent is S5 after its revocation gap: the answer,
+    // from an up state, holds until then at the latest (the broker's cache).
+    out.set_valid_until_unix_seconds(stats_resp.last_sample_unix_seconds() +
+                                     stats_resp.revocation_gap_seconds());
+  }
   *out.mutable_load_forecast() = stats_resp.load_forecast();
   const int M = static_cast<int>(std::max<int64_t>(1, (request.window_seconds() + step - 1) / step));
   // Issue 7: shrink towards the population of hosts, and condition the first

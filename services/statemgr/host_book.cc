@@ -166,9 +166,10 @@ HostInfo HostBook::InfoOf(const std::string& name, const Host& h) const {
   if (h.samples.empty()) return info;
   info.first_unix = h.samples.front().unix_seconds;
   info.last_unix = h.samples.back().unix_seconds;
+  info.revocation_gap_seconds = ClassifierFor(h).revocation_gap_seconds;
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   auto series = SeriesOf(h);
-  if (now - info.last_unix > ClassifierFor(h).revocation_gap_seconds) {
+  if (now - info.last_unix > info.revocation_gap_seconds) {
     // Nothing heard for longer than the revocation gap: the host is gone now.
     info.state = HostState::kS5;
     info.state_since_unix = info.last_unix;

@@ -71,6 +71,8 @@ struct HostInfo {
   int64_t samples = 0;
   availability::HostState state = availability::HostState::kS5;
   int64_t state_since_unix = 0;
+  // With no sample after last_unix + this the host is S5 (0 without samples).
+  int64_t revocation_gap_seconds = 0;
   HostMeta meta;
 };
 

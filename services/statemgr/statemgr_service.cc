@@ -462,6 +462,7 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
   response->set_current_state(ToProto(result->info.state));
   response->set_state_since_unix_seconds(result->info.state_since_unix);
   response->set_last_sample_unix_seconds(result->info.last_unix);
+  response->set_revocation_gap_seconds(result->info.revocation_gap_seconds);
   for (int64_t t : result->window_starts_unix) response->add_window_start_unix_seconds(t);
   response->set_whole_history_fallback(result->whole_history_fallback);
   if (result->failure_exposure) {

@@ -64,7 +64,10 @@ class ClusterTest : public ::testing::Test {
     sm_server_ = std::move(*sm);
     // broker (TR source connected below)
     registry_ = std::make_unique<broker::HostRegistry>(clock_, absl::Seconds(60));
-    broker_service_ = std::make_unique<broker::BrokerService>(*registry_, tr_source_, pool_);
+    // The ranker on the test's clock (its cache TTL and the predictions'
+    // valid_until_unix_seconds are judged against it).
+    ranker_ = std::make_unique<broker::Ranker>(tr_source_, nullptr, clock_, broker::RankerConfig{});
+    broker_service_ = std::make_unique<broker::BrokerService>(*registry_, *ranker_, pool_);
     ServerOptions bo;
     bo.metrics_address = "127.0.0.1:0";
     auto b = GrpcServer::Start(bo, {broker_service_.get()}, broker_metrics_);
@@ -162,6 +165,7 @@ class ClusterTest : public ::testing::Test {
   std::unique_ptr<GrpcServer> sm_server_;
   DeferredTrSource tr_source_;
   std::unique_ptr<broker::HostRegistry> registry_;
+  std::unique_ptr<broker::Ranker> ranker_;
   std::unique_ptr<broker::BrokerService> broker_service_;
   std::unique_ptr<GrpcServer> broker_server_;
   std::unique_ptr<predictor::StatemgrDirectory> directory_;
@@ -205,6 +209,51 @@ TEST_F(ClusterTest, StreamsSamplesAndRanksHosts) {
   EXPECT_GT(resp.hosts(0).tr_ratio(), resp.hosts(1).tr_ratio() + 0.3);
   // The metrics interceptor counted the call.
   EXPECT_NE(broker_metrics_.Render().find("method=\"RankHosts\""), std::string::npos);
+}
+
+// A host that falls silent leaves the ranking once its revocation gap has
+// passed, though the broker's cached prediction is younger than its TTL and
+// no newer history was reported: the predictor says until when its answer
+// holds (newest sample + revocation gap), and the cache drops it then.
+TEST_F(ClusterTest, SilentHostLeavesTheRankingAtItsRevocationGap) {
+  Push("calm", 21, 0.3);
+  Push("stormy", 21, 0.95);
+  const int64_t last = kMonday + 21 * 86400 - 300;
+  statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
+  statemgr::Registrar registrar(rc, *book_, clock_);
+  v1::RankHostsRequest req;
+  req.mutable_job()->set_duration_seconds(3600);
+  // 440 s after the newest sample: within the 450 s gap (1.5 periods), up.
+  clock_.Set(absl::FromUnixSeconds(last + 440));
+  ASSERT_EQ(registrar.RegisterAll(), 2);
+  {
+    grpc::ClientContext ctx;
+    v1::PredictAvailabilityRequest p;
+    p.set_host("calm");
+    p.set_window_seconds(3600);
+    v1::PredictAvailabilityResponse resp;
+    ASSERT_TRUE(predictor_stub_->PredictAvailability(&ctx, p, &resp).ok());
+    EXPECT_EQ(resp.initial_state(), v1::HOST_STATE_S1_IDLE);
+    EXPECT_EQ(resp.valid_until_unix_seconds(), last + 450);
+  }
+  grpc::ClientContext c1;
+  v1::RankHostsResponse r1;
+  ASSERT_TRUE(broker_stub_->RankHosts(&c1, req, &r1).ok());
+  EXPECT_EQ(r1.predictions_fetched(), 2);
+  for (const auto& h : r1.hosts()) EXPECT_TRUE(h.eligible()) << h.host() << ": " << h.reason();
+  // 11 s later (the cache keeps entries 60 s), silent past the gap: S5.
+  clock_.Advance(absl::Seconds(11));
+  ASSERT_EQ(registrar.RegisterAll(), 2);  // heartbeats go on, with no newer sample
+  grpc::ClientContext c2;
+  v1::RankHostsResponse r2;
+  ASSERT_TRUE(broker_stub_->RankHosts(&c2, req, &r2).ok());
+  EXPECT_EQ(r2.predictions_fetched(), 2);
+  EXPECT_EQ(r2.predictions_cached(), 0);
+  ASSERT_EQ(r2.hosts_size(), 2);
+  for (const auto& h : r2.hosts()) {
+    EXPECT_FALSE(h.eligible()) << h.host();
+    EXPECT_EQ(h.current_state(), v1::HOST_STATE_S5_REVOKED) << h.host();
+  }
 }
 
 // A window that starts in the stormy host's busy hours predicts failure more

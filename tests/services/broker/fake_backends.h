@@ -26,6 +26,8 @@ struct FakeHost {
   double life_seconds = 36000;  // TR reaches 0 here
   sojourn::v1::HostState state = sojourn::v1::HOST_STATE_S1_IDLE;
   double load = 0;
+  // The prediction's valid_until_unix_seconds (0 = none).
+  int64_t valid_until = 0;
 };
 
 // Thread-safe table of fake hosts; unknown hosts get `fallback(name)` or
@@ -66,6 +68,7 @@ class FakeHosts {
     r.set_step_seconds(300);
     r.set_history_windows(7);
     r.set_method("fake-linear");
+    r.set_valid_until_unix_seconds(h.valid_until);
     auto tr = [&](double t) { return std::max(0.0, 1.0 - t / h.life_seconds); };
     const int n = std::max(1, req.curve_points());
     for (int k = 1; k <= n; ++k) {

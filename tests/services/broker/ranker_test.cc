@@ -252,6 +252,34 @@ TEST_F(RankerTest, CacheIsInvalidatedByNewHistoryAndTtl) {
   EXPECT_FALSE(r->hosts(0).eligible());
 }
 
+// A host that falls silent: its cached prediction (valid until its newest
+// sample plus its revocation gap) is dropped once that time has passed, long
+// before the TTL, though no newer history was reported; a prediction without
+// the bound lives out its TTL.
+TEST_F(RankerTest, CachedPredictionOfASilentHostExpiresAtItsRevocation) {
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  hosts_.Set("a", FakeHost{36000, sojourn::v1::HOST_STATE_S1_IDLE, 0, now + 20});
+  RankerConfig c = Config();
+  c.cache_ttl = absl::Seconds(60);
+  Ranker ranker(tr_, nullptr, clock_, c);
+  std::vector<sojourn::v1::RegisteredHost> hosts = {Host("a", 2000), Host("b", 1000)};
+  hosts[0].set_last_sample_unix_seconds(now - 10);
+  hosts[1].set_last_sample_unix_seconds(now - 10);
+  auto r = ranker.Rank(Job(3600), hosts);
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->predictions_fetched(), 2);
+  clock_.Advance(absl::Seconds(20));  // at valid_until: still holds
+  r = ranker.Rank(Job(3600), hosts);
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->predictions_cached(), 2);
+  clock_.Advance(absl::Seconds(1));  // past it: a is fetched again, b is not
+  r = ranker.Rank(Job(3600), hosts);
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->predictions_fetched(), 1);
+  EXPECT_EQ(r->predictions_cached(), 1);
+  EXPECT_EQ(tr_.requests.back().host(), "a");
+}
+
 // Misses fetched concurrently give the same ranking as one by one.
 TEST_F(RankerTest, FanOutMatchesSequential) {
   hosts_.fallback = [](const std::string& name, FakeHost* h) {
