@@ -1,8 +1,11 @@
 #include "services/predictor/availability_predictor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <optional>
+#include <thread>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -23,26 +26,76 @@ AvailabilityPredictor::AvailabilityPredictor(const AvailabilityPredictorConfig& 
     : config_(config), directory_(directory), clock_(clock) {}
 
 AvailabilityPredictor::Population AvailabilityPredictor::PopulationPrior(
-    const sojourn::v1::GetWindowStatsRequest& request) {
+    const sojourn::v1::GetWindowStatsRequest& host_request) {
   if (config_.population_prior_ttl <= absl::ZeroDuration() ||
       config_.estimator.prior_windows <= 0) {
     return {};
   }
-  sojourn::v1::GetWindowStatsRequest key_req = request;
-  key_req.clear_host();
-  const std::string key = key_req.SerializeAsString();
+  // The window of the request, for every host, starting at the start of its
+  // minute: requests of the same minute share one prior.
+  sojourn::v1::GetWindowStatsRequest request = host_request;
+  request.clear_host();
+  request.set_start_second_of_day(request.start_second_of_day() -
+                                  request.start_second_of_day() % kPriorStartQuantumSeconds);
+  const std::string key = request.SerializeAsString();
   {
+    // One build per key at a time: the requests of a ranking arrive together
+    // (the broker fans them out), and each build asks every state manager.
     absl::MutexLock l(&prior_mu_);
-    auto it = priors_.find(key);
-    if (it != priors_.end() && clock_.Now() - it->second.built < config_.population_prior_ttl) {
-      return it->second.population;
+    for (;;) {
+      auto it = priors_.find(key);
+      if (it != priors_.end() && clock_.Now() - it->second.built < config_.population_prior_ttl) {
+        return it->second.population;
+      }
+      if (building_.insert(key).second) break;
+      prior_built_.Wait(&prior_mu_);
     }
   }
+  std::optional<Population> built = BuildPopulation(request);
+  absl::MutexLock l(&prior_mu_);
+  building_.erase(key);
+  prior_built_.SignalAll();
+  if (!built.has_value()) return {};
+  // Entries past their TTL go, so keys that are not asked again (one per
+  // minute of "now") do not pile up.
+  const absl::Time now = clock_.Now();
+  for (auto it = priors_.begin(); it != priors_.end();) {
+    it = now - it->second.built >= config_.population_prior_ttl ? priors_.erase(it) : std::next(it);
+  }
+  priors_[key] = PriorEntry{*built, now};
+  return *built;
+}
+
+std::optional<AvailabilityPredictor::Population> AvailabilityPredictor::BuildPopulation(
+    const sojourn::v1::GetWindowStatsRequest& request) {
   // Pool the same window over every host the broker knows (live or not: the
-  // prior is about history). Built outside the lock; a concurrent duplicate
-  // build is harmless.
+  // prior is about history).
   auto hosts = directory_.ListHosts();
-  if (!hosts.ok() || hosts->empty()) return {};
+  if (!hosts.ok() || hosts->empty()) return std::nullopt;
+  // Every host's statistics, asked concurrently (a cluster has hundreds of
+  // state managers), then pooled in the broker's host order.
+  std::vector<std::optional<sojourn::v1::GetWindowStatsResponse>> answers(hosts->size());
+  std::atomic<size_t> next{0};
+  auto ask = [&] {
+    for (size_t i = next++; i < hosts->size(); i = next++) {
+      const auto& [host, address] = (*hosts)[i];
+      auto stub = directory_.Find(host, address);
+      if (!stub.ok()) continue;
+      sojourn::v1::GetWindowStatsRequest req = request;
+      req.set_host(host);
+      sojourn::v1::GetWindowStatsResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
+      if ((*stub)->GetWindowStats(&ctx, req, &resp).ok()) answers[i] = std::move(resp);
+    }
+  };
+  {
+    std::vector<std::thread> workers;
+    const size_t n = std::min<size_t>(kPriorFanout, hosts->size()) - 1;
+    for (size_t w = 0; w < n; ++w) workers.emplace_back(ask);
+    ask();
+    for (auto& w : workers) w.join();
+  }
   // The library's builder (as sojourn-eval pools the trace's hosts): the sum
   // of the hosts' statistics and its empirical-Bayes strength.
   availability::PopulationPriorBuilder builder;
@@ -51,34 +104,30 @@ AvailabilityPredictor::Population AvailabilityPredictor::PopulationPrior(
   auto frailty = request.failure_exposure() ? std::make_shared<availability::HostFrailtyModel>()
                                             : nullptr;
   auto band = request.load_band() ? std::make_shared<availability::BandExposure>() : nullptr;
-  for (const auto& [host, address] : *hosts) {
-    auto stub = directory_.Find(host, address);
-    if (!stub.ok()) continue;
-    sojourn::v1::GetWindowStatsRequest req = request;
-    req.set_host(host);
-    sojourn::v1::GetWindowStatsResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
-    if (!(*stub)->GetWindowStats(&ctx, req, &resp).ok()) continue;
-    if (frailty != nullptr && resp.has_failure_exposure()) {
-      auto exposure = FromProto(resp.failure_exposure());
+  for (const auto& resp : answers) {
+    if (!resp.has_value()) continue;
+    if (frailty != nullptr && resp->has_failure_exposure()) {
+      auto exposure = FromProto(resp->failure_exposure());
       if (exposure.ok()) frailty->Add(*exposure);
     }
-    if (band != nullptr && resp.has_band_exposure()) {
-      auto e = FromProto(resp.band_exposure());
+    if (band != nullptr && resp->has_band_exposure()) {
+      auto e = FromProto(resp->band_exposure());
       if (e.ok()) band->Merge(*e);
     }
-    if (resp.whole_history_fallback()) continue;
-    auto stats = FromProto(resp.stats());
+    if (resp->whole_history_fallback()) continue;
+    auto stats = FromProto(resp->stats());
     if (stats.ok()) builder.Add(*stats);
   }
-  auto pooled = std::make_shared<availability::SojournStats>(builder.Build(config_.estimator.level_corrected_borrowing));
-  if (pooled->num_windows == 0) return {};
+  auto pooled = std::make_shared<availability::SojournStats>(
+      builder.Build(config_.estimator.level_corrected_borrowing));
+  if (pooled->num_windows == 0) return std::nullopt;
   if (frailty != nullptr) frailty->Build();
-  Population population{pooled, frailty, band};
+  return Population{pooled, frailty, band};
+}
+
+size_t AvailabilityPredictor::cached_priors() const {
   absl::MutexLock l(&prior_mu_);
-  priors_[key] = PriorEntry{population, clock_.Now()};
-  return population;
+  return priors_.size();
 }
 
 absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::Predict(

@@ -7,6 +7,8 @@
 
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -33,7 +35,9 @@ struct AvailabilityPredictorConfig {
   int min_history_windows = 3;
   availability::EstimatorOptions estimator;
   // Shrinkage prior (issue 7): the same window pooled over every host the
-  // broker knows, rebuilt after this long. Zero disables the prior.
+  // broker knows, kept this long. Zero disables the prior. The prior of a
+  // window is that of the window starting at the start of its minute, so
+  // the requests of one minute share it.
   absl::Duration population_prior_ttl = absl::Minutes(10);
 };
 
@@ -49,6 +53,11 @@ class AvailabilityPredictor {
   absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> Predict(
       const sojourn::v1::PredictAvailabilityRequest& request);
 
+  // The clock predictions (and the predictor's RPCs) read "now" from.
+  Clock& clock() const { return clock_; }
+  // Population priors kept (those younger than the TTL at the last build).
+  size_t cached_priors() const;
+
  private:
   // The pooled statistics of every registered host for the window of
   // `request` (cached per window; stats null when there is no broker or no
@@ -61,21 +70,26 @@ class AvailabilityPredictor {
     // first-sojourn exits by load band, summed (load_band.h).
     std::shared_ptr<const availability::BandExposure> band;
   };
-  Population PopulationPrior(const sojourn::v1::GetWindowStatsRequest& request);
+  Population PopulationPrior(const sojourn::v1::GetWindowStatsRequest& host_request);
+  // Asks every host's state manager (kPriorFanout at a time); nullopt when
+  // there is no broker, no host or no window.
+  std::optional<Population> BuildPopulation(const sojourn::v1::GetWindowStatsRequest& request);
+  static constexpr int64_t kPriorStartQuantumSeconds = 60;
+  static constexpr size_t kPriorFanout = 16;
 
   const AvailabilityPredictorConfig config_;
   StatemgrDirectory& directory_;
   Clock& clock_;
 
- public:
-  // The clock predictions (and the predictor's RPCs) read "now" from.
-  Clock& clock() const { return clock_; }
   struct PriorEntry {
     Population population;
     absl::Time built;
   };
-  absl::Mutex prior_mu_;
+  mutable absl::Mutex prior_mu_;
   std::map<std::string, PriorEntry> priors_ ABSL_GUARDED_BY(prior_mu_);
+  // Keys being built, and the signal that a build ended.
+  std::set<std::string> building_ ABSL_GUARDED_BY(prior_mu_);
+  absl::CondVar prior_built_;
 };
 
 }  // namespace sojourn::predictor

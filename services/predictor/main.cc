@@ -38,7 +38,8 @@ ABSL_FLAG(int64_t, max_clock_skew_seconds, 3600,
           "this predictor's clock (later: INVALID_ARGUMENT)");
 ABSL_FLAG(int, population_prior_minutes, 10,
           "shrink each host's model towards the same time window pooled over every registered host "
-          "(helps hosts with little history); the pooled model is rebuilt every N minutes; 0 = off");
+          "(helps hosts with little history); the pooled model of a window (its start taken to "
+          "the minute) is kept N minutes and built once for all requests that need it; 0 = off");
 
 int main(int argc, char** argv) {
   sojourn::ParseFlags(

@@ -2,11 +2,16 @@
 // RocksDB temp dir, predictor, broker, monitor on a fake /proc), streams
 // samples, and ranks hosts through the real gRPC stack.
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
 
 #include "common/server.h"
 #include "gtest/gtest.h"
@@ -209,6 +214,76 @@ TEST_F(ClusterTest, StreamsSamplesAndRanksHosts) {
   EXPECT_GT(resp.hosts(0).tr_ratio(), resp.hosts(1).tr_ratio() + 0.3);
   // The metrics interceptor counted the call.
   EXPECT_NE(broker_metrics_.Render().find("method=\"RankHosts\""), std::string::npos);
+}
+
+// GetWindowStats calls the state manager has answered.
+int WindowStatsCalls(Metrics& m) {
+  const std::string text = m.Render();
+  const std::string key = "code=\"0\",grpc_service=\"sojourn.v1.StateManager\",method=\"GetWindowStats\"} ";
+  const size_t at = text.find(key);
+  return at == std::string::npos ? 0 : std::atoi(text.c_str() + at + key.size());
+}
+
+// One ranking builds the population prior once: the broker asks for every
+// host's prediction at the same time, and each prior build asks every host's
+// state manager, so 12 hosts cost 12 + 12 calls, not up to 12 + 12 x 12.
+// Requests of the same minute share the prior; a later minute builds a new
+// one, and priors past their TTL are dropped.
+TEST_F(ClusterTest, OnePopulationPriorPerRanking) {
+  for (int i = 0; i < 12; ++i) Push(absl::StrCat("vm", i), 8, i % 3 == 0 ? 0.95 : 0.3);
+  statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
+  statemgr::Registrar registrar(rc, *book_, clock_);
+  const int64_t now = kMonday + 8 * 86400 - 300;
+  clock_.Set(absl::FromUnixSeconds(now));
+  ASSERT_EQ(registrar.RegisterAll(), 12);
+  const int before = WindowStatsCalls(sm_metrics_);
+  grpc::ClientContext c1;
+  v1::RankHostsRequest req;
+  req.mutable_job()->set_duration_seconds(3600);
+  v1::RankHostsResponse r1;
+  ASSERT_TRUE(broker_stub_->RankHosts(&c1, req, &r1).ok());
+  EXPECT_EQ(r1.predictions_fetched(), 12);
+  EXPECT_EQ(WindowStatsCalls(sm_metrics_) - before, 24);
+  EXPECT_EQ(predictor_->cached_priors(), 1u);
+  // 40 s later, the same minute: the host's own call only.
+  auto predict = [&](const std::string& host) {
+    grpc::ClientContext ctx;
+    v1::PredictAvailabilityRequest p;
+    p.set_host(host);
+    p.set_window_seconds(86400);  // the ranking's horizon
+    v1::PredictAvailabilityResponse resp;
+    EXPECT_TRUE(predictor_stub_->PredictAvailability(&ctx, p, &resp).ok());
+    return resp.tr_ratio();
+  };
+  clock_.Advance(absl::Seconds(40));
+  const int mid = WindowStatsCalls(sm_metrics_);
+  predict("vm1");
+  EXPECT_EQ(WindowStatsCalls(sm_metrics_) - mid, 1);
+  // The next minute: a new prior (12 calls) beside the first.
+  clock_.Advance(absl::Seconds(30));
+  const int next = WindowStatsCalls(sm_metrics_);
+  predict("vm1");
+  EXPECT_EQ(WindowStatsCalls(sm_metrics_) - next, 13);
+  EXPECT_EQ(predictor_->cached_priors(), 2u);
+  // Past the TTL (10 minutes): the next build drops both.
+  clock_.Advance(absl::Minutes(11));
+  predict("vm1");
+  EXPECT_EQ(predictor_->cached_priors(), 1u);
+  // Twelve predictions at once, straight on the predictor (no gRPC pool to
+  // queue them), in a new minute: still one build while they wait.
+  clock_.Advance(absl::Minutes(1));
+  const int burst = WindowStatsCalls(sm_metrics_);
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 12; ++i) {
+    callers.emplace_back([this, i] {
+      v1::PredictAvailabilityRequest p;
+      p.set_host(absl::StrCat("vm", i));
+      p.set_window_seconds(86400);
+      EXPECT_THAT(predictor_->Predict(p).status(), IsOk());
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(WindowStatsCalls(sm_metrics_) - burst, 24);
 }
 
 // A host that falls silent leaves the ranking once its revocation gap has
