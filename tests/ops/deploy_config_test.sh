@@ -3,7 +3,7 @@
 #   1. `docker-compose -f docker-compose.yml config -q` (Debian's docker-compose) accepts
 #      the cluster, and rejects a copy with an unknown key (so the check has teeth);
 #   2. the compose cluster has the broker, predictor, Prometheus and >= 2 monitor+statemgr
-#      pairs, and deploy/prometheus.yml scrapes exactly the services' --metrics_listen ports;
+#      pairs, every monitor spools to a volume, and deploy/prometheus.yml scrapes exactly the services' --metrics_listen ports;
 #   3. `promtool check config deploy/prometheus.yml`;
 #   4. `systemd-analyze verify` prints nothing for deploy/systemd/*.service (ExecStart
 #      binaries replaced by /bin/true, since they are not installed here);
@@ -91,6 +91,14 @@ for s in statemgrs:
         errors.append(f"{s}: --advertise_address={adv} is not <service>:<listen port>")
     if not flag(s, "broker") or flag(s, "broker").rsplit(":", 1)[0] not in by_program["broker"]:
         errors.append(f"{s}: --broker does not name the broker service")
+for m in monitors:
+    # DESIGN.md: the monitor buffers on disk while its statemgr is unreachable. The spool must
+    # sit on a volume, or a re-created container loses the samples it held.
+    spool = flag(m, "spool_path") or ""
+    mounts = [v.get("target") if isinstance(v, dict) else v.split(":")[1]
+              for v in compose[m].get("volumes") or []]
+    if not spool or not any(t and spool.startswith(t.rstrip("/") + "/") for t in mounts):
+        errors.append(f"{m}: --spool_path={spool!r} is not on one of its volumes {mounts}")
 if statemgrs != {flag(m, "statemgr").rsplit(":", 1)[0] for m in monitors}:
     errors.append("every statemgr needs its monitor (one pair per host)")
 
