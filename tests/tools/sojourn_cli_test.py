@@ -40,11 +40,18 @@ CASES = [
     (["how-long", "--host", "vm1", "--cpu", "1.5"], "in [0, 1], got '1.5'"),
     (["rank", "--duration", "2h", "--cpu", "0"], "--cpu is the number of CPUs"),
     (["rank", "--duration", "2h", "stray"], "unexpected argument 'stray'"),
+    # Checked before any connection: exit 2 with or without a cluster.
+    (["rank", "--duration", "2h", "--policy", "foo"], "--policy must be proactive"),
+    (["rank", "--duration", "2h", "--policy", "omniscient"], "--policy must be proactive"),
+    (["rank", "--duration", "169h"], "--duration must be at most 7 days"),
+    (["usage", "--host", "vm1", "--hours", "1", "--resource", "disk"], "--resource must be cpu or mem"),
 ]
 
 # Accepted: these reach the (dead) cluster and fail with exit 1, not 2.
 ACCEPTED = [
     ["rank", "--duration", "2h", "--cpu", "1.5"],
+    ["rank", "--duration", "168h", "--policy", "condor"],
+    ["usage", "--host", "vm1", "--hours", "1", "--resource", "Memory"],
     ["availability", "--host", "vm1", "--window", "2h", "--history-days", "3", "--curve", "8"],
     ["can-run", "--host", "vm1", "--hours", "2", "--cpu", "0.5"],
 ]

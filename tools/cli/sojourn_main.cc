@@ -29,6 +29,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -480,7 +481,14 @@ int Rank(int argc, char** argv) {
   Args a = Parse(argc, argv, CommandHelp(kRankHelp, kBrokerHelp),
                  With({"duration", "cpu", "memory-mb", "policy", "min-mhz", "hosts"}), {"json"});
   sojourn::v1::RankHostsRequest req;
-  req.mutable_job()->set_duration_seconds(absl::ToInt64Seconds(DurationArg(a, "duration")));
+  const absl::Duration duration = DurationArg(a, "duration");
+  // The broker's limit (RankHosts refuses longer jobs); checked here so that a
+  // typo fails at once, with or without a cluster to ask.
+  if (duration > absl::Hours(7 * 24)) {
+    sojourn::DieUsage(kProgram, "--duration must be at most 7 days, got '" +
+                                    sojourn::Excerpt(a.Get("duration")) + "'");
+  }
+  req.mutable_job()->set_duration_seconds(absl::ToInt64Seconds(duration));
   // CPUs the job needs (cores): above 1 for a multi-core job, unlike the
   // free fraction of can-run / how-long. 0 would silently mean 1.0.
   const double cpus = NumberArg(a, "cpu", 1.0);
@@ -500,7 +508,15 @@ int Rank(int argc, char** argv) {
       sojourn::DieUsage(kProgram, "--hosts lists no host (give comma-separated names)");
     }
   }
-  if (a.Has("policy")) req.set_policy(a.Get("policy"));
+  if (a.Has("policy")) {
+    const std::string& policy = a.Get("policy");
+    // The broker's policies (omniscient exists in simulation only).
+    if (policy != "proactive" && policy != "condor" && policy != "round_robin" && policy != "tr") {
+      sojourn::DieUsage(kProgram, "--policy must be proactive, condor, round_robin or tr, got '" +
+                                      sojourn::Excerpt(policy) + "'");
+    }
+    req.set_policy(policy);
+  }
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(256 << 20);  // rankings of many thousands of hosts
   const std::string broker = BrokerAddress(a);
@@ -592,7 +608,13 @@ int Usage(int argc, char** argv) {
   const std::string predictor = PredictorAddress(a);
   sojourn::v1::PredictUsageRequest req;
   req.set_host(HostArg(Required(a, "host"), "--host"));
-  req.set_resource(a.Get("resource", "cpu"));
+  const std::string resource = absl::AsciiStrToLower(a.Get("resource", "cpu"));
+  // The statemgr's names (models/usage ParseResource): cpu, or mem / memory / ram.
+  if (resource != "cpu" && resource != "mem" && resource != "memory" && resource != "ram") {
+    sojourn::DieUsage(kProgram, "--resource must be cpu or mem, got '" +
+                                    sojourn::Excerpt(a.Get("resource")) + "'");
+  }
+  req.set_resource(resource);
   req.set_hours(HoursArg(a));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
