@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
+#include "common/clock.h"
 #include "common/thread_pool.h"
 
 namespace sojourn {
@@ -22,6 +23,15 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
 // request and response stay valid until then, so `work` may capture them.
 grpc::ServerUnaryReactor* FinishOnPool(grpc::CallbackServerContext* context, ThreadPool& pool,
                                        std::function<absl::Status()> work);
+
+// The same for long work that can stop early: `work` gets a predicate that
+// turns true once the client has cancelled the call (or gone away) or the
+// call's deadline has passed on `clock` (the time left at the start of the
+// call, counted on `clock`, which must outlive the call). Nobody reads the
+// answer then, so the work should stop asking peers and return.
+grpc::ServerUnaryReactor* FinishOnPoolUnlessAbandoned(
+    grpc::CallbackServerContext* context, ThreadPool& pool, const Clock& clock,
+    std::function<absl::Status(const std::function<bool()>& abandoned)> work);
 
 }  // namespace sojourn
 

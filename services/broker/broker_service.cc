@@ -108,10 +108,12 @@ grpc::ServerUnaryReactor* BrokerService::GetHost(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* BrokerService::RankHosts(grpc::CallbackServerContext* context,
                                                    const sojourn::v1::RankHostsRequest* request,
                                                    sojourn::v1::RankHostsResponse* response) {
-  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
-    ASSIGN_OR_RETURN(*response, ranker_.Rank(*request, registry_.List()));
-    return absl::OkStatus();
-  });
+  return FinishOnPoolUnlessAbandoned(
+      context, pool_, ranker_.clock(),
+      [this, request, response](const std::function<bool()>& abandoned) -> absl::Status {
+        ASSIGN_OR_RETURN(*response, ranker_.Rank(*request, registry_.List(), abandoned));
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace sojourn::broker

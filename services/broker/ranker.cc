@@ -1,8 +1,10 @@
 #include "services/broker/ranker.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -145,7 +147,7 @@ absl::StatusOr<std::shared_ptr<const HostPrediction>> Ranker::Fetch(
 
 absl::StatusOr<sojourn::v1::RankHostsResponse> Ranker::Rank(
     const sojourn::v1::RankHostsRequest& request,
-    const std::vector<sojourn::v1::RegisteredHost>& hosts) {
+    const std::vector<sojourn::v1::RegisteredHost>& hosts, const std::function<bool()>& stop) {
   const sojourn::v1::JobRequirements& job = request.job();
   if (job.duration_seconds() <= 0) {
     return absl::InvalidArgumentError(
@@ -175,14 +177,18 @@ absl::StatusOr<sojourn::v1::RankHostsResponse> Ranker::Rank(
   sj.only_hosts.assign(job.only_hosts().begin(), job.only_hosts().end());
   const int64_t horizon = HorizonFor(job.duration_seconds());
 
-  // Which hosts need a prediction: live ones (the rest are explained without).
+  // Which hosts need a prediction: live ones the job may use (the rest are
+  // explained without).
   const size_t n = hosts.size();
+  const absl::flat_hash_set<std::string> only(job.only_hosts().begin(), job.only_hosts().end());
+  std::vector<bool> asked(n, false);
   std::vector<std::shared_ptr<const HostPrediction>> pred(n);
   std::vector<absl::Status> errors(n);
   std::vector<size_t> misses;
   int cached = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (!hosts[i].live()) continue;
+    if (!hosts[i].live() || (!only.empty() && !only.contains(hosts[i].host()))) continue;
+    asked[i] = true;
     pred[i] = cache_.Get(hosts[i].host(), horizon, hosts[i].last_sample_unix_seconds());
     if (pred[i] != nullptr) {
       ++cached;
@@ -190,7 +196,12 @@ absl::StatusOr<sojourn::v1::RankHostsResponse> Ranker::Rank(
       misses.push_back(i);
     }
   }
+  std::atomic<bool> stopped{false};
   auto fetch_one = [&](size_t i) {
+    if (stopped.load(std::memory_order_relaxed) || (stop && stop())) {
+      stopped.store(true, std::memory_order_relaxed);
+      return;
+    }
     auto p = Fetch(hosts[i], horizon);
     if (p.ok()) {
       pred[i] = *p;
@@ -211,6 +222,11 @@ absl::StatusOr<sojourn::v1::RankHostsResponse> Ranker::Rank(
     }
     done.Wait();
   }
+  if (stopped.load()) {
+    return absl::DeadlineExceededError(
+        "the ranking was abandoned (call cancelled or past its deadline) while fetching "
+        "predictions");
+  }
 
   // An outage is not "no host fits": when the policy needs predictions and
   // the predictor could not be reached for any live host, say so.
@@ -219,7 +235,7 @@ absl::StatusOr<sojourn::v1::RankHostsResponse> Ranker::Rank(
     const absl::Status* unreachable = nullptr;
     bool all_unreachable = true;
     for (size_t i = 0; i < n; ++i) {
-      if (!hosts[i].live()) continue;
+      if (!asked[i]) continue;
       any_live = true;
       if (pred[i] != nullptr) {
         any_prediction = true;
@@ -248,6 +264,7 @@ absl::StatusOr<sojourn::v1::RankHostsResponse> Ranker::Rank(
       x.unusable_reason = "heartbeat expired: the host's state manager stopped reporting";
       continue;
     }
+    if (!asked[i]) continue;  // not among the job's only_hosts: RankHosts says so
     if (pred[i] == nullptr) {
       // Failure-oblivious policies still match the host on its heartbeat;
       // the proactive one needs the prediction.

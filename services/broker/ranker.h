@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -118,12 +119,20 @@ class Ranker {
   // (proactive, tr) and no live host has one because the predictor is
   // unreachable: an outage is not "no host fits". Otherwise every host of
   // `hosts` appears in the answer, those without a prediction with the reason
-  // (which names the predictor when it was unreachable).
+  // (which names the predictor when it was unreachable). Hosts outside the
+  // job's only_hosts are listed as not allowed without asking the predictor.
+  //
+  // `stop`, when given, is asked before each prediction is fetched; once it
+  // says true (the caller went away or its deadline passed) no further
+  // prediction is fetched and DEADLINE_EXCEEDED is returned, so an abandoned
+  // ranking of thousands of hosts does not keep the predictor busy.
   absl::StatusOr<sojourn::v1::RankHostsResponse> Rank(
       const sojourn::v1::RankHostsRequest& request,
-      const std::vector<sojourn::v1::RegisteredHost>& hosts);
+      const std::vector<sojourn::v1::RegisteredHost>& hosts,
+      const std::function<bool()>& stop = nullptr);
 
   PredictionCache& cache() { return cache_; }
+  const Clock& clock() const { return clock_; }
   // The horizon used for a job of `duration_seconds`.
   int64_t HorizonFor(int64_t duration_seconds) const;
 

@@ -1,8 +1,14 @@
 // RankHosts through the real gRPC stack: a broker server on loopback port 0
 // whose ranker calls an in-process fake predictor and fake state manager
 // (also over gRPC), with hosts registered by RegisterHost / Heartbeat.
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/metrics.h"
 #include "common/server.h"
 #include "gtest/gtest.h"
@@ -85,6 +91,41 @@ class BrokerGrpcTest : public ::testing::Test {
   std::unique_ptr<BrokerService> service_;
   std::unique_ptr<v1::Broker::Stub> stub_;
 };
+
+// A ranking whose caller's deadline passes while predictions are being
+// fetched stops asking the predictor: with 43 hosts and 4 fan-out threads, the
+// first prediction is held until the broker's clock is past the call's
+// deadline; then no new prediction is asked for (at most the 4 already
+// started finish) and the call ends with DEADLINE_EXCEEDED from the broker.
+TEST_F(BrokerGrpcTest, RankingPastItsDeadlineStopsAskingThePredictor) {
+  hosts_.fallback = [](const std::string&, FakeHost*) { return true; };
+  for (int i = 0; i < 40; ++i) Register(absl::StrCat("extra", i), 1000, 1000);
+  absl::Notification entered, release;
+  std::atomic<bool> first{true};
+  hosts_.on_predict = [&](const std::string&) {
+    if (first.exchange(false)) entered.Notify();
+    release.WaitForNotification();
+  };
+  const int before = hosts_.predict_calls.load();
+  grpc::Status status;
+  std::thread caller([&] {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::RankHostsRequest req;
+    req.mutable_job()->set_duration_seconds(3600);
+    v1::RankHostsResponse resp;
+    status = stub_->RankHosts(&ctx, req, &resp);
+  });
+  entered.WaitForNotification();
+  clock_.Advance(absl::Seconds(61));  // the broker's clock passes the call's deadline
+  release.Notify();
+  caller.join();
+  hosts_.on_predict = nullptr;
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_NE(status.error_message().find("abandoned"), std::string::npos) << status.error_message();
+  EXPECT_GE(hosts_.predict_calls.load() - before, 1);
+  EXPECT_LE(hosts_.predict_calls.load() - before, 4);
+}
 
 // Each policy answers with figures for every usable host and a reason for the
 // revoked one. A 4 h job: fast-flaky (CR 1.5, TR gone after 3 h, MTTF 1.5 h)

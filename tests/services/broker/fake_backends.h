@@ -43,6 +43,9 @@ class FakeHosts {
   // predictor does with the state manager's), so the ranker needs no
   // GetSeries call.
   bool load_with_prediction = false;
+  // Called at the start of every Predict (on the caller's thread), e.g. to
+  // hold a prediction until the test has moved the clock.
+  std::function<void(const std::string& host)> on_predict;
 
   bool Find(const std::string& host, FakeHost* out) const {
     {
@@ -60,6 +63,7 @@ class FakeHosts {
   absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> Predict(
       const sojourn::v1::PredictAvailabilityRequest& req) {
     predict_calls.fetch_add(1);
+    if (on_predict) on_predict(req.host());
     FakeHost h;
     if (!Find(req.host(), &h)) return absl::UnavailableError("statemgr down");
     sojourn::v1::PredictAvailabilityResponse r;

@@ -304,6 +304,67 @@ TEST_F(RankerTest, FanOutMatchesSequential) {
   }
 }
 
+// Hosts outside the job's only_hosts are explained without a prediction: a
+// ranking restricted to one host of 60 asks the predictor once, under every
+// policy, and the rest say why they were left out.
+TEST_F(RankerTest, OnlyHostsAreAskedFor) {
+  hosts_.fallback = [](const std::string&, FakeHost*) { return true; };
+  std::vector<sojourn::v1::RegisteredHost> hosts;
+  for (int i = 0; i < 60; ++i) hosts.push_back(Host(absl::StrCat("h", i)));
+  for (const char* policy : {"proactive", "tr", "condor", "round_robin"}) {
+    Ranker ranker(tr_, nullptr, clock_, Config(8));
+    auto req = Job(3600, policy);
+    req.mutable_job()->add_only_hosts("h7");
+    const int before = hosts_.predict_calls.load();
+    auto r = ranker.Rank(req, hosts);
+    ASSERT_THAT(r.status(), IsOk()) << policy;
+    EXPECT_EQ(r->predictions_fetched(), 1) << policy;
+    EXPECT_EQ(hosts_.predict_calls.load() - before, 1) << policy;
+    ASSERT_EQ(r->hosts_size(), 60);
+    int eligible = 0;
+    for (const auto& h : r->hosts()) {
+      if (h.eligible()) {
+        ++eligible;
+        EXPECT_EQ(h.host(), "h7");
+        EXPECT_GT(h.tr_ratio(), 0) << policy;
+      } else {
+        EXPECT_EQ(h.reason(), "not among the job's allowed hosts") << policy << " " << h.host();
+      }
+    }
+      EXPECT_EQ(eligible, 1) << policy;
+  }
+}
+
+// A caller that went away (or whose deadline passed) stops the fan-out: no
+// prediction is fetched after `stop` turns true, and the answer is
+// DEADLINE_EXCEEDED, sequentially and with the fan-out pool.
+TEST_F(RankerTest, AbandonedRankingStopsFetching) {
+  hosts_.fallback = [](const std::string&, FakeHost*) { return true; };
+  std::vector<sojourn::v1::RegisteredHost> hosts;
+  for (int i = 0; i < 200; ++i) hosts.push_back(Host(absl::StrCat("h", i)));
+  for (int fanout : {0, 8}) {
+    Ranker ranker(tr_, nullptr, clock_, Config(fanout));
+    const int before = hosts_.predict_calls.load();
+    auto r = ranker.Rank(Job(3600), hosts, [] { return true; });
+    EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
+    EXPECT_EQ(hosts_.predict_calls.load() - before, 0) << fanout;
+
+    // Turns true after the 10th question: at most the fetches already
+    // started (one per pool thread) follow.
+    std::atomic<int> asked{0};
+    auto r2 = ranker.Rank(Job(3600), hosts, [&] { return asked.fetch_add(1) >= 10; });
+    EXPECT_TRUE(absl::IsDeadlineExceeded(r2.status())) << r2.status();
+    const int fetched = hosts_.predict_calls.load() - before;
+    EXPECT_GE(fetched, 10) << fanout;
+    EXPECT_LE(fetched, 10 + std::max(fanout, 1)) << fanout;
+
+    // Never true: the whole ranking, the rest fetched now.
+    auto r3 = ranker.Rank(Job(3600), hosts, [] { return false; });
+    ASSERT_THAT(r3.status(), IsOk());
+    EXPECT_EQ(r3->predictions_fetched() + r3->predictions_cached(), 200);
+  }
+}
+
 // Malformed jobs and unknown policies are INVALID_ARGUMENT, before any call.
 TEST_F(RankerTest, RejectsMalformedJobs) {
   Ranker ranker(tr_, nullptr, clock_, Config());
@@ -377,6 +438,18 @@ TEST_F(RankerTest, PredictorUnreachableForSomeHostsKeepsPerHostReasons) {
   for (const auto& h : all_broken->hosts()) {
     EXPECT_NE(h.reason().find("statemgr down"), std::string::npos) << h.reason();
   }
+}
+
+// The outage check looks at the hosts the job may use: the predictor
+// unreachable for the one allowed host is UNAVAILABLE, not a ranking in which
+// every host is ineligible.
+TEST_F(RankerTest, PredictorUnreachableForTheOnlyAllowedHostIsUnavailable) {
+  PartlyUnreachableTrSource source(hosts_, {"a"});
+  Ranker ranker(source, nullptr, clock_, Config());
+  auto req = Job(3600);
+  req.mutable_job()->add_only_hosts("a");
+  auto r = ranker.Rank(req, {Host("a"), Host("b")});
+  EXPECT_TRUE(absl::IsUnavailable(r.status())) << r.status();
 }
 
 // The one-shot helper keeps working (no cache, no load).
