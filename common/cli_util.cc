@@ -1,5 +1,8 @@
 #include "common/cli_util.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -8,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <system_error>
 
 #include "absl/strings/numbers.h"
@@ -70,6 +74,71 @@ absl::Status CheckWritableFile(const std::string& path) {
     }
   }
   if (!existed) fs::remove(path, ec);
+  return absl::OkStatus();
+}
+
+absl::Status IntFlagInRange(absl::string_view flag, int64_t value, int64_t lo, int64_t hi,
+                            absl::string_view note) {
+  if (value >= lo && value <= hi) return absl::OkStatus();
+  const std::string range = hi == std::numeric_limits<int64_t>::max()
+                                ? absl::StrCat(" must be >= ", lo)
+                                : absl::StrCat(" must be in [", lo, ", ", hi, "]");
+  return absl::InvalidArgumentError(
+      absl::StrCat(flag, range, note.empty() ? "" : " ", note, ", got ", value));
+}
+
+absl::Status NumberFlagInRange(absl::string_view flag, double value, double lo, double hi,
+                               absl::string_view note) {
+  if (value >= lo && value <= hi) return absl::OkStatus();  // false for NaN
+  return absl::InvalidArgumentError(absl::StrCat(flag, " must be a number in [", lo, ", ", hi,
+                                                 "]", note.empty() ? "" : " ", note, ", got ",
+                                                 value));
+}
+
+absl::Status CheckDatabaseDirectory(const std::string& path, absl::string_view flag) {
+  namespace fs = std::filesystem;
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": '", path, "' ", why));
+  };
+  if (path.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " is empty: give the directory of the RocksDB database"));
+  }
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st)) {
+    if (!fs::is_directory(st)) return bad("exists and is not a directory");
+    if (access(path.c_str(), R_OK | W_OK | X_OK) != 0) {
+      return bad(absl::StrCat("is not writable (", std::strerror(errno), ")"));
+    }
+    if (fs::exists(fs::path(path) / "CURRENT", ec)) return absl::OkStatus();  // a RocksDB
+    fs::directory_iterator it(path, ec);
+    if (ec) return bad(absl::StrCat("cannot be listed (", ec.message(), ")"));
+    if (it != fs::directory_iterator()) {
+      return bad(absl::StrCat(
+          "holds other files but no RocksDB database (no CURRENT file, e.g. '",
+          it->path().filename().string(), "'): give an empty or new directory"));
+    }
+    return absl::OkStatus();
+  }
+  // Missing: RocksDB creates the directory itself, but not its parents. Try
+  // it (and remove it again) to learn whether it can.
+  std::string trimmed = path;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  fs::path parent = fs::path(trimmed).parent_path();
+  if (parent.empty()) parent = ".";
+  const fs::file_status pst = fs::status(parent, ec);
+  if (!fs::exists(pst)) {
+    return bad(absl::StrCat("cannot be created: its parent directory '", parent.string(),
+                            "' does not exist"));
+  }
+  if (!fs::is_directory(pst)) {
+    return bad(absl::StrCat("cannot be created: '", parent.string(), "' is not a directory"));
+  }
+  if (mkdir(trimmed.c_str(), 0755) != 0) {
+    return bad(absl::StrCat("cannot be created (", std::strerror(errno), ")"));
+  }
+  rmdir(trimmed.c_str());
   return absl::OkStatus();
 }
 

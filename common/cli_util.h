@@ -43,6 +43,25 @@ absl::StatusOr<int64_t> ParseIntInRange(absl::string_view flag, absl::string_vie
 // --json before a long computation rather than after it.
 absl::Status CheckWritableFile(const std::string& path);
 
+// Start-up checks of a numeric flag: OK when lo <= value <= hi, else
+// INVALID_ARGUMENT "--flag must be in [lo, hi], got value" (">= lo" when hi
+// is the type's maximum; ", `note`" after the range when given, e.g. "(a
+// year)"). NaN is never in range. Two names rather than overloads: an int
+// flag would convert to either type.
+absl::Status IntFlagInRange(absl::string_view flag, int64_t value, int64_t lo, int64_t hi,
+                            absl::string_view note = "");
+absl::Status NumberFlagInRange(absl::string_view flag, double value, double lo, double hi,
+                               absl::string_view note = "");
+
+// Checks `path`, given by `flag` (e.g. "--db_path"), as the directory of a
+// RocksDB database a service opens with create_if_missing, before opening it:
+// not empty, a directory (or missing, with an existing writable parent
+// directory to create it in), writable, and either empty or already holding
+// a RocksDB database (a CURRENT file): RocksDB would otherwise scatter its
+// files among someone else's. INVALID_ARGUMENT with a one-line reason naming
+// `flag`. Leaves nothing behind.
+absl::Status CheckDatabaseDirectory(const std::string& path, absl::string_view flag);
+
 // The options of one command line: "--key value", "--key=value" and bare
 // "--flag". Every front end (sojourn, each sojourn-eval subcommand) parses
 // with ParseCommandLine, so they accept and reject the same shapes.

@@ -10,13 +10,17 @@
 #ifndef SOJOURN_COMMON_SERVER_H_
 #define SOJOURN_COMMON_SERVER_H_
 
+#include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
 
@@ -30,6 +34,36 @@ struct ServerOptions {
   // Written with "grpc_port=N\nmetrics_port=M\n" once bound (empty: not written).
   std::string port_file;
 };
+
+// Start-up checks of the flags behind ServerOptions, before a service opens
+// or binds anything. Each returns INVALID_ARGUMENT with a one-line reason
+// naming `flag` (a service exits 2 on it); what only fails at run time (a
+// port in use, a name server not answering) passes and fails in Start.
+//
+// A gRPC listen address: HOST:PORT with HOST an IPv4 address (0.0.0.0 = every
+// interface), a bracketed IPv6 address ([::1], [::]) or a host name that
+// resolves to an address of this machine, and PORT in [0, 65535] (0 = any
+// free port). gRPC itself takes the port modulo 65536 and reads "7403" as
+// host 7403, port 443.
+absl::Status ValidateListenAddress(absl::string_view address, absl::string_view flag);
+// The /metrics address: as ValidateListenAddress, or a bare PORT (every
+// interface), or "" (off); no IPv6 address when the HTTP server lacks IPv6.
+absl::Status ValidateMetricsAddress(absl::string_view address, absl::string_view flag);
+// All of `options`, as the flags --listen, --metrics_listen and --port_file
+// (a file the service can write, and <file>.tmp next to it).
+absl::Status ValidateServerOptions(const ServerOptions& options);
+
+// The flags a state manager and a monitor classify the five states with (the
+// monitor's gateway and adaptive period use the state manager's classifier,
+// so they accept the same values): --th1 in (0, 1], --th2 in [--th1, 1],
+// --grace_seconds in [0, a year], --working_set_mb in [0, 1e12].
+absl::Status ValidateClassifierFlags(double th1, double th2, int64_t grace_seconds,
+                                     double working_set_mb);
+
+// Logs the first failed check (one line; each message names its flag) and
+// returns false; true when all passed. In main():
+//   if (!sojourn::FlagsOk({sojourn::IntFlagInRange("--threads", t, 1, 1024), ...})) return 2;
+bool FlagsOk(std::initializer_list<absl::Status> checks);
 
 // Owns a started gRPC server. Thread-compatible: Shutdown() once, from one thread.
 class GrpcServer {

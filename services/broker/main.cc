@@ -1,13 +1,17 @@
 // broker: the registry of hosts and the ranking of hosts for incoming jobs.
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/cli_util.h"
 #include "common/clock.h"
 #include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/server.h"
+#include "common/text.h"
 #include "common/thread_pool.h"
 #include "services/broker/broker_service.h"
 #include "services/broker/host_registry.h"
@@ -43,28 +47,38 @@ int main(int argc, char** argv) {
       "predicted TR curves and load, cached per host.\nusage: broker [--flag=value ...]",
       __FILE__);
   sojourn::BlockTerminationSignals();
-  if (absl::GetFlag(FLAGS_heartbeat_ttl_seconds) <= 0) {
-    SOJOURN_LOG(ERROR, "--heartbeat_ttl_seconds must be > 0");
-    return 2;
+  // Each check names its flag. Thread creation fails beyond a few thousand
+  // (an uncaught std::system_error at start-up).
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  sojourn::ServerOptions options;
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
+  options.port_file = absl::GetFlag(FLAGS_port_file);
+  if (!sojourn::FlagsOk({
+          sojourn::IntFlagInRange("--heartbeat_ttl_seconds",
+                                  absl::GetFlag(FLAGS_heartbeat_ttl_seconds), 1, kMax),
+          sojourn::IntFlagInRange("--threads", absl::GetFlag(FLAGS_threads), 1,
+                                  sojourn::kMaxServiceThreads),
+          sojourn::IntFlagInRange("--fanout_threads", absl::GetFlag(FLAGS_fanout_threads), 0,
+                                  sojourn::kMaxServiceThreads, "(0 = one after the other)"),
+          sojourn::IntFlagInRange("--cache_ttl_seconds", absl::GetFlag(FLAGS_cache_ttl_seconds),
+                                  0, kMax),
+          sojourn::IntFlagInRange("--horizon_seconds", absl::GetFlag(FLAGS_horizon_seconds), 1,
+                                  7 * 86400, "(7 days)"),
+          sojourn::IntFlagInRange("--curve_resolution_seconds",
+                                  absl::GetFlag(FLAGS_curve_resolution_seconds), 1, kMax),
+          sojourn::IntFlagInRange("--load_history_seconds",
+                                  absl::GetFlag(FLAGS_load_history_seconds), 0, kMax,
+                                  "(0 = no load forecast)"),
+          // RankHosts cannot work without a predictor: dialing "" or port
+          // 99999 (gRPC: 34463) fails or reaches someone else on every call.
+          sojourn::ValidateAddress(absl::GetFlag(FLAGS_predictor), "--predictor"),
+          sojourn::ValidateServerOptions(options),
+      })) {
+    return sojourn::kExitUsage;
   }
   sojourn::broker::HostRegistry registry(sojourn::Clock::Real(),
                                          absl::Seconds(absl::GetFlag(FLAGS_heartbeat_ttl_seconds)));
-  if (absl::GetFlag(FLAGS_cache_ttl_seconds) < 0 || absl::GetFlag(FLAGS_fanout_threads) < 0 ||
-      absl::GetFlag(FLAGS_horizon_seconds) <= 0 ||
-      absl::GetFlag(FLAGS_horizon_seconds) > 7 * 86400 ||
-      absl::GetFlag(FLAGS_curve_resolution_seconds) <= 0 ||
-      absl::GetFlag(FLAGS_load_history_seconds) < 0 || absl::GetFlag(FLAGS_threads) <= 0 ||
-      // Thread creation fails beyond a few thousand: an uncaught
-      // std::system_error at start-up.
-      absl::GetFlag(FLAGS_threads) > sojourn::kMaxServiceThreads ||
-      absl::GetFlag(FLAGS_fanout_threads) > sojourn::kMaxServiceThreads) {
-    SOJOURN_LOG(ERROR,
-                "need --threads in [1, 1024], --fanout_threads in [0, 1024], "
-                "--cache_ttl_seconds >= 0, "
-                "--horizon_seconds in (0, 604800], --curve_resolution_seconds > 0, "
-                "--load_history_seconds >= 0");
-    return 2;
-  }
   sojourn::broker::GrpcTrSource tr_source(absl::GetFlag(FLAGS_predictor));
   sojourn::broker::GrpcLoadSource load_source;
   sojourn::broker::RankerConfig rc;
@@ -77,10 +91,6 @@ int main(int argc, char** argv) {
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
   sojourn::broker::BrokerService service(registry, ranker, pool);
   sojourn::Metrics metrics("broker");
-  sojourn::ServerOptions options;
-  options.listen_address = absl::GetFlag(FLAGS_listen);
-  options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
-  options.port_file = absl::GetFlag(FLAGS_port_file);
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());

@@ -95,15 +95,17 @@ int main(int argc, char** argv) {
   // The monitor's own samples are never further apart than a few periods;
   // the gateway does not judge revocation (the state manager does).
   gateway_config.revocation_gap_seconds = 1000 * absl::GetFlag(FLAGS_period_seconds);
-  if (!(gateway_config.th1 >= 0 && gateway_config.th1 <= gateway_config.th2 &&
-        gateway_config.th2 <= 1) ||
-      gateway_config.grace_seconds < 0 || gateway_config.grace_seconds > 86400 ||
-      !(gateway_config.guest_working_set_mb >= 0 &&
-        gateway_config.guest_working_set_mb < 1e9)) {
-    SOJOURN_LOG(ERROR,
-                "need 0 <= --th1 <= --th2 <= 1, --grace_seconds in [0, 86400] and "
-                "--working_set_mb in [0, 1e9)");
-    return 2;
+  // The state manager's own checks of these flags: the gateway and the
+  // adaptive period classify with its classifier.
+  sojourn::ServerOptions options;
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
+  options.port_file = absl::GetFlag(FLAGS_port_file);
+  if (!sojourn::FlagsOk({sojourn::ValidateClassifierFlags(
+                             gateway_config.th1, gateway_config.th2, gateway_config.grace_seconds,
+                             gateway_config.guest_working_set_mb),
+                         sojourn::ValidateServerOptions(options)})) {
+    return sojourn::kExitUsage;
   }
   sojourn::monitor::AdaptivePeriodConfig adaptive_config;
   if (absl::GetFlag(FLAGS_adaptive_period)) {
@@ -212,10 +214,6 @@ int main(int argc, char** argv) {
                                     gateway.has_value() ? &*gateway : nullptr,
                                     adaptive.has_value() ? &*adaptive : nullptr);
   sojourn::monitor::MonitorService service(monitor, sender);
-  sojourn::ServerOptions options;
-  options.listen_address = absl::GetFlag(FLAGS_listen);
-  options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
-  options.port_file = absl::GetFlag(FLAGS_port_file);
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());

@@ -1,20 +1,24 @@
 // predictor: temporal reliability (TR), TR curves and MTTF for any host
 // registered with the broker, from the statistics of its state manager.
+#include <cstdint>
+#include <limits>
+#include <memory>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/cli_util.h"
 #include "common/clock.h"
 #include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/server.h"
+#include "common/text.h"
 #include "common/thread_pool.h"
 #include "services/predictor/availability_predictor.h"
 #include "services/predictor/predictor_service.h"
 #include "models/turnaround/hist_db_rocksdb.h"
 #include "models/turnaround/estimator.h"
-#include <memory>
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7402", "gRPC listen address (port 0 = any free port)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9402",
@@ -25,7 +29,10 @@ ABSL_FLAG(std::string, broker, "127.0.0.1:7401",
           "(empty = requests must carry statemgr_address)");
 ABSL_FLAG(int, utc_offset_seconds, 0,
           "local time of the hosts minus UTC, seconds (day types and clock windows use it)");
-ABSL_FLAG(int, history_days, 0, "use the most recent N days of a day type (0 = all)");
+// Ten years: more history than any host keeps; beyond it a typo.
+constexpr int kMaxHistoryDays = 3650;
+ABSL_FLAG(int, history_days, 0,
+          "use the most recent N days of a day type (0 = all; at most 3650, ten years)");
 ABSL_FLAG(int, min_history_windows, 3, "fewer training windows than this mark low_history");
 ABSL_FLAG(bool, paper_estimator, false,
           "use the original paper's estimator (transition counting that drops "
@@ -58,33 +65,46 @@ int main(int argc, char** argv) {
     config.estimator = sojourn::availability::PaperEstimatorOptions();
   }
   config.population_prior_ttl = absl::Minutes(absl::GetFlag(FLAGS_population_prior_minutes));
-  if (config.history_days < 0 || std::abs(int64_t{config.utc_offset_seconds}) > 14 * 3600) {
-    SOJOURN_LOG(ERROR, "--history_days must be >= 0 and --utc_offset_seconds within +-14 h");
-    return 2;
-  }
-  // Thread creation fails beyond a few thousand (an uncaught
-  // std::system_error at start-up); a negative TTL or window count is a typo.
-  if (absl::GetFlag(FLAGS_threads) < 1 ||
-      absl::GetFlag(FLAGS_threads) > sojourn::kMaxServiceThreads) {
-    SOJOURN_LOG(ERROR, "--threads must be in [1, %d]", sojourn::kMaxServiceThreads);
-    return 2;
-  }
-  if (absl::GetFlag(FLAGS_population_prior_minutes) < 0 ||
-      absl::GetFlag(FLAGS_population_prior_minutes) > 7 * 24 * 60) {
-    SOJOURN_LOG(ERROR, "--population_prior_minutes must be in [0, 10080] (0 = off)");
-    return 2;
-  }
-  if (config.min_history_windows < 0) {
-    SOJOURN_LOG(ERROR, "--min_history_windows must be >= 0");
-    return 2;
+  sojourn::ServerOptions options;
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
+  options.port_file = absl::GetFlag(FLAGS_port_file);
+  const std::string broker = absl::GetFlag(FLAGS_broker);
+  const std::string histdb_path = absl::GetFlag(FLAGS_histdb_path);
+  // Each check names its flag. Thread creation fails beyond a few thousand
+  // (an uncaught std::system_error at start-up); a negative TTL or window
+  // count is a typo.
+  if (!sojourn::FlagsOk({
+          sojourn::IntFlagInRange("--history_days", config.history_days, 0, kMaxHistoryDays,
+                                  "(0 = all)"),
+          sojourn::IntFlagInRange("--utc_offset_seconds", config.utc_offset_seconds, -14 * 3600,
+                                  14 * 3600, "(+-14 h)"),
+          sojourn::IntFlagInRange("--threads", absl::GetFlag(FLAGS_threads), 1,
+                                  sojourn::kMaxServiceThreads),
+          sojourn::IntFlagInRange("--population_prior_minutes",
+                                  absl::GetFlag(FLAGS_population_prior_minutes), 0, 7 * 24 * 60,
+                                  "(0 = off)"),
+          sojourn::IntFlagInRange("--min_history_windows", config.min_history_windows, 0,
+                                  std::numeric_limits<int>::max()),
+          sojourn::IntFlagInRange("--max_clock_skew_seconds",
+                                  absl::GetFlag(FLAGS_max_clock_skew_seconds), 0,
+                                  std::numeric_limits<int64_t>::max()),
+          // Empty: requests must name their state manager. Port 99999 would
+          // be dialed as 34463 (gRPC takes it modulo 65536).
+          broker.empty() ? absl::OkStatus() : sojourn::ValidateAddress(broker, "--broker"),
+          sojourn::ValidateServerOptions(options),
+          histdb_path.empty() ? absl::OkStatus()
+                              : sojourn::CheckDatabaseDirectory(histdb_path, "--histdb_path"),
+      })) {
+    return sojourn::kExitUsage;
   }
   sojourn::predictor::StatemgrDirectory directory(absl::GetFlag(FLAGS_broker), absl::Seconds(10));
   sojourn::predictor::AvailabilityPredictor predictor(config, directory, sojourn::Clock::Real());
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
   std::unique_ptr<sojourn::turnaround::RocksHistDb> histdb;
   std::unique_ptr<sojourn::turnaround::TurnaroundEstimator> turnaround;
-  if (!absl::GetFlag(FLAGS_histdb_path).empty()) {
-    auto db = sojourn::turnaround::RocksHistDb::Open(absl::GetFlag(FLAGS_histdb_path), {});
+  if (!histdb_path.empty()) {
+    auto db = sojourn::turnaround::RocksHistDb::Open(histdb_path, {});
     if (!db.ok()) {
       SOJOURN_LOG(ERROR, "%s", db.status().ToString());
       return 1;
@@ -95,16 +115,8 @@ int main(int argc, char** argv) {
   }
   sojourn::predictor::PredictorServiceConfig sc;
   sc.max_clock_skew_seconds = absl::GetFlag(FLAGS_max_clock_skew_seconds);
-  if (sc.max_clock_skew_seconds < 0) {
-    SOJOURN_LOG(ERROR, "--max_clock_skew_seconds must be >= 0");
-    return 2;
-  }
   sojourn::predictor::PredictorService service(predictor, directory, pool, turnaround.get(), sc);
   sojourn::Metrics metrics("predictor");
-  sojourn::ServerOptions options;
-  options.listen_address = absl::GetFlag(FLAGS_listen);
-  options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
-  options.port_file = absl::GetFlag(FLAGS_port_file);
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());

@@ -2,7 +2,8 @@
 // five availability states and serves per-window statistics.
 #include <unistd.h>
 
-#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -10,6 +11,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/cli_util.h"
 #include "common/clock.h"
 #include "common/flags_usage.h"
 #include "common/logging.h"
@@ -27,7 +29,9 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:7403", "gRPC listen address (port 0 = 
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9403",
           "HTTP address serving /metrics for Prometheus (empty = off)");
 ABSL_FLAG(std::string, port_file, "", "write the bound gRPC and metrics ports to this file");
-ABSL_FLAG(std::string, db_path, "./statemgr-db", "RocksDB directory (created if missing)");
+ABSL_FLAG(std::string, db_path, "./statemgr-db",
+          "RocksDB directory (created if missing; an existing one must be empty or hold a "
+          "RocksDB database)");
 ABSL_FLAG(bool, sync_writes, true,
           "fsync every acknowledged batch (off: survives a process kill, not a power loss)");
 ABSL_FLAG(double, th1, 0.20, "CPU load below this is S1 (idle)");
@@ -78,61 +82,48 @@ int main(int argc, char** argv) {
   config.classifier.revocation_gap_seconds = absl::GetFlag(FLAGS_revocation_gap_seconds);
   config.default_period_seconds = absl::GetFlag(FLAGS_default_period_seconds);
   config.max_clock_skew_seconds = absl::GetFlag(FLAGS_max_clock_skew_seconds);
-  if (!(config.classifier.th1 > 0 && config.classifier.th1 <= config.classifier.th2 &&
-        config.classifier.th2 <= 1) || config.default_period_seconds <= 0 ||
-      config.classifier.grace_seconds < 0 || config.classifier.revocation_gap_seconds <= 0) {
-    SOJOURN_LOG(ERROR, "invalid thresholds: need 0 < th1 <= th2 <= 1, periods > 0");
-    return 2;
-  }
-  // Bounds no deployment reaches: beyond them the classifier's arithmetic
-  // (1.5 x period, time + gap) overflows, and PushSamples refuses a period
-  // over a day anyway.
+  sojourn::ServerOptions options;
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
+  options.port_file = absl::GetFlag(FLAGS_port_file);
+  const std::string db_path = absl::GetFlag(FLAGS_db_path);
+  const std::string broker = absl::GetFlag(FLAGS_broker);
+  const std::string advertise = absl::GetFlag(FLAGS_advertise_address);
+  // Each check names its flag. Bounds no deployment reaches: beyond them the
+  // classifier's arithmetic (1.5 x period, time + gap) overflows, and
+  // PushSamples refuses a period over a day anyway.
   constexpr int64_t kYear = 365 * 86400;
-  const char* bad_flag = nullptr;
-  if (config.default_period_seconds > sojourn::kMaxPeriodSeconds) {
-    bad_flag = "--default_period_seconds must be in [1, 86400]";
-  } else if (config.classifier.grace_seconds > kYear) {
-    bad_flag = "--grace_seconds must be in [0, 31536000] (a year)";
-  } else if (config.classifier.revocation_gap_seconds > kYear) {
-    bad_flag = "--revocation_gap_seconds must be in [1, 31536000] (a year)";
-  } else if (!(std::isfinite(config.classifier.guest_working_set_mb) &&
-               config.classifier.guest_working_set_mb >= 0 &&
-               config.classifier.guest_working_set_mb <= 1e12)) {
-    bad_flag = "--working_set_mb must be a finite number in [0, 1e12]";
-  } else if (config.max_clock_skew_seconds < 0) {
-    bad_flag = "--max_clock_skew_seconds must be >= 0";
-  } else if (absl::GetFlag(FLAGS_heartbeat_seconds) < 1 ||
-             absl::GetFlag(FLAGS_heartbeat_seconds) > 86400) {
-    bad_flag = "--heartbeat_seconds must be in [1, 86400]";
-  } else if (absl::GetFlag(FLAGS_threads) < 1 ||
-             absl::GetFlag(FLAGS_threads) > sojourn::kMaxServiceThreads) {
-    bad_flag = "--threads must be in [1, 1024]";
-  } else if (absl::GetFlag(FLAGS_usage_clusters) < 1 || absl::GetFlag(FLAGS_usage_clusters) > 100) {
-    bad_flag = "--usage_clusters must be in [1, 100]";
-  } else if (absl::GetFlag(FLAGS_silence_check_seconds) < 1 ||
-             absl::GetFlag(FLAGS_silence_check_seconds) > 3600) {
-    bad_flag = "--silence_check_seconds must be in [1, 3600]";
-  } else if (absl::GetFlag(FLAGS_max_watch_queue) < 1 ||
-             absl::GetFlag(FLAGS_max_watch_queue) > 10'000'000) {
-    bad_flag = "--max_watch_queue must be in [1, 10000000]";
-  }
-  if (bad_flag != nullptr) {
-    SOJOURN_LOG(ERROR, "%s", bad_flag);
-    return 2;
-  }
-  for (const auto& [flag, value] :
-       {std::pair<const char*, std::string>("--broker", absl::GetFlag(FLAGS_broker)),
-        std::pair<const char*, std::string>("--advertise_address",
-                                            absl::GetFlag(FLAGS_advertise_address))}) {
-    if (value.empty()) continue;
-    if (absl::Status s = sojourn::ValidateAddress(value, flag); !s.ok()) {
-      SOJOURN_LOG(ERROR, "%s", s.message());
-      return 2;
-    }
+  if (!sojourn::FlagsOk({
+          sojourn::ValidateClassifierFlags(config.classifier.th1, config.classifier.th2,
+                                           config.classifier.grace_seconds,
+                                           config.classifier.guest_working_set_mb),
+          sojourn::IntFlagInRange("--revocation_gap_seconds",
+                                  config.classifier.revocation_gap_seconds, 1, kYear, "(a year)"),
+          sojourn::IntFlagInRange("--default_period_seconds", config.default_period_seconds, 1,
+                                  sojourn::kMaxPeriodSeconds),
+          sojourn::IntFlagInRange("--max_clock_skew_seconds", config.max_clock_skew_seconds, 0,
+                                  std::numeric_limits<int64_t>::max()),
+          sojourn::IntFlagInRange("--heartbeat_seconds", absl::GetFlag(FLAGS_heartbeat_seconds), 1,
+                                  86400),
+          sojourn::IntFlagInRange("--threads", absl::GetFlag(FLAGS_threads), 1,
+                                  sojourn::kMaxServiceThreads),
+          sojourn::IntFlagInRange("--usage_clusters", absl::GetFlag(FLAGS_usage_clusters), 1, 100),
+          sojourn::IntFlagInRange("--utc_offset_seconds", absl::GetFlag(FLAGS_utc_offset_seconds),
+                                  -14 * 3600, 14 * 3600, "(+-14 h)"),
+          sojourn::IntFlagInRange("--silence_check_seconds",
+                                  absl::GetFlag(FLAGS_silence_check_seconds), 1, 3600),
+          sojourn::IntFlagInRange("--max_watch_queue", absl::GetFlag(FLAGS_max_watch_queue), 1,
+                                  10'000'000),
+          broker.empty() ? absl::OkStatus() : sojourn::ValidateAddress(broker, "--broker"),
+          advertise.empty() ? absl::OkStatus()
+                            : sojourn::ValidateAddress(advertise, "--advertise_address"),
+          sojourn::ValidateServerOptions(options),
+          sojourn::CheckDatabaseDirectory(db_path, "--db_path"),
+      })) {
+    return sojourn::kExitUsage;
   }
 
-  auto store = sojourn::statemgr::SampleStore::Open(absl::GetFlag(FLAGS_db_path),
-                                                    absl::GetFlag(FLAGS_sync_writes));
+  auto store = sojourn::statemgr::SampleStore::Open(db_path, absl::GetFlag(FLAGS_sync_writes));
   if (!store.ok()) {
     SOJOURN_LOG(ERROR, "%s", store.status().ToString());
     return 1;
@@ -154,10 +145,6 @@ int main(int argc, char** argv) {
   uc.utc_offset_seconds = absl::GetFlag(FLAGS_utc_offset_seconds);
   uc.model.patterns.clusters = absl::GetFlag(FLAGS_usage_clusters);
   uc.model.use_selector = absl::GetFlag(FLAGS_usage_selector);
-  if (uc.model.patterns.clusters < 1 || std::abs(int64_t{uc.utc_offset_seconds}) > 14 * 3600) {
-    SOJOURN_LOG(ERROR, "--usage_clusters must be >= 1 and --utc_offset_seconds within +-14 h");
-    return 2;
-  }
   sojourn::statemgr::UsageKeeper usage(uc, book, **store, clock);
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
   sojourn::Metrics metrics("statemgr");
@@ -165,10 +152,6 @@ int main(int argc, char** argv) {
   sc.max_clock_skew_seconds = config.max_clock_skew_seconds;
   sc.max_watch_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_watch_queue));
   sojourn::statemgr::StateManagerService service(book, usage, pool, metrics, sc);
-  sojourn::ServerOptions options;
-  options.listen_address = absl::GetFlag(FLAGS_listen);
-  options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
-  options.port_file = absl::GetFlag(FLAGS_port_file);
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());
