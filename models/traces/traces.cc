@@ -543,21 +543,43 @@ absl::StatusOr<std::vector<HostTrace>> ImportGwaDirectory(const std::string& dir
 absl::StatusOr<std::vector<HostTrace>> ImportGwaArchive(const std::string& path, int max_hosts) {
   std::unique_ptr<archive, int (*)(archive*)> a(archive_read_new(), archive_read_free);
   archive_read_support_filter_all(a.get());
-  archive_read_support_format_all(a.get());
+  // Tar (ustar, pax, GNU) and zip (the GWA's own downloads are zip files)
+  // only: with every format, libarchive read a text file named .tar.xz as an
+  // (mtree) archive without entries, and the run said "archive holds no .csv
+  // files" rather than that it is no archive.
+  archive_read_support_format_tar(a.get());
+  archive_read_support_format_zip(a.get());
   if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) {
+    const char* why = archive_error_string(a.get());
+    if (std::ifstream(path, std::ios::binary).is_open()) {
+      // Readable, so libarchive refused the data: neither a tar archive nor
+      // a compressed one (libarchive's own errno for that is not public).
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": not a tar (plain, gzip or xz compressed) or zip archive: ",
+                       why != nullptr ? why : "unrecognized data"));
+    }
     return absl::NotFoundError(
-        absl::StrCat(path, ": cannot open archive: ", archive_error_string(a.get())));
+        absl::StrCat(path, ": cannot open archive: ", why != nullptr ? why : "open failed"));
   }
   GwaCollector collector;
   archive_entry* entry;
   std::string text;
   int n = 0;
+  int headers = 0;
   while (true) {
     int r = archive_read_next_header(a.get(), &entry);
     if (r == ARCHIVE_EOF) break;
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-      return absl::DataLossError(absl::StrCat(path, ": ", archive_error_string(a.get())));
+      const char* why = archive_error_string(a.get());
+      if (headers == 0) {
+        // Nothing recognised: not a (compressed) tarball at all.
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": not a tar (plain, gzip or xz compressed) or zip archive: ",
+                         why != nullptr ? why : "unrecognized data"));
+      }
+      return absl::DataLossError(absl::StrCat(path, ": ", why != nullptr ? why : "read error"));
     }
+    ++headers;
     if (archive_entry_filetype(entry) != AE_IFREG) continue;
     std::string name = archive_entry_pathname(entry);
     if (!IsGwaCsvName(name)) continue;
@@ -653,7 +675,7 @@ bool LooksLikeMatrixLine(absl::string_view line) {
 
 bool IsArchiveName(const std::string& path) {
   return absl::StrContains(path, ".tar") || absl::EndsWith(path, ".tgz") ||
-         absl::EndsWith(path, ".txz");
+         absl::EndsWith(path, ".txz") || absl::EndsWith(path, ".zip");
 }
 
 }  // namespace
@@ -669,12 +691,18 @@ absl::Status CheckGridSize(const std::vector<HostTrace>& traces, int64_t step_se
     const double a = static_cast<double>(t.samples.front().unix_seconds);
     const double b = static_cast<double>(t.samples.back().unix_seconds);
     const double points = (b - a) / step + 1;
-    if (points > limits.host_points || b - a > limits.span_seconds) {
+    if (b - a > limits.span_seconds) {
+      // No grid step helps here: do not advise a larger one.
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "host %s spans %.4g s (%.0f to %.0f), above the limit of %.4g s (%.3g years) at any "
+          "grid step; cut the trace",
+          t.host, b - a, a, b, limits.span_seconds, limits.span_seconds / 31536000));
+    }
+    if (points > limits.host_points) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "host %s spans %.4g s (%.0f to %.0f): %.4g grid points of %d s, above the limit of "
-          "%.4g per host and %.4g s; %s",
-          t.host, b - a, a, b, points, step_seconds, limits.host_points, limits.span_seconds,
-          advice));
+          "%.4g per host; %s",
+          t.host, b - a, a, b, points, step_seconds, limits.host_points, advice));
     }
     total += points;
     first = any ? std::min(first, a) : a;
@@ -683,12 +711,17 @@ absl::Status CheckGridSize(const std::vector<HostTrace>& traces, int64_t step_se
   }
   if (!any) return absl::OkStatus();
   const double span_points = (last - first) / step + 1;
-  if (span_points > limits.span_points || last - first > limits.span_seconds) {
+  if (last - first > limits.span_seconds) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the trace spans %.4g s (%.0f to %.0f, first to last sample over all hosts), above the "
+        "limit of %.4g s (%.3g years) at any grid step; cut the trace",
+        last - first, first, last, limits.span_seconds, limits.span_seconds / 31536000));
+  }
+  if (span_points > limits.span_points) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "the trace spans %.4g s (%.0f to %.0f): %.4g grid points of %d s, above the limit of "
-        "%.4g and %.4g s; %s",
-        last - first, first, last, span_points, step_seconds, limits.span_points,
-        limits.span_seconds, advice));
+        "%.4g; %s",
+        last - first, first, last, span_points, step_seconds, limits.span_points, advice));
   }
   if (total > limits.total_points) {
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -77,9 +77,11 @@ struct GridLimits {
 // InvalidArgumentError when a grid of `step_seconds` over `traces` would
 // exceed `limits`: a few samples years apart would otherwise allocate (or
 // loop over) billions of points. The message names the span, the step and
-// the limit, then `advice` (e.g. "pass a larger --step"). Hosts without
-// samples do not count. Computed in floating point: timestamps may be
-// anywhere in int64.
+// the limit, then `advice` (e.g. "pass a larger --step") when a grid point
+// limit is exceeded; when the span itself is above limits.span_seconds, which
+// no step can help, it says so and advises cutting the trace instead. Hosts
+// without samples do not count. Computed in floating point: timestamps may
+// be anywhere in int64.
 absl::Status CheckGridSize(const std::vector<HostTrace>& traces, int64_t step_seconds,
                            const GridLimits& limits, const std::string& advice);
 

@@ -44,7 +44,8 @@ struct EvalConfig {
   // Use only the first max_jobs jobs of the log (0 = all).
   int64_t max_jobs = 0;
   EstimatorOptions estimator;
-  // Called about every 5 % of the jobs with a one-line progress message.
+  // Called about every 5 % of the jobs, and at least every 10 s, with a
+  // one-line progress message.
   std::function<void(const std::string&)> progress;
 };
 

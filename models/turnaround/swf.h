@@ -85,6 +85,13 @@ struct SwfLog {
   std::vector<SwfJob> jobs;
   // Malformed job lines that were skipped (OnMalformed::kSkip).
   std::vector<SwfIssue> skipped;
+  // Lines read but doubtful, for the reader to report: a MaxNodes / MaxProcs
+  // header that is no positive integer (ignored), the first job needing more
+  // processors than the header's machine.
+  std::vector<SwfIssue> warnings;
+  // Jobs needing more processors (SwfJob::procs) than the header's machine
+  // (the larger of MaxNodes and MaxProcs); they are kept.
+  int64_t oversized_jobs = 0;
 };
 
 struct SwfReadOptions {
@@ -94,14 +101,18 @@ struct SwfReadOptions {
   // SwfLog::skipped and reading continues. Malformed lines include times
   // above kSwfMaxSeconds, sizes above kSwfMaxNodes and NUL bytes; a MaxNodes
   // or MaxProcs header above kSwfMaxNodes is malformed too (skipped: the
-  // header value is ignored).
+  // header value is ignored). Jobs larger than the header's machine and a
+  // MaxNodes / MaxProcs that is no positive integer are not malformed: they
+  // are reported in SwfLog::warnings. A UTF-8 byte-order mark at the start of
+  // the file is skipped.
   OnMalformed on_malformed = OnMalformed::kReject;
   // Stop after this many job lines (0 = all).
   int64_t max_jobs = 0;
 };
 
-// Reads PATH (plain or gzip). NotFound if it cannot be opened; DataLoss
-// naming the last complete line if a gzip stream is truncated or corrupt.
+// Reads PATH (plain or gzip). NotFound if it cannot be opened; InvalidArgument
+// if it is a directory; DataLoss naming the last complete line if a gzip
+// stream is truncated or corrupt.
 absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& options);
 // Parses SWF text already in memory; `name` is used in error messages.
 absl::StatusOr<SwfLog> ParseSwf(const std::string& text, const std::string& name,

@@ -115,8 +115,85 @@ def turnaround_cases(ev, tmp):
     check(ev, "turnaround NUL", ["turnaround", "--swf", path], 2, path + ":33: the line contains a NUL")
     nowait = "; MaxNodes: 8\n" + "".join(swf_line(j, 100 * j, -1, 50) for j in range(1, 20))
     path = w("nowait.swf", nowait)
-    check(ev, "turnaround replay without waits", ["turnaround", "--swf", path], 0,
-          "use --mode simulate")
+    out = os.path.join(tmp, "nowait.json")
+    p = check(ev, "turnaround replay without waits", ["turnaround", "--swf", path, "--json", out],
+              0, "use --mode simulate")
+    # The NASA log's case: the tables say "-" (JSON null), never "nan".
+    if p is not None and p.returncode == 0:
+        rows = [l for l in p.stdout.splitlines() if l.startswith("historical")]
+        if "nan" in p.stdout or not rows or rows[0].split()[2] != "-":
+            FAILURES.append("turnaround replay without waits: table %r" % p.stdout[-400:])
+        with open(out) as f:
+            j = json.load(f)
+        if j["summary"]["historical"]["turnaround"]["dv"] is not None:
+            FAILURES.append("turnaround replay without waits: dv %r, wanted null"
+                            % j["summary"]["historical"]["turnaround"])
+
+    # An output path naming the input refused; the log is intact.
+    before = open(ok).read()
+    check(ev, "turnaround --json = --swf", ["turnaround", "--swf", ok, "--json",
+                                            os.path.join(tmp, ".", "ok.swf")], 2,
+          "is the input --swf")
+    if open(ok).read() != before:
+        FAILURES.append("turnaround --json = --swf: the log changed")
+    # Cost grows with jobs x nodes: "MaxNodes: 1000000" took 0.3 s per job. Such a run
+    # says up front how long it may take and how --max-jobs shortens it, then goes on
+    # (read until the warning, then stopped: the run itself would take minutes).
+    path = w("maxnodes_1e6.swf", base_swf(header="; MaxNodes: 1000000\n", jobs=3000))
+    for name, extra, want in [
+            ("replay", [], "3000 jobs to estimate on 1000000 nodes"),
+            ("simulate", ["--mode", "simulate", "--local-load", "0", "--nodes", "1000000"],
+             "or fewer --nodes keeps it within")]:
+        proc = subprocess.Popen([ev, "turnaround", "--swf", path] + extra,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        seen = []
+        try:
+            for line in proc.stderr:
+                seen.append(line)
+                if want in line or "malformed lines skipped" in line or len(seen) > 20:
+                    break
+        finally:
+            proc.kill()
+            proc.wait()
+        if not any(want in l and l.startswith("warning:") for l in seen):
+            FAILURES.append("turnaround MaxNodes 1e6 x 3000 jobs %s: no warning %r in %r"
+                            % (name, want, seen))
+    path = w("maxnodes_1e6_few.swf", base_swf(header="; MaxNodes: 1000000\n", jobs=3))
+    check(ev, "turnaround MaxNodes 1e6 x 3 jobs", ["turnaround", "--swf", path], 0)
+    # A byte-order mark, a directory, integer options.
+    path = w("bom.swf", "\ufeff" + base_swf())
+    check(ev, "turnaround BOM", ["turnaround", "--swf", path], 0)
+    check(ev, "turnaround --swf directory", ["turnaround", "--swf", tmp], 2, "is a directory")
+    check(ev, "turnaround --seed -1", ["turnaround", "--swf", ok, "--seed", "-1"], 2,
+          "--seed wants an integer in [0, 9223372036854775807], got '-1'")
+    check(ev, "turnaround --max-jobs 1e3", ["turnaround", "--swf", ok, "--max-jobs", "1e3"], 2,
+          "--max-jobs wants an integer in [0,")
+    # Jobs larger than the machine of the header are kept with a warning naming the
+    # first; a header size that is none is ignored with a warning.
+    path = w("small_machine.swf", base_swf(swf_line(31, 4000, 1, 10, procs=110)
+                                           + swf_line(32, 4100, 1, 10, procs=110),
+                                           header="; MaxNodes: 2\n", jobs=1))
+    check(ev, "turnaround 110 procs on MaxNodes 2", ["turnaround", "--swf", path], 0,
+          path + ":4: warning: field 5 is 110 processors, more than MaxNodes 2")
+    check(ev, "turnaround 110 procs on MaxNodes 2 count", ["turnaround", "--swf", path], 0,
+          "2 jobs of %s need more processors than the header's machine" % path)
+    for val in ["abc", "0", "-5"]:
+        path = w("maxnodes_bad.swf", base_swf(header="; MaxNodes: %s\n" % val))
+        check(ev, "turnaround MaxNodes " + val, ["turnaround", "--swf", path], 0,
+              path + ":2: warning: MaxNodes '%s' is not a positive integer" % val)
+    # Jobs without a processor count are skipped with a count, like simulate.
+    zero = "; MaxNodes: 8\n" + "".join(
+        swf_line(j, 100 * j, 10, 50, procs=0 if j % 3 == 0 else 2) for j in range(1, 31))
+    path = w("zero_procs.swf", zero)
+    out = os.path.join(tmp, "zero.json")
+    p = check(ev, "turnaround 0 procs", ["turnaround", "--swf", path, "--json", out], 0,
+              "10 jobs have no processor count")
+    if p is not None and p.returncode == 0:
+        with open(out) as f:
+            jobs = json.load(f)["jobs"]
+        if (jobs["in_log"], jobs["estimated"]) != (30, 20):
+            FAILURES.append("turnaround 0 procs: jobs %r, wanted 30 in the log, 20 estimated"
+                            % jobs)
 
 
 def tr_model_cases(ev, tmp):
@@ -139,6 +216,8 @@ def tr_model_cases(ev, tmp):
     check(ev, "tr-model repeated key", ["tr-model", path], 2, 'duplicate key "1"')
     # Item 14: a directory is not "invalid JSON ... unexpected end of input".
     check(ev, "tr-model directory", ["tr-model", tmp], 2, "is a directory")
+    check(ev, "tr-model --bogus", ["tr-model", "--bogus"], 2, "unknown option '--bogus'")
+    check(ev, "tr-model FILE --bogus", ["tr-model", ok, "--bogus"], 2, "unknown option '--bogus'")
 
 
 def write_csv(path, rows):
@@ -168,8 +247,13 @@ def trace_cases(ev, tmp):
                                                             ("a", 10**10, 0.2, 100),
                                                             ("a", 2 * 10**10, 0.3, 100)])
     for cmd in ("availability", "schedule", "usage"):
-        check(ev, cmd + " far", [cmd, "--trace", far], 2, "host a spans 2e+11 s")
-        check(ev, cmd + " apart", [cmd, "--trace", apart], 2, "the trace spans 2e+11 s")
+        # Above the span limit no --step helps: the reason says so, not "pass a larger --step".
+        for name, path, want in [("far", far, "host a spans 2e+11 s"),
+                                 ("apart", apart, "the trace spans 2e+11 s")]:
+            p = check(ev, cmd + " " + name, [cmd, "--trace", path], 2, want)
+            last = p.stderr.strip().splitlines()[-1] if p is not None and p.stderr.strip() else ""
+            if "at any grid step; cut the trace" not in last or "--step" in last:
+                FAILURES.append("%s %s: reason %r" % (cmd, name, last))
     check(ev, "usage span 2e10", ["usage", "--trace", span2e10], 2, "host a spans 2e+10 s")
     # Item 6: integer options wrapped through static_cast<int>.
     for cmd, opt, val in [("usage", "--residual-steps", "1000000000"),
@@ -205,9 +289,13 @@ def trace_cases(ev, tmp):
         check(ev, "availability --start " + val,
               ["availability", "--trace", matrix, "--format", "availability-matrix", "--start",
                val], 2, "is outside 1970-01-01..2200-12-31")
-    check(ev, "schedule --start huge", ["schedule", "--trace", matrix, "--format",
-                                        "availability-matrix", "--start", "9223372036854775807"],
-          2, "--start wants an integer in")
+    for val in ["9223372036854775807", "99999-01-01"]:
+        check(ev, "schedule --start " + val,
+              ["schedule", "--trace", matrix, "--format", "availability-matrix", "--start", val],
+              2, "is outside 1970-01-01..2200-12-31")
+    check(ev, "schedule --start date", ["schedule", "--trace", matrix, "--format",
+                                        "availability-matrix", "--start", "1999-07-06",
+                                        "--replicates", "1", "--submissions", "3"], 0)
     check(ev, "availability --start 2200-12-31",
           ["availability", "--trace", matrix, "--format", "availability-matrix", "--start",
            "2200-12-31"], 0)
@@ -215,13 +303,15 @@ def trace_cases(ev, tmp):
     for val in ["nan", "inf", "15"]:
         check(ev, "usage --utc-offset-hours " + val,
               ["usage", "--trace", good, "--utc-offset-hours", val], 2, "wants -14..14")
+    extra_trace_cases(ev, tmp, good)
     # Good but unusual input still runs.
     check(ev, "availability good", ["availability", "--trace", good, "--max-window-hours", "31"],
           0)
     check(ev, "usage good", ["usage", "--trace", good, "--residual-steps", "2016", "--tests",
                              "5"], 0)
     check(ev, "schedule good", ["schedule", "--trace", good, "--replicates", "1",
-                                "--submissions", "5", "--warmup-days", "2", "--pool", "0"], 0)
+                                "--submissions", "5", "--warmup-days", "2", "--pool", "0"], 0,
+          "scheduled 100% of the submissions")
     check(ev, "schedule --proactive-tr bogus", ["schedule", "--trace", good, "--proactive-tr",
                                                 "bogus"], 2, "must be service or own")
     # Both proactive TRs run and say which they used; tools/eval/schedule_tables.py (the doc's
@@ -258,6 +348,87 @@ def trace_cases(ev, tmp):
                        timeout=60)
     if p.returncode != 2 or len(p.stderr.strip().splitlines()) != 1:
         FAILURES.append("schedule_tables.py on a trace file: exit %d, %r" % (p.returncode, p.stderr))
+
+
+def extra_trace_cases(ev, tmp, good):
+    """Outputs that name an input, option ranges, archives, empty results."""
+    # An output naming the input (directly, through "./" or a link) is refused
+    # and the input is intact: --cells X truncated the trace X before reading it.
+    with open(good, "rb") as f:
+        data = f.read()
+    link = os.path.join(tmp, "link.csv")
+    os.symlink(good, link)
+    same = os.path.join(os.path.dirname(good), ".", os.path.basename(good))
+    for cmd, opt in [("availability", "--cells"), ("availability", "--json"),
+                     ("schedule", "--json"), ("usage", "--json")]:
+        for trace, out in [(good, same), (link, good)]:
+            check(ev, "%s %s = --trace" % (cmd, opt), [cmd, "--trace", trace, opt, out], 2,
+                  "is the input --trace")
+    with open(good, "rb") as f:
+        if f.read() != data:
+            FAILURES.append("an output option changed the trace")
+    out = os.path.join(tmp, "both.out")
+    check(ev, "availability --json = --cells", ["availability", "--trace", good, "--json", out,
+                                                "--cells", out], 2, "is also --json")
+    # A run that fails after the checks leaves an earlier --cells intact.
+    cells = os.path.join(tmp, "earlier-cells.csv")
+    with open(cells, "w") as f:
+        f.write("earlier results\n")
+    check(ev, "availability failing run keeps --cells",
+          ["availability", "--trace", os.path.join(tmp, "missing.csv"), "--cells", cells], 2,
+          "missing.csv")
+    with open(cells) as f:
+        if f.read() != "earlier results\n":
+            FAILURES.append("a failing availability run emptied --cells")
+    # --smp-options: ranges before the casts, strict booleans, named keys.
+    for val, want in [("neighbor_offset_seconds=1e300",
+                       "neighbor_offset_seconds wants an integer in [0, 86400], got '1e300'"),
+                      ("recent_age_seconds=1e300", "recent_age_seconds wants an integer in [0,"),
+                      ("long_age_seconds=-1", "long_age_seconds wants an integer in [0,"),
+                      ("borrow_below_windows=1e10", "borrow_below_windows wants an integer in"),
+                      ("borrow_below_windows=2.5", "borrow_below_windows wants an integer in"),
+                      ("host_frailty=2", "host_frailty wants 0 or 1 (false or true), got '2'"),
+                      ("censoring_aware=0.5", "censoring_aware wants 0 or 1"),
+                      ("foo", "unknown option 'foo'"),
+                      ("prior_windows", "malformed option 'prior_windows': want KEY=VALUE"),
+                      ("bogus=1", "unknown option 'bogus'"),
+                      ("frequency_weight=2", "frequency_weight wants a number in [0, 1]")]:
+        check(ev, "availability --smp-options " + val,
+              ["availability", "--trace", good, "--smp-options", val], 2, want)
+    # A file named .tar.xz / .tar.gz that is no tarball says so.
+    for name in ("fake.tar.xz", "fake.tar.gz"):
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            f.write("host,timestamp,cpu_load,free_mem_mb\na,1,0.1,100\n")
+        check(ev, "availability " + name, ["availability", "--trace", path], 2,
+              "not a tar (plain, gzip or xz compressed) or zip archive")
+    # schedule: the work estimate, clock rates, the help's ranges.
+    check(ev, "schedule 7e8 jobs", ["schedule", "--trace", good, "--submissions", "100000",
+                                    "--replicates", "1000"], 2,
+          "--replicates 1000 x --submissions 100000 x 7 --lengths are 7e+08 jobs, above the "
+          "limit of 1000000")
+    check(ev, "schedule --clock-mhz 1,1e308", ["schedule", "--trace", good, "--clock-mhz",
+                                               "1,1e308"], 2, "MAX <= 1000000")
+    p = subprocess.run([ev, "schedule", "--help"], capture_output=True, text=True, timeout=30)
+    for want in ["seed..seed+N-1, 1..1000", "MTTF/JCTF, in (0, 168]", "YYYY-MM-DD",
+                 "MAX <= 1000000", "at most 1000000 jobs"]:
+        if p.returncode != 0 or want not in p.stdout:
+            FAILURES.append("schedule --help lacks %r" % want)
+    # usage with nothing to train: "-" and null with a warning, not rows of 0.000.
+    one = write_csv(os.path.join(tmp, "one.csv"), [("a", 1372629600, 0.1, 100)])
+    out = os.path.join(tmp, "one.json")
+    p = check(ev, "usage one sample", ["usage", "--trace", one, "--json", out], 0,
+              "warning: nothing to train")
+    if p is not None and p.returncode == 0:
+        if "0.000" in p.stdout or "| upa vs last4 | - | - | - | 0 |" not in p.stdout:
+            FAILURES.append("usage one sample: table %r" % p.stdout[-300:])
+        with open(out) as f:
+            c = json.load(f)["summary"]["upa_vs_last4"]
+        if c != {"better": None, "equivalent": None, "worse": None, "tests": 0}:
+            FAILURES.append("usage one sample: upa_vs_last4 %r, wanted nulls" % c)
+    # Fewer hosts than the pool: the scheduling block is empty and says why.
+    check(ev, "usage 4 hosts", ["usage", "--trace", good, "--tests", "5"], 0,
+          "warning: no scheduling test")
 
 
 def main():

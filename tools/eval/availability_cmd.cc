@@ -9,19 +9,21 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "common/cli_util.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "common/cli_util.h"
+#include "common/text.h"
 #include "models/availability/kernel.h"
 #include "models/baselines/availability_backtest.h"
 #include "models/traces/traces.h"
@@ -53,7 +55,9 @@ options:
   --cells OUT              write every scored cell as CSV to OUT (host, day_type,
                            start_hour, window_hours, init_state, n_test,
                            n_survived, emp_tr, then one predicted-TR column per
-                           method), for analyses of your own
+                           method), for analyses of your own. OUT and --json are
+                           checked first, written at the end, and may name
+                           neither the --trace file nor each other
   --step SECONDS           state grid step, a divisor of 3600 (default: the matrix
                            period; else 300, or for slower sampling the largest
                            divisor of 3600 not above the median sample period).
@@ -94,7 +98,12 @@ options:
                            age_prior_windows, frequency_weight,
                            empirical_bayes_prior, exact_age_first_sojourn,
                            host_frailty, frailty_by_day_type,
-                           level_corrected_borrowing, load_band_first_sojourn
+                           level_corrected_borrowing, load_band_first_sojourn.
+                           Switches take 0/1 (false/true);
+                           neighbor_offset_seconds an integer 0..86400,
+                           recent_age_seconds and long_age_seconds integers
+                           0..3153600000, borrow_below_windows 0..1000000,
+                           frequency_weight 0..1, the rest numbers >= 0
   --smp-prior SRC          shrinkage prior when prior_windows > 0: hosts (the same
                            day type and start hour pooled over all hosts, default;
                            with host_frailty, on by default, its failure hazards
@@ -176,58 +185,95 @@ const std::vector<std::string> kOptions = {"trace",
                                            "noise-windows",
                                            "seed"};
 
+// One --smp-options key: what it sets and the values it takes.
+struct SmpOption {
+  enum Kind { kBool, kNumber, kInteger } kind;
+  double hi;  // largest value (numbers and integers; the smallest is 0)
+  bool* b = nullptr;
+  double* d = nullptr;
+  int* i = nullptr;
+  int64_t* i64 = nullptr;
+};
+
+// Longest age or offset an option may give: 100 years (the grid's span limit).
+constexpr double kMaxSmpSeconds = 3153600000;
+
 void ApplySmpOptions(const std::string& text, availability::EstimatorOptions* o) {
+  const double kAny = std::numeric_limits<double>::max();
+  const std::map<std::string, SmpOption> options = {
+      {"censoring_aware", {SmpOption::kBool, 1, &o->censoring_aware}},
+      {"first_sojourn_kernel", {SmpOption::kBool, 1, &o->first_sojourn_kernel}},
+      {"min_first_sojourn_windows",
+       {SmpOption::kNumber, kAny, nullptr, &o->min_first_sojourn_windows}},
+      {"prior_windows", {SmpOption::kNumber, kAny, nullptr, &o->prior_windows}},
+      {"recency_half_life_windows",
+       {SmpOption::kNumber, kAny, nullptr, &o->recency_half_life_windows}},
+      {"borrow_below_windows",
+       {SmpOption::kInteger, 1e6, nullptr, nullptr, &o->borrow_below_windows}},
+      {"other_day_type_weight", {SmpOption::kNumber, kAny, nullptr, &o->other_day_type_weight}},
+      {"neighbor_window_weight", {SmpOption::kNumber, kAny, nullptr, &o->neighbor_window_weight}},
+      // Windows start within one day: an offset of a day or more finds none.
+      {"neighbor_offset_seconds",
+       {SmpOption::kInteger, 86400, nullptr, nullptr, nullptr, &o->neighbor_offset_seconds}},
+      {"recent_age_seconds",
+       {SmpOption::kInteger, kMaxSmpSeconds, nullptr, nullptr, nullptr, &o->recent_age_seconds}},
+      {"long_age_seconds",
+       {SmpOption::kInteger, kMaxSmpSeconds, nullptr, nullptr, nullptr, &o->long_age_seconds}},
+      {"per_class_age_prior", {SmpOption::kBool, 1, &o->per_class_age_prior}},
+      {"age_prior_windows", {SmpOption::kNumber, kAny, nullptr, &o->age_prior_windows}},
+      {"empirical_bayes_prior", {SmpOption::kBool, 1, &o->empirical_bayes_prior}},
+      {"exact_age_first_sojourn", {SmpOption::kBool, 1, &o->exact_age_first_sojourn}},
+      {"host_frailty", {SmpOption::kBool, 1, &o->host_frailty}},
+      {"frailty_by_day_type", {SmpOption::kBool, 1, &o->frailty_by_day_type}},
+      {"level_corrected_borrowing", {SmpOption::kBool, 1, &o->level_corrected_borrowing}},
+      {"load_band_first_sojourn", {SmpOption::kBool, 1, &o->load_band_first_sojourn}},
+      {"frequency_weight", {SmpOption::kNumber, 1, nullptr, &o->frequency_weight}},
+  };
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    const size_t eq = item.find('=');
+    const std::string k(absl::StripAsciiWhitespace(item.substr(0, eq)));
+    auto it = options.find(k);
+    if (it == options.end()) {
+      Die(absl::StrCat("--smp-options: unknown option '", Excerpt(k),
+                       "' (try --help for the keys)"));
+    }
+    if (eq == absl::string_view::npos) {
+      Die(absl::StrCat("--smp-options: malformed option '", Excerpt(std::string(item)),
+                       "': want KEY=VALUE"));
+    }
+    const std::string value(absl::StripAsciiWhitespace(item.substr(eq + 1)));
+    const SmpOption& opt = it->second;
+    if (opt.kind == SmpOption::kBool) {
+      // Only 0/1 or false/true: "2" or "0.5" was read as true.
+      if (value == "1" || value == "true") {
+        *opt.b = true;
+      } else if (value == "0" || value == "false") {
+        *opt.b = false;
+      } else {
+        Die(absl::StrCat("--smp-options: ", k, " wants 0 or 1 (false or true), got '",
+                         Excerpt(value), "'"));
+      }
+      continue;
+    }
     double v;
-    if (!absl::SimpleAtod(kv.second, &v) || !std::isfinite(v) || v < 0) {
-      Die(absl::StrCat("--smp-options: '", item, "' needs a non-negative number"));
+    const bool number = absl::SimpleAtod(value, &v) && std::isfinite(v);
+    if (opt.kind == SmpOption::kInteger) {
+      // Range-checked before the cast: 1e300 was cast to int64 unchecked.
+      if (!number || v < 0 || v > opt.hi || v != std::floor(v)) {
+        Die(absl::StrFormat("--smp-options: %s wants an integer in [0, %.0f], got '%s'", k, opt.hi,
+                            Excerpt(value)));
+      }
+      if (opt.i != nullptr) *opt.i = static_cast<int>(v);
+      if (opt.i64 != nullptr) *opt.i64 = static_cast<int64_t>(v);
+      continue;
     }
-    const std::string& k = kv.first;
-    if (k == "censoring_aware") {
-      o->censoring_aware = v != 0;
-    } else if (k == "first_sojourn_kernel") {
-      o->first_sojourn_kernel = v != 0;
-    } else if (k == "min_first_sojourn_windows") {
-      o->min_first_sojourn_windows = v;
-    } else if (k == "prior_windows") {
-      o->prior_windows = v;
-    } else if (k == "recency_half_life_windows") {
-      o->recency_half_life_windows = v;
-    } else if (k == "borrow_below_windows") {
-      o->borrow_below_windows = static_cast<int>(v);
-    } else if (k == "other_day_type_weight") {
-      o->other_day_type_weight = v;
-    } else if (k == "neighbor_window_weight") {
-      o->neighbor_window_weight = v;
-    } else if (k == "neighbor_offset_seconds") {
-      o->neighbor_offset_seconds = static_cast<int64_t>(v);
-    } else if (k == "recent_age_seconds") {
-      o->recent_age_seconds = static_cast<int64_t>(v);
-    } else if (k == "long_age_seconds") {
-      o->long_age_seconds = static_cast<int64_t>(v);
-    } else if (k == "per_class_age_prior") {
-      o->per_class_age_prior = v != 0;
-    } else if (k == "age_prior_windows") {
-      o->age_prior_windows = v;
-    } else if (k == "empirical_bayes_prior") {
-      o->empirical_bayes_prior = v != 0;
-    } else if (k == "exact_age_first_sojourn") {
-      o->exact_age_first_sojourn = v != 0;
-    } else if (k == "host_frailty") {
-      o->host_frailty = v != 0;
-    } else if (k == "frailty_by_day_type") {
-      o->frailty_by_day_type = v != 0;
-    } else if (k == "level_corrected_borrowing") {
-      o->level_corrected_borrowing = v != 0;
-    } else if (k == "load_band_first_sojourn") {
-      o->load_band_first_sojourn = v != 0;
-    } else if (k == "frequency_weight") {
-      if (v > 1) Die("--smp-options: frequency_weight must be in [0, 1]");
-      o->frequency_weight = v;
-    } else {
-      Die(absl::StrCat("--smp-options: unknown option '", k, "'"));
+    if (!number || v < 0 || v > opt.hi) {
+      Die(opt.hi < kAny ? absl::StrFormat("--smp-options: %s wants a number in [0, %g], got '%s'",
+                                          k, opt.hi, Excerpt(value))
+                        : absl::StrCat("--smp-options: ", k,
+                                       " wants a non-negative number, got '", Excerpt(value), "'"));
     }
+    *opt.d = v;
   }
 }
 
@@ -379,23 +425,9 @@ int RunAvailability(int argc, char** argv) {
   }
   if (args.Has("start")) {
     // Unix seconds, or a UTC date / date-time.
-    int64_t v;
-    absl::Time t;
-    std::string err;
-    const std::string text = args.Get("start");
-    if (absl::SimpleAtoi(text, &v)) {
-      io.start_unix_seconds = v;
-    } else if (absl::ParseTime("%Y-%m-%d", text, absl::UTCTimeZone(), &t, &err) ||
-               absl::ParseTime("%Y-%m-%dT%H:%M:%S", text, absl::UTCTimeZone(), &t, &err)) {
-      io.start_unix_seconds = absl::ToUnixSeconds(t);
-    } else {
-      Die(absl::StrCat("--start: '", text, "' is neither Unix seconds nor YYYY-MM-DD[THH:MM:SS]"));
-    }
-    // Column times are start + column x period: a start near int64's ends
-    // overflowed silently (0 cells), and year 99999 is no trace.
-    if (io.start_unix_seconds < 0 || io.start_unix_seconds >= kMaxStartUnixSeconds) {
-      Die(absl::StrCat("--start: '", text, "' is outside 1970-01-01..2200-12-31"));
-    }
+    absl::StatusOr<int64_t> start = ParseMatrixStart(args.Get("start"));
+    if (!start.ok()) Die(std::string(start.status().message()));
+    io.start_unix_seconds = *start;
   }
   io.period_seconds = args.GetIntInRange("period", io.period_seconds, 1, 86400);
   io.max_hosts = static_cast<int>(args.GetIntInRange("max-hosts", 0, 0, INT32_MAX));
@@ -470,16 +502,19 @@ int RunAvailability(int argc, char** argv) {
     }
   }
 
-  // Fail before the long run, not after it.
-  if (args.Has("json")) {
-    if (absl::Status st = CheckWritableFile(args.Get("json")); !st.ok()) {
-      Die(absl::StrCat("--json: ", st.message()));
-    }
+  // Fail before the long run, not after it; and write nothing until the end,
+  // so that a run that fails leaves an earlier --json or --cells intact.
+  if (absl::Status st = CheckOutputsAreNotInputs(
+          {{"--json", args.Get("json")}, {"--cells", args.Get("cells")}},
+          {{"--trace", args.Get("trace")}});
+      !st.ok()) {
+    Die(std::string(st.message()));
   }
-  std::ofstream cells_out;
-  if (args.Has("cells")) {
-    cells_out.open(args.Get("cells"));
-    if (!cells_out) Die(absl::StrCat("cannot write ", args.Get("cells")));
+  for (const char* out : {"json", "cells"}) {
+    if (!args.Has(out)) continue;
+    if (absl::Status st = CheckWritableFile(args.Get(out)); !st.ok()) {
+      Die(absl::StrCat("--", out, ": ", st.message()));
+    }
   }
 
   auto t0 = std::chrono::steady_clock::now();
@@ -634,7 +669,10 @@ int RunAvailability(int argc, char** argv) {
   }
 
   if (args.Has("cells")) {
+    std::ofstream cells_out(args.Get("cells"));
+    if (!cells_out) Die(absl::StrCat("--cells: cannot write ", args.Get("cells")));
     WriteCellsCsv(*result, cells_out);
+    cells_out.close();
     if (!cells_out) Die(absl::StrCat("write error on ", args.Get("cells")));
   }
 

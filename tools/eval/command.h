@@ -10,12 +10,21 @@
 #ifndef SOJOURN_TOOLS_EVAL_COMMAND_H_
 #define SOJOURN_TOOLS_EVAL_COMMAND_H_
 
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
+#include <system_error>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "models/traces/traces.h"
 
 namespace sojourn::eval {
@@ -45,6 +54,76 @@ inline constexpr traces::GridLimits kStateGridLimits{1e8, 1e8, 4e8, 3.1536e9};
 // earliest is the Unix epoch. Far outside any trace, and far from int64
 // overflow when columns x period are added.
 inline constexpr int64_t kMaxStartUnixSeconds = 7289654400;
+
+// True when paths `a` and `b` name the same file: std::filesystem::equivalent
+// when both exist (also through links, "./x" or "../d/x"), else the same
+// absolute, normalized path.
+inline bool SameFile(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec_a, ec_b;
+  if (fs::exists(a, ec_a) && fs::exists(b, ec_b)) {
+    std::error_code ec;
+    const bool same = fs::equivalent(a, b, ec);
+    if (!ec) return same;
+  }
+  std::error_code ec;
+  const fs::path pa = fs::weakly_canonical(fs::absolute(a, ec), ec).lexically_normal();
+  const fs::path pb = fs::weakly_canonical(fs::absolute(b, ec), ec).lexically_normal();
+  return pa == pb;
+}
+
+// InvalidArgument when an output option names the same file as an input or
+// as another output: `sojourn-eval availability --trace X --cells X` emptied
+// the trace before reading it, and `--json X` on the trace or SWF log
+// replaced it with the results. `outputs` and `inputs` are (flag, path)
+// pairs; an empty path is an option not given.
+inline absl::Status CheckOutputsAreNotInputs(
+    const std::vector<std::pair<std::string, std::string>>& outputs,
+    const std::vector<std::pair<std::string, std::string>>& inputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [flag, path] = outputs[i];
+    if (path.empty()) continue;
+    for (const auto& [in_flag, in_path] : inputs) {
+      if (!in_path.empty() && SameFile(path, in_path)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(flag, " ", path, " is the input ", in_flag, " ", in_path,
+                         ": writing it would destroy the input; choose another output file"));
+      }
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (!outputs[j].second.empty() && SameFile(path, outputs[j].second)) {
+        return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, " is also ",
+                                                       outputs[j].first,
+                                                       ": choose two different output files"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// --start of an availability matrix (availability, schedule): Unix seconds
+// or a UTC date YYYY-MM-DD[THH:MM:SS], 1970-01-01..2200-12-31. InvalidArgument
+// naming --start otherwise.
+inline absl::StatusOr<int64_t> ParseMatrixStart(const std::string& text) {
+  int64_t v = 0;
+  absl::Time t;
+  std::string err;
+  if (absl::SimpleAtoi(text, &v)) {
+    // Column times are start + column x period: a start near int64's ends
+    // overflowed silently (0 cells), and year 99999 is no trace.
+  } else if (absl::ParseTime("%Y-%m-%d", text, absl::UTCTimeZone(), &t, &err) ||
+             absl::ParseTime("%Y-%m-%dT%H:%M:%S", text, absl::UTCTimeZone(), &t, &err)) {
+    v = absl::ToUnixSeconds(t);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--start: '", text, "' is neither Unix seconds nor YYYY-MM-DD[THH:MM:SS]"));
+  }
+  if (v < 0 || v >= kMaxStartUnixSeconds) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--start: '", text, "' is outside 1970-01-01..2200-12-31"));
+  }
+  return v;
+}
 
 // traces::DefaultSampledGrid of a sampled trace, said on stderr when it is
 // not the 5-minute default and `note` (the user left --step or

@@ -48,16 +48,22 @@ options:
   --submissions N          submission times per replicate, 1..100000 (default 60; x 7
                            lengths = 420 jobs, the paper's experiment size)
   --lengths LIST           task lengths in hours, each in (0, 8760] (default 0.5,1,2,3,4,5,6)
-  --seed N                 seed of submission times, pools and clock rates (default 1)
-  --replicates N           independent replicates with seeds seed..seed+N-1, each with
-                           its own submission times, pools and clock rates; the summary
+  --seed N                 seed of submission times, pools and clock rates, 0..2^63-1
+                           (default 1)
+  --replicates N           independent replicates with seeds seed..seed+N-1, 1..1000, each
+                           with its own submission times, pools and clock rates; the summary
                            pools their jobs and each replicate is listed too (default 10:
-                           one paper-size run of 420 jobs sees only a handful of failures)
+                           one paper-size run of 420 jobs sees only a handful of failures).
+                           Replicates x submissions x lengths may be at most 1000000 jobs
+                           (each placed by 4 policies: about 1 to 5 ms per job on a trace
+                           of 100 hosts, so 1e6 jobs take about 15 to 80 minutes)
   --pool N                 each submission sees a random pool of N hosts of the
                            trace, 0..1000000 (the paper's testbed had 20; default 20;
                            0 = all)
-  --clock-mhz MIN,MAX      range of the hosts' clock rates (default 1000,3000)
-  --horizon-hours H        length of the TR curve behind MTTF/JCTF (default 24)
+  --clock-mhz MIN,MAX      range of the hosts' clock rates, 0 < MIN <= MAX <= 1000000
+                           (default 1000,3000)
+  --horizon-hours H        length of the TR curve behind MTTF/JCTF, in (0, 168]
+                           (default 24)
   --history-days N         most recent training days of the day type, 0..36500
                            (default 0 = all)
   --proactive-tr W         service (default): proactive's TR as the predictor
@@ -75,8 +81,9 @@ options:
                            from the first to the last sample, and hold 4e8
                            host-points in all
   --utc-offset HOURS       local time = UTC + HOURS (default 2 for gwa, else 0)
-  --start UNIX             availability matrix: Unix time of column 0, 0..7289654399
-                           (1970..2200; default 931219200)
+  --start T                availability matrix: time of column 0, Unix seconds or
+                           UTC YYYY-MM-DD[THH:MM:SS], 1970-01-01..2200-12-31
+                           (default 1999-07-06 = 931219200)
   --period SECONDS         availability matrix: probe period, 1..86400 (default 3600)
   --max-hosts N            read at most N hosts (default all)
   --th1 X / --th2 X        CPU load thresholds (default 0.2 / 0.6)
@@ -84,7 +91,17 @@ options:
   --revocation-gap SECONDS no sample for longer is S5, 1..31536000 (default max(900,
                            3 x the median sample period); matrix: half the period)
   --help                   this text
+
+Progress goes to stderr (every 10 % of the submissions and at least every
+30 s); the tables to stdout. Exit code 2 on bad input.
 )";
+
+// Most jobs (replicates x submissions x lengths) a run may simulate; each is
+// placed by every policy. 7e8 (--submissions 100000 --replicates 1000) were
+// accepted: days of work.
+constexpr int64_t kMaxScheduleJobs = 1000000;
+// Fastest clock rate --clock-mhz takes (1 THz): 1e308 was accepted.
+constexpr double kMaxClockMhz = 1e6;
 
 [[noreturn]] void Die(const std::string& reason) { DieUsage("sojourn-eval schedule", reason); }
 
@@ -151,9 +168,12 @@ int RunSchedule(int argc, char** argv) {
     if (!f.ok()) Die(std::string(f.status().message()));
     io.format = *f;
   }
-  // Range-checked: static_cast<int> of GetInt wrapped 4294967297 to 1.
-  io.start_unix_seconds =
-      args.GetIntInRange("start", io.start_unix_seconds, 0, kMaxStartUnixSeconds - 1);
+  // Unix seconds or a UTC date, as availability takes it.
+  if (args.Has("start")) {
+    absl::StatusOr<int64_t> start = ParseMatrixStart(args.Get("start"));
+    if (!start.ok()) Die(std::string(start.status().message()));
+    io.start_unix_seconds = *start;
+  }
   io.period_seconds = args.GetIntInRange("period", io.period_seconds, 1, 86400);
   io.max_hosts = static_cast<int>(args.GetIntInRange("max-hosts", 0, 0, INT32_MAX));
 
@@ -169,9 +189,24 @@ int RunSchedule(int argc, char** argv) {
   cfg.replicates = static_cast<int>(args.GetIntInRange("replicates", 10, 1, 1000));
   if (args.Has("clock-mhz")) {
     auto c = NumList("clock-mhz", args.Get("clock-mhz"));
-    if (c.size() != 2 || !(c[0] > 0) || c[1] < c[0]) Die("--clock-mhz needs MIN,MAX with 0 < MIN <= MAX");
+    if (c.size() != 2 || !(c[0] > 0) || c[1] < c[0] || c[1] > kMaxClockMhz) {
+      Die("--clock-mhz needs MIN,MAX with 0 < MIN <= MAX <= 1000000 (MHz)");
+    }
     cfg.clock_min_mhz = c[0];
     cfg.clock_max_mhz = c[1];
+  }
+  {
+    // The work estimate, before the trace is read: a run of days is refused.
+    const double jobs = static_cast<double>(cfg.replicates) * cfg.submissions *
+                        static_cast<double>(cfg.lengths_hours.size());
+    if (jobs > static_cast<double>(kMaxScheduleJobs)) {
+      Die(absl::StrFormat(
+          "--replicates %d x --submissions %d x %d --lengths are %.3g jobs, above the limit of "
+          "%d (each placed by 4 policies, about 1 to 5 ms per job on 100 hosts: %.3g to %.3g "
+          "hours here); pass fewer --replicates or --submissions",
+          cfg.replicates, cfg.submissions, cfg.lengths_hours.size(), jobs, kMaxScheduleJobs,
+          jobs * 1e-3 / 3600, jobs * 5e-3 / 3600));
+    }
   }
   const double horizon_hours = args.GetDouble("horizon-hours", 24);
   if (!(horizon_hours > 0) || horizon_hours > 168) Die("--horizon-hours must be in (0, 168]");
@@ -202,6 +237,11 @@ int RunSchedule(int argc, char** argv) {
     if (3600 % step != 0) Die(absl::StrCat("--step ", step, " s must divide 3600 s"));
   }
   if (args.Has("revocation-gap")) (void)args.GetIntInRange("revocation-gap", 1, 1, 31536000);
+  if (absl::Status st = CheckOutputsAreNotInputs({{"--json", args.Get("json")}},
+                                                 {{"--trace", args.Get("trace")}});
+      !st.ok()) {
+    Die(std::string(st.message()));
+  }
   if (args.Has("json")) {
     if (absl::Status st = CheckWritableFile(args.Get("json")); !st.ok()) {
       Die(absl::StrCat("--json: ", st.message()));
@@ -244,11 +284,23 @@ int RunSchedule(int argc, char** argv) {
   if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
 
   int last_pct = -1;
+  const auto sim_start = std::chrono::steady_clock::now();
+  auto last_print = sim_start;
   cfg.progress = [&](double f) {
+    // Every 10 %, and at least every 30 s with the time left: a long run
+    // must not look hung between two tenths.
     const int pct = static_cast<int>(f * 100);
-    if (pct / 10 != last_pct / 10) {
-      std::fprintf(stderr, "  scheduled %d%% of the submissions\n", pct);
+    const auto now = std::chrono::steady_clock::now();
+    if (pct / 10 != last_pct / 10 || now - last_print >= std::chrono::seconds(30)) {
+      const double elapsed = std::chrono::duration<double>(now - sim_start).count();
+      if (f > 0 && f < 1) {
+        std::fprintf(stderr, "  scheduled %d%% of the submissions (%.0f s, about %.0f s left)\n",
+                     pct, elapsed, elapsed * (1 - f) / f);
+      } else {
+        std::fprintf(stderr, "  scheduled %d%% of the submissions (%.0f s)\n", pct, elapsed);
+      }
       last_pct = pct;
+      last_print = now;
     }
   };
   std::fprintf(stderr, "read %zu hosts; simulating ...\n", traces->size());

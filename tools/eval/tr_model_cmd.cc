@@ -49,11 +49,23 @@ constexpr char kUsage[] =
     "at M = 1e6, 5 states at M = 1e7; 2 states reach it only beyond M = 1e7).\n";
 
 int RunTrModel(int argc, char** argv) {
-  if (argc == 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
-    std::fputs(kUsage, stdout);
-    return 0;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
   }
-  if (argc != 2 || (argv[1][0] == '-' && argv[1][1] != '\0')) {
+  // An option is named as such: "--bogus" said "expected exactly one FILE.json".
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      std::fprintf(stderr,
+                   "sojourn-eval tr-model: unknown option '%s' (tr-model takes only FILE.json or "
+                   "'-'; try --help)\n",
+                   argv[i]);
+      return 2;
+    }
+  }
+  if (argc != 2) {
     std::fprintf(stderr, "sojourn-eval tr-model: expected exactly one FILE.json (try --help)\n");
     return 2;
   }

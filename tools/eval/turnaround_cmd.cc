@@ -1,6 +1,8 @@
 // sojourn-eval turnaround: backtests the CISNE turnaround kernels (paper 002)
 // and the baselines on an SWF job log, in replay or simulate mode.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -52,13 +54,18 @@ wait and execution time, and the mean cost of one estimate.
                       by N / MaxNodes of the log header (default 64)
   --local-load PCT    simulate: percent of nodes with a local user, Table 2
                       profiles, hyper-exponential sessions (default 75)
-  --seed N            simulate: local-load random seed (default 1)
-  --max-jobs N        use only the first N jobs of the log (default all)
+  --seed N            simulate: local-load random seed, 0..2^63-1 (default 1)
+  --max-jobs N        use only the first N jobs of the log, 0..2^63-1
+                      (default 0: all)
   --on-malformed M    reject (default): a malformed job line stops the run
                       with its line number; skip: report and skip it. Times
                       (fields 2, 3, 4, 6, 9, 18) above 1e12 s, sizes (fields
                       5, 8) above 1000000 and a MaxNodes / MaxProcs header
-                      above 1000000 are malformed.
+                      above 1000000 are malformed. Jobs needing more
+                      processors than the header's machine (the larger of
+                      MaxNodes and MaxProcs) are kept, and a MaxNodes /
+                      MaxProcs that is no positive integer is ignored; both
+                      with a warning on stderr.
   --histdb DIR        keep the job history in a RocksDB store in DIR (default:
                       in memory). DIR must be new or empty: the records of an
                       earlier run would change the estimates.
@@ -71,7 +78,14 @@ wait and execution time, and the mean cost of one estimate.
 
 Simulate refuses a log whose local-load model would need more than 5e7 session
 events (span x nodes x local load / 5760 s mean session): about 190 years of
-log on 64 nodes at 75 %.
+log on 64 nodes at 75 %. Every estimate simulates every node, so a run costs
+about 0.05-0.3 us per job estimated and node (the header's MaxNodes, else
+MaxProcs, in replay; --nodes in simulate): above 2e9 node-estimates (2 to 10
+minutes) the run says how long it may take and how --max-jobs shortens it,
+then goes on, with progress at least every 10 seconds.
+Jobs without a processor count (fields 5 and 8 both 0 or -1) are skipped with
+a count. A run that scores nothing prints '-' (null in the JSON) and says why.
+--json may not name the --swf file.
 
 Progress goes to stderr; the tables to stdout. Exit code 2 on bad input.
 )";
@@ -97,16 +111,19 @@ int IntInRange(const std::string& flag, const std::string& v, int64_t lo, int64_
   return static_cast<int>(*n);
 }
 
-template <typename T>
-T ParseNumber(const std::string& flag, const std::string& v) {
-  T out;
-  bool ok;
-  if constexpr (std::is_floating_point_v<T>) {
-    ok = absl::SimpleAtod(v, &out) && std::isfinite(out);
-  } else {
-    ok = absl::SimpleAtoi(v, &out);
+// "--seed wants an integer in [0, 9223372036854775807], got '-1'" rather than
+// "'-1' is not a number".
+int64_t Int64InRange(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  absl::StatusOr<int64_t> n = ParseIntInRange(flag, v, lo, hi);
+  if (!n.ok()) Usage(std::string(n.status().message()));
+  return *n;
+}
+
+double ParseNumber(const std::string& flag, const std::string& v) {
+  double out;
+  if (!absl::SimpleAtod(v, &out) || !std::isfinite(out)) {
+    Usage(absl::StrCat(flag, ": '", v, "' is not a number"));
   }
-  if (!ok) Usage(absl::StrCat(flag, ": '", v, "' is not a number"));
   return out;
 }
 
@@ -135,10 +152,10 @@ Args ParseArgs(int argc, char** argv) {
     else if (key == "--window") a.window = IntInRange(key, value, 1, 10'000'000);
     else if (key == "--local-load") {
       if (!value.empty() && value.back() == '%') value.pop_back();
-      a.local_load = ParseNumber<double>(key, value);
-    } else if (key == "--threshold") a.threshold = ParseNumber<double>(key, value);
-    else if (key == "--seed") a.seed = ParseNumber<uint64_t>(key, value);
-    else if (key == "--max-jobs") a.max_jobs = ParseNumber<int64_t>(key, value);
+      a.local_load = ParseNumber(key, value);
+    } else if (key == "--threshold") a.threshold = ParseNumber(key, value);
+    else if (key == "--seed") a.seed = Int64InRange(key, value, 0, INT64_MAX);
+    else if (key == "--max-jobs") a.max_jobs = Int64InRange(key, value, 0, INT64_MAX);
   }
   if (a.swf.empty()) Usage("--swf PATH is required (try --help)");
   if (a.mode != "replay" && a.mode != "simulate") Usage("--mode must be replay or simulate");
@@ -151,6 +168,10 @@ Args ParseArgs(int argc, char** argv) {
   if (a.mpl == 0 || a.mpl < -1) Usage("--mpl must be >= 1");
   if (a.histdb_reuse && a.histdb.empty()) Usage("--histdb-reuse needs --histdb DIR");
   // Checked before the (possibly long) read and run, not after them.
+  if (absl::Status st = CheckOutputsAreNotInputs({{"--json", a.json}}, {{"--swf", a.swf}});
+      !st.ok()) {
+    Usage(std::string(st.message()));
+  }
   if (!a.json.empty()) {
     if (absl::Status st = CheckWritableFile(a.json); !st.ok()) {
       Usage(absl::StrCat("--json: ", st.message()));
@@ -169,6 +190,23 @@ Args ParseArgs(int argc, char** argv) {
 }
 
 nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+// "%*.*f" of v, or "-" right-aligned when it is not a number (nothing scored).
+std::string Cell(double v, int width, int precision) {
+  if (!std::isfinite(v)) return absl::StrFormat("%*s", width, "-");
+  return absl::StrFormat("%*.*f", width, precision, v);
+}
+
+// Node-estimates (jobs estimated x nodes of the cluster) above which a run
+// warns that it will be long.
+// Every estimate of the simulation-based kernels and baselines rebuilds and
+// scans the whole cluster (models/turnaround: ClusterModel, the snapshot's
+// node list, EASY's reservation), so a run costs about 0.05 us per node and
+// job (0.3 us beyond about 500,000 nodes, when each copy is fresh memory):
+// "MaxNodes: 1000000" took 0.3 s per job. 2e9 is 2 to 10 minutes; the
+// shared SDSC-SP2 log needs 7.6e6, a log of ANL Intrepid's size (163,840
+// processors, 68,936 jobs) 1.1e10: --max-jobs 12000.
+constexpr double kMaxNodeEstimates = 2e9;
 
 int RunTurnaround(int argc, char** argv) {
   Args args = ParseArgs(argc, argv);
@@ -203,20 +241,88 @@ int RunTurnaround(int argc, char** argv) {
   std::fprintf(stderr, "turnaround: reading %s\n", args.swf.c_str());
   absl::StatusOr<ta::SwfLog> log = ta::ReadSwf(args.swf, ro);
   if (!log.ok()) Usage(std::string(log.status().message()));
+  for (const ta::SwfIssue& issue : log->warnings) {
+    std::fprintf(stderr, "%s:%lld: warning: %s\n", args.swf.c_str(),
+                 static_cast<long long>(issue.line), issue.reason.c_str());
+  }
+  if (log->oversized_jobs > 1) {
+    std::fprintf(stderr,
+                 "warning: %lld jobs of %s need more processors than the header's machine; they "
+                 "are kept, and replay squeezes them onto it (their estimates may be poor)\n",
+                 static_cast<long long>(log->oversized_jobs), args.swf.c_str());
+  }
   for (const ta::SwfIssue& issue : log->skipped) {
     std::fprintf(stderr, "%s:%lld: skipped malformed line: %s\n", args.swf.c_str(),
                  static_cast<long long>(issue.line), issue.reason.c_str());
   }
   if (log->jobs.empty()) Usage(absl::StrCat(args.swf, ": no job lines"));
+  bool no_waits = false;
   if (replay) {
     bool any_wait = false;
     for (const ta::SwfJob& j : log->jobs) any_wait = any_wait || j.wait_time >= 0;
     if (!any_wait) {
-      // The tables would be all nan: say why rather than let it pass.
+      // The tables would be empty: say why rather than let it pass.
+      no_waits = true;
       std::fprintf(stderr,
                    "warning: no job of %s has a wait time (field 3 is -1 everywhere); replay "
-                   "needs the log's waits, so no job is estimated or scored: use --mode simulate\n",
+                   "needs the log's waits, so no job is estimated or scored ('-' in the tables, "
+                   "null in the JSON): use --mode simulate\n",
                    args.swf.c_str());
+    }
+  }
+  // Jobs without a processor count (fields 5 and 8 both 0 or -1: in the SWF
+  // definition, typically jobs cancelled before they started) cannot be
+  // placed. Simulate skips them (as jobs that never ran); replay estimated
+  // them as 1-processor jobs. Both skip them now, with a count; replay
+  // through an unknown wait (field 3), which it skips as never leaving the
+  // queue, so that they still count in the log's jobs.
+  // The jobs the run uses: the first --max-jobs of the log.
+  const int64_t considered = args.max_jobs > 0
+                                 ? std::min<int64_t>(args.max_jobs, log->jobs.size())
+                                 : static_cast<int64_t>(log->jobs.size());
+  {
+    int64_t no_procs = 0;
+    for (int64_t i = 0; i < considered; ++i) {
+      ta::SwfJob& j = log->jobs[i];
+      if (j.procs() > 0) continue;
+      ++no_procs;
+      if (replay) j.wait_time = -1;
+    }
+    if (no_procs > 0) {
+      std::fprintf(stderr,
+                   "turnaround: %lld jobs have no processor count (fields 5 and 8 are 0 or -1, "
+                   "e.g. cancelled before they started): skipped, not estimated\n",
+                   static_cast<long long>(no_procs));
+    }
+  }
+  // The cost grows with jobs x nodes (kMaxNodeEstimates): say before it
+  // starts that a run will be long, with the estimate and the way out.
+  {
+    int64_t jobs = 0, max_procs = 1;
+    for (int64_t i = 0; i < considered; ++i) {
+      const ta::SwfJob& j = log->jobs[i];
+      max_procs = std::max(max_procs, j.procs());
+      jobs += replay ? j.wait_time >= 0 : (j.run_time >= 0 && j.procs() > 0);
+    }
+    const int64_t nodes =
+        replay ? (log->header.cluster_size() > 0 ? log->header.cluster_size() : max_procs)
+               : args.nodes;
+    const double work = static_cast<double>(jobs) * static_cast<double>(nodes);
+    if (work > kMaxNodeEstimates) {
+      std::fprintf(stderr, "%s\n",
+                   absl::StrFormat(
+                       "warning: %s: %d jobs to estimate on %d nodes (%s) are %.3g "
+                       "node-estimates (each estimate simulates every node: about 0.05-0.3 us "
+                       "per node and job, here %.0f-%.0f minutes); --max-jobs %d%s keeps it "
+                       "within about 2-10 minutes",
+                       args.swf, jobs, nodes,
+                       replay ? (log->header.cluster_size() > 0 ? "the header's MaxNodes / MaxProcs"
+                                                                : "the largest job")
+                              : "--nodes",
+                       work, work * 0.05e-6 / 60, work * 0.3e-6 / 60,
+                       static_cast<int64_t>(kMaxNodeEstimates / static_cast<double>(nodes)),
+                       replay ? "" : " or fewer --nodes")
+                       .c_str());
     }
   }
   std::fprintf(stderr, "turnaround: %zu jobs, %zu malformed lines skipped; mode %s, policy %s+%s, MPL %d\n",
@@ -250,10 +356,23 @@ int RunTurnaround(int argc, char** argv) {
               "R2adj", "cov", "wait Dv%", "R2adj", "cov", "exec Dv%", "R2adj", "cov", "mean us", "med us");
   for (int k = 0; k < ta::kNumKernels; ++k) {
     const auto& s = report->summary[k];
-    std::printf("%-14s | %9.1f %7.3f %6.3f | %9.1f %7.3f %6.3f | %9.1f %7.3f %6.3f | %8.1f %8.1f\n",
-                ta::KernelName(static_cast<ta::Kernel>(k)), s[0].dv, s[0].r2_adj, s[0].coverage,
-                s[1].dv, s[1].r2_adj, s[1].coverage, s[2].dv, s[2].r2_adj, s[2].coverage,
-                report->cost_us_mean[k], report->cost_us_median[k]);
+    // "-" where there is nothing to average (JSON null), not "nan".
+    std::printf("%-14s | %s %s %s | %s %s %s | %s %s %s | %s %s\n",
+                ta::KernelName(static_cast<ta::Kernel>(k)), Cell(s[0].dv, 9, 1).c_str(),
+                Cell(s[0].r2_adj, 7, 3).c_str(), Cell(s[0].coverage, 6, 3).c_str(),
+                Cell(s[1].dv, 9, 1).c_str(), Cell(s[1].r2_adj, 7, 3).c_str(),
+                Cell(s[1].coverage, 6, 3).c_str(), Cell(s[2].dv, 9, 1).c_str(),
+                Cell(s[2].r2_adj, 7, 3).c_str(), Cell(s[2].coverage, 6, 3).c_str(),
+                Cell(report->cost_us_mean[k], 8, 1).c_str(),
+                Cell(report->cost_us_median[k], 8, 1).c_str());
+  }
+  if (report->jobs_scored == 0 && !no_waits) {
+    std::fprintf(stderr,
+                 "warning: no job of %s was scored (%lld in the log, %lld estimated): a job is "
+                 "scored when it finishes with a known wait and run time (fields 3 and 4) and "
+                 "can run on the cluster; the tables are empty ('-', null in the JSON)\n",
+                 args.swf.c_str(), static_cast<long long>(report->jobs_in_log),
+                 static_cast<long long>(report->jobs_estimated));
   }
 
   if (!args.json.empty()) {

@@ -212,6 +212,10 @@ Args ParseArgs(int argc, char** argv) {
   }
   if (a.trace.empty()) Usage("--trace is required");
   // Before the (possibly long) run, not after it.
+  if (absl::Status st = CheckOutputsAreNotInputs({{"--json", a.json_out}}, {{"--trace", a.trace}});
+      !st.ok()) {
+    Usage(std::string(st.message()));
+  }
   if (!a.json_out.empty()) {
     if (absl::Status st = CheckWritableFile(a.json_out); !st.ok()) {
       Usage(absl::StrCat("--json: ", st.message()));
@@ -506,7 +510,11 @@ json Compare(const std::vector<SchedTest>& tests, const std::string& a, const st
       ++equivalent;
     }
   }
-  const double n = std::max<size_t>(1, tests.size());
+  // No test: the shares are unknown (null), not 0.
+  if (tests.empty()) {
+    return json{{"better", nullptr}, {"equivalent", nullptr}, {"worse", nullptr}, {"tests", 0}};
+  }
+  const double n = static_cast<double>(tests.size());
   return json{{"better", better / n},
               {"equivalent", equivalent / n},
               {"worse", worse / n},
@@ -620,10 +628,15 @@ void PrintBlock(const std::string& title, const json& b) {
   std::printf("\n");
   for (const std::string& m : kMatrixMethods) {
     if (!b["mu_a"].contains(m)) continue;
-    const double v = b["mu_a"][m].get<double>();
-    std::printf("| %s | %.4f | %.4f |", m.c_str(), v, 1 - v);
+    // null (NaN) when no test of a pair could be drawn.
+    auto cell = [](const json& v, bool complement) {
+      if (!v.is_number() || !std::isfinite(v.get<double>())) return std::string("-");
+      return absl::StrFormat("%.4f", complement ? 1 - v.get<double>() : v.get<double>());
+    };
+    std::printf("| %s | %s | %s |", m.c_str(), cell(b["mu_a"][m], false).c_str(),
+                cell(b["mu_a"][m], true).c_str());
     for (const auto& [r, o] : b["mu_a_by_resource"].items()) {
-      std::printf(" %.4f |", o.contains(m) ? o[m].get<double>() : std::nan(""));
+      std::printf(" %s |", o.contains(m) ? cell(o[m], false).c_str() : "-");
     }
     std::printf("\n");
   }
@@ -660,8 +673,11 @@ void PrintBlock(const std::string& title, const json& b) {
     }
   }
   auto cmp = [](const char* name, const json& c) {
-    std::printf("| %s | %.3f | %.3f | %.3f | %d |\n", name, c["better"].get<double>(),
-                c["equivalent"].get<double>(), c["worse"].get<double>(), c["tests"].get<int>());
+    auto share = [&](const char* key) {
+      return c[key].is_number() ? absl::StrFormat("%.3f", c[key].get<double>()) : std::string("-");
+    };
+    std::printf("| %s | %s | %s | %s | %d |\n", name, share("better").c_str(),
+                share("equivalent").c_str(), share("worse").c_str(), c["tests"].get<int>());
   };
   std::printf("\n| comparison | better | equivalent | worse | tests |\n|---|---|---|---|---|\n");
   cmp("upa vs last4", b["upa_vs_last4"]);
@@ -853,6 +869,17 @@ int RunUsage(int argc, char** argv) {
   }
   std::fprintf(stderr, "%s: trained %zu host-resource pairs in %.1f s\n", kProgram, pairs.size(),
                absl::ToDoubleSeconds(absl::Now() - start));
+  if (pairs.empty()) {
+    // Every figure below would be empty: say why rather than print zeros.
+    int longest = 0;
+    for (const Host& h : hosts) longest = std::max(longest, h.days);
+    std::fprintf(stderr,
+                 "warning: nothing to train: no host has a resource with training data (the "
+                 "first %.0f %% of each host's days, rounded down, train: a host needs samples "
+                 "on 2 days or more; the longest host here covers %d day%s); every figure below "
+                 "is empty ('-', null in the JSON)\n",
+                 100 * kTrainFraction, longest, longest == 1 ? "" : "s");
+  }
 
   for (size_t i = 0; i < pairs.size(); ++i) {
     Pair& p = pairs[i];
@@ -872,6 +899,24 @@ int RunUsage(int argc, char** argv) {
   const std::vector<SchedTest> sched_active = RunScheduling(ctx, hosts, pairs, true);
   std::fprintf(stderr, "%s: scheduling %zu + %zu (active) tests (%.1f s)\n", kProgram,
                sched_all.size(), sched_active.size(), absl::ToDoubleSeconds(absl::Now() - start));
+  if (!pairs.empty()) {
+    size_t tested = 0;
+    for (const Pair& p : pairs) tested += p.tests > 0;
+    if (tested == 0) {
+      std::fprintf(stderr,
+                   "warning: no availability test could be drawn: the test period (the days "
+                   "after the first %.0f %%) holds no stretch of known data as long as the "
+                   "shortest eta (%d min); mu_A is empty ('-', null in the JSON)\n",
+                   100 * kTrainFraction, usage::kEtaMinutes.front());
+    }
+    if (sched_all.empty()) {
+      std::fprintf(stderr,
+                   "warning: no scheduling test: each needs a pool of %d hosts with CPU data "
+                   "over the test hour (%zu hosts here); the scheduling figures are empty ('-', "
+                   "null in the JSON)\n",
+                   kPoolSize, hosts.size());
+    }
+  }
 
   std::vector<const Pair*> all, active;
   for (const Pair& p : pairs) {

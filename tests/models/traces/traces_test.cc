@@ -2,16 +2,22 @@
 // test on the real shared traces when ../shared is present.
 #include "models/traces/traces.h"
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <lzma.h>
 #include <zlib.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <sys/stat.h>
 
@@ -382,6 +388,94 @@ TEST_F(TracesTest, SkipsHiddenGwaFiles) {
   EXPECT_EQ((*traces)[0].host, "7");
 }
 
+// A ustar archive of (name, contents) members, as tar(1) writes it.
+std::string UstarArchive(const std::vector<std::pair<std::string, std::string>>& members) {
+  std::string out;
+  for (const auto& [name, data] : members) {
+    std::string h(512, '\0');
+    auto put = [&](size_t off, const std::string& v) { h.replace(off, v.size(), v); };
+    char num[16];
+    put(0, name);
+    put(100, "0000644");
+    put(108, "0000000");
+    put(116, "0000000");
+    std::snprintf(num, sizeof(num), "%011o", static_cast<unsigned>(data.size()));
+    put(124, num);
+    put(136, "00000000000");
+    h[156] = '0';
+    put(257, std::string("ustar\0" "00", 8));
+    put(148, "        ");
+    unsigned sum = 0;
+    for (unsigned char c : h) sum += c;
+    std::snprintf(num, sizeof(num), "%06o", sum);
+    put(148, std::string(num, 7));
+    out += h + data + std::string((512 - data.size() % 512) % 512, '\0');
+  }
+  return out + std::string(1024, '\0');
+}
+
+// A GWA tarball is read (gzip, xz or plain); a file named .tar.xz / .tar.gz
+// that is no tar archive says so. With every libarchive format it was read
+// as an archive without entries: "archive holds no .csv files".
+TEST_F(TracesTest, ReadsGwaTarballsAndRefusesOtherFiles) {
+  const std::string tar =
+      UstarArchive({{"rnd/2013-7/7.csv", GwaHeader() + GwaRow(1000, 50, 1048576, 786432)},
+                    {"rnd/2013-7/9.csv", GwaHeader() + GwaRow(1000, 5, 1048576, 786432)}});
+  for (const std::string& p :
+       {WriteGz("ok.tar.gz", tar), WriteXz("ok.tar.xz", tar), Write("ok.tar", tar)}) {
+    auto traces = ImportTrace(p, {});
+    ASSERT_TRUE(traces.ok()) << p << ": " << traces.status();
+    EXPECT_EQ(traces->size(), 2u) << p;
+  }
+  auto no_csv = ImportTrace(WriteGz("none.tar.gz", UstarArchive({{"README", "x"}})), {});
+  ASSERT_FALSE(no_csv.ok());
+  EXPECT_THAT(std::string(no_csv.status().message()), HasSubstr("archive holds no .csv files"));
+  for (const std::string& p :
+       {Write("text.tar.xz", kCanonical), Write("text.tar.gz", kCanonical),
+        WriteXz("csv.tar.xz", kCanonical), WriteGz("csv.tar.gz", kCanonical),
+        Write("empty.tar.gz", "")}) {
+    auto traces = ImportTrace(p, {});
+    ASSERT_FALSE(traces.ok()) << p;
+    EXPECT_EQ(traces.status().code(), absl::StatusCode::kInvalidArgument) << traces.status();
+    EXPECT_THAT(std::string(traces.status().message()),
+                HasSubstr(p + ": not a tar (plain, gzip or xz compressed) or zip archive"));
+  }
+}
+
+// The GWA's own downloads are zip files: a .zip of per-VM CSVs (deflated,
+// written with libarchive) reads like the tarball.
+TEST_F(TracesTest, ReadsGwaZip) {
+  const std::string path = (dir_ / "rnd.zip").string();
+  {
+    std::unique_ptr<archive, int (*)(archive*)> w(archive_write_new(), archive_write_free);
+    ASSERT_EQ(archive_write_set_format_zip(w.get()), ARCHIVE_OK);
+    ASSERT_EQ(archive_write_open_filename(w.get(), path.c_str()), ARCHIVE_OK);
+    for (const auto& [name, data] :
+         std::vector<std::pair<std::string, std::string>>{
+             {"rnd/2013-7/7.csv", GwaHeader() + GwaRow(1000, 50, 1048576, 786432)},
+             {"rnd/2013-7/9.csv", GwaHeader() + GwaRow(1000, 5, 1048576, 786432)},
+             {"rnd/README", "not a trace"}}) {
+      archive_entry* e = archive_entry_new();
+      archive_entry_set_pathname(e, name.c_str());
+      archive_entry_set_filetype(e, AE_IFREG);
+      archive_entry_set_perm(e, 0644);
+      archive_entry_set_size(e, static_cast<la_int64_t>(data.size()));
+      ASSERT_EQ(archive_write_header(w.get(), e), ARCHIVE_OK);
+      ASSERT_EQ(archive_write_data(w.get(), data.data(), data.size()),
+                static_cast<la_ssize_t>(data.size()));
+      archive_entry_free(e);
+    }
+    ASSERT_EQ(archive_write_close(w.get()), ARCHIVE_OK);
+  }
+  auto traces = ImportTrace(path, {});
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  ASSERT_EQ(traces->size(), 2u);
+  EXPECT_EQ((*traces)[0].samples.size(), 1u);
+  auto text = ImportTrace(Write("text.zip", kCanonical), {});
+  ASSERT_FALSE(text.ok());
+  EXPECT_THAT(std::string(text.status().message()), HasSubstr("or zip archive"));
+}
+
 // A non-numeric GWA field names the file and line.
 TEST_F(TracesTest, RejectsBadGwaField) {
   Write("d/1.csv", GwaHeader() + GwaRow(1000, 50, 1, 1) +
@@ -470,6 +564,8 @@ TEST(CheckGridSizeTest, RefusesAbsurdSpans) {
   const GridLimits limits{1e6, 1e6, 1.5e6, 1e9};
   // A year at 300 s: 105,121 points.
   EXPECT_TRUE(CheckGridSize({host("a", {0, 31536000}), host("b", {})}, 300, limits, "x").ok());
+  // Above the span limit no step helps: the message says so and does not
+  // advise a larger --step.
   absl::Status st = CheckGridSize({host("a", {-100000000000, 100000000000})}, 300, limits,
                                   "pass a larger --step");
   ASSERT_FALSE(st.ok());
@@ -477,12 +573,26 @@ TEST(CheckGridSizeTest, RefusesAbsurdSpans) {
   EXPECT_THAT(std::string(st.message()),
               ::testing::HasSubstr("host a spans 2e+11 s"));
   EXPECT_THAT(std::string(st.message()),
-              ::testing::HasSubstr("above the limit of 1e+06 per host and 1e+09 s; "
-                                   "pass a larger --step"));
+              ::testing::HasSubstr("above the limit of 1e+09 s (31.7 years) at any grid step; "
+                                   "cut the trace"));
+  EXPECT_THAT(std::string(st.message()), ::testing::Not(::testing::HasSubstr("--step")));
+  // Within the span limit but above the points limit: the advice is given.
+  st = CheckGridSize({host("a", {0, 900000000})}, 300, limits, "pass a larger --step");
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(std::string(st.message()),
+              ::testing::HasSubstr("3e+06 grid points of 300 s, above the limit of 1e+06 per "
+                                   "host; pass a larger --step"));
   // Each host is short; together they span 2e11 s (the global outage grid).
   st = CheckGridSize({host("a", {0, 300}), host("b", {200000000000})}, 300, limits, "cut it");
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("the trace spans 2e+11 s"));
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("at any grid step; cut the trace"));
+  st = CheckGridSize({host("a", {0, 300}), host("b", {900000000})}, 300, limits,
+                     "pass a larger --step");
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(std::string(st.message()),
+              ::testing::HasSubstr("the trace spans 9e+08 s (0 to 900000000): 3e+06 grid points "
+                                   "of 300 s, above the limit of 1e+06; pass a larger --step"));
   // A coarse step does not make a 2e9 s span acceptable.
   EXPECT_FALSE(CheckGridSize({host("a", {0, 2000000000})}, 3600, limits, "").ok());
   // Extreme int64 timestamps do not overflow.

@@ -158,13 +158,94 @@ TEST_F(SwfTest, RejectsOutOfRangeTimesAndSizes) {
     ASSERT_EQ(skipped->skipped.size(), 1u);
     EXPECT_EQ(skipped->skipped[0].line, 10);
   }
-  // The limits themselves are accepted.
-  auto edge = ParseSwf(std::string(kLog) +
+  // The limits themselves are accepted (on a machine that large).
+  auto edge = ParseSwf(std::string("; MaxNodes: 1000000\n") +
                            "20 1000000000000 0 1000000000000 1000000 -1 -1 1000000 10 -1 1 1 1 1 "
                            "1 -1 -1 -1\n",
                        "edge.swf", {});
   ASSERT_TRUE(edge.ok()) << edge.status();
-  EXPECT_EQ(edge->jobs.size(), 3u);
+  EXPECT_EQ(edge->jobs.size(), 1u);
+}
+
+// A job needing more processors than the header's machine (the larger of
+// MaxNodes and MaxProcs) is kept and reported: counted in oversized_jobs, the
+// first one in warnings with its line and field ("MaxNodes: 2" with
+// 110-processor jobs used to replay silently with 1540 % error; refusing the
+// whole log would lose a real log with a few such lines). Without a size in
+// the header any size (up to kSwfMaxNodes) goes.
+TEST_F(SwfTest, ReportsJobsLargerThanTheMachine) {
+  const std::string header = "; Version: 2.2\n; MaxNodes: 2\n";
+  const std::string small = "1 10 1 5 2 -1 -1 2 10 -1 1 1 1 1 1 -1 -1 -1\n";
+  const std::string alloc110 = "2 20 1 5 110 -1 -1 110 10 -1 1 1 1 1 1 -1 -1 -1\n";
+  const std::string req3 = "3 30 1 5 -1 -1 -1 3 10 -1 1 1 1 1 1 -1 -1 -1\n";
+  auto log = ParseSwf(header + small + alloc110 + req3, "m.swf", {});
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(log->jobs.size(), 3u);
+  EXPECT_TRUE(log->skipped.empty());
+  EXPECT_EQ(log->oversized_jobs, 2);
+  ASSERT_EQ(log->warnings.size(), 1u);
+  EXPECT_EQ(log->warnings[0].line, 4);
+  EXPECT_NE(log->warnings[0].reason.find("field 5 is 110 processors, more than MaxNodes 2"),
+            std::string::npos)
+      << log->warnings[0].reason;
+  // Requested processors (field 8) count when none were allocated.
+  auto req = ParseSwf(header + req3, "m.swf", {});
+  ASSERT_TRUE(req.ok()) << req.status();
+  ASSERT_EQ(req->warnings.size(), 1u);
+  EXPECT_NE(req->warnings[0].reason.find("field 8 is 3 processors"), std::string::npos)
+      << req->warnings[0].reason;
+  auto fits = ParseSwf(header + small, "m.swf", {});
+  ASSERT_TRUE(fits.ok());
+  EXPECT_EQ(fits->oversized_jobs, 0);
+  EXPECT_TRUE(fits->warnings.empty());
+  // MaxProcs above MaxNodes (SMP nodes): the processors are the limit.
+  auto smp = ParseSwf("; MaxNodes: 2\n; MaxProcs: 128\n" + alloc110, "smp.swf", {});
+  ASSERT_TRUE(smp.ok()) << smp.status();
+  EXPECT_EQ(smp->oversized_jobs, 0);
+  auto headerless = ParseSwf(alloc110, "none.swf", {});
+  ASSERT_TRUE(headerless.ok()) << headerless.status();
+  EXPECT_EQ(headerless->oversized_jobs, 0);
+}
+
+// A MaxNodes / MaxProcs that is no positive integer is ignored (no machine
+// size), with a warning naming its line, not silently.
+TEST_F(SwfTest, WarnsOfMaxNodesThatIsNoSize) {
+  for (const char* h : {"; MaxNodes: abc\n", "; MaxNodes: 0\n", "; MaxNodes: -5\n",
+                        "; MaxProcs: 1.5\n", "; MaxProcs:\n"}) {
+    const std::string text = std::string("; Version: 2.2\n") + h +
+                             "1 1 1 1 1 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n";
+    auto log = ParseSwf(text, "hdr.swf", {});
+    ASSERT_TRUE(log.ok()) << h << log.status();
+    EXPECT_LE(log->header.cluster_size(), 0) << h;
+    EXPECT_EQ(log->jobs.size(), 1u);
+    ASSERT_EQ(log->warnings.size(), 1u) << h;
+    EXPECT_EQ(log->warnings[0].line, 2);
+    EXPECT_NE(log->warnings[0].reason.find("is not a positive integer"), std::string::npos)
+        << log->warnings[0].reason;
+  }
+}
+
+// A UTF-8 byte-order mark before the first line is skipped (header or job),
+// as the trace importers do; elsewhere it stays an error.
+TEST_F(SwfTest, SkipsByteOrderMark) {
+  const std::string bom = "\xEF\xBB\xBF";
+  auto log = ParseSwf(bom + kLog, "bom.swf", {});
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(log->header.version, "2.2");
+  EXPECT_EQ(log->jobs.size(), 2u);
+  auto job_first = ParseSwf(bom + "1 1 1 1 1 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n", "bom.swf", {});
+  ASSERT_TRUE(job_first.ok()) << job_first.status();
+  EXPECT_EQ(job_first->jobs.size(), 1u);
+  std::filesystem::path path = TempFile("bom.swf");
+  { std::ofstream(path, std::ios::binary) << bom << kLog; }
+  auto from_file = ReadSwf(path.string(), {});
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  EXPECT_EQ(from_file->header.max_nodes, 128);
+  EXPECT_EQ(from_file->jobs.size(), 2u);
+  auto inside = ParseSwf(std::string(kLog) + bom + "1 1 1 1 1 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n",
+                         "bom.swf", {});
+  EXPECT_FALSE(inside.ok());
+  std::filesystem::remove_all(path.parent_path());
 }
 
 // A node count the simulators cannot allocate is refused in the header.
