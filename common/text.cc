@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/status.h"
 
 namespace sojourn {
 
@@ -126,6 +129,65 @@ absl::Status ValidateHostAttributes(absl::string_view host, double cpu_mhz, int6
         "host ", Excerpt(host), ": attributes must be finite, >= 0 and at most cpu_mhz 1e6, "
         "cpu_cores 1000000, total_mem_mb 1e12; got ", cpu_mhz, ", ", cpu_cores, ", ",
         total_mem_mb));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateHostPortAddress(absl::string_view address, absl::string_view field) {
+  RETURN_IF_ERROR(ValidateAddress(address, field));
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " '", Excerpt(address), "' is not HOST:PORT (", why,
+        "; HOST a name, an IPv4 address or a bracketed IPv6 address, PORT in [1, 65535])"));
+  };
+  absl::string_view target = address;
+  absl::ConsumePrefix(&target, "dns:///");
+  const size_t colon = target.rfind(':');
+  if (colon == absl::string_view::npos) return bad("no port");
+  const absl::string_view host = target.substr(0, colon);
+  const absl::string_view port = target.substr(colon + 1);
+  if (port.empty()) return bad("no port after the last ':'");
+  int64_t value = 0;
+  for (char c : port) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) {
+      return bad("the port must be a number");
+    }
+    if (value <= 65535) value = value * 10 + (c - '0');
+  }
+  if (value < 1 || value > 65535) return bad("the port must be in [1, 65535]");
+  if (host.empty()) return bad("no host");
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return bad("malformed bracketed IPv6 address");
+    const absl::string_view inner = host.substr(1, host.size() - 2);
+    const size_t percent = inner.find('%');
+    const absl::string_view ip = inner.substr(0, percent);
+    bool has_colon = false;
+    for (char c : ip) {
+      const unsigned char u = static_cast<unsigned char>(c);
+      if (c == ':') {
+        has_colon = true;
+      } else if (!absl::ascii_isxdigit(u) && c != '.') {
+        return bad("malformed IPv6 address");
+      }
+    }
+    if (!has_colon) return bad("malformed IPv6 address");
+    if (percent != absl::string_view::npos) {
+      const absl::string_view zone = inner.substr(percent + 1);
+      if (zone.empty()) return bad("empty IPv6 zone");
+      for (char c : zone) {
+        if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' &&
+            c != '_') {
+          return bad("malformed IPv6 zone");
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+  for (char c : host) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') {
+      return bad(c == ':' ? "more than one ':' outside brackets"
+                          : "the host may hold only letters, digits, '.', '-' and '_'");
+    }
   }
   return absl::OkStatus();
 }

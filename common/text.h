@@ -50,6 +50,17 @@ absl::Status ValidateLookupName(absl::string_view name, absl::string_view field 
 // INVALID_ARGUMENT naming `field` otherwise.
 absl::Status ValidateAddress(absl::string_view address, absl::string_view field);
 
+// An address a service is dialled on, as the broker stores a state manager's
+// (RegisterHost), the predictor dials it (statemgr_address of its requests)
+// and a state manager advertises itself (--advertise_address): ValidateAddress
+// and HOST:PORT, optionally after "dns:///": HOST a host name or IPv4 address
+// (letters, digits, '.', '-', '_') or a bracketed IPv6 address ("[::1]",
+// "[fe80::1%eth0]"), PORT 1..5 digits in [1, 65535]. A service listens on
+// such an address only, so anything else -- "localhost" (dialled on port
+// 443), "h:abc", "h:+1", "h:1:2", "[::1]", "unix:/path" -- can never reach
+// one. INVALID_ARGUMENT naming `field` otherwise.
+absl::Status ValidateHostPortAddress(absl::string_view address, absl::string_view field);
+
 // Host attributes as every service accepts them (PushSamples, RegisterHost):
 // finite, >= 0 (0 = unknown) and below bounds no machine reaches (cpu_mhz <=
 // 1e6, cpu_cores <= 1e6, total_mem_mb <= 1e12). The broker ranks hosts by

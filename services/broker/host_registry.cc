@@ -1,5 +1,7 @@
 #include "services/broker/host_registry.h"
 
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 
 #include "common/status.h"
@@ -12,7 +14,9 @@ absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& requ
   // the predictor quotes the address in its errors, and an address of tens
   // of kB once made those errors too large for the broker's channel.
   RETURN_IF_ERROR(ValidateHostName(request.host()));
-  RETURN_IF_ERROR(ValidateAddress(request.statemgr_address(), "statemgr_address"));
+  // HOST:PORT: "localhost" was stored and later dialled on port 443.
+  RETURN_IF_ERROR(ValidateHostPortAddress(request.statemgr_address(), "statemgr_address"));
+  RETURN_IF_ERROR(ValidateLastSample(request.last_sample_unix_seconds()));
   const sojourn::v1::HostAttributes& a = request.attributes();
   RETURN_IF_ERROR(
       ValidateHostAttributes(request.host(), a.cpu_mhz(), a.cpu_cores(), a.total_mem_mb()));
@@ -31,7 +35,21 @@ absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& requ
   return absl::OkStatus();
 }
 
+absl::Status HostRegistry::ValidateLastSample(int64_t last_sample_unix_seconds) const {
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  const int64_t latest =
+      now > INT64_MAX - max_clock_skew_seconds_ ? INT64_MAX : now + max_clock_skew_seconds_;
+  if (last_sample_unix_seconds >= 0 && last_sample_unix_seconds <= latest) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "last_sample_unix_seconds ", last_sample_unix_seconds, " must be in [0, ", latest,
+      "] (0 = no sample yet; at most the broker's clock + --max_clock_skew_seconds ",
+      max_clock_skew_seconds_, ")"));
+}
+
 absl::Status HostRegistry::Heartbeat(const std::string& host, int64_t last_sample_unix_seconds) {
+  RETURN_IF_ERROR(ValidateLastSample(last_sample_unix_seconds));
   absl::MutexLock l(&mu_);
   auto it = hosts_.find(host);
   if (it == hosts_.end()) {

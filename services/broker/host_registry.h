@@ -16,17 +16,34 @@
 
 namespace sojourn::broker {
 
+// Default of --max_clock_skew_seconds: a host's last sample may be stamped up
+// to the statemgr's clock + its own skew allowance (1 h by default), and the
+// statemgr's clock may itself be ahead of the broker's, so the broker allows
+// both: 2 h.
+inline constexpr int64_t kDefaultMaxSampleSkewSeconds = 2 * 3600;
+
 // Thread-safe. Liveness is judged against the injected clock.
 class HostRegistry {
  public:
   // A host whose last heartbeat is older than `ttl` is expired (kept, listed,
-  // but not ranked). `clock` must outlive the registry.
-  HostRegistry(Clock& clock, absl::Duration ttl) : clock_(clock), ttl_(ttl) {}
+  // but not ranked). A last_sample_unix_seconds more than
+  // `max_clock_skew_seconds` (>= 0) after the clock is refused. `clock` must
+  // outlive the registry.
+  HostRegistry(Clock& clock, absl::Duration ttl,
+               int64_t max_clock_skew_seconds = kDefaultMaxSampleSkewSeconds)
+      : clock_(clock), ttl_(ttl), max_clock_skew_seconds_(max_clock_skew_seconds) {}
 
-  // Adds or refreshes a host. INVALID_ARGUMENT for an empty host or address.
+  // Adds or refreshes a host. INVALID_ARGUMENT (nothing stored) for a
+  // malformed host, a statemgr_address that is not HOST:PORT
+  // (ValidateHostPortAddress), bad attributes or a bad
+  // last_sample_unix_seconds (see Heartbeat).
   absl::Status Register(const sojourn::v1::RegisterHostRequest& request);
   // NOT_FOUND for a host never registered. A `last_sample_unix_seconds`
-  // newer than the one known marks new history (the ranker's cache key).
+  // newer than the one known marks new history (the ranker's cache key); 0 =
+  // no sample yet. INVALID_ARGUMENT (nothing stored, the heartbeat not
+  // counted) when it is negative or after the clock + max_clock_skew_seconds:
+  // a time of INT64_MAX would stay the host's newest forever, and newer
+  // history could no longer invalidate its cached predictions.
   absl::Status Heartbeat(const std::string& host, int64_t last_sample_unix_seconds = 0);
   absl::StatusOr<sojourn::v1::RegisteredHost> Get(const std::string& host) const;
   // Every host, sorted by name, with `live` computed now.
@@ -35,8 +52,10 @@ class HostRegistry {
 
  private:
   sojourn::v1::RegisteredHost WithLiveness(const sojourn::v1::RegisteredHost& h) const;
+  absl::Status ValidateLastSample(int64_t last_sample_unix_seconds) const;
   Clock& clock_;
   const absl::Duration ttl_;
+  const int64_t max_clock_skew_seconds_;
   mutable absl::Mutex mu_;
   std::map<std::string, sojourn::v1::RegisteredHost> hosts_ ABSL_GUARDED_BY(mu_);
 };

@@ -23,6 +23,10 @@ ABSL_FLAG(std::string, port_file, "", "write the bound gRPC and metrics ports to
 ABSL_FLAG(std::string, predictor, "127.0.0.1:7402", "predictor address used by RankHosts");
 ABSL_FLAG(int64_t, heartbeat_ttl_seconds, 60,
           "a host without a heartbeat for this long is expired (listed, not ranked)");
+ABSL_FLAG(int64_t, max_clock_skew_seconds, sojourn::broker::kDefaultMaxSampleSkewSeconds,
+          "RegisterHost / Heartbeat may report a last_sample_unix_seconds at most this many seconds "
+          "after this broker's clock (later or negative: INVALID_ARGUMENT); the default covers "
+          "the statemgr's own --max_clock_skew_seconds (1 h) plus 1 h between the two clocks");
 ABSL_FLAG(int, threads, 4, "worker threads for rankings");
 ABSL_FLAG(int, fanout_threads, 16,
           "concurrent predictor / state manager calls for the cache misses of a ranking "
@@ -57,6 +61,8 @@ int main(int argc, char** argv) {
   if (!sojourn::FlagsOk({
           sojourn::IntFlagInRange("--heartbeat_ttl_seconds",
                                   absl::GetFlag(FLAGS_heartbeat_ttl_seconds), 1, kMax),
+          sojourn::IntFlagInRange("--max_clock_skew_seconds",
+                                  absl::GetFlag(FLAGS_max_clock_skew_seconds), 0, kMax),
           sojourn::IntFlagInRange("--threads", absl::GetFlag(FLAGS_threads), 1,
                                   sojourn::kMaxServiceThreads),
           sojourn::IntFlagInRange("--fanout_threads", absl::GetFlag(FLAGS_fanout_threads), 0,
@@ -78,7 +84,8 @@ int main(int argc, char** argv) {
     return sojourn::kExitUsage;
   }
   sojourn::broker::HostRegistry registry(sojourn::Clock::Real(),
-                                         absl::Seconds(absl::GetFlag(FLAGS_heartbeat_ttl_seconds)));
+                                         absl::Seconds(absl::GetFlag(FLAGS_heartbeat_ttl_seconds)),
+                                         absl::GetFlag(FLAGS_max_clock_skew_seconds));
   sojourn::broker::GrpcTrSource tr_source(absl::GetFlag(FLAGS_predictor));
   sojourn::broker::GrpcLoadSource load_source;
   sojourn::broker::RankerConfig rc;

@@ -59,6 +59,11 @@ class Gateway {
   // released (resumed, priority given back). Returns what it did.
   std::vector<GatewayAction> Apply(const HostSample& sample, const std::set<int>& guests);
 
+  // Forgets `pid` without acting on it (no resume, no priority given back,
+  // no SIGKILL): the process exited, or its pid now names another process
+  // that the gateway must leave alone.
+  void Forget(int pid) { guests_.erase(pid); }
+
   availability::HostState state() const { return classifier_.current(); }
   // The mode the last Apply put the guests in.
   GuestMode mode() const { return mode_; }

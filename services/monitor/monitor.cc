@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -24,6 +26,11 @@ constexpr char kGatewayActions[] = "sojourn_monitor_gateway_actions_total";
 constexpr char kGatewayActionsHelp[] =
     "What the guest gateway did to registered guests (renice, restore, suspend, resume, "
     "terminate, kill, gone)";
+
+constexpr char kGuestsPruned[] = "sojourn_monitor_guests_pruned_total";
+constexpr char kGuestsPrunedHelp[] =
+    "Registered guests dropped at a sample: exited (no longer under the proc root, or a zombie) "
+    "or pid_reused (the pid names a process with another start time)";
 
 const char* StateName(availability::HostState s) {
   static constexpr const char* kNames[] = {"?", "S1", "S2", "S3", "S4", "S5"};
@@ -46,6 +53,9 @@ Monitor::Monitor(ProcSampler& sampler, SampleSender& sender, Clock& clock, Metri
   metrics_.DeclareCounter(kSamples, kSamplesHelp, {});
   if (adaptive_ != nullptr) metrics_.DeclareCounter(kExtraSamples, kExtraSamplesHelp, {});
   metrics_.Set(kPeriod, kPeriodHelp, {}, absl::ToDoubleSeconds(current_period_));
+  for (const char* reason : {"exited", "pid_reused"}) {
+    metrics_.DeclareCounter(kGuestsPruned, kGuestsPrunedHelp, {{"reason", reason}});
+  }
   if (gateway_ != nullptr) {
     for (const std::string& a : GatewayActionNames()) {
       metrics_.DeclareCounter(kGatewayActions, kGatewayActionsHelp, {{"action", a}});
@@ -80,6 +90,8 @@ Monitor::TickResult Monitor::TakeSample(AdaptivePeriod::Kind kind) {
     // the load since the previous reading. Skipped; the next one is >= 1 s on.
     return result;
   }
+  // Before reading the guests' CPU time: a reused pid's is the host's.
+  PruneGuests();
   auto sample = sampler_.Sample(now, guests());
   if (sample.ok()) last_read_unix_ = now;
   if (!sample.ok()) {
@@ -195,6 +207,62 @@ absl::Duration Monitor::period() const {
   return current_period_;
 }
 
+void Monitor::PruneGuests() {
+  std::map<int, Guest> registered;
+  {
+    absl::MutexLock l(&mu_);
+    registered = guests_;
+  }
+  struct Drop {
+    int pid;
+    uint64_t registration;
+    const char* reason;
+    bool reused;
+  };
+  std::vector<Drop> drops;
+  std::vector<std::pair<int, Guest>> learned;  // start times first known now
+  for (const auto& [pid, g] : registered) {
+    absl::StatusOr<ProcessInfo> p = sampler_.Process(pid);
+    if (absl::IsNotFound(p.status()) || (p.ok() && p->exited())) {
+      drops.push_back({pid, g.registration, "exited", false});
+    } else if (!p.ok()) {
+      // Unreadable (not gone): kept; its CPU time is read (or not) as before.
+      continue;
+    } else if (g.start_ticks.has_value() && p->start_ticks.has_value() &&
+               *g.start_ticks != *p->start_ticks) {
+      drops.push_back({pid, g.registration, "pid_reused", true});
+    } else if (!g.start_ticks.has_value() && p->start_ticks.has_value()) {
+      learned.emplace_back(pid, Guest{p->start_ticks, g.registration});
+    }
+  }
+  if (drops.empty() && learned.empty()) return;
+  std::vector<Drop> dropped;
+  {
+    absl::MutexLock l(&mu_);
+    // Only the registrations seen above: one made meanwhile stays.
+    for (const Drop& d : drops) {
+      auto it = guests_.find(d.pid);
+      if (it == guests_.end() || it->second.registration != d.registration) continue;
+      guests_.erase(it);
+      dropped.push_back(d);
+    }
+    for (const auto& [pid, g] : learned) {
+      auto it = guests_.find(pid);
+      if (it != guests_.end() && it->second.registration == g.registration) {
+        it->second.start_ticks = g.start_ticks;
+      }
+    }
+  }
+  for (const Drop& d : dropped) {
+    metrics_.Increment(kGuestsPruned, kGuestsPrunedHelp, {{"reason", d.reason}});
+    SOJOURN_LOG(INFO, "guest %d unregistered (%s): %s", d.pid, d.reason,
+                d.reused ? "its pid now names another process" : "the process exited");
+    // The gateway must not signal (or renice) the pid any more: it is gone,
+    // or another process's.
+    if (gateway_ != nullptr) gateway_->Forget(d.pid);
+  }
+}
+
 void Monitor::ApplyGateway(const HostSample& sample) {
   const std::vector<GatewayAction> actions = gateway_->Apply(sample, guests());
   {
@@ -226,18 +294,31 @@ void Monitor::Run() {
 }
 
 absl::Status Monitor::RegisterGuest(int pid) {
-  if (pid <= 0) return absl::InvalidArgumentError(absl::StrCat("invalid pid ", pid));
+  if (pid <= 0) return absl::InvalidArgumentError(absl::StrCat("pid must be > 0, got ", pid));
   // Guest load is subtracted from the host's: registering init or the monitor
   // itself would hide the owner's load (or the monitor's own cost) by mistake.
   if (pid == 1 || pid == getpid()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "pid ", pid, pid == 1 ? " is init" : " is this monitor", ", not a guest job"));
   }
-  if (kill(pid, 0) != 0 && errno == ESRCH) {
+  // Looked up where the samples read it (--proc_root), so that a guest
+  // registered here is one the next sample keeps (PruneGuests).
+  Guest g;
+  absl::StatusOr<ProcessInfo> p = sampler_.Process(pid);
+  if (p.ok()) {
+    if (p->exited()) {
+      return absl::NotFoundError(absl::StrCat("pid ", pid, " has exited (a zombie process)"));
+    }
+    g.start_ticks = p->start_ticks;
+  } else if (absl::IsNotFound(p.status())) {
+    return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
+  } else if (kill(pid, 0) != 0 && errno == ESRCH) {
+    // Its /proc entry unreadable: the kernel says whether it exists.
     return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
   }
   absl::MutexLock l(&mu_);
-  guests_.insert(pid);
+  g.registration = ++registrations_;
+  guests_[pid] = g;
   return absl::OkStatus();
 }
 
@@ -260,7 +341,9 @@ std::string Monitor::gateway_mode() const {
 
 std::set<int> Monitor::guests() const {
   absl::MutexLock l(&mu_);
-  return guests_;
+  std::set<int> out;
+  for (const auto& [pid, g] : guests_) out.insert(pid);
+  return out;
 }
 
 std::optional<HostSample> Monitor::last_sample() const {

@@ -7,6 +7,7 @@
 #ifndef SOJOURN_SERVICES_MONITOR_MONITOR_H_
 #define SOJOURN_SERVICES_MONITOR_MONITOR_H_
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -55,9 +56,16 @@ class Monitor {
   // The current sampling period: the fixed one, or the adaptive one.
   absl::Duration period() const;
 
-  // INVALID_ARGUMENT for pid <= 0; NOT_FOUND when the process does not exist.
+  // INVALID_ARGUMENT for pid <= 0 (or init, or the monitor itself);
+  // NOT_FOUND when the process does not exist under the sampler's proc root
+  // (or has exited: a zombie). Records the process's start time (/proc/<pid>/
+  // stat field 22), so that a later process given the same pid is not taken
+  // for the guest; registering a registered pid again records it anew.
   absl::Status RegisterGuest(int pid);
   void UnregisterGuest(int pid);
+  // The registered guests. Each sample first drops the ones that exited (no
+  // entry under the proc root, or a zombie) and the ones whose pid now names
+  // another process (another start time), with the gateway on or off.
   std::set<int> guests() const;
   std::optional<HostSample> last_sample() const;
   // "off" without a gateway, else the guests' mode after the last sample
@@ -72,6 +80,8 @@ class Monitor {
   TickResult TakeSample(AdaptivePeriod::Kind kind) ABSL_EXCLUSIVE_LOCKS_REQUIRED(tick_mu_);
   NextSample StepAdaptive() ABSL_EXCLUSIVE_LOCKS_REQUIRED(tick_mu_);
   void Run();
+  // Drops the guests that exited or whose pid was reused (see guests()).
+  void PruneGuests() ABSL_EXCLUSIVE_LOCKS_REQUIRED(tick_mu_);
   void ApplyGateway(const HostSample& sample);
   ProcSampler& sampler_;
   SampleSender& sender_;
@@ -82,7 +92,15 @@ class Monitor {
   AdaptivePeriod* const adaptive_;  // null: the fixed period_
   mutable absl::Mutex mu_;
   absl::Duration current_period_ ABSL_GUARDED_BY(mu_);
-  std::set<int> guests_ ABSL_GUARDED_BY(mu_);
+  struct Guest {
+    // The process's start time (ProcessInfo::start_ticks); unset until known.
+    std::optional<uint64_t> start_ticks;
+    // Which registration this is: a pruning decided on an earlier one must
+    // not drop a registration made meanwhile.
+    uint64_t registration = 0;
+  };
+  std::map<int, Guest> guests_ ABSL_GUARDED_BY(mu_);
+  uint64_t registrations_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<HostSample> last_ ABSL_GUARDED_BY(mu_);
   GuestMode gateway_mode_ ABSL_GUARDED_BY(mu_) = GuestMode::kNormal;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,5 +1,6 @@
 #include "services/monitor/monitor_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/reactors.h"
 #include "services/convert.h"
@@ -14,7 +15,10 @@ grpc::ServerUnaryReactor* MonitorService::RegisterGuest(
 grpc::ServerUnaryReactor* MonitorService::UnregisterGuest(
     grpc::CallbackServerContext* context, const sojourn::v1::UnregisterGuestRequest* request,
     sojourn::v1::UnregisterGuestResponse* /*response*/) {
-  if (request->pid() <= 0) return FinishNow(context, absl::InvalidArgumentError("invalid pid"));
+  if (request->pid() <= 0) {
+    return FinishNow(context, absl::InvalidArgumentError(
+                                  absl::StrCat("pid must be > 0, got ", request->pid())));
+  }
   monitor_.UnregisterGuest(request->pid());
   return FinishNow(context, absl::OkStatus());
 }

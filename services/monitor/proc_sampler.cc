@@ -1,6 +1,7 @@
 #include "services/monitor/proc_sampler.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -113,6 +114,39 @@ absl::StatusOr<std::optional<HostSample>> ProcSampler::Sample(int64_t unix_secon
   prev_ = std::move(*now);
   prev_unix_ = unix_seconds;
   return out;
+}
+
+absl::StatusOr<ProcessInfo> ProcSampler::Process(int pid) const {
+  const std::string dir = absl::StrCat(proc_root_, "/", pid);
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    if (ec) return absl::UnavailableError(absl::StrCat("cannot stat ", dir, ": ", ec.message()));
+    return absl::NotFoundError(absl::StrCat("no process with pid ", pid, " in ", proc_root_));
+  }
+  auto s = ReadFile(dir + "/stat");
+  // Gone between the two looks, or unreadable.
+  if (!s.ok()) {
+    if (!std::filesystem::exists(dir, ec) && !ec) return s.status();
+    return absl::UnavailableError(s.status().message());
+  }
+  // The command (field 2) is in parentheses and may contain spaces and ')'.
+  const size_t close = s->rfind(')');
+  if (close == std::string::npos || close + 2 > s->size()) {
+    return absl::DataLossError(absl::StrCat("malformed ", dir, "/stat"));
+  }
+  std::vector<absl::string_view> f =
+      absl::StrSplit(absl::string_view(*s).substr(close + 2), ' ', absl::SkipEmpty());
+  // f[0] is field 3 (state); starttime is field 22.
+  if (f.empty() || f[0].size() != 1) {
+    return absl::DataLossError(absl::StrCat("malformed ", dir, "/stat"));
+  }
+  ProcessInfo info;
+  info.state = f[0][0];
+  uint64_t start = 0;
+  if (f.size() > 19 && absl::SimpleAtoi(absl::StripAsciiWhitespace(f[19]), &start)) {
+    info.start_ticks = start;
+  }
+  return info;
 }
 
 sojourn::v1::HostAttributes ProcSampler::Attributes() const {

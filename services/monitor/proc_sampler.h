@@ -30,6 +30,17 @@ struct ProcCounters {
   int cpus = 0;
 };
 
+// One process as /proc/<pid>/stat shows it.
+struct ProcessInfo {
+  // Field 3: 'R', 'S', ... ; 'Z' (zombie) and 'X' (dead) have exited.
+  char state = '?';
+  // Field 22, starttime: clock ticks after boot at which the process started.
+  // With the pid, it names one process: a pid reused by a later process has
+  // another start time. Unset when the line has no such field.
+  std::optional<uint64_t> start_ticks;
+  bool exited() const { return state == 'Z' || state == 'X'; }
+};
+
 // Not thread-safe: one sampler per monitor thread.
 class ProcSampler {
  public:
@@ -45,6 +56,11 @@ class ProcSampler {
   // is empty), which only restarts the interval.
   absl::StatusOr<std::optional<HostSample>> Sample(int64_t unix_seconds,
                                                    const std::set<int>& guest_pids);
+
+  // The process `pid` under the proc root: NOT_FOUND when it has no entry
+  // there (the process is gone), another error when its stat cannot be read
+  // or parsed. Const, so safe beside a sampling thread.
+  absl::StatusOr<ProcessInfo> Process(int pid) const;
 
   // Static attributes (cores, total memory, clock rate from /proc/cpuinfo).
   sojourn::v1::HostAttributes Attributes() const;

@@ -142,6 +142,11 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
       request.curve_points() > 100000) {
     return absl::InvalidArgumentError("history_days must be >= 0, curve_points in [0, 100000]");
   }
+  // 0 = now; a negative start used to be answered as "now".
+  if (request.start_unix_seconds() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start_unix_seconds must be >= 0 (0 = now), got ", request.start_unix_seconds()));
+  }
   std::string address;
   auto stub = directory_.Find(request.host(), request.statemgr_address(), &address);
   if (!stub.ok()) return stub.status();
@@ -171,11 +176,7 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
   grpc::Status gs = (*stub)->GetWindowStats(&ctx, stats_req, &stats_resp);
-  if (!gs.ok()) {
-    absl::Status st = FromGrpcStatus(gs);
-    if (absl::IsNotFound(st) || absl::IsInvalidArgument(st)) return st;
-    return StatemgrUnavailable(address, request.host(), gs);
-  }
+  if (!gs.ok()) return StatemgrCallError(address, request.host(), gs);
   auto stats = FromProto(stats_resp.stats());
   if (!stats.ok()) return stats.status();
   std::optional<availability::FailureExposure> exposure;

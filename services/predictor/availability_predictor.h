@@ -48,8 +48,9 @@ class AvailabilityPredictor {
   AvailabilityPredictor(const AvailabilityPredictorConfig& config, StatemgrDirectory& directory,
                         Clock& clock);
 
-  // INVALID_ARGUMENT for a bad window, NOT_FOUND for an unknown host,
-  // UNAVAILABLE when a peer cannot be reached.
+  // INVALID_ARGUMENT for a bad window (start_unix_seconds < 0, 0 = now) or a
+  // statemgr_address that is not HOST:PORT, NOT_FOUND for an unknown host,
+  // UNAVAILABLE when a peer cannot be reached (StatemgrCallError).
   absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> Predict(
       const sojourn::v1::PredictAvailabilityRequest& request);
 

@@ -1,6 +1,7 @@
 #include "services/predictor/predictor_service.h"
 
 #include <cmath>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -36,11 +37,12 @@ grpc::ServerUnaryReactor* PredictorService::Forward(grpc::CallbackServerContext*
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
     grpc::Status s = call(stub.get(), &ctx, forwarded, response);
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-        s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      return StatemgrUnavailable(address, request->host(), s);
-    }
-    return FromGrpcStatus(s);
+    if (s.ok()) return absl::OkStatus();
+    // As PredictAvailability: the state manager's verdicts pass through, any
+    // other failure (e.g. UNIMPLEMENTED from a peer that is not a state
+    // manager, which read as "the predictor lacks this RPC") is UNAVAILABLE
+    // naming the state manager and the host.
+    return StatemgrCallError(address, request->host(), s);
   });
 }
 
@@ -93,10 +95,8 @@ grpc::ServerUnaryReactor* PredictorService::EstimateTurnaround(
       return absl::InvalidArgumentError(absl::StrCat("job ", job.job_id,
                                                      ": submit_unix_seconds must be > 0"));
     }
+    // now_unix_seconds > 0 and consistent running jobs, as for RecordJobEvent.
     ASSIGN_OR_RETURN(turnaround::ClusterSnapshot snapshot, FromProto(request->snapshot(), latest));
-    if (snapshot.now <= 0) {
-      return absl::InvalidArgumentError("snapshot now_unix_seconds must be > 0");
-    }
     turnaround::EstimateRequest er{job, std::move(snapshot)};
     // Stop simulating once the client is gone or its deadline has passed.
     er.cancelled = [context] { return context->IsCancelled(); };
@@ -134,19 +134,30 @@ grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
       case sojourn::v1::JobEvent::kStarted: {
         const auto& e = request->started();
         // An unknown job is NOT_FOUND before anything else is judged.
-        RETURN_IF_ERROR(turnaround_->db().GetPending(e.job_id()).status());
+        ASSIGN_OR_RETURN(const turnaround::JobRecord pending,
+                         turnaround_->db().GetPending(e.job_id()));
         RETURN_IF_ERROR(check_time(e.job_id(), "start_unix_seconds", e.start_unix_seconds()));
         if (e.nodes().empty()) {
           return absl::InvalidArgumentError(
               absl::StrCat("job ", e.job_id(), ": started on no node (nodes is empty)"));
         }
         ASSIGN_OR_RETURN(turnaround::ClusterSnapshot s, FromProto(e.snapshot(), latest));
+        std::vector<char> seen(static_cast<size_t>(e.snapshot().nodes_size()), 0);
         for (int32_t n : e.nodes()) {
           if (n < 0 || n >= e.snapshot().nodes_size()) {
             return absl::InvalidArgumentError(
                 absl::StrCat("job ", e.job_id(), ": started on node ", n,
                              ", outside the snapshot's ", e.snapshot().nodes_size(), " nodes"));
           }
+          if (seen[n]++ > 0) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "job ", e.job_id(), ": nodes lists node ", n, " twice (one task per node)"));
+          }
+        }
+        if (e.nodes_size() != pending.spec.procs) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "job ", e.job_id(), ": nodes lists ", e.nodes_size(), " nodes for the ",
+              pending.spec.procs, " procs it was submitted with (one node per task)"));
         }
         RETURN_IF_ERROR(turnaround_->OnStarted(
             e.job_id(), e.start_unix_seconds(), {e.nodes().begin(), e.nodes().end()}, s));

@@ -36,7 +36,11 @@ class PredictorService final : public sojourn::v1::Predictor::CallbackService {
       grpc::CallbackServerContext* context,
       const sojourn::v1::PredictAvailabilityRequest* request,
       sojourn::v1::PredictAvailabilityResponse* response) override;
-  // Usage questions are answered by the host's state manager (its history stays there).
+  // Usage questions are answered by the host's state manager (its history
+  // stays there). A statemgr_address that is not HOST:PORT is
+  // INVALID_ARGUMENT; the state manager's INVALID_ARGUMENT / NOT_FOUND /
+  // FAILED_PRECONDITION pass through, its other failures are UNAVAILABLE
+  // naming it and the host, as for PredictAvailability (StatemgrCallError).
   grpc::ServerUnaryReactor* PredictUsage(grpc::CallbackServerContext* context,
                                          const sojourn::v1::PredictUsageRequest* request,
                                          sojourn::v1::PredictUsageResponse* response) override;

@@ -16,10 +16,16 @@ namespace {
 
 // "CODE: message" of a failed call, never empty after the code.
 std::string Describe(const grpc::Status& s) {
+  std::string message;
+  if (!s.error_message().empty()) {
+    message = Excerpt(s.error_message(), 256);
+  } else if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    message = "the peer has no such method (is it a state manager?)";
+  } else {
+    message = "connection failed";
+  }
   return absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code())),
-                      ": ",
-                      s.error_message().empty() ? "connection failed"
-                                                : Excerpt(s.error_message(), 256));
+                      ": ", message);
 }
 
 }  // namespace
@@ -28,6 +34,18 @@ absl::Status StatemgrUnavailable(const std::string& address, const std::string& 
                                  const grpc::Status& status) {
   return absl::UnavailableError(absl::StrCat("state manager ", Excerpt(address), " of host ",
                                              Excerpt(host), ": ", Describe(status)));
+}
+
+absl::Status StatemgrCallError(const std::string& address, const std::string& host,
+                               const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return FromGrpcStatus(status);
+    default:
+      return StatemgrUnavailable(address, host, status);
+  }
 }
 
 StatemgrDirectory::StatemgrDirectory(const std::string& broker_address, absl::Duration timeout,
@@ -69,7 +87,9 @@ size_t StatemgrDirectory::channels() const {
 absl::StatusOr<std::shared_ptr<sojourn::v1::StateManager::Stub>> StatemgrDirectory::Find(
     const std::string& host, const std::string& explicit_address, std::string* address_out) {
   RETURN_IF_ERROR(ValidateLookupName(host));
-  if (!explicit_address.empty()) RETURN_IF_ERROR(ValidateAddress(explicit_address, "statemgr_address"));
+  // HOST:PORT as the broker stores it: "localhost" would be dialled on port
+  // 443 and a name that does not resolve would come back as UNAVAILABLE.
+  if (!explicit_address.empty()) RETURN_IF_ERROR(ValidateHostPortAddress(explicit_address, "statemgr_address"));
   std::string address = explicit_address;
   if (address.empty()) {
     if (broker_ == nullptr) {
@@ -90,6 +110,12 @@ absl::StatusOr<std::shared_ptr<sojourn::v1::StateManager::Stub>> StatemgrDirecto
           absl::StrCat("broker ", broker_address_, " unreachable: ", Describe(s)));
     }
     address = resp.statemgr_address();
+    // Registered by a broker that did not check addresses yet.
+    if (absl::Status st = ValidateHostPortAddress(address, "statemgr_address"); !st.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "host '", Excerpt(host), "' is registered with broker ", broker_address_,
+          " under a state manager address that cannot be dialled: ", st.message()));
+    }
   }
   if (address_out != nullptr) *address_out = address;
   return StubFor(address);

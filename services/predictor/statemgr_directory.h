@@ -25,9 +25,20 @@ namespace sojourn::predictor {
 // UNAVAILABLE for a failed call to the state manager at `address` of
 // `host`: "state manager ADDR of host H: CODE: message", the message being
 // "connection failed" when gRPC gives none (a wrong port used to leave
-// nothing after the colon).
+// nothing after the colon), or saying the peer lacks the method for an
+// UNIMPLEMENTED without a message (a server that is not a state manager).
 absl::Status StatemgrUnavailable(const std::string& address, const std::string& host,
                                  const grpc::Status& status);
+
+// What the predictor answers for a failed call to a state manager (every RPC
+// that asks one: PredictAvailability, PredictUsage, CanRun, HowLong): the
+// state manager's own verdicts on the request -- INVALID_ARGUMENT, NOT_FOUND
+// (unknown host), FAILED_PRECONDITION (e.g. not enough history yet) -- pass
+// through with their messages; anything else (unreachable, deadline, a peer
+// that is not a state manager and answers UNIMPLEMENTED, ...) is
+// StatemgrUnavailable, so it never reads as the predictor's own answer.
+absl::Status StatemgrCallError(const std::string& address, const std::string& host,
+                               const grpc::Status& status);
 
 // Thread-safe.
 class StatemgrDirectory {
@@ -43,9 +54,11 @@ class StatemgrDirectory {
 
   // The stub for `host`: `explicit_address` when non-empty, else the broker's
   // record. The stub stays valid while the caller holds it, even if its
-  // channel is evicted meanwhile. INVALID_ARGUMENT for a malformed host or
-  // address, NOT_FOUND for a host the broker does not know, UNAVAILABLE when
-  // the broker cannot be reached, FAILED_PRECONDITION without a broker.
+  // channel is evicted meanwhile. INVALID_ARGUMENT for a malformed host or an
+  // `explicit_address` that is not HOST:PORT (ValidateHostPortAddress, the
+  // broker's rule), NOT_FOUND for a host the broker does not know,
+  // UNAVAILABLE when the broker cannot be reached, FAILED_PRECONDITION
+  // without a broker or when the broker's record is not HOST:PORT.
   absl::StatusOr<std::shared_ptr<sojourn::v1::StateManager::Stub>> Find(
       const std::string& host, const std::string& explicit_address,
       std::string* address_out = nullptr);

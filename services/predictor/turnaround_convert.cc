@@ -1,6 +1,7 @@
 #include "services/predictor/turnaround_convert.h"
 
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -60,9 +61,15 @@ absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot&
         " nodes; jobs x nodes must be at most ", kMaxSnapshotJobNodes,
         " (each scheduling step costs about that much)"));
   }
-  if (p.now_unix_seconds() < 0 || p.now_unix_seconds() > latest_unix) {
+  // Every snapshot (EstimateTurnaround, JobSubmitted, JobStarted) says when
+  // it was taken: 0 (or no snapshot at all) is not a time.
+  if (p.now_unix_seconds() <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "snapshot now_unix_seconds must be in [0, ", latest_unix,
+        "snapshot now_unix_seconds must be > 0, got ", p.now_unix_seconds()));
+  }
+  if (p.now_unix_seconds() > latest_unix) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "snapshot now_unix_seconds must be in (0, ", latest_unix,
         "] (the predictor's clock + skew), got ", p.now_unix_seconds()));
   }
   if (!v1::JobSelection_IsValid(p.policy().job_selection()) ||
@@ -87,26 +94,53 @@ absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot&
     }
     s.nodes.push_back({n.local_cpu_ratio(), n.local_tasks()});
   }
+  std::vector<char> seen(static_cast<size_t>(p.nodes_size()), 0);
   for (const v1::RunningJob& r : p.running()) {
     turnaround::RunningJob rj;
     ASSIGN_OR_RETURN(rj.spec, FromProto(r.spec(), latest_unix));
-    if (r.start_unix_seconds() < 0 || r.start_unix_seconds() > latest_unix) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("running job ", r.spec().job_id(), ": start_unix_seconds must be in [0, ",
-                       latest_unix, "], got ", r.start_unix_seconds()));
+    const int64_t id = r.spec().job_id();
+    // A job running at the snapshot started after 0, not before its submit
+    // and not after the snapshot was taken.
+    if (r.start_unix_seconds() <= 0 || r.start_unix_seconds() > p.now_unix_seconds()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "running job ", id, ": start_unix_seconds must be in (0, ", p.now_unix_seconds(),
+          "] (the snapshot's now_unix_seconds), got ", r.start_unix_seconds()));
+    }
+    if (r.start_unix_seconds() < r.spec().submit_unix_seconds()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "running job ", id, ": start_unix_seconds ", r.start_unix_seconds(),
+          " is before its spec.submit_unix_seconds ", r.spec().submit_unix_seconds()));
     }
     if (!std::isfinite(r.cpu_seconds_per_task())) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "running job ", r.spec().job_id(), ": cpu_seconds_per_task must be finite (-1 = unknown)"));
+          "running job ", id, ": cpu_seconds_per_task must be finite (-1 = unknown)"));
     }
     rj.start_time = r.start_unix_seconds();
+    // One task per node, one node per task (JobSpec.procs tasks).
+    if (r.nodes().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("running job ", id, ": nodes is empty (a start on no node)"));
+    }
+    if (r.nodes_size() != r.spec().procs()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "running job ", id, ": nodes lists ", r.nodes_size(), " nodes for spec.procs ",
+          r.spec().procs(), " (one distinct node per task)"));
+    }
     for (int32_t n : r.nodes()) {
       if (n < 0 || n >= p.nodes_size()) {
-        return absl::InvalidArgumentError(absl::StrCat("running job ", r.spec().job_id(),
-                                                       ": node ", n, " outside the snapshot"));
+        return absl::InvalidArgumentError(absl::StrCat("running job ", id, ": node ", n,
+                                                       " outside the snapshot's ",
+                                                       p.nodes_size(), " nodes"));
       }
       rj.nodes.push_back(n);
     }
+    for (int32_t n : r.nodes()) {
+      if (seen[n]++ > 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "running job ", id, ": nodes lists node ", n, " twice (one task per node)"));
+      }
+    }
+    for (int32_t n : r.nodes()) seen[n] = 0;
     rj.cpu_time_cur = r.cpu_seconds_per_task();
     s.running.push_back(std::move(rj));
   }

@@ -30,10 +30,13 @@ inline constexpr int kMaxSnapshotNodes = 100000;
 // 90 s past the deadline. 1e8 keeps a step well under a second.
 inline constexpr int64_t kMaxSnapshotJobNodes = 100'000'000;
 
-// INVALID_ARGUMENT for node indices outside the snapshot, malformed jobs and
-// snapshots beyond kMaxSnapshotJobs / kMaxSnapshotNodes / kMaxSnapshotJobNodes.
-// Times (now, submits, starts) must be at most `latest_unix`; unknown policy
-// enum values and non-finite CPU seconds are INVALID_ARGUMENT too.
+// INVALID_ARGUMENT for malformed jobs and snapshots beyond kMaxSnapshotJobs /
+// kMaxSnapshotNodes / kMaxSnapshotJobNodes. now_unix_seconds must be in
+// (0, latest_unix] (0 = no snapshot); a running job's start in (0, now] and
+// not before its spec's submit, its nodes distinct indices into the snapshot,
+// exactly spec.procs of them (one task per node). Unknown policy enum values
+// and non-finite CPU seconds are INVALID_ARGUMENT too. Every RPC taking a
+// snapshot (EstimateTurnaround, RecordJobEvent) goes through this.
 absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot& p,
                                                       int64_t latest_unix = INT64_MAX);
 v1::KernelEstimate ToProto(const char* kernel, const turnaround::KernelEstimate& e);

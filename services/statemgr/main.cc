@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
                                   10'000'000),
           broker.empty() ? absl::OkStatus() : sojourn::ValidateAddress(broker, "--broker"),
           advertise.empty() ? absl::OkStatus()
-                            : sojourn::ValidateAddress(advertise, "--advertise_address"),
+                            : sojourn::ValidateHostPortAddress(advertise, "--advertise_address"),
           sojourn::ValidateServerOptions(options),
           sojourn::CheckDatabaseDirectory(db_path, "--db_path"),
       })) {

@@ -1,6 +1,7 @@
 #include "services/statemgr/sample_store.h"
 
 #include <cmath>
+#include <set>
 
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
@@ -154,9 +155,24 @@ absl::Status SampleStore::ForEachHost(
                   Excerpt(absl::string_view(key.data(), key.size()), 160), reason);
     }
   };
+  // A meta that does not parse leaves the attributes and period unknown.
+  auto parse_meta = [&skip](const rocksdb::Slice& key, const rocksdb::Slice& value) {
+    HostMeta meta;
+    sojourn::v1::HostStatus m;
+    if (m.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+      meta.attributes = m.attributes();
+      meta.period_seconds = m.period_seconds();
+    } else {
+      skip(key, "host meta does not parse; attributes and period unknown");
+    }
+    return meta;
+  };
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   std::string current;
   std::vector<HostSample> samples;
+  // Hosts given to `fn` with their samples; the others with a meta are
+  // given after them, without samples.
+  std::set<std::string> done;
   auto flush = [&]() -> absl::Status {
     if (current.empty()) return absl::OkStatus();
     HostMeta meta;
@@ -164,18 +180,14 @@ absl::Status SampleStore::ForEachHost(
     const std::string meta_key = MetaKey(current);
     rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_key, &value);
     if (s.ok()) {
-      sojourn::v1::HostStatus m;
-      if (m.ParseFromString(value)) {
-        meta.attributes = m.attributes();
-        meta.period_seconds = m.period_seconds();
-      } else {
-        skip(meta_key, "host meta does not parse; attributes and period unknown");
-      }
+      meta = parse_meta(meta_key, value);
     } else if (!s.IsNotFound()) {
       return FromRocks(s, "reading host meta");
     }
     fn(current, meta, std::move(samples));
     samples.clear();
+    done.insert(std::move(current));
+    current.clear();
     return absl::OkStatus();
   };
   const std::string start("s\0", 2);
@@ -213,6 +225,21 @@ absl::Status SampleStore::ForEachHost(
   }
   RETURN_IF_ERROR(FromRocks(it->status(), "scanning samples"));
   RETURN_IF_ERROR(flush());
+  // Hosts that have a meta and no sample: a PushSamples message with
+  // attributes (or a period) and no samples, acknowledged for a new host.
+  // They were served before the restart, so they are after it.
+  const std::string meta_start("m\0", 2);
+  for (it->Seek(meta_start); it->Valid() && it->key().starts_with(meta_start); it->Next()) {
+    const rocksdb::Slice key = it->key();
+    std::string host(key.data() + 2, key.size() - 2);
+    if (host.empty() || host.find('\0') != std::string::npos) {
+      skip(key, "malformed host meta key");
+      continue;
+    }
+    if (done.count(host) > 0) continue;
+    fn(host, parse_meta(key, it->value()), {});
+  }
+  RETURN_IF_ERROR(FromRocks(it->status(), "scanning host metas"));
   if (bad > kMaxSkipWarnings) {
     SOJOURN_LOG(WARNING, "store: skipped %d damaged records in all", bad);
   }

@@ -2,7 +2,8 @@
 //
 // Layout (one key space, ordered):
 //   "s" 0x00 <host> 0x00 <8-byte big-endian unix seconds>  -> HostSample proto
-//   "m" 0x00 <host>                                         -> StoredHostMeta proto
+//   "m" 0x00 <host>                                         -> HostStatus proto (attributes,
+//                                                              period; may exist without samples)
 //   "r" 0x00 <host> 0x00 <8-byte big-endian unix seconds>  -> revocation gap (8-byte seconds)
 //   "b" <kind> 0x00 <host>                                  -> per-host blob (usage patterns)
 // Host names are non-empty and contain no NUL byte (the service checks).
@@ -53,7 +54,10 @@ class SampleStore {
   absl::Status PutBlob(char kind, const std::string& host, const std::string& value);
   absl::StatusOr<std::string> GetBlob(char kind, const std::string& host) const;
 
-  // Calls `fn` for every stored host with its meta and samples in time order.
+  // Calls `fn` for every stored host with its meta and samples in time order:
+  // first the hosts with samples, then those with a meta and no sample (a
+  // host whose attributes or period came before its first sample), with
+  // none.
   // A damaged record (a sample key of the wrong shape, a value that does not
   // parse or whose time differs from its key's, an unparsable meta) is left
   // out with a WARNING naming its key, and counted in `*skipped` (when not

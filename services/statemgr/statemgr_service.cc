@@ -40,6 +40,22 @@ constexpr int64_t kMaxUtcOffsetSeconds = 14 * 3600;
 // applies the stricter sojourn::ValidateHostName to new names.
 absl::Status ValidateHostName(const std::string& host) { return ValidateLookupName(host); }
 
+// The time range [start, end) of GetStateIntervals and GetSeries; end 0 = up
+// to the last sample. A negative end (GetWindowStats refuses one too) or an
+// end before the start is a client mistake, not an empty answer.
+absl::Status CheckRange(int64_t start_unix, int64_t end_unix) {
+  if (end_unix < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "end_unix_seconds must be >= 0 (0 = up to the last sample), got ", end_unix));
+  }
+  if (end_unix != 0 && end_unix < start_unix) {
+    return absl::InvalidArgumentError(absl::StrCat("end_unix_seconds is before start: ", end_unix,
+                                                   " < start_unix_seconds ", start_unix,
+                                                   " (0 = up to the last sample)"));
+  }
+  return absl::OkStatus();
+}
+
 // Reads batches of samples; each batch is persisted before the next is read,
 // so the final response acknowledges only durable samples. A batch is
 // validated whole before anything of it is stored: a bad sample rejects its
@@ -393,9 +409,9 @@ grpc::ServerUnaryReactor* StateManagerService::GetStateIntervals(
     grpc::CallbackServerContext* context, const sojourn::v1::GetStateIntervalsRequest* request,
     sojourn::v1::GetStateIntervalsResponse* response) {
   if (absl::Status s = ValidateHostName(request->host()); !s.ok()) return FinishNow(context, s);
-  if (request->end_unix_seconds() != 0 &&
-      request->end_unix_seconds() < request->start_unix_seconds()) {
-    return FinishNow(context, absl::InvalidArgumentError("end_unix_seconds is before start"));
+  if (absl::Status s = CheckRange(request->start_unix_seconds(), request->end_unix_seconds());
+      !s.ok()) {
+    return FinishNow(context, s);
   }
   int64_t step = 0;
   auto intervals = book_.Intervals(request->host(), request->start_unix_seconds(),
@@ -486,6 +502,10 @@ grpc::ServerUnaryReactor* StateManagerService::GetSeries(
   if (absl::Status s = ValidateHostName(request->host()); !s.ok()) return FinishNow(context, s);
   if (request->max_samples() < 0) {
     return FinishNow(context, absl::InvalidArgumentError("max_samples must be >= 0"));
+  }
+  if (absl::Status s = CheckRange(request->start_unix_seconds(), request->end_unix_seconds());
+      !s.ok()) {
+    return FinishNow(context, s);
   }
   bool truncated = false;
   const size_t max = request->max_samples() == 0 ? 100000 : request->max_samples();

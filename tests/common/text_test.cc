@@ -67,6 +67,21 @@ TEST(IsValidUtf8Test, RejectsMalformedSequences) {
   EXPECT_FALSE(IsValidUtf8("\xe2\x28\xa1"));         // bad continuation
 }
 
+// Addresses a service is dialled on (RegisterHost's statemgr_address, the
+// predictor's, --advertise_address): HOST:PORT only.
+TEST(ValidateHostPortAddressTest, HostAndPortOnly) {
+  for (const char* ok : {"127.0.0.1:7403", "statemgr-host1:7403", "dns:///statemgr.lab:65535",
+                         "[::1]:1", "[fe80::1%eth0]:7403", "0.0.0.0:7403"}) {
+    EXPECT_TRUE(ValidateHostPortAddress(ok, "statemgr_address").ok()) << ok;
+  }
+  for (const char* bad : {"localhost", "::::", "h:abc", "h:-1", "h:+1", "h:", "h:1:2", "[::1]",
+                          "unix:/run/s.sock", "h:0", "h:65536", ":7403", "[zz]:1", "a b:1"}) {
+    absl::Status s = ValidateHostPortAddress(bad, "--advertise_address");
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad;
+    EXPECT_NE(s.message().find("--advertise_address"), std::string::npos) << s.message();
+  }
+}
+
 TEST(ValidateAddressTest, BoundedWithoutWhitespace) {
   EXPECT_TRUE(ValidateAddress("127.0.0.1:7403", "statemgr_address").ok());
   EXPECT_TRUE(ValidateAddress("unix:/run/sojourn/statemgr.sock", "a").ok());

@@ -108,6 +108,7 @@ refused statemgr "^E .*--th2 must be a number in \[--th1, 1\] = \[0\.7, 1\], got
 refused statemgr "^E .*--usage_clusters must be in \[1, 100\], got 0$" --usage_clusters=0
 refused statemgr "^E .*--utc_offset_seconds must be in .*got 50401$" --utc_offset_seconds=50401
 refused statemgr "--broker '127\.0\.0\.1:99999': the port must be in" --broker=127.0.0.1:99999
+refused statemgr "--advertise_address 'localhost' is not HOST:PORT" --advertise_address=localhost
 refused statemgr "--db_path is empty" --db_path=
 refused statemgr "--db_path: '$tmp/file' exists and is not a directory" --db_path="$tmp/file"
 refused statemgr "--db_path: '$tmp/file/db' cannot be created: '$tmp/file' is not a directory" \

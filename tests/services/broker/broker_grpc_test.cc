@@ -3,6 +3,8 @@
 // (also over gRPC), with hosts registered by RegisterHost / Heartbeat.
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -179,6 +181,79 @@ TEST_F(BrokerGrpcTest, HeartbeatWithNewHistoryInvalidatesTheCache) {
   hb.set_last_sample_unix_seconds(1006);
   v1::HeartbeatResponse hr;
   ASSERT_TRUE(stub_->Heartbeat(&ctx, hb, &hr).ok());
+  resp.Clear();
+  ASSERT_TRUE(Rank("", 3600, &resp).ok());
+  EXPECT_EQ(resp.predictions_fetched(), 1);
+  EXPECT_EQ(resp.predictions_cached(), 2);
+}
+
+// RegisterHost / Heartbeat with a last_sample_unix_seconds outside [0, the
+// broker's clock + skew] or a statemgr_address that is not HOST:PORT are
+// INVALID_ARGUMENT naming the field, and change nothing: a heartbeat at
+// INT64_MAX used to stick in GetHost, and then newer history could never
+// invalidate the host's cached prediction again.
+TEST_F(BrokerGrpcTest, AbsurdLastSampleOrAddressIsRefusedAndChangesNothing) {
+  v1::RankHostsResponse resp;
+  ASSERT_TRUE(Rank("", 3600, &resp).ok());
+  EXPECT_EQ(resp.predictions_fetched(), 3);
+  auto heartbeat = [&](int64_t last_sample) {
+    grpc::ClientContext ctx;
+    v1::HeartbeatRequest hb;
+    hb.set_host("slow-steady");
+    hb.set_last_sample_unix_seconds(last_sample);
+    v1::HeartbeatResponse hr;
+    return stub_->Heartbeat(&ctx, hb, &hr);
+  };
+  auto get = [&] {
+    grpc::ClientContext ctx;
+    v1::GetHostRequest req;
+    req.set_host("slow-steady");
+    v1::RegisteredHost h;
+    EXPECT_TRUE(stub_->GetHost(&ctx, req, &h).ok());
+    return h;
+  };
+  const int64_t latest = FakeHosts::kNow + kDefaultMaxSampleSkewSeconds;
+  for (int64_t bad : {int64_t{-5}, std::numeric_limits<int64_t>::min(),
+                      std::numeric_limits<int64_t>::max(), latest + 1}) {
+    grpc::Status s = heartbeat(bad);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_NE(s.error_message().find("last_sample_unix_seconds"), std::string::npos)
+        << s.error_message();
+    grpc::ClientContext ctx;
+    v1::RegisterHostRequest req;
+    req.set_host("slow-steady");
+    req.set_statemgr_address(backend_->address());
+    req.set_last_sample_unix_seconds(bad);
+    v1::RegisterHostResponse rr;
+    s = stub_->RegisterHost(&ctx, req, &rr);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_NE(s.error_message().find("last_sample_unix_seconds"), std::string::npos)
+        << s.error_message();
+  }
+  for (const char* bad : {"localhost", "::::", "h:abc", "h:-1", "h:+1", "h:", "h:1:2", "[::1]",
+                          "unix:"}) {
+    grpc::ClientContext ctx;
+    v1::RegisterHostRequest req;
+    req.set_host("slow-steady");
+    req.set_statemgr_address(bad);
+    v1::RegisterHostResponse rr;
+    grpc::Status s = stub_->RegisterHost(&ctx, req, &rr);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_NE(s.error_message().find("statemgr_address"), std::string::npos)
+        << s.error_message();
+  }
+  // Nothing changed: the same record, the cached predictions still valid.
+  v1::RegisteredHost h = get();
+  EXPECT_EQ(h.last_sample_unix_seconds(), 1000);
+  EXPECT_EQ(h.statemgr_address(), backend_->address());
+  EXPECT_EQ(h.attributes().cpu_mhz(), 1000);
+  resp.Clear();
+  ASSERT_TRUE(Rank("", 3600, &resp).ok());
+  EXPECT_EQ(resp.predictions_fetched(), 0);
+  // Valid times up to the clock + skew are accepted, and newer history
+  // still invalidates the host's prediction.
+  ASSERT_TRUE(heartbeat(latest).ok());
+  EXPECT_EQ(get().last_sample_unix_seconds(), latest);
   resp.Clear();
   ASSERT_TRUE(Rank("", 3600, &resp).ok());
   EXPECT_EQ(resp.predictions_fetched(), 1);

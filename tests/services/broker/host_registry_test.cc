@@ -1,6 +1,8 @@
 #include "services/broker/host_registry.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -82,6 +84,85 @@ TEST(HostRegistryTest, ReRegistrationUpdates) {
   ASSERT_THAT(registry.Register(Req("a", "127.0.0.1:2")), IsOk());
   EXPECT_EQ(registry.Get("a")->registered_unix_seconds(), first);
   EXPECT_EQ(registry.Get("a")->statemgr_address(), "127.0.0.1:2");
+}
+
+// statemgr_address must be HOST:PORT with a numeric port in [1, 65535]:
+// "localhost" used to be stored and later dialled on port 443. A refused
+// re-registration leaves the stored address as it was.
+TEST(HostRegistryTest, RejectsStatemgrAddressesThatAreNotHostPort) {
+  FakeClock clock;
+  HostRegistry registry(clock, absl::Seconds(60));
+  ASSERT_THAT(registry.Register(Req("a", "127.0.0.1:7403")), IsOk());
+  for (const char* bad : {"localhost", "::::", "h:abc", "h:-1", "h:+1", "h:", "h:1:2", "[::1]",
+                          "unix:", "unix:/tmp/sm.sock", "h:0", "h:65536", "h:99999", ":7403",
+                          "[]:7403", "[::1:7403", "[x::1]:7403", "h/x:7403", "dns:///h"}) {
+    absl::Status s = registry.Register(Req("a", bad));
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad << ": " << s;
+    EXPECT_NE(s.message().find("statemgr_address"), std::string::npos) << s;
+    EXPECT_EQ(s.message().find('\n'), std::string::npos) << s;
+    EXPECT_EQ(registry.Get("a")->statemgr_address(), "127.0.0.1:7403") << bad;
+  }
+  EXPECT_EQ(registry.List().size(), 1u);
+  for (const char* good : {"sm-1.example.com:7403", "h:1", "h:65535", "10.0.0.7:7403",
+                           "[::1]:7403", "[fe80::1%eth0]:7403", "dns:///sm1:7403", "h_x:07403"}) {
+    EXPECT_THAT(registry.Register(Req("a", good)), IsOk()) << good;
+    EXPECT_EQ(registry.Get("a")->statemgr_address(), good);
+  }
+}
+
+// last_sample_unix_seconds is in [0, clock + skew] (0 = no sample yet) for
+// RegisterHost and Heartbeat; anything else is refused with the field named
+// and changes nothing: INT64_MAX used to stick as the host's newest sample,
+// after which newer history could never invalidate its cached predictions.
+TEST(HostRegistryTest, RejectsLastSampleTimesOutsideTheClock) {
+  FakeClock clock;  // 1,700,000,000
+  const int64_t now = absl::ToUnixSeconds(clock.Now());
+  HostRegistry registry(clock, absl::Seconds(60), /*max_clock_skew_seconds=*/600);
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  for (int64_t bad : {int64_t{-5}, int64_t{-1}, kMin, kMax, now + 601}) {
+    sojourn::v1::RegisterHostRequest r = Req("a", "h:1");
+    r.set_last_sample_unix_seconds(bad);
+    absl::Status s = registry.Register(r);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad << ": " << s;
+    EXPECT_NE(s.message().find("last_sample_unix_seconds"), std::string::npos) << s;
+  }
+  EXPECT_TRUE(registry.List().empty());  // nothing stored
+  // 0 (no sample yet) and up to the clock + skew are fine.
+  {
+    sojourn::v1::RegisterHostRequest r = Req("a", "h:1");
+    r.set_last_sample_unix_seconds(0);
+    ASSERT_THAT(registry.Register(r), IsOk());
+    EXPECT_EQ(registry.Get("a")->last_sample_unix_seconds(), 0);
+    r.set_last_sample_unix_seconds(now - 100);
+    ASSERT_THAT(registry.Register(r), IsOk());
+    EXPECT_EQ(registry.Get("a")->last_sample_unix_seconds(), now - 100);
+  }
+  // A refused heartbeat is not counted: the host still expires on time and
+  // keeps its last sample.
+  clock.Advance(absl::Seconds(61));
+  for (int64_t bad : {int64_t{-5}, kMin, kMax, now + 61 + 601}) {
+    absl::Status s = registry.Heartbeat("a", bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad << ": " << s;
+    EXPECT_NE(s.message().find("last_sample_unix_seconds"), std::string::npos) << s;
+    EXPECT_FALSE(registry.Get("a")->live()) << bad;
+    EXPECT_EQ(registry.Get("a")->last_sample_unix_seconds(), now - 100) << bad;
+  }
+  // Newer valid history still moves it forward (the ranker's cache key), up
+  // to the clock + skew; an older one or 0 does not move it back.
+  ASSERT_THAT(registry.Heartbeat("a", now + 61 + 600), IsOk());
+  EXPECT_TRUE(registry.Get("a")->live());
+  EXPECT_EQ(registry.Get("a")->last_sample_unix_seconds(), now + 661);
+  ASSERT_THAT(registry.Heartbeat("a", 0), IsOk());
+  ASSERT_THAT(registry.Heartbeat("a", now), IsOk());
+  EXPECT_EQ(registry.Get("a")->last_sample_unix_seconds(), now + 661);
+  // The bound follows the clock.
+  clock.Advance(absl::Seconds(100));
+  EXPECT_THAT(registry.Heartbeat("a", now + 761), IsOk());
+  EXPECT_TRUE(absl::IsInvalidArgument(registry.Heartbeat("a", now + 762)));
+  // The argument is judged before the host is looked up.
+  EXPECT_TRUE(absl::IsInvalidArgument(registry.Heartbeat("ghost", -1)));
+  EXPECT_TRUE(absl::IsNotFound(registry.Heartbeat("ghost", 1)));
 }
 
 }  // namespace

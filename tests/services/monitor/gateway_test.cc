@@ -248,9 +248,10 @@ TEST_F(GatewayTest, MonitorAppliesItAfterEachSample) {
   cfg.grace_seconds = 5;  // the first sample starts the high run; the second is 6 s later
   Gateway gateway(cfg);
   Monitor monitor(sampler, sender, clock, metrics, absl::Seconds(6), &gateway);
+  write(1000, 1000);
+  // Registration looks the guest up under the proc root (as samples do).
   ASSERT_TRUE(monitor.RegisterGuest(c.pid()).ok());
 
-  write(1000, 1000);
   monitor.Tick();  // starts the interval
   clock.Advance(absl::Seconds(6));
   write(1900, 1100);  // load 0.9: a spike
@@ -269,6 +270,86 @@ TEST_F(GatewayTest, MonitorAppliesItAfterEachSample) {
   EXPECT_EQ(ActionCount(text, "suspend"), "1") << text;
   EXPECT_EQ(ActionCount(text, "terminate"), "1");
   EXPECT_EQ(ActionCount(text, "renice"), "0");  // declared at start-up
+}
+
+// The state letter of a real process (/proc/<pid>/stat field 3).
+char RealState(int pid) {
+  auto p = ProcSampler().Process(pid);
+  return p.ok() ? p->state : '?';
+}
+
+// A forgotten guest is left as it is: the next Apply does not resume it (nor
+// give back its priority, nor SIGKILL it), where an unregistered one is
+// released.
+TEST_F(GatewayTest, ForgottenGuestIsLeftAlone) {
+  availability::ClassifierConfig cfg;
+  Gateway g(cfg);
+  Child a;
+  EXPECT_EQ(Names(g.Apply(At(100, 0.1), {a.pid()})), V{});
+  EXPECT_EQ(Names(g.Apply(At(106, 0.9), {a.pid()})), V{"suspend"});
+  EXPECT_EQ(a.Next(), "stopped");
+  g.Forget(a.pid());
+  EXPECT_EQ(Names(g.Apply(At(112, 0.1), {})), V{});
+  EXPECT_EQ(RealState(a.pid()), 'T');  // still stopped
+}
+
+// With the gateway on, a guest whose pid the proc root shows with another
+// start time (the pid reused) is unregistered at the next sample and the
+// gateway forgets it: the process now behind the pid is neither resumed nor
+// signalled. The fake proc root stands in for the reuse; the process is a
+// real child, so any signal would show in its real state.
+TEST_F(GatewayTest, MonitorForgetsAReusedPid) {
+  sojourn::testing::TempDir dir;
+  Child c;
+  auto put = [&](const std::string& rel, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(dir.File(rel)).parent_path());
+    std::ofstream(dir.File(rel)) << text;
+  };
+  auto write = [&](uint64_t busy, uint64_t idle, uint64_t start) {
+    put("stat", "cpu  " + std::to_string(busy) + " 0 0 " + std::to_string(idle) +
+                    " 0 0 0 0 0 0\ncpu0 1 0 0 1 0 0 0 0 0 0\n");
+    put("meminfo", "MemTotal:       8388608 kB\nMemAvailable:   2097152 kB\n");
+    put("vmstat", "pswpin 0\npswpout 0\n");
+    put(std::to_string(c.pid()) + "/stat",
+        std::to_string(c.pid()) + " (guest) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " +
+            std::to_string(start) + " 0 0\n");
+  };
+  ProcSampler sampler(dir.path());
+  FakeClock clock;
+  SenderConfig sc;
+  sc.host = "gw-host";
+  sc.statemgr_address = "127.0.0.1:1";  // unreachable: samples stay buffered
+  sc.period_seconds = 6;
+  SampleSender sender(sc, clock);
+  Metrics metrics("monitor-test");
+  availability::ClassifierConfig cfg;
+  cfg.grace_seconds = 30;
+  Gateway gateway(cfg);
+  Monitor monitor(sampler, sender, clock, metrics, absl::Seconds(6), &gateway);
+  write(1000, 1000, 500);
+  ASSERT_TRUE(monitor.RegisterGuest(c.pid()).ok());
+  monitor.Tick();
+  clock.Advance(absl::Seconds(6));
+  write(1900, 1100, 500);  // load 0.9: a spike, the guest suspended
+  monitor.Tick();
+  ASSERT_EQ(gateway.mode(), GuestMode::kSuspended);
+  EXPECT_EQ(c.Next(), "stopped");
+  clock.Advance(absl::Seconds(6));
+  write(2000, 2000, 9999);  // load 0.1; the pid now has another start time
+  monitor.Tick();
+  EXPECT_TRUE(monitor.guests().empty());
+  const std::string text = metrics.Render();
+  EXPECT_EQ(ActionCount(text, "resume"), "0") << text;
+  EXPECT_EQ(RealState(c.pid()), 'T');  // not continued
+  std::istringstream in(text);
+  std::string pruned;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("sojourn_monitor_guests_pruned_total{", 0) == 0 &&
+        line.find("reason=\"pid_reused\"") != std::string::npos) {
+      pruned = line.substr(line.rfind(' ') + 1);
+    }
+  }
+  EXPECT_EQ(pruned, "1") << text;
 }
 
 }  // namespace

@@ -1,14 +1,35 @@
 // Tests of the predictor's StatemgrDirectory: one channel per state manager
-// address, bounded by an LRU. Channels are lazy, so no server is needed.
+// address, bounded by an LRU, and addresses checked as HOST:PORT (channels
+// are lazy, so no server is needed); then the predictor's request checks and
+// its answers for failed state manager calls, through its gRPC stack with a
+// fake state manager.
 #include "services/predictor/statemgr_directory.h"
 
+#include <cstdint>
+#include <limits>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "common/reactors.h"
+#include "common/server.h"
+#include "common/thread_pool.h"
 #include "gtest/gtest.h"
+#include "models/turnaround/hist_db.h"
+#include "services/predictor/availability_predictor.h"
+#include "services/predictor/predictor_service.h"
+#include "tests/test_util.h"
 
 namespace sojourn::predictor {
 namespace {
+
+using sojourn::testing::IsOk;
 
 // Requests naming thousands of addresses keep at most max_channels channels;
 // the most recently used survive, the others are rebuilt on demand, and a
@@ -43,7 +64,414 @@ TEST(StatemgrDirectoryTest, RefusesMalformedNames) {
       absl::IsInvalidArgument(directory.Find("h", std::string(100000, 'a')).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(directory.Find("h", "127.0.0.1:1\n").status()));
   EXPECT_TRUE(absl::IsFailedPrecondition(directory.Find("h", "").status()));  // no broker
+  // HOST:PORT with a port in [1, 65535], as the broker stores them: these
+  // used to get a channel ("localhost" dialled on port 443, names that do not
+  // resolve answered UNAVAILABLE).
+  for (const char* bad : {"localhost", "::::", "h:abc", "h:-1", "h:+1", "h:", "h:1:2", "[::1]",
+                          "unix:", "unix:/tmp/sm.sock", "h:0", "h:70000", ":1"}) {
+    absl::Status s = directory.Find("h", bad).status();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad << ": " << s;
+    EXPECT_NE(s.message().find("statemgr_address"), std::string::npos) << s;
+  }
   EXPECT_EQ(directory.channels(), 0u);
+  for (const char* good : {"127.0.0.1:7403", "sm-1.example.com:1", "[::1]:65535"}) {
+    EXPECT_TRUE(directory.Find("h", good).ok()) << good;
+  }
+  EXPECT_EQ(directory.channels(), 3u);
+}
+
+constexpr int64_t kNow = 1'700'000'000;
+
+// A state manager whose answers are fixed: window statistics and CanRun for
+// an unknown host (NOT_FOUND), PredictUsage without enough history
+// (FAILED_PRECONDITION, as the real one says), HowLong answered.
+class FakeStatemgr final : public v1::StateManager::CallbackService {
+ public:
+  grpc::ServerUnaryReactor* GetWindowStats(grpc::CallbackServerContext* context,
+                                           const v1::GetWindowStatsRequest* request,
+                                           v1::GetWindowStatsResponse* /*response*/) override {
+    absl::MutexLock l(&mu_);
+    window_requests_.push_back(*request);
+    return FinishNow(context, absl::NotFoundError("unknown host 'h1'"));
+  }
+  grpc::ServerUnaryReactor* PredictUsage(grpc::CallbackServerContext* context,
+                                         const v1::PredictUsageRequest* /*request*/,
+                                         v1::PredictUsageResponse* /*response*/) override {
+    return FinishNow(context, absl::FailedPreconditionError(
+                                  "not enough history yet: no cpu data in the last 24 hours"));
+  }
+  grpc::ServerUnaryReactor* CanRun(grpc::CallbackServerContext* context,
+                                   const v1::CanRunRequest* /*request*/,
+                                   v1::CanRunResponse* /*response*/) override {
+    return FinishNow(context, absl::NotFoundError("unknown host 'h1'"));
+  }
+  grpc::ServerUnaryReactor* HowLong(grpc::CallbackServerContext* context,
+                                    const v1::HowLongRequest* request,
+                                    v1::HowLongResponse* response) override {
+    {
+      absl::MutexLock l(&mu_);
+      how_long_requests_.push_back(*request);
+    }
+    response->set_hours(3);
+    response->set_method("fake");
+    return FinishNow(context, absl::OkStatus());
+  }
+  std::vector<v1::GetWindowStatsRequest> window_requests() const {
+    absl::MutexLock l(&mu_);
+    return window_requests_;
+  }
+  std::vector<v1::HowLongRequest> how_long_requests() const {
+    absl::MutexLock l(&mu_);
+    return how_long_requests_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::vector<v1::GetWindowStatsRequest> window_requests_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::HowLongRequest> how_long_requests_ ABSL_GUARDED_BY(mu_);
+};
+
+// A predictor (no broker, in-memory job history, clock at kNow) and a fake
+// state manager, both on loopback port 0.
+class PredictorServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto sm = GrpcServer::Start({}, {&statemgr_}, statemgr_metrics_);
+    ASSERT_THAT(sm.status(), IsOk());
+    statemgr_server_ = std::move(*sm);
+    predictor_ = std::make_unique<AvailabilityPredictor>(AvailabilityPredictorConfig{},
+                                                         directory_, clock_);
+    estimator_ = std::make_unique<turnaround::TurnaroundEstimator>(db_, turnaround::EstimatorOptions{});
+    service_ = std::make_unique<PredictorService>(*predictor_, directory_, pool_, estimator_.get());
+    auto s = GrpcServer::Start({}, {service_.get()}, metrics_);
+    ASSERT_THAT(s.status(), IsOk());
+    server_ = std::move(*s);
+    stub_ = v1::Predictor::NewStub(
+        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(absl::Seconds(1));
+    if (statemgr_server_) statemgr_server_->Shutdown(absl::Seconds(1));
+  }
+
+  // The four RPCs that ask a host's state manager, for host h1 at `address`;
+  // `start` is PredictAvailability's start_unix_seconds.
+  grpc::Status Availability(const std::string& address, int64_t start = 0) {
+    grpc::ClientContext ctx;
+    v1::PredictAvailabilityRequest req;
+    req.set_host("h1");
+    req.set_window_seconds(3600);
+    req.set_start_unix_seconds(start);
+    req.set_statemgr_address(address);
+    v1::PredictAvailabilityResponse resp;
+    return stub_->PredictAvailability(&ctx, req, &resp);
+  }
+  grpc::Status Usage(const std::string& address) {
+    grpc::ClientContext ctx;
+    v1::PredictUsageRequest req;
+    req.set_host("h1");
+    req.set_resource("cpu");
+    req.set_hours(4);
+    req.set_statemgr_address(address);
+    v1::PredictUsageResponse resp;
+    return stub_->PredictUsage(&ctx, req, &resp);
+  }
+  grpc::Status CanRun(const std::string& address) {
+    grpc::ClientContext ctx;
+    v1::CanRunRequest req;
+    req.set_host("h1");
+    req.set_free_cpu_ratio(0.5);
+    req.set_hours(4);
+    req.set_statemgr_address(address);
+    v1::CanRunResponse resp;
+    return stub_->CanRun(&ctx, req, &resp);
+  }
+  grpc::Status HowLong(const std::string& address, v1::HowLongResponse* resp = nullptr) {
+    grpc::ClientContext ctx;
+    v1::HowLongRequest req;
+    req.set_host("h1");
+    req.set_free_cpu_ratio(0.5);
+    req.set_statemgr_address(address);
+    v1::HowLongResponse local;
+    return stub_->HowLong(&ctx, req, resp != nullptr ? resp : &local);
+  }
+
+  FakeStatemgr statemgr_;
+  Metrics statemgr_metrics_{"fake_statemgr"}, metrics_{"predictor"};
+  std::unique_ptr<GrpcServer> statemgr_server_, server_;
+  FakeClock clock_{absl::FromUnixSeconds(kNow)};
+  StatemgrDirectory directory_{"", absl::Seconds(5)};
+  ThreadPool pool_{2};
+  turnaround::InMemoryHistDb db_;
+  std::unique_ptr<turnaround::TurnaroundEstimator> estimator_;
+  std::unique_ptr<AvailabilityPredictor> predictor_;
+  std::unique_ptr<PredictorService> service_;
+  std::unique_ptr<v1::Predictor::Stub> stub_;
+};
+
+// statemgr_address pointing at a gRPC server that is not a state manager
+// (here the predictor itself): every RPC that asks the state manager answers
+// UNAVAILABLE naming the address and the host, as PredictAvailability did;
+// PredictUsage / CanRun / HowLong used to pass UNIMPLEMENTED through with
+// an empty message, which read as "the predictor lacks this RPC".
+TEST_F(PredictorServiceTest, PeerThatIsNoStatemgrIsUnavailableNamingIt) {
+  const std::string self = server_->address();
+  const std::string prefix = absl::StrCat("state manager ", self, " of host h1: UNIMPLEMENTED: ");
+  for (const auto& [rpc, status] : std::vector<std::pair<std::string, grpc::Status>>{
+           {"PredictAvailability", Availability(self)},
+           {"PredictUsage", Usage(self)},
+           {"CanRun", CanRun(self)},
+           {"HowLong", HowLong(self)}}) {
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << rpc;
+    const std::string& m = status.error_message();
+    EXPECT_EQ(m.find(prefix), 0u) << rpc << ": " << m;
+    EXPECT_GT(m.size(), prefix.size()) << rpc << ": nothing after the code: " << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << rpc << ": " << m;
+  }
+}
+
+// The state manager's own verdicts pass through with their codes and
+// messages; its answers too, for a request without the statemgr_address.
+TEST_F(PredictorServiceTest, StatemgrVerdictsAndAnswersPassThrough) {
+  const std::string sm = statemgr_server_->address();
+  grpc::Status s = Usage(sm);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_EQ(s.error_message(), "not enough history yet: no cpu data in the last 24 hours");
+  s = CanRun(sm);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_EQ(s.error_message(), "unknown host 'h1'");
+  s = Availability(sm);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_EQ(s.error_message(), "unknown host 'h1'");
+  v1::HowLongResponse resp;
+  s = HowLong(sm, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.hours(), 3);
+  EXPECT_EQ(resp.method(), "fake");
+  ASSERT_EQ(statemgr_.how_long_requests().size(), 1u);
+  EXPECT_EQ(statemgr_.how_long_requests()[0].host(), "h1");
+  EXPECT_EQ(statemgr_.how_long_requests()[0].statemgr_address(), "");
+}
+
+// A statemgr_address that is not HOST:PORT is INVALID_ARGUMENT naming the
+// field for every RPC taking one, before any channel is made ("h:abc" used
+// to come back as UNAVAILABLE from a DNS failure).
+TEST_F(PredictorServiceTest, StatemgrAddressMustBeHostPort) {
+  for (const char* bad : {"localhost", "::::", "h:abc", "h:-1", "h:+1", "h:", "h:1:2", "[::1]",
+                          "unix:"}) {
+    for (const auto& [rpc, status] : std::vector<std::pair<std::string, grpc::Status>>{
+             {"PredictAvailability", Availability(bad)},
+             {"PredictUsage", Usage(bad)},
+             {"CanRun", CanRun(bad)},
+             {"HowLong", HowLong(bad)}}) {
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << rpc << " " << bad;
+      EXPECT_NE(status.error_message().find("statemgr_address"), std::string::npos)
+          << rpc << ": " << status.error_message();
+    }
+  }
+  EXPECT_EQ(directory_.channels(), 0u);
+  EXPECT_TRUE(statemgr_.window_requests().empty());
+}
+
+// PredictAvailability: start_unix_seconds < 0 is INVALID_ARGUMENT (it used
+// to be answered as 0, "now"); 0 and a past start still reach the state
+// manager, with the window ending at the start when one is given.
+TEST_F(PredictorServiceTest, NegativeStartIsInvalidArgument) {
+  const std::string sm = statemgr_server_->address();
+  for (int64_t bad : {int64_t{-1}, int64_t{-86400}, std::numeric_limits<int64_t>::min()}) {
+    grpc::Status s = Availability(sm, bad);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_NE(s.error_message().find("start_unix_seconds"), std::string::npos)
+        << s.error_message();
+  }
+  EXPECT_TRUE(statemgr_.window_requests().empty());
+  EXPECT_EQ(Availability(sm, 0).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Availability(sm, kNow - 3600).error_code(), grpc::StatusCode::NOT_FOUND);
+  const auto requests = statemgr_.window_requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].end_unix_seconds(), 0);  // now
+  EXPECT_EQ(requests[1].end_unix_seconds(), kNow - 3600);
+}
+
+v1::JobSpec Job(int64_t id, int64_t submit, int32_t procs = 2) {
+  v1::JobSpec j;
+  j.set_job_id(id);
+  j.set_submit_unix_seconds(submit);
+  j.set_user(7);
+  j.set_executable(3);
+  j.set_procs(procs);
+  j.set_requested_seconds(7200);
+  return j;
+}
+
+v1::ClusterSnapshot Cluster(int64_t now, int nodes) {
+  v1::ClusterSnapshot s;
+  s.set_now_unix_seconds(now);
+  for (int i = 0; i < nodes; ++i) s.add_nodes()->set_local_cpu_ratio(0.1);
+  return s;
+}
+
+// Cluster(now, 4) with job 2 (2 procs, submitted at now - 900) running on
+// nodes 0 and 1 since now - 400.
+v1::ClusterSnapshot ClusterWithRunningJob(int64_t now) {
+  v1::ClusterSnapshot s = Cluster(now, 4);
+  v1::RunningJob* r = s.add_running();
+  *r->mutable_spec() = Job(2, now - 900);
+  r->set_start_unix_seconds(now - 400);
+  r->add_nodes(0);
+  r->add_nodes(1);
+  r->set_cpu_seconds_per_task(-1);
+  return s;
+}
+
+// The snapshot edits EstimateTurnaround and RecordJobEvent refuse, with a
+// word the message must hold (the field).
+struct SnapshotEdit {
+  const char* what;
+  void (*edit)(v1::ClusterSnapshot*);
+  const char* field;
+};
+std::vector<SnapshotEdit> BadSnapshotEdits() {
+  return {
+      {"now 0", [](v1::ClusterSnapshot* s) { s->set_now_unix_seconds(0); }, "now_unix_seconds"},
+      {"no snapshot", [](v1::ClusterSnapshot* s) { *s = v1::ClusterSnapshot(); },
+       "now_unix_seconds"},
+      {"only a node", [](v1::ClusterSnapshot* s) {
+         *s = v1::ClusterSnapshot();
+         s->add_nodes();
+       }, "now_unix_seconds"},
+      {"start 0", [](v1::ClusterSnapshot* s) { s->mutable_running(0)->set_start_unix_seconds(0); },
+       "start_unix_seconds"},
+      {"start -1", [](v1::ClusterSnapshot* s) { s->mutable_running(0)->set_start_unix_seconds(-1); },
+       "start_unix_seconds"},
+      {"start before submit",
+       [](v1::ClusterSnapshot* s) {
+         s->mutable_running(0)->set_start_unix_seconds(s->running(0).spec().submit_unix_seconds() - 1);
+       },
+       "submit_unix_seconds"},
+      {"start after now",
+       [](v1::ClusterSnapshot* s) {
+         s->mutable_running(0)->set_start_unix_seconds(s->now_unix_seconds() + 1);
+       },
+       "start_unix_seconds"},
+      {"no node", [](v1::ClusterSnapshot* s) { s->mutable_running(0)->clear_nodes(); }, "nodes"},
+      {"node twice", [](v1::ClusterSnapshot* s) { s->mutable_running(0)->set_nodes(1, 0); },
+       "nodes"},
+      {"fewer nodes than procs",
+       [](v1::ClusterSnapshot* s) { s->mutable_running(0)->mutable_nodes()->RemoveLast(); },
+       "procs"},
+      {"more nodes than procs", [](v1::ClusterSnapshot* s) { s->mutable_running(0)->add_nodes(2); },
+       "procs"},
+      {"node outside", [](v1::ClusterSnapshot* s) { s->mutable_running(0)->set_nodes(1, 4); },
+       "node 4"},
+  };
+}
+
+// EstimateTurnaround refuses snapshots whose running jobs the README calls
+// INVALID_ARGUMENT (they used to be simulated: a job started at 0, before
+// its submit, on no node, twice on one node, on fewer nodes than its procs),
+// naming the field; the same snapshot without the defect is estimated.
+TEST_F(PredictorServiceTest, EstimateTurnaroundRefusesInconsistentRunningJobs) {
+  auto estimate = [&](const v1::ClusterSnapshot& snapshot) {
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(1, kNow - 100);
+    *req.mutable_snapshot() = snapshot;
+    v1::EstimateTurnaroundResponse resp;
+    grpc::Status s = stub_->EstimateTurnaround(&ctx, req, &resp);
+    if (s.ok()) EXPECT_EQ(resp.estimates_size(), 3);
+    return s;
+  };
+  ASSERT_TRUE(estimate(ClusterWithRunningJob(kNow - 100)).ok());
+  {
+    // A start at the snapshot's time and at the submit are fine.
+    v1::ClusterSnapshot s = ClusterWithRunningJob(kNow - 100);
+    s.mutable_running(0)->set_start_unix_seconds(kNow - 100);
+    EXPECT_TRUE(estimate(s).ok());
+    s.mutable_running(0)->set_start_unix_seconds(kNow - 1000);
+    EXPECT_TRUE(estimate(s).ok());
+  }
+  for (const SnapshotEdit& e : BadSnapshotEdits()) {
+    v1::ClusterSnapshot s = ClusterWithRunningJob(kNow - 100);
+    e.edit(&s);
+    grpc::Status status = estimate(s);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what;
+    EXPECT_NE(status.error_message().find(e.field), std::string::npos)
+        << e.what << ": " << status.error_message();
+    EXPECT_EQ(status.error_message().find('\n'), std::string::npos) << status.error_message();
+  }
+}
+
+// RecordJobEvent applies the same snapshot rules to the snapshots of
+// JobSubmitted and JobStarted (a submit with now_unix_seconds 0 or no
+// snapshot at all used to be stored), with the same messages, and stores
+// nothing of a refused event; a started event's nodes are distinct, one per
+// submitted proc.
+TEST_F(PredictorServiceTest, RecordJobEventAppliesTheSnapshotRulesOfEstimates) {
+  v1::RecordJobEventResponse resp;
+  auto send = [&](const v1::JobEvent& e) {
+    grpc::ClientContext ctx;
+    return stub_->RecordJobEvent(&ctx, e, &resp);
+  };
+  auto submitted = [](const v1::ClusterSnapshot& snapshot) {
+    v1::JobEvent e;
+    *e.mutable_submitted()->mutable_job() = Job(1, kNow - 1000);
+    *e.mutable_submitted()->mutable_snapshot() = snapshot;
+    return e;
+  };
+  auto started = [](std::vector<int32_t> nodes, const v1::ClusterSnapshot& snapshot) {
+    v1::JobEvent e;
+    e.mutable_started()->set_job_id(1);
+    e.mutable_started()->set_start_unix_seconds(kNow - 500);
+    for (int32_t n : nodes) e.mutable_started()->add_nodes(n);
+    *e.mutable_started()->mutable_snapshot() = snapshot;
+    return e;
+  };
+  auto estimate_message = [&](const v1::ClusterSnapshot& snapshot) {
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(1, kNow - 1000);
+    *req.mutable_snapshot() = snapshot;
+    v1::EstimateTurnaroundResponse out;
+    return stub_->EstimateTurnaround(&ctx, req, &out).error_message();
+  };
+  for (const SnapshotEdit& e : BadSnapshotEdits()) {
+    v1::ClusterSnapshot s = ClusterWithRunningJob(kNow - 1000);
+    e.edit(&s);
+    grpc::Status status = send(submitted(s));
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what;
+    EXPECT_NE(status.error_message().find(e.field), std::string::npos)
+        << e.what << ": " << status.error_message();
+    EXPECT_EQ(status.error_message(), estimate_message(s)) << e.what;
+  }
+  // Nothing was stored: job 1 is unknown.
+  EXPECT_EQ(send(started({0, 1}, Cluster(kNow - 500, 4))).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  ASSERT_TRUE(send(submitted(ClusterWithRunningJob(kNow - 1000))).ok());
+  // Started: the snapshot's rules, and the job's own nodes.
+  for (const SnapshotEdit& e : BadSnapshotEdits()) {
+    v1::ClusterSnapshot s = ClusterWithRunningJob(kNow - 500);
+    e.edit(&s);
+    grpc::Status status = send(started({2, 3}, s));
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what;
+    EXPECT_NE(status.error_message().find(e.field), std::string::npos)
+        << e.what << ": " << status.error_message();
+  }
+  for (const auto& [nodes, field] : std::vector<std::pair<std::vector<int32_t>, std::string>>{
+           {{}, "no node"}, {{2, 2}, "twice"}, {{2}, "procs"}, {{0, 1, 2}, "procs"},
+           {{2, 4}, "outside"}}) {
+    grpc::Status status = send(started(nodes, Cluster(kNow - 500, 4)));
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << field;
+    EXPECT_NE(status.error_message().find(field), std::string::npos) << status.error_message();
+  }
+  // Still pending: the valid start and finish make one history record.
+  ASSERT_TRUE(send(started({2, 3}, ClusterWithRunningJob(kNow - 500))).ok());
+  v1::JobEvent fin;
+  fin.mutable_finished()->set_job_id(1);
+  fin.mutable_finished()->set_finish_unix_seconds(kNow - 100);
+  fin.mutable_finished()->set_cpu_seconds_per_task(300);
+  ASSERT_TRUE(send(fin).ok());
+  EXPECT_EQ(resp.history_records(), 1);
 }
 
 }  // namespace

@@ -1,6 +1,13 @@
 #include "services/statemgr/host_book.h"
 
+#include <grpcpp/grpcpp.h>
+
+#include "common/metrics.h"
+#include "common/server.h"
+#include "common/thread_pool.h"
 #include "gtest/gtest.h"
+#include "services/statemgr/statemgr_service.h"
+#include "services/statemgr/usage_keeper.h"
 #include "tests/test_util.h"
 
 namespace sojourn::statemgr {
@@ -404,6 +411,242 @@ TEST_F(HostBookTest, MessageWithoutAttributesKeepsTheStoredOnes) {
   EXPECT_EQ(reloaded.Info("h")->meta.attributes.total_mem_mb(), 4096);
   EXPECT_EQ(reloaded.Info("h")->meta.attributes.cpu_cores(), 0);
   EXPECT_EQ(reloaded.Info("h")->meta.period_seconds, 300);
+}
+
+}  // namespace
+}  // namespace sojourn::statemgr
+
+namespace sojourn::statemgr {
+namespace {
+
+// An attributes-only update of a NEW host (no sample yet) is acknowledged,
+// so it is durable: the host and its attributes are listed and answer
+// WindowStats the same before and after the store is closed and reopened
+// (before: stored by its meta alone, which Load never read, so the host
+// vanished at a restart).
+TEST_F(HostBookTest, AttributesOnlyHostSurvivesRestart) {
+  MetaUpdate update;
+  update.attributes.emplace();
+  update.attributes->set_cpu_mhz(1234);
+  update.attributes->set_cpu_cores(8);
+  update.attributes->set_total_mem_mb(999);
+  auto appended = book_->Append("pxattr2", {}, update);
+  ASSERT_THAT(appended.status(), IsOk());
+  EXPECT_EQ(appended->persisted, 0);
+  EXPECT_EQ(appended->last_persisted_unix, 0);
+  availability::WindowSpec spec;
+  spec.length_seconds = 3600;
+  auto check = [&](HostBook& book) {
+    const auto list = book.List();
+    ASSERT_EQ(list.size(), 1u);
+    EXPECT_EQ(list[0].host, "pxattr2");
+    EXPECT_EQ(list[0].samples, 0);
+    EXPECT_EQ(list[0].state, HostState::kS5);
+    EXPECT_DOUBLE_EQ(list[0].meta.attributes.cpu_mhz(), 1234);
+    EXPECT_EQ(list[0].meta.attributes.cpu_cores(), 8);
+    EXPECT_DOUBLE_EQ(list[0].meta.attributes.total_mem_mb(), 999);
+    auto stats = book.WindowStats("pxattr2", spec, 0);
+    ASSERT_THAT(stats.status(), IsOk());
+    EXPECT_TRUE(stats->whole_history_fallback);
+    EXPECT_EQ(stats->stats.num_windows, 0);
+    EXPECT_EQ(stats->info.state, HostState::kS5);
+  };
+  ASSERT_NO_FATAL_FAILURE(check(*book_));
+  // A restart: the book and the store closed, the directory reopened.
+  book_.reset();
+  store_.reset();
+  auto reopened = SampleStore::Open(dir_.path(), false);
+  ASSERT_THAT(reopened.status(), IsOk());
+  store_ = std::move(*reopened);
+  book_ = std::make_unique<HostBook>(config_, *store_, clock_);
+  int64_t skipped = -1;
+  ASSERT_THAT(book_->Load(&skipped), IsOk());
+  EXPECT_EQ(skipped, 0);
+  ASSERT_NO_FATAL_FAILURE(check(*book_));
+  // Its first samples after the restart are stored as any host's.
+  auto first = book_->Append("pxattr2", {At(kMonday - 300, 0.1), At(kMonday, 0.1)});
+  ASSERT_THAT(first.status(), IsOk());
+  EXPECT_EQ(first->persisted, 2);
+  EXPECT_EQ(book_->Info("pxattr2")->samples, 2);
+  EXPECT_EQ(book_->Info("pxattr2")->meta.attributes.cpu_cores(), 8);
+}
+
+// The gRPC service on a RocksDB store, restarted on the same directory the
+// way the state manager restarts (everything closed, then opened and loaded
+// again), on a FakeClock.
+class StateManagerServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(Start()); }
+  void TearDown() override { Stop(); }
+  void Start() {
+    auto s = SampleStore::Open(dir_.path(), /*sync_writes=*/true);
+    ASSERT_THAT(s.status(), IsOk());
+    store_ = std::move(*s);
+    config_.default_period_seconds = 300;
+    book_ = std::make_unique<HostBook>(config_, *store_, clock_);
+    ASSERT_THAT(book_->Load(), IsOk());
+    usage_ = std::make_unique<UsageKeeper>(UsageKeeperConfig{}, *book_, *store_, clock_);
+    metrics_ = std::make_unique<Metrics>("statemgr-test");
+    service_ = std::make_unique<StateManagerService>(*book_, *usage_, pool_, *metrics_);
+    auto server = GrpcServer::Start({}, {service_.get()}, *metrics_);
+    ASSERT_THAT(server.status(), IsOk());
+    server_ = std::move(*server);
+    stub_ = v1::StateManager::NewStub(
+        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  }
+  void Stop() {
+    stub_.reset();
+    if (server_ != nullptr) {
+      book_->CloseWatchers();
+      server_->Shutdown(absl::Seconds(5));
+    }
+    server_.reset();
+    service_.reset();
+    metrics_.reset();
+    usage_.reset();
+    book_.reset();
+    store_.reset();
+  }
+  grpc::Status Push(const std::vector<v1::PushSamplesRequest>& messages,
+                    v1::PushSamplesResponse* resp) {
+    grpc::ClientContext ctx;
+    auto writer = stub_->PushSamples(&ctx, resp);
+    for (const auto& m : messages) {
+      if (!writer->Write(m)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  }
+  grpc::Status List(v1::ListHostsResponse* resp) {
+    grpc::ClientContext ctx;
+    return stub_->ListHosts(&ctx, v1::ListHostsRequest(), resp);
+  }
+  grpc::Status WindowStats(const std::string& host, v1::GetWindowStatsResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::GetWindowStatsRequest req;
+    req.set_host(host);
+    req.set_length_seconds(3600);
+    return stub_->GetWindowStats(&ctx, req, resp);
+  }
+  grpc::Status Series(const std::string& host, int64_t start, int64_t end,
+                      v1::GetSeriesResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::GetSeriesRequest req;
+    req.set_host(host);
+    req.set_start_unix_seconds(start);
+    req.set_end_unix_seconds(end);
+    return stub_->GetSeries(&ctx, req, resp);
+  }
+  grpc::Status Intervals(const std::string& host, int64_t start, int64_t end) {
+    grpc::ClientContext ctx;
+    v1::GetStateIntervalsRequest req;
+    req.set_host(host);
+    req.set_start_unix_seconds(start);
+    req.set_end_unix_seconds(end);
+    v1::GetStateIntervalsResponse resp;
+    return stub_->GetStateIntervals(&ctx, req, &resp);
+  }
+
+  TempDir dir_;
+  FakeClock clock_{absl::FromUnixSeconds(kMonday)};
+  HostBookConfig config_;
+  ThreadPool pool_{2};
+  std::unique_ptr<SampleStore> store_;
+  std::unique_ptr<HostBook> book_;
+  std::unique_ptr<UsageKeeper> usage_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<StateManagerService> service_;
+  std::unique_ptr<GrpcServer> server_;
+  std::unique_ptr<v1::StateManager::Stub> stub_;
+};
+
+// The audit's case: PushSamples(host='pxattr2', attributes only) is OK with
+// last_persisted{pxattr2: 0}; ListHosts and GetWindowStats answer the same
+// before and after a restart on the same directory (before: NOT_FOUND after).
+TEST_F(StateManagerServiceTest, AttributesOnlyPushSurvivesRestart) {
+  v1::PushSamplesRequest req;
+  req.set_host("pxattr2");
+  req.mutable_attributes()->set_cpu_mhz(1234);
+  req.mutable_attributes()->set_cpu_cores(8);
+  req.mutable_attributes()->set_total_mem_mb(999);
+  v1::PushSamplesResponse pushed;
+  grpc::Status s = Push({req}, &pushed);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(pushed.persisted_samples(), 0);
+  ASSERT_EQ(pushed.last_persisted_unix_seconds().count("pxattr2"), 1u);
+  EXPECT_EQ(pushed.last_persisted_unix_seconds().at("pxattr2"), 0);
+  v1::ListHostsResponse list_before;
+  ASSERT_TRUE(List(&list_before).ok());
+  ASSERT_EQ(list_before.hosts_size(), 1);
+  EXPECT_EQ(list_before.hosts(0).host(), "pxattr2");
+  EXPECT_EQ(list_before.hosts(0).current_state(), v1::HOST_STATE_S5_REVOKED);
+  EXPECT_EQ(list_before.hosts(0).attributes().cpu_cores(), 8);
+  EXPECT_DOUBLE_EQ(list_before.hosts(0).attributes().cpu_mhz(), 1234);
+  EXPECT_DOUBLE_EQ(list_before.hosts(0).attributes().total_mem_mb(), 999);
+  v1::GetWindowStatsResponse stats_before;
+  s = WindowStats("pxattr2", &stats_before);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+
+  Stop();
+  ASSERT_NO_FATAL_FAILURE(Start());
+
+  v1::ListHostsResponse list_after;
+  ASSERT_TRUE(List(&list_after).ok());
+  EXPECT_EQ(list_after.SerializeAsString(), list_before.SerializeAsString())
+      << "before: " << list_before.ShortDebugString()
+      << "\nafter: " << list_after.ShortDebugString();
+  v1::GetWindowStatsResponse stats_after;
+  s = WindowStats("pxattr2", &stats_after);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(stats_after.SerializeAsString(), stats_before.SerializeAsString())
+      << "before: " << stats_before.ShortDebugString()
+      << "\nafter: " << stats_after.ShortDebugString();
+}
+
+// GetSeries checks its range as GetStateIntervals does: an end before the
+// start, or a negative end, is INVALID_ARGUMENT naming end_unix_seconds
+// (before: OK and empty). End 0 still means "up to the last sample", and an
+// end equal to the start is an empty range, not an error.
+TEST_F(StateManagerServiceTest, GetSeriesRefusesAnEndBeforeTheStart) {
+  v1::PushSamplesRequest req;
+  req.set_host("h1");
+  req.set_period_seconds(300);
+  for (int64_t t = kMonday - 3000; t <= kMonday; t += 300) {
+    auto* p = req.add_samples();
+    p->set_unix_seconds(t);
+    p->set_cpu_load_ratio(0.1);
+  }
+  v1::PushSamplesResponse pushed;
+  ASSERT_TRUE(Push({req}, &pushed).ok());
+  ASSERT_EQ(pushed.persisted_samples(), 11);
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  v1::GetSeriesResponse resp;
+  grpc::Status s = Series("h1", now, now - 1000, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message().rfind("end_unix_seconds is before start", 0), 0u)
+      << s.error_message();
+  s = Series("h1", 0, -5, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("end_unix_seconds must be >= 0"), std::string::npos)
+      << s.error_message();
+  EXPECT_EQ(s.error_message().find('\n'), std::string::npos);
+  // GetStateIntervals agrees on both.
+  EXPECT_EQ(Intervals("h1", now, now - 1000).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Intervals("h1", -10, -5).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // End 0: everything from the start on.
+  resp.Clear();
+  ASSERT_TRUE(Series("h1", 0, 0, &resp).ok());
+  EXPECT_EQ(resp.samples_size(), 11);
+  resp.Clear();
+  ASSERT_TRUE(Series("h1", kMonday - 600, 0, &resp).ok());
+  EXPECT_EQ(resp.samples_size(), 3);
+  // [start, end): the end itself is left out; start == end is empty.
+  resp.Clear();
+  ASSERT_TRUE(Series("h1", kMonday - 600, kMonday, &resp).ok());
+  EXPECT_EQ(resp.samples_size(), 2);
+  resp.Clear();
+  ASSERT_TRUE(Series("h1", kMonday, kMonday, &resp).ok());
+  EXPECT_EQ(resp.samples_size(), 0);
 }
 
 }  // namespace

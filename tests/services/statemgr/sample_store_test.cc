@@ -172,5 +172,57 @@ TEST(SampleStoreTest, RefusesPredictorHistDb) {
       << store.status();
 }
 
+// A host whose attributes came before any sample (a PushSamples message with
+// attributes and no samples, acknowledged) is stored by its meta alone and
+// comes back from ForEachHost after a reopen, once, without samples (before:
+// only sample keys were scanned, so it vanished at a restart). A meta-only
+// host whose meta does not parse still comes back, its meta unknown; a meta
+// key of the wrong shape is left out and counted.
+TEST(SampleStoreTest, MetaOnlyHostSurvivesReopen) {
+  TempDir dir;
+  {
+    auto store = SampleStore::Open(dir.path(), true);
+    ASSERT_THAT(store.status(), IsOk());
+    HostMeta meta;
+    meta.attributes.set_cpu_mhz(1234);
+    meta.attributes.set_cpu_cores(8);
+    meta.attributes.set_total_mem_mb(999);
+    ASSERT_THAT((*store)->Append("pxattr2", {}, &meta), IsOk());
+    HostMeta with_samples;
+    with_samples.period_seconds = 300;
+    ASSERT_THAT((*store)->Append("a", {At(10, 0.1)}, &with_samples), IsOk());
+    ASSERT_THAT((*store)->Append("z", {At(10, 0.1)}, nullptr), IsOk());
+  }
+  ASSERT_NO_FATAL_FAILURE(PutRaw(dir.path(), {{std::string("m\0broken", 8), "\xff\xff"},
+                                              {std::string("m\0", 2), "\x08\x01"}}));
+  auto store = SampleStore::Open(dir.path(), true);
+  ASSERT_THAT(store.status(), IsOk());
+  std::map<std::string, int> calls;
+  std::map<std::string, std::vector<HostSample>> seen;
+  std::map<std::string, HostMeta> metas;
+  int64_t skipped = 0;
+  ASSERT_THAT((*store)->ForEachHost(
+                  [&](const std::string& h, const HostMeta& m, std::vector<HostSample> v) {
+                    ++calls[h];
+                    seen[h] = std::move(v);
+                    metas[h] = m;
+                  },
+                  &skipped),
+              IsOk());
+  EXPECT_EQ(calls, (std::map<std::string, int>{{"a", 1}, {"broken", 1}, {"pxattr2", 1},
+                                               {"z", 1}}));
+  EXPECT_EQ(skipped, 2);  // the unparsable meta and the key with no host
+  EXPECT_TRUE(seen["pxattr2"].empty());
+  EXPECT_DOUBLE_EQ(metas["pxattr2"].attributes.cpu_mhz(), 1234);
+  EXPECT_DOUBLE_EQ(metas["pxattr2"].attributes.cpu_cores(), 8);
+  EXPECT_DOUBLE_EQ(metas["pxattr2"].attributes.total_mem_mb(), 999);
+  EXPECT_EQ(metas["pxattr2"].period_seconds, 0);
+  EXPECT_TRUE(seen["broken"].empty());
+  EXPECT_DOUBLE_EQ(metas["broken"].attributes.cpu_cores(), 0);
+  ASSERT_EQ(seen["a"].size(), 1u);
+  EXPECT_EQ(metas["a"].period_seconds, 300);
+  ASSERT_EQ(seen["z"].size(), 1u);
+}
+
 }  // namespace
 }  // namespace sojourn::statemgr
