@@ -396,18 +396,25 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
   if (!reader.Next(&line)) return LineError(file, 1, "empty file: expected a header row");
   std::vector<absl::string_view> fields;
   SplitInto(line, ';', &fields);
-  int col_ts = -1, col_cpu_pct = -1, col_mem_cap = -1, col_mem_use = -1, col_cores = -1;
+  int col_ts = -1, col_cpu_pct = -1, col_mem_cap = -1, col_mem_use = -1, col_mem_pct = -1,
+      col_cores = -1;
   for (size_t i = 0; i < fields.size(); ++i) {
     std::string name = absl::AsciiStrToLower(std::string(Trim(fields[i])));
     if (absl::StartsWith(name, "timestamp")) col_ts = static_cast<int>(i);
     if (absl::StartsWith(name, "cpu usage [%]")) col_cpu_pct = static_cast<int>(i);
     if (absl::StartsWith(name, "memory capacity provisioned")) col_mem_cap = static_cast<int>(i);
-    if (absl::StartsWith(name, "memory usage")) col_mem_use = static_cast<int>(i);
+    // "Memory usage [KB]" is an amount; "Memory usage [%]" (GWA-T-13 Materna
+    // has both) a share of the capacity, used only when there is no amount.
+    if (absl::StartsWith(name, "memory usage")) {
+      (absl::StrContains(name, "%") ? col_mem_pct : col_mem_use) = static_cast<int>(i);
+    }
     if (name == "cpu cores") col_cores = static_cast<int>(i);
   }
   if (col_ts < 0) return LineError(file, 1, "header has no 'Timestamp' column");
   if (col_cpu_pct < 0) return LineError(file, 1, "header has no 'CPU usage [%]' column");
-  const int max_col = std::max({col_ts, col_cpu_pct, col_mem_cap, col_mem_use, col_cores});
+  if (col_mem_use >= 0) col_mem_pct = -1;
+  const int col_mem_amount = col_mem_use >= 0 ? col_mem_use : col_mem_pct;
+  const int max_col = std::max({col_ts, col_cpu_pct, col_mem_cap, col_mem_amount, col_cores});
   GwaFile out;
   out.samples.reserve(text.size() / 150);
   while (reader.Next(&line)) {
@@ -441,18 +448,19 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
       }
       out.cpu_cores = std::max(out.cpu_cores, cores);
     }
-    if (col_mem_cap >= 0 && col_mem_use >= 0) {
+    if (col_mem_cap >= 0 && col_mem_amount >= 0) {
       double cap, use;
       if (!ParseDouble(fields[col_mem_cap], &cap)) {
         return LineError(
             file, ln,
             absl::StrCat("memory capacity '", Trim(fields[col_mem_cap]), "' is not a number"));
       }
-      if (!ParseDouble(fields[col_mem_use], &use)) {
+      if (!ParseDouble(fields[col_mem_amount], &use)) {
         return LineError(
             file, ln,
-            absl::StrCat("memory usage '", Trim(fields[col_mem_use]), "' is not a number"));
+            absl::StrCat("memory usage '", Trim(fields[col_mem_amount]), "' is not a number"));
       }
+      if (col_mem_pct >= 0) use = cap * use / 100.0;
       s.free_mem_mb = (cap - use) / 1024.0;
       out.total_mem_mb = std::max(out.total_mem_mb, cap / 1024.0);
     }

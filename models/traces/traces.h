@@ -35,7 +35,10 @@ struct ImportOptions {
 // be an RFC 4180 quoted field, so a host name can hold commas), a Grid
 // Workloads Archive per-VM directory or .tar.xz/.tar.gz of per-VM CSVs, or an
 // availability matrix (one host per line of 0/1 values, optionally .gz).
-// kAuto picks the format from the path and the first line.
+// GWA columns are found by header name: load = "CPU usage [%]" / 100, free
+// memory = ("Memory capacity provisioned [KB]" - "Memory usage [KB]") / 1024,
+// or the capacity's share left by "Memory usage [%]" where there is no [KB]
+// column. kAuto picks the format from the path and the first line.
 absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
                                                    const ImportOptions& options);
 // The same; `*format_used` (if not null) receives the format that was read

@@ -476,6 +476,31 @@ TEST_F(TracesTest, ReadsGwaZip) {
   EXPECT_THAT(std::string(text.status().message()), HasSubstr("or zip archive"));
 }
 
+// Free memory comes from "Memory usage [KB]" even when a "Memory usage [%]"
+// column follows it (GWA-T-13 Materna has both); with only the percentage it
+// is the capacity's remaining share.
+TEST_F(TracesTest, GwaMemoryUsageInKilobytesOrPercent) {
+  const std::string both =
+      "Timestamp [ms];\tCPU cores;\tCPU usage [%];\tMemory capacity provisioned [KB];\t"
+      "Memory usage [KB];\tMemory usage [%]\n"
+      "1000;\t2;\t10;\t1048576;\t786432;\t75\n";
+  const std::string pct_only =
+      "Timestamp [ms];\tCPU cores;\tCPU usage [%];\tMemory capacity provisioned [KB];\t"
+      "Memory usage [%]\n"
+      "1000;\t2;\t10;\t1048576;\t25\n";
+  Write("both/1.csv", both);
+  Write("pct/1.csv", pct_only);
+  for (const auto& [dir, free_mb] : {std::pair<std::string, double>{"both", 256.0},
+                                     std::pair<std::string, double>{"pct", 768.0}}) {
+    auto traces = ImportTrace((dir_ / dir).string(), Fmt(TraceFormat::kGwa));
+    ASSERT_TRUE(traces.ok()) << dir << ": " << traces.status();
+    ASSERT_EQ(traces->size(), 1u) << dir;
+    ASSERT_EQ((*traces)[0].samples.size(), 1u) << dir;
+    EXPECT_DOUBLE_EQ((*traces)[0].samples[0].free_mem_mb, free_mb) << dir;
+    EXPECT_DOUBLE_EQ((*traces)[0].samples[0].cpu_load, 0.1) << dir;
+  }
+}
+
 // A non-numeric GWA field names the file and line.
 TEST_F(TracesTest, RejectsBadGwaField) {
   Write("d/1.csv", GwaHeader() + GwaRow(1000, 50, 1, 1) +
