@@ -105,6 +105,28 @@ def main():
         if q.returncode != 0 or want not in q.stdout:
             fail("cells_band.py: exit %d, %r (wanted %r)" % (q.returncode, q.stdout, want))
 
+        # --where-below METHOD=T keeps the scored cells that METHOD predicts below T
+        # (counted here from the CSV, at T = the largest prediction of the first
+        # method, day type and length whose predictions differ).
+        for m, dt, L in [(m, dt, L) for m in METHODS for dt in ("weekday", "weekend")
+                         for L in range(1, 11)]:
+            scored = [r for r in rows if r["day_type"] == dt and r["window_hours"] == str(L)
+                      and int(r["n_test"]) >= min_test and float(r["emp_tr"]) > 0]
+            preds = [float(r[m]) for r in scored]
+            if preds and min(preds) < max(preds):
+                break
+        else:
+            fail("no method, day type and length with two different predictions")
+        t = max(preds)
+        below = sum(1 for x in preds if x < t)
+        q = subprocess.run([sys.executable, band_tool, "--cells", cells, "--day-type", dt,
+                            "--hours", str(L), "--where-below", "%s=%r" % (m, t)],
+                           capture_output=True, text=True, timeout=60)
+        want = "%d scored cells, %d in the band" % (len(scored), below)
+        if q.returncode != 0 or want not in q.stdout:
+            fail("cells_band.py --where-below %s=%r: exit %d, %r (wanted %r)"
+                 % (m, t, q.returncode, q.stdout, want))
+
         # tools/eval/cells_bootstrap.py (the doc's host-bootstrap intervals):
         # its gap column is the difference of the JSON's avg_rel_err.
         boot_tool = os.path.join(os.path.dirname(band_tool), "cells_bootstrap.py")
