@@ -27,7 +27,13 @@ predictor, a statemgr holding one host with samples, none in the last day):
     beside a live one, which it used to keep watching); `| head -1` ends it
     with exit 0 though no further change comes (it used to hang); a state
     manager given twice is watched once; --timeout bounds the connection to a state
-    manager that never answers.
+    manager that never answers;
+  - `sojourn job-event` feeds a predictor's job history from JSON lines (its
+    count comes back; a line that is no event, or an event the predictor
+    refuses, exits 2 naming the line, and the events before it stay recorded)
+    and `sojourn turnaround` answers from it: the historical kernel matches the
+    user's finished jobs, the simulation kernel waits behind the snapshot's
+    queue (the example in its --help), bad snapshots exit 2.
 
 usage: /usr/bin/python3 tests/tools/services_cli_test.py --bin-dir BUILD/bin
 """
@@ -333,6 +339,115 @@ def test_cluster(bin_dir, workdir):
         check(code == 0, f"{name} exited {code} on SIGTERM")
 
 
+def run_input(argv, text, env=None):
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, input=text)
+    return p.returncode, p.stdout, [l for l in p.stderr.splitlines() if l.strip()]
+
+
+def test_turnaround(bin_dir, workdir):
+    sojourn = os.path.join(bin_dir, "sojourn")
+    env = dict(os.environ)
+    env.pop("SOJOURN_PREDICTOR", None)
+    cluster = sojourn_cluster.Cluster(bin_dir, workdir)
+    try:
+        predictor = cluster.start("predictor-histdb", "predictor", [
+            f"--broker={dead_address()}", "--metrics_listen=",
+            f"--histdb_path={os.path.join(workdir, 'histdb')}"])
+        p = ["--predictor", predictor.address]
+        now = int(time.time())
+
+        def snap(t, nodes=4):
+            return {"now_unix_seconds": t, "nodes": [{} for _ in range(nodes)]}
+
+        events = ["# user 3 ran executable 12 twice on 2 of 4 nodes", ""]
+        for job_id, submit, start, end, nodes in ((1, now - 9000, now - 8800, now - 6800, [0, 1]),
+                                                  (2, now - 5000, now - 4900, now - 2500, [2, 3])):
+            events += [
+                json.dumps({"submitted": {"job": {"job_id": job_id, "submit_unix_seconds": submit,
+                                                  "procs": 2, "user": 3, "executable": 12,
+                                                  "requested_seconds": 3600},
+                                          "snapshot": snap(submit)}}),
+                json.dumps({"started": {"job_id": job_id, "start_unix_seconds": start,
+                                        "nodes": nodes, "snapshot": snap(start)}}),
+                json.dumps({"finished": {"job_id": job_id, "finish_unix_seconds": end}})]
+        path = os.path.join(workdir, "events.jsonl")
+        with open(path, "w") as f:
+            f.write("\n".join(events) + "\n")
+        code, out, err = run([sojourn, "job-event", "--file", path] + p, env=env)
+        check(code == 0 and "recorded 6 events; the job history holds 2 records" in out,
+              f"sojourn job-event: exit {code}, {out!r}, {err}")
+
+        code, out, err = run([sojourn, "turnaround", "--procs", "2", "--user", "3",
+                              "--executable", "12", "--requested", "1h", "--nodes", "4",
+                              "--json"] + p, env=env)
+        try:
+            est = {e["kernel"]: e for e in json.loads(out)["estimates"]}
+        except (ValueError, KeyError):
+            est = {}
+        hist = est.get("historical", {})
+        check(code == 0 and set(est) == {"historical", "simulation", "hybrid"} and
+              hist.get("from_history") and hist.get("matched_records") == 2 and
+              2000 <= hist["exec"]["point_seconds"] <= 2400,
+              f"sojourn turnaround from the recorded history: exit {code}, {out[:400]!r}, {err}")
+        # Another user's job has no history to match.
+        code, out, err = run([sojourn, "turnaround", "--procs", "2", "--user", "4",
+                              "--nodes", "4"] + p, env=env)
+        rows = {l.split()[0]: l for l in out.splitlines()[2:] if l.strip()}
+        check(code == 0 and rows.get("historical", "").endswith("none"),
+              f"sojourn turnaround without history: exit {code}, {out!r}, {err}")
+
+        # The snapshot example of --help, EASY backfilling: the 1-node job fits before the
+        # queued 2-node job's reservation (no wait); with FCFS it waits behind it.
+        code, help_text, _ = run([sojourn, "turnaround", "--help"], env=env)
+        lines = help_text.splitlines()
+        first = next(i for i, l in enumerate(lines) if l.strip().startswith('{"now_unix_seconds"'))
+        example = " ".join(l.strip() for l in lines[first:first + 9])
+        example = example[:example.rindex("}") + 1]
+        for policy, waits in (("JOB_SELECTION_EASY", False), ("JOB_SELECTION_FCFS", True)):
+            text = example.replace("JOB_SELECTION_EASY", policy)
+            code, out, err = run_input([sojourn, "turnaround", "--procs", "1", "--snapshot", "-",
+                                        "--json"] + p, text, env=env)
+            try:
+                wait = {e["kernel"]: e for e in json.loads(out)["estimates"]}["simulation"][
+                    "wait"]["point_seconds"]
+            except (ValueError, KeyError):
+                wait = None
+            check(code == 0 and wait is not None and (wait > 0) == waits,
+                  f"sojourn turnaround on the --help example ({policy}) {text!r}: exit {code}, "
+                  f"simulation wait {wait}, {err}")
+
+        for argv, text, want in (
+                (["--procs", "1", "--snapshot", "-"], '{"nodez": []}', "is not a ClusterSnapshot"),
+                (["--procs", "1", "--snapshot", "-"], '{"now_unix_seconds": 5}', "lists no nodes"),
+                (["--procs", "1"], "", "either --nodes N or --snapshot FILE"),
+                (["--procs", "3", "--nodes", "2"], "", "can never start on 2 nodes"),
+                (["--nodes", "2"], "", "--procs is required")):
+            code, _, err = run_input([sojourn, "turnaround"] + argv + p, text, env=env)
+            check(code == 2 and len(err) == 1 and want in err[0],
+                  f"sojourn turnaround {argv} <<< {text!r}: exit {code}, stderr {err}")
+
+        # Refusals name the line; what came before stays recorded (2 -> 3 records).
+        good = json.dumps({"submitted": {"job": {"job_id": 9, "submit_unix_seconds": now,
+                                                 "procs": 1}, "snapshot": snap(now)}})
+        for text, want in (("\n" + good + "\nnot json\n", "standard input:3: not a job event"),
+                           ('{"started": {"job_id": 77}}\n',
+                            "standard input:1: recording the event: job 77")):
+            code, out, err = run_input([sojourn, "job-event"] + p, text, env=env)
+            check(code == 2 and len(err) == 1 and want in err[0],
+                  f"sojourn job-event <<< {text!r}: exit {code}, stderr {err}")
+        code, out, err = run_input([sojourn, "job-event", "--json"] + p,
+                                   '{"cancelled": {"job_id": 9}}\n', env=env)
+        check(code == 0 and json.loads(out or "{}").get("events_recorded") == 1 and
+              json.loads(out or "{}").get("history_records") == 2,
+              f"sojourn job-event --json after a refusal: exit {code}, {out!r}, {err}")
+    finally:
+        codes = cluster.stop()
+        if FAILURES:
+            cluster.dump_logs()
+    for name, code in codes.items():
+        check(code == 0, f"{name} exited {code} on SIGTERM")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin-dir", required=True)
@@ -343,6 +458,7 @@ def main():
     try:
         test_flags(a.bin_dir, workdir)
         test_cluster(a.bin_dir, workdir)
+        test_turnaround(a.bin_dir, workdir)
     finally:
         if not a.keep:
             shutil.rmtree(workdir, ignore_errors=True)

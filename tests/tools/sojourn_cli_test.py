@@ -8,6 +8,7 @@ would fail with exit 1 and a connection error instead).
 usage: sojourn_cli_test.py --sojourn build/bin/sojourn
 """
 import argparse
+import os
 import subprocess
 import sys
 
@@ -45,6 +46,21 @@ CASES = [
     (["rank", "--duration", "2h", "--policy", "omniscient"], "--policy must be proactive"),
     (["rank", "--duration", "169h"], "--duration must be at most 7 days"),
     (["usage", "--host", "vm1", "--hours", "1", "--resource", "disk"], "--resource must be cpu or mem"),
+    # An address without a scheme must be HOST:PORT: 'localhost' was dialled on
+    # port 443, '127.0.0.1:grpc_port=1' (a port file pasted whole) on port 0.
+    (["hosts", "--broker", "localhost"], "--broker 'localhost' is not HOST:PORT"),
+    (["hosts", "--broker", "127.0.0.1:grpc_port=1"], "the port must be a number"),
+    (["watch", "--statemgr", "localhost"], "--statemgr 'localhost' is not HOST:PORT"),
+    (["turnaround", "--procs", "1"], "either --nodes N or --snapshot FILE"),
+    (["turnaround", "--procs", "1", "--nodes", "2", "--snapshot", "-"],
+     "either --nodes N or --snapshot FILE"),
+    (["turnaround", "--nodes", "2"], "--procs is required"),
+    (["turnaround", "--procs", "0", "--nodes", "2"], "--procs wants an integer in [1, 1000000]"),
+    (["turnaround", "--procs", "1", "--nodes", "2", "--cpu", "0"], "--cpu must be a share"),
+    (["turnaround", "--procs", "1", "--nodes", "2", "--user", "-2"], "--user wants an integer"),
+    (["turnaround", "--procs", "1", "--nodes", "2", "--requested", "0"], "--requested"),
+    (["turnaround", "--procs", "1", "--snapshot", "/nonexistent/snap.json"], "No such file"),
+    (["job-event", "--file", "/nonexistent/events.jsonl"], "No such file"),
 ]
 
 # Accepted: these reach the (dead) cluster and fail with exit 1, not 2.
@@ -54,6 +70,9 @@ ACCEPTED = [
     ["usage", "--host", "vm1", "--hours", "1", "--resource", "Memory"],
     ["availability", "--host", "vm1", "--window", "2h", "--history-days", "3", "--curve", "8"],
     ["can-run", "--host", "vm1", "--hours", "2", "--cpu", "0.5"],
+    ["hosts", "--broker", "unix:/nonexistent/sojourn.sock"],
+    ["hosts", "--broker", "dns:///localhost:9"],
+    ["turnaround", "--procs", "4", "--nodes", "8", "--requested", "2h", "--user", "3"],
 ]
 
 # `sojourn COMMAND --help`: exit 0, the command's own options with defaults.
@@ -68,6 +87,9 @@ HELP = {
     "can-run": ["--cpu FREE", "in [0, 1]", "default 0 = not checked", "--memory-mb MB",
                 "Not the same as rank's --cpu"],
     "how-long": ["--cpu FREE", "in [0, 1]", "--memory-mb MB", "not enough history yet"],
+    "turnaround": ["--procs N", "--requested DURATION", "default: unknown", "--nodes N",
+                   "--snapshot FILE", "default -1 = unknown", "default 127.0.0.1:7402"],
+    "job-event": ["--file FILE", "default - = standard input", "one line", "cancelled"],
 }
 
 
@@ -93,6 +115,15 @@ def main():
             failures += 1
             print("FAIL: %r: exit %d (wanted 1: accepted, cluster unreachable), stderr %r"
                   % (args, p.returncode, p.stderr))
+    # The address from the environment is checked like the flag's, naming the variable.
+    env = dict(os.environ, SOJOURN_BROKER="localhost")
+    p = subprocess.run([a.sojourn, "hosts", "--timeout", "2"], capture_output=True, text=True,
+                       timeout=60, env=env)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    if p.returncode != 2 or len(lines) != 1 or "SOJOURN_BROKER 'localhost'" not in lines[0]:
+        failures += 1
+        print("FAIL: SOJOURN_BROKER=localhost sojourn hosts: exit %d, stderr %r"
+              % (p.returncode, lines))
     for command, needles in HELP.items():
         p = subprocess.run([a.sojourn, command, "--help"], capture_output=True, text=True,
                            timeout=60)

@@ -6,6 +6,8 @@
 //                [--policy P] [--json]
 //   sojourn guest [--pid N [--unregister]] [--monitor ADDR] [--json]
 //   sojourn watch [--host H] [--statemgr ADDR,...] [--no-snapshot] [--json]
+//   sojourn turnaround --procs N (--nodes N | --snapshot FILE) [--requested D] [--json]
+//   sojourn job-event [--file FILE] [--json]
 //
 // Addresses: --broker (env SOJOURN_BROKER, default 127.0.0.1:7401) and
 // --predictor (env SOJOURN_PREDICTOR, default 127.0.0.1:7402).
@@ -15,11 +17,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +36,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -75,6 +82,13 @@ const char kUsage[] =
     "  watch [--host H] [--statemgr ADDR,...] [--no-snapshot]\n"
     "                             follow the hosts' state changes (S1..S5) as the state\n"
     "                             managers see them, until Ctrl-C\n"
+    "  turnaround --procs N (--nodes N | --snapshot FILE) [--requested DURATION]\n"
+    "             [--user U] [--executable E] ...\n"
+    "                             when a parallel job submitted now would start and end:\n"
+    "                             wait, run and turnaround time with intervals from the\n"
+    "                             historical, simulation and hybrid kernels\n"
+    "  job-event [--file FILE]    record job events (JSON, one per line) in the predictor's\n"
+    "                             job history, which the turnaround kernels learn from\n"
     "\n"
     "`sojourn COMMAND --help` lists a command's options with their defaults.\n"
     "\n"
@@ -211,6 +225,63 @@ const char kWatchHelp[] =
     "                         broker; one is needed for a host not registered yet)\n"
     "  --no-snapshot          leave out the current states; only changes from now on\n";
 
+const char kTurnaroundHelp[] =
+    "usage: sojourn turnaround --procs N (--nodes N | --snapshot FILE) [options]\n"
+    "\n"
+    "When a parallel job submitted now would start and end: the predictor's three kernels\n"
+    "(historical, simulation and hybrid; CISNE, paper 002), each with the wait, the run time\n"
+    "and the turnaround, a point and an interval. The historical kernel learns from the\n"
+    "finished jobs in the predictor's job history (`sojourn job-event`); the simulation\n"
+    "kernel runs the job through the given cluster and queue. A predictor started without\n"
+    "--histdb_path refuses ('no job history configured').\n"
+    "\n"
+    "options:\n"
+    "  --procs N              processors the job needs (one task per node), an integer in\n"
+    "                         [1, 1000000] (required)\n"
+    "  --requested DURATION   run time requested from the scheduler: 2h, 90m, 45s, 1h30m or\n"
+    "                         seconds (default: unknown)\n"
+    "  --user U               the job's user, group, executable and queue as integer ids, as\n"
+    "  --group G              in the Standard Workload Format; the historical kernel matches\n"
+    "  --executable E         earlier jobs on them. Integers >= -1 (default -1 = unknown)\n"
+    "  --queue Q\n"
+    "  --cpu FRACTION         share of a CPU each task uses, in (0, 1] (default: unknown)\n"
+    "  --job-id ID            the job's id, an integer >= 0 (default 0)\n"
+    "  --nodes N              the cluster: N nodes, nothing running or waiting, FCFS, normal\n"
+    "                         node selection, one task per node; the job is submitted now\n"
+    "  --snapshot FILE        the cluster: a ClusterSnapshot as JSON (proto field names), or -\n"
+    "                         for standard input; the job is submitted at its\n"
+    "                         now_unix_seconds. Example, 2 nodes, one running job, one\n"
+    "                         waiting:\n"
+    "                           {\"now_unix_seconds\": 1700000000,\n"
+    "                            \"policy\": {\"job_selection\": \"JOB_SELECTION_EASY\"},\n"
+    "                            \"nodes\": [{}, {\"local_cpu_ratio\": 0.5, \"local_tasks\": 1}],\n"
+    "                            \"running\": [{\"spec\": {\"job_id\": 1, \"procs\": 1,\n"
+    "                              \"submit_unix_seconds\": 1699990000, \"requested_seconds\": 7200},\n"
+    "                              \"start_unix_seconds\": 1699996400, \"nodes\": [0]}],\n"
+    "                            \"waiting\": [{\"job_id\": 2, \"procs\": 2,\n"
+    "                              \"submit_unix_seconds\": 1699999000}]}\n";
+
+const char kJobEventHelp[] =
+    "usage: sojourn job-event [--file FILE] [options]\n"
+    "\n"
+    "Records job events in the predictor's job history, which the turnaround kernels learn\n"
+    "from (it survives a predictor restart). One JobEvent per line, as JSON with the proto\n"
+    "field names; blank lines and lines starting with # are skipped. A submitted or started\n"
+    "event carries the cluster as it was then (see `sojourn turnaround --help`):\n"
+    "  {\"submitted\": {\"job\": {\"job_id\": 7, \"submit_unix_seconds\": 1700000000, \"procs\": 2,\n"
+    "     \"user\": 3, \"executable\": 12, \"requested_seconds\": 3600},\n"
+    "     \"snapshot\": {\"now_unix_seconds\": 1700000000, \"nodes\": [{}, {}]}}}\n"
+    "  {\"started\": {\"job_id\": 7, \"start_unix_seconds\": 1700000060, \"nodes\": [0, 1],\n"
+    "     \"snapshot\": {\"now_unix_seconds\": 1700000060, \"nodes\": [{}, {}]}}}\n"
+    "  {\"finished\": {\"job_id\": 7, \"finish_unix_seconds\": 1700003000}}\n"
+    "  {\"cancelled\": {\"job_id\": 8}}\n"
+    "(each on one line). Stops at the first line that is not such an event, or that the\n"
+    "predictor refuses, naming the line (exit 2); the events before it stay recorded.\n"
+    "Prints how many events were recorded and how many records the history holds.\n"
+    "\n"
+    "options:\n"
+    "  --file FILE            the events (default - = standard input)\n";
+
 // The help of a command: its own text, the address it uses, the common options.
 std::string CommandHelp(const char* text, const char* address_help) {
   return std::string(text) + address_help + kCommonHelp;
@@ -223,16 +294,31 @@ Args Parse(int argc, char** argv, const std::string& help,
   return sojourn::ParseCommandLine(argc, argv, kProgram, help, with_value, flags);
 }
 
+// A service address given by the user (`field` names where): a gRPC target
+// with a scheme ("unix:/path", "dns:///h:7401", "ipv4:...") as it is;
+// anything else must be HOST:PORT: "localhost" would be dialled on port 443,
+// "h:7401x" on port 0. Exits 2 naming `field` otherwise.
+void CheckAddress(absl::string_view v, const std::string& field) {
+  const bool scheme = absl::StartsWith(v, "unix:") || absl::StartsWith(v, "unix-abstract:") ||
+                      absl::StartsWith(v, "dns:") || absl::StartsWith(v, "ipv4:") ||
+                      absl::StartsWith(v, "ipv6:") || absl::StartsWith(v, "vsock:");
+  if (absl::Status st = scheme ? sojourn::ValidateAddress(v, field)
+                               : sojourn::ValidateHostPortAddress(v, field);
+      !st.ok()) {
+    sojourn::DieUsage(kProgram, st.message());
+  }
+}
+
+// --KEY, else the environment variable ENV, else DEF; checked by CheckAddress.
 std::string Address(const Args& a, const std::string& key, const char* env, const char* def) {
   if (a.Has(key)) {
-    const std::string v = a.Get(key);
-    if (absl::Status st = sojourn::ValidateAddress(v, "--" + key); !st.ok()) {
-      sojourn::DieUsage(kProgram, st.message());
-    }
-    return v;
+    CheckAddress(a.Get(key), "--" + key);
+    return a.Get(key);
   }
   const char* e = std::getenv(env);
-  return e != nullptr && *e ? e : def;
+  if (e == nullptr || *e == '\0') return def;
+  CheckAddress(e, env);
+  return e;
 }
 
 std::string BrokerAddress(const Args& a) {
@@ -708,9 +794,7 @@ int Watch(int argc, char** argv) {
   std::vector<std::string> statemgrs;
   if (a.Has("statemgr")) {
     for (absl::string_view v : absl::StrSplit(a.Get("statemgr"), ',', absl::SkipEmpty())) {
-      if (absl::Status st = sojourn::ValidateAddress(v, "--statemgr"); !st.ok()) {
-        sojourn::DieUsage(kProgram, st.message());
-      }
+      CheckAddress(v, "--statemgr");
       // Once each: two streams from one state manager would print every change twice.
       if (std::find(statemgrs.begin(), statemgrs.end(), v) == statemgrs.end()) {
         statemgrs.emplace_back(v);
@@ -856,6 +940,190 @@ int Watch(int argc, char** argv) {
   return exit_code;
 }
 
+// Reads FILE ('-' = standard input) whole; exits 2 naming it when it cannot.
+std::string ReadInput(const std::string& file, const std::string& flag) {
+  std::ifstream f;
+  std::istream* in = &std::cin;
+  if (file != "-") {
+    f.open(file, std::ios::binary);
+    if (!f) sojourn::DieUsage(kProgram, absl::StrCat(flag, " ", file, ": ", std::strerror(errno)));
+    in = &f;
+  }
+  std::string text((std::istreambuf_iterator<char>(*in)), std::istreambuf_iterator<char>());
+  if (in->bad()) sojourn::DieUsage(kProgram, absl::StrCat(flag, " ", file, ": read error"));
+  return text;
+}
+
+// `text` as a message of m's type (proto field names or JSON names; unknown
+// fields refused); the reason on failure.
+absl::Status FromJson(absl::string_view text, google::protobuf::Message* m) {
+  google::protobuf::util::JsonParseOptions opt;
+  opt.ignore_unknown_fields = false;
+  auto st = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(text.data(), text.size()), m, opt);
+  if (st.ok()) return absl::OkStatus();
+  // The parser's message may go on with the text and a caret: one line only.
+  const std::string message(st.message().data(), st.message().size());
+  return absl::InvalidArgumentError(message.substr(0, message.find('\n')));
+}
+
+std::string Seconds(double s) { return s >= 0 ? Hours(s) : std::string("-"); }
+
+std::string Interval(const sojourn::v1::TimeInterval& t) {
+  return absl::StrFormat("%s [%s, %s]", Seconds(t.point_seconds()), Seconds(t.lo_seconds()),
+                         Seconds(t.hi_seconds()));
+}
+
+int Turnaround(int argc, char** argv) {
+  Args a = Parse(argc, argv, CommandHelp(kTurnaroundHelp, kPredictorHelp),
+                 With({"procs", "requested", "user", "group", "executable", "queue", "cpu",
+                       "job-id", "nodes", "snapshot"}),
+                 {"json"});
+  sojourn::v1::EstimateTurnaroundRequest req;
+  sojourn::v1::JobSpec* job = req.mutable_job();
+  if (!a.Has("procs")) sojourn::DieUsage(kProgram, "--procs is required");
+  job->set_procs(static_cast<int32_t>(a.GetIntInRange("procs", 1, 1, 1000000)));
+  job->set_job_id(a.GetIntInRange("job-id", 0, 0, INT64_MAX));
+  job->set_user(static_cast<int32_t>(a.GetIntInRange("user", -1, -1, INT32_MAX)));
+  job->set_group(static_cast<int32_t>(a.GetIntInRange("group", -1, -1, INT32_MAX)));
+  job->set_executable(static_cast<int32_t>(a.GetIntInRange("executable", -1, -1, INT32_MAX)));
+  job->set_queue(static_cast<int32_t>(a.GetIntInRange("queue", -1, -1, INT32_MAX)));
+  job->set_requested_seconds(
+      a.Has("requested") ? absl::ToInt64Seconds(DurationArg(a, "requested")) : -1);
+  if (a.Has("cpu")) {
+    const double cpu = NumberArg(a, "cpu", 0);
+    if (!(cpu > 0 && cpu <= 1)) {
+      sojourn::DieUsage(kProgram, "--cpu must be a share of a CPU in (0, 1], got '" +
+                                      sojourn::Excerpt(a.Get("cpu")) + "'");
+    }
+    job->set_cpu_ratio(cpu);
+  }
+  if (a.Has("nodes") == a.Has("snapshot")) {
+    sojourn::DieUsage(kProgram, "give the cluster with either --nodes N or --snapshot FILE");
+  }
+  sojourn::v1::ClusterSnapshot* snap = req.mutable_snapshot();
+  if (a.Has("snapshot")) {
+    const std::string text = ReadInput(a.Get("snapshot"), "--snapshot");
+    if (absl::Status st = FromJson(text, snap); !st.ok()) {
+      sojourn::DieUsage(kProgram, absl::StrCat("--snapshot ", a.Get("snapshot"),
+                                               " is not a ClusterSnapshot: ", st.message()));
+    }
+    if (snap->nodes().empty()) {
+      sojourn::DieUsage(kProgram, "--snapshot " + a.Get("snapshot") + " lists no nodes");
+    }
+  } else {
+    const int nodes = static_cast<int>(a.GetIntInRange("nodes", 0, 1, 1000000));
+    snap->set_now_unix_seconds(static_cast<int64_t>(std::time(nullptr)));
+    for (int n = 0; n < nodes; ++n) snap->add_nodes();
+  }
+  job->set_submit_unix_seconds(snap->now_unix_seconds());
+
+  const std::string predictor = PredictorAddress(a);
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxSendMessageSize(256 << 20);  // snapshots of large clusters
+  auto stub = sojourn::v1::Predictor::NewStub(
+      grpc::CreateCustomChannel(predictor, grpc::InsecureChannelCredentials(), channel_args));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(a));
+  sojourn::v1::EstimateTurnaroundResponse resp;
+  grpc::Status s = stub->EstimateTurnaround(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s, "estimating the turnaround", "predictor", predictor);
+  if (a.Flag("json")) {
+    PrintJson(resp);
+    return 0;
+  }
+  std::printf("job %lld: %d procs, requested %s; %d nodes, %d running and %d waiting jobs at %s\n",
+              static_cast<long long>(job->job_id()), job->procs(),
+              job->requested_seconds() > 0 ? Hours(job->requested_seconds()).c_str() : "unknown",
+              snap->nodes_size(), snap->running_size(), snap->waiting_size(),
+              absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
+                               absl::FromUnixSeconds(snap->now_unix_seconds()),
+                               absl::UTCTimeZone())
+                  .c_str());
+  std::printf("%-11s %-27s %-27s %-27s %s\n", "KERNEL", "WAIT [LO, HI]", "RUN [LO, HI]",
+              "TURNAROUND [LO, HI]", "HISTORY");
+  for (const auto& e : resp.estimates()) {
+    std::printf("%-11s %-27s %-27s %-27s %s\n", e.kernel().c_str(), Interval(e.wait()).c_str(),
+                Interval(e.exec()).c_str(), Interval(e.turnaround()).c_str(),
+                !e.from_history()          ? "none"
+                : e.matched_records() > 0 ? absl::StrCat(e.matched_records(), " jobs").c_str()
+                                          : "yes");
+  }
+  return 0;
+}
+
+int JobEvent(int argc, char** argv) {
+  Args a = Parse(argc, argv, CommandHelp(kJobEventHelp, kPredictorHelp), With({"file"}),
+                 {"json"});
+  const std::string file = a.Get("file", "-");
+  std::ifstream f;
+  std::istream* in = &std::cin;
+  if (file != "-") {
+    f.open(file, std::ios::binary);
+    if (!f) sojourn::DieUsage(kProgram, absl::StrCat("--file ", file, ": ", std::strerror(errno)));
+    in = &f;
+  }
+  const std::string name = file == "-" ? "standard input" : file;
+  const std::string predictor = PredictorAddress(a);
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxSendMessageSize(256 << 20);
+  auto stub = sojourn::v1::Predictor::NewStub(
+      grpc::CreateCustomChannel(predictor, grpc::InsecureChannelCredentials(), channel_args));
+  int64_t recorded = 0, history = -1, line_no = 0;
+  auto done = [&] {
+    if (a.Flag("json")) {
+      // history_records is null when no event was sent (nothing was asked).
+      std::printf("{\"events_recorded\": %lld, \"history_records\": %s}\n",
+                  static_cast<long long>(recorded),
+                  history >= 0 ? absl::StrCat(history).c_str() : "null");
+    } else if (history >= 0) {
+      std::printf("recorded %lld events; the job history holds %lld records\n",
+                  static_cast<long long>(recorded), static_cast<long long>(history));
+    } else {
+      std::printf("recorded 0 events (%s has none)\n", name.c_str());
+    }
+  };
+  auto last_progress = std::chrono::steady_clock::now();
+  std::string line;
+  while (std::getline(*in, line)) {
+    ++line_no;
+    absl::string_view t = absl::StripAsciiWhitespace(line);
+    if (t.empty() || t[0] == '#') continue;
+    sojourn::v1::JobEvent event;
+    if (absl::Status st = FromJson(t, &event); !st.ok()) {
+      std::fprintf(stderr, "%s: %s:%lld: not a job event: %s\n", kProgram, name.c_str(),
+                   static_cast<long long>(line_no), std::string(st.message()).c_str());
+      if (recorded > 0) done();
+      return sojourn::kExitUsage;
+    }
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Deadline(a));
+    sojourn::v1::RecordJobEventResponse resp;
+    grpc::Status s = stub->RecordJobEvent(&ctx, event, &resp);
+    if (!s.ok()) {
+      const int code = Fail(s, absl::StrCat(name, ":", line_no, ": recording the event"),
+                            "predictor", predictor);
+      if (recorded > 0) done();
+      return code;
+    }
+    ++recorded;
+    history = resp.history_records();
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_progress > std::chrono::seconds(10)) {
+      std::fprintf(stderr, "%s: %lld events recorded (line %lld)\n", kProgram,
+                   static_cast<long long>(recorded), static_cast<long long>(line_no));
+      last_progress = now;
+    }
+  }
+  if (in->bad()) {
+    std::fprintf(stderr, "%s: %s: read error after line %lld\n", kProgram, name.c_str(),
+                 static_cast<long long>(line_no));
+    return 1;
+  }
+  done();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -876,5 +1144,7 @@ int main(int argc, char** argv) {
   if (cmd == "how-long") return HowLong(argc - 2, argv + 2);
   if (cmd == "guest") return Guest(argc - 2, argv + 2);
   if (cmd == "watch") return Watch(argc - 2, argv + 2);
+  if (cmd == "turnaround") return Turnaround(argc - 2, argv + 2);
+  if (cmd == "job-event") return JobEvent(argc - 2, argv + 2);
   sojourn::DieUsage(kProgram, "unknown command '" + cmd + "' (try --help)");
 }
