@@ -8,8 +8,10 @@ its client-streaming PushSamples, waits (bounded polling) until the statemgr
 has registered the host at the broker, and then asks the broker for a
 ranking. Also: health SERVING from every service, one malformed request per
 service rejected with INVALID_ARGUMENT / NOT_FOUND and a message, sojourn-replay
-loading a trace of several PushSamples messages with its attributes, no service
-crashed, and every service exits 0 on SIGTERM.
+loading a trace of several PushSamples messages with its attributes, the
+predictor's job history fed with RecordJobEvent and EstimateTurnaround's three
+kernels learning from it, no service crashed, and every service exits 0 on
+SIGTERM.
 
 usage: /usr/bin/python3 tests/python/grpc_client_test.py --bin-dir BUILD/bin [unittest args]
        (or SOJOURN_BIN_DIR=BUILD/bin). Prints "N passed, N failed" last and exits
@@ -54,6 +56,7 @@ def load_stubs(out_dir):
     for name in ("common", "statemgr", "predictor", "broker", "monitor"):
         pb[name] = importlib.import_module(f"sojourn.v1.{name}_pb2")
         pb[name + "_grpc"] = importlib.import_module(f"sojourn.v1.{name}_pb2_grpc")
+    pb["turnaround"] = importlib.import_module("sojourn.v1.turnaround_pb2")
     pb["health"] = importlib.import_module("health_pb2")
     pb["health_grpc"] = importlib.import_module("health_pb2_grpc")
 
@@ -337,6 +340,73 @@ class GrpcClientTest(unittest.TestCase):
             lambda: next(self.statemgr.WatchStates(
                 pb["statemgr"].WatchStatesRequest(host="bad\nname"), timeout=10)),
             grpc.StatusCode.INVALID_ARGUMENT)
+
+    def test_07d_turnaround_from_recorded_jobs(self):
+        """RecordJobEvent builds the job history EstimateTurnaround learns from."""
+        ta = pb["turnaround"]
+        now = int(time.time())
+
+        def snapshot(t):
+            return ta.ClusterSnapshot(now_unix_seconds=t, nodes=[ta.NodeState() for _ in range(4)])
+
+        def spec(job_id, submit):
+            return ta.JobSpec(job_id=job_id, submit_unix_seconds=submit, user=5, group=1,
+                              executable=9, queue=0, procs=2, requested_seconds=3600)
+
+        records = []
+        for job_id, submit, start, end, nodes in ((101, now - 9000, now - 8900, now - 7100, [0, 1]),
+                                                  (102, now - 5000, now - 4800, now - 2400, [2, 3])):
+            for event in (ta.JobEvent(submitted=ta.JobSubmitted(job=spec(job_id, submit),
+                                                               snapshot=snapshot(submit))),
+                          ta.JobEvent(started=ta.JobStarted(job_id=job_id, start_unix_seconds=start,
+                                                           nodes=nodes, snapshot=snapshot(start))),
+                          ta.JobEvent(finished=ta.JobFinished(job_id=job_id,
+                                                             finish_unix_seconds=end,
+                                                             cpu_seconds_per_task=-1))):
+                records.append(self.predictor.RecordJobEvent(
+                    event, timeout=self.RPC_TIMEOUT).history_records)
+        # A record is written when its job finishes.
+        self.assertEqual(records[2] + 1, records[5], f"history_records after each event: {records}")
+
+        resp = self.predictor.EstimateTurnaround(
+            ta.EstimateTurnaroundRequest(job=spec(103, now), snapshot=snapshot(now)),
+            timeout=self.RPC_TIMEOUT)
+        kernels = {e.kernel: e for e in resp.estimates}
+        self.assertEqual(set(kernels), {"historical", "simulation", "hybrid"})
+        hist = kernels["historical"]
+        self.assertTrue(hist.from_history)
+        self.assertEqual(hist.matched_records, 2)
+        # Runs of 1800 s and 2400 s (start to finish) are what it learnt from.
+        self.assertGreaterEqual(hist.exec.point_seconds, 1800)
+        self.assertLessEqual(hist.exec.point_seconds, 2400)
+        for e in resp.estimates:
+            for t in (e.wait, e.exec, e.turnaround):
+                with self.subTest(kernel=e.kernel):
+                    self.assertLessEqual(t.lo_seconds, t.point_seconds)
+                    self.assertLessEqual(t.point_seconds, t.hi_seconds)
+        # The simulating kernels start a 2-node job on an idle cluster of 4 nodes at
+        # once; the historical kernel goes by the recorded waits (100 s and 200 s).
+        self.assertEqual(kernels["simulation"].wait.point_seconds, 0)
+        self.assertEqual(kernels["hybrid"].wait.point_seconds, 0)
+        self.assertGreaterEqual(hist.wait.point_seconds, 100)
+        self.assertLessEqual(hist.wait.point_seconds, 200)
+
+        codes = grpc.StatusCode
+        self.assert_rpc_error(
+            lambda: self.predictor.RecordJobEvent(ta.JobEvent(), timeout=10),
+            codes.INVALID_ARGUMENT)
+        self.assert_rpc_error(
+            lambda: self.predictor.RecordJobEvent(
+                ta.JobEvent(started=ta.JobStarted(job_id=999, start_unix_seconds=now, nodes=[0],
+                                                  snapshot=snapshot(now))), timeout=10),
+            codes.NOT_FOUND)
+        bad = spec(104, now)
+        bad.procs = 0
+        err = self.assert_rpc_error(
+            lambda: self.predictor.EstimateTurnaround(
+                ta.EstimateTurnaroundRequest(job=bad, snapshot=snapshot(now)), timeout=10),
+            codes.INVALID_ARGUMENT)
+        self.assertIn("procs", err.details())
 
     def test_08_no_service_crashed(self):
         for name, service in CLUSTER.services.items():
