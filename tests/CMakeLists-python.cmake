@@ -80,9 +80,11 @@ endif()
 # flags' defaults; a stray argument such as `--follow false` exits 2), and the
 # CLI against services on port 0: a down predictor makes `rank` exit 1 naming
 # it, the wrong service gets the status code and a hint, how-long on a host
-# without recent data is refused like usage; start-up lines.
+# without recent data is refused like usage; start-up lines; `sojourn job-event`
+# and `sojourn turnaround` on a predictor's job history (also the demo history
+# scripts/up loads with sojourn-eval).
 if(TARGET sojourn AND TARGET broker AND TARGET predictor AND TARGET statemgr AND TARGET monitor
-   AND TARGET sojourn-replay)
+   AND TARGET sojourn-replay AND TARGET sojourn-eval)
   add_test(NAME sojourn_services_cli_test
     COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/tools/services_cli_test.py
             --bin-dir $<TARGET_FILE_DIR:broker>)

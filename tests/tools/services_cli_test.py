@@ -39,6 +39,7 @@ usage: /usr/bin/python3 tests/tools/services_cli_test.py --bin-dir BUILD/bin
 """
 
 import argparse
+import gzip
 import json
 import os
 import re
@@ -53,6 +54,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "python"))
 import sojourn_cluster  # noqa: E402
 
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SERVICES = ["statemgr", "predictor", "broker", "monitor", "sojourn-replay"]
 FAILURES = []
 
@@ -440,6 +442,29 @@ def test_turnaround(bin_dir, workdir):
         check(code == 0 and json.loads(out or "{}").get("events_recorded") == 1 and
               json.loads(out or "{}").get("history_records") == 2,
               f"sojourn job-event --json after a refusal: exit {code}, {out!r}, {err}")
+
+        # scripts/up's first run: the demo job log loaded by sojourn-eval is a history the
+        # predictor opens and matches (the README's example, user 34: 326 of the 2,000 jobs).
+        demo = os.path.join(REPO_DIR, "data", "demo", "sdsc-sp2-2000jobs.swf.gz")
+        with gzip.open(demo, "rt") as f:
+            jobs = [l.split() for l in f if not l.startswith(";") and l.strip()]
+        check(len(jobs) == 2000 and sum(1 for j in jobs if j[11] == "34") == 326,
+              f"{demo}: {len(jobs)} jobs, {sum(1 for j in jobs if j[11] == '34')} of user 34")
+        seeded = os.path.join(workdir, "histdb-demo")
+        code, _, err = run([os.path.join(bin_dir, "sojourn-eval"), "turnaround", "--swf", demo,
+                            "--histdb", seeded], timeout=120)
+        check(code == 0, f"sojourn-eval turnaround --histdb: exit {code}, {err[-3:]}")
+        demo_predictor = cluster.start("predictor-demo", "predictor", [
+            f"--broker={dead_address()}", "--metrics_listen=", f"--histdb_path={seeded}"])
+        code, out, err = run([sojourn, "turnaround", "--procs", "9", "--nodes", "128",
+                              "--requested", "30m", "--user", "34", "--json",
+                              "--predictor", demo_predictor.address], env=env)
+        try:
+            hist = {e["kernel"]: e for e in json.loads(out)["estimates"]}["historical"]
+        except (ValueError, KeyError):
+            hist = {}
+        check(code == 0 and hist.get("from_history") and hist.get("matched_records", 0) >= 1,
+              f"sojourn turnaround on the demo history: exit {code}, {out[:300]!r}, {err}")
     finally:
         codes = cluster.stop()
         if FAILURES:

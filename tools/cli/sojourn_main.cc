@@ -1046,7 +1046,9 @@ int Turnaround(int argc, char** argv) {
     std::printf("%-11s %-27s %-27s %-27s %s\n", e.kernel().c_str(), Interval(e.wait()).c_str(),
                 Interval(e.exec()).c_str(), Interval(e.turnaround()).c_str(),
                 !e.from_history()          ? "none"
-                : e.matched_records() > 0 ? absl::StrCat(e.matched_records(), " jobs").c_str()
+                : e.matched_records() > 0
+                    ? absl::StrCat(e.matched_records(), e.matched_records() == 1 ? " job" : " jobs")
+                          .c_str()
                                           : "yes");
   }
   return 0;
