@@ -3,8 +3,10 @@
 #   1. `docker-compose -f docker-compose.yml config -q` (Debian's docker-compose) accepts
 #      the cluster, and rejects a copy with an unknown key (so the check has teeth);
 #   2. the compose cluster has the broker, predictor, Prometheus and >= 2 monitor+statemgr
-#      pairs, every monitor spools to a volume, and deploy/prometheus.yml scrapes exactly the services' --metrics_listen ports;
-#   3. `promtool check config deploy/prometheus.yml`;
+#      pairs, every monitor spools to a volume, deploy/prometheus.yml scrapes exactly the services' --metrics_listen ports,
+#      and its rule files are mounted beside it;
+#   3. `promtool check config deploy/prometheus.yml` and `promtool test rules
+#      deploy/sojourn-alerts.test.yml` (each alert fires when it should, and only then);
 #   4. `systemd-analyze verify` prints nothing for deploy/systemd/*.service (ExecStart
 #      binaries replaced by /bin/true, since they are not installed here);
 #   5. the Grafana dashboard and provisioning files parse.
@@ -118,6 +120,24 @@ for job in prom.get("scrape_configs", []):
 if want != got:
     errors.append(f"prometheus.yml targets {sorted(got)} != compose metrics endpoints {sorted(want)}")
 
+# Rule files are read from the config's directory: each must be mounted beside it.
+prom_service = by_program.get("prometheus", [None])[0]
+if prom_service:
+    config = next((a.split("=", 1)[1] for a in compose[prom_service].get("command") or []
+                   if a.startswith("--config.file=")), "")
+    config_dir = config.rsplit("/", 1)[0]
+    mounts = {}
+    for v in compose[prom_service].get("volumes") or []:
+        if isinstance(v, dict):
+            mounts[v.get("target")] = v.get("source") or ""
+        else:
+            mounts[v.split(":")[1]] = v.split(":")[0]
+    for rf in prom.get("rule_files") or []:
+        target = rf if rf.startswith("/") else f"{config_dir}/{rf}"
+        if not mounts.get(target, "").endswith(f"deploy/{rf}"):
+            errors.append(f"rule file {rf}: {target} is not mounted from deploy/{rf} "
+                          f"in the {prom_service} service ({mounts})")
+
 for e in errors:
     print(e)
 sys.exit(1 if errors else 0)
@@ -127,6 +147,13 @@ EOF
 promtool_accepts() {
   command -v "$PROMTOOL" >/dev/null || { echo "promtool not installed (Debian package prometheus)"; return 1; }
   "$PROMTOOL" check config "$REPO/deploy/prometheus.yml"
+}
+
+# The alerting rules fire on the series that call for them, after their `for`, and not on
+# the healthy ones (deploy/sojourn-alerts.test.yml).
+alert_rules_tested() {
+  command -v "$PROMTOOL" >/dev/null || { echo "promtool not installed (Debian package prometheus)"; return 1; }
+  (cd "$REPO/deploy" && "$PROMTOOL" test rules sojourn-alerts.test.yml)
 }
 
 systemd_units_verify() {
@@ -169,6 +196,7 @@ check "docker-compose config accepts docker-compose.yml" compose_accepts
 check "docker-compose config rejects an unknown option" compose_rejects_unknown_key
 check "compose cluster shape matches deploy/prometheus.yml" compose_matches_prometheus
 check "promtool check config deploy/prometheus.yml" promtool_accepts
+check "promtool test rules deploy/sojourn-alerts.test.yml" alert_rules_tested
 check "systemd-analyze verify deploy/systemd/*.service" systemd_units_verify
 check "grafana dashboard and provisioning parse" grafana_files_parse
 

@@ -10,7 +10,9 @@ that sojourn_grpc_requests_total and the latency histogram for that method are
 visible through Prometheus' HTTP query API. The counters of rare events
 (rejected batches, failed /proc reads, usage answers by method) must be there
 at 0 before their first event. Each service's /metrics is also
-checked with `promtool check metrics` (exposition format).
+checked with `promtool check metrics` (exposition format). The alerting rules of
+deploy/sojourn-alerts.yml are loaded too: each evaluates without error, none
+fires on the healthy cluster, and every metric they read is exported.
 
 usage: /usr/bin/python3 tests/ops/prometheus_test.py --bin-dir BUILD/bin
        [--prometheus /usr/bin/prometheus] [--promtool /usr/bin/promtool]
@@ -20,6 +22,7 @@ Prints "N passed, N failed" last; exits non-zero on any failure.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -32,6 +35,7 @@ sys.path.insert(0, os.path.join(REPO_DIR, "tests", "python"))
 import sojourn_cluster  # noqa: E402
 
 SERVICES = ("statemgr", "predictor", "broker", "monitor")
+ALERT_RULES = os.path.join(REPO_DIR, "deploy", "sojourn-alerts.yml")
 CALLS = 3  # broker ListHosts calls made by the test
 
 ARGS = None
@@ -69,7 +73,8 @@ def listening_tcp_ports(pid):
 
 def write_prometheus_config(path):
     lines = ["global:", "  scrape_interval: 1s", "  scrape_timeout: 1s",
-             "  evaluation_interval: 1s", "scrape_configs:"]
+             "  evaluation_interval: 1s", "rule_files:", f"  - {ALERT_RULES}",
+             "scrape_configs:"]
     for name in SERVICES:
         port = CLUSTER.services[name].metrics_port
         lines += [f"  - job_name: sojourn-{name}",
@@ -211,6 +216,32 @@ class PrometheusTest(unittest.TestCase):
         self.assertEqual(sum(v for _, v in hist), CALLS)
         buckets = query(f'sojourn_grpc_request_duration_seconds_bucket{selector[:-1]},le="+Inf"}}')
         self.assertEqual(sum(v for _, v in buckets), CALLS)
+
+    def test_2b_alert_rules_evaluate_on_live_metrics(self):
+        # deploy/sojourn-alerts.yml loaded by a real Prometheus: every rule evaluates without
+        # error, none fires or is pending on this healthy cluster, and every metric a rule
+        # reads is exported by the services (a misspelt name would never fire).
+        def evaluated():
+            body = json.loads(http_get(f"{PROM_URL}/api/v1/rules"))
+            rules = [r for g in body["data"]["groups"] for r in g["rules"]]
+            done = all(not r.get("lastEvaluation", "0001").startswith("0001") for r in rules)
+            return rules if rules and done else None
+        rules = sojourn_cluster.wait_until(evaluated, 20, "the alert rules to be evaluated",
+                                           interval_seconds=0.2)
+        with open(ALERT_RULES) as f:
+            want = set(re.findall(r"- alert: (\w+)", f.read()))
+        self.assertEqual({r["name"] for r in rules}, want)
+        for r in rules:
+            with self.subTest(alert=r["name"]):
+                self.assertEqual(r["health"], "ok", r.get("lastError"))
+                self.assertEqual(r["state"], "inactive", r.get("alerts"))
+                names = set(re.findall(r"\b(sojourn_[a-z_]+|up)\b", r["query"]))
+                self.assertTrue(names, r["query"])
+                for name in names:
+                    got = sojourn_cluster.wait_until(
+                        lambda n=name: query(f'count({{__name__="{n}"}})'), 15,
+                        f"{name} in Prometheus", interval_seconds=0.2)
+                    self.assertGreater(got[0][1], 0, name)
 
     def test_3_metrics_exposition_format(self):
         # One health check per service, so that every service has counted a request
