@@ -146,6 +146,14 @@ absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot&
   }
   for (const v1::JobSpec& w : p.waiting()) {
     ASSIGN_OR_RETURN(turnaround::JobSpec j, FromProto(w, latest_unix));
+    // A job waiting at the snapshot was submitted before it was taken (0 =
+    // unknown, queued first); a later submit would put it behind jobs that
+    // really came after it.
+    if (w.submit_unix_seconds() > p.now_unix_seconds()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "waiting job ", w.job_id(), ": submit_unix_seconds ", w.submit_unix_seconds(),
+          " is after the snapshot's now_unix_seconds ", p.now_unix_seconds()));
+    }
     s.waiting.push_back(j);
   }
   return s;

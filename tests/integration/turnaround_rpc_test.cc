@@ -154,6 +154,18 @@ TEST(TurnaroundRpcTest, RejectsMalformedRequests) {
               grpc::StatusCode::INVALID_ARGUMENT);
   }
   {
+    // A waiting job cannot have been submitted after the snapshot was taken.
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(1, 1700000000);
+    *req.mutable_snapshot() = Cluster(1700000000, 2);
+    *req.mutable_snapshot()->add_waiting() = Job(2, 1700000001);
+    v1::EstimateTurnaroundResponse resp;
+    grpc::Status s = p.stub().EstimateTurnaround(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("waiting job 2"), std::string::npos) << s.error_message();
+  }
+  {
     // Snapshots past the documented limits are refused before any work,
     // with the limit in the message (60,000 jobs used to cost ~30 s).
     grpc::ClientContext ctx;
