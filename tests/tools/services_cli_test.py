@@ -80,6 +80,15 @@ def dead_address():
     return f"127.0.0.1:{port}"
 
 
+def stop_cluster(cluster):
+    """Stops the services; each must exit 0 on SIGTERM. Logs on any failure."""
+    codes = cluster.stop()
+    if FAILURES:
+        cluster.dump_logs()
+    for name, code in codes.items():
+        check(code == 0, f"{name} exited {code} on SIGTERM")
+
+
 def test_flags(bin_dir, workdir):
     for name in SERVICES:
         exe = os.path.join(bin_dir, name)
@@ -334,11 +343,7 @@ def test_cluster(bin_dir, workdir):
             check(code == 2 and len(err) == 1 and want in err[0],
                   f"sojourn watch {argv}: exit {code}, stderr {err}")
     finally:
-        codes = cluster.stop()
-        if FAILURES:
-            cluster.dump_logs()
-    for name, code in codes.items():
-        check(code == 0, f"{name} exited {code} on SIGTERM")
+        stop_cluster(cluster)
 
 
 def run_input(argv, text, env=None):
@@ -466,11 +471,7 @@ def test_turnaround(bin_dir, workdir):
         check(code == 0 and hist.get("from_history") and hist.get("matched_records", 0) >= 1,
               f"sojourn turnaround on the demo history: exit {code}, {out[:300]!r}, {err}")
     finally:
-        codes = cluster.stop()
-        if FAILURES:
-            cluster.dump_logs()
-    for name, code in codes.items():
-        check(code == 0, f"{name} exited {code} on SIGTERM")
+        stop_cluster(cluster)
 
 
 def main():

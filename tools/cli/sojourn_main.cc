@@ -940,17 +940,21 @@ int Watch(int argc, char** argv) {
   return exit_code;
 }
 
-// Reads FILE ('-' = standard input) whole; exits 2 naming it when it cannot.
+// FILE ('-' = standard input), opened with `f` if need be; exits 2 naming
+// `flag` when it cannot be opened.
+std::istream& OpenInput(const std::string& file, const std::string& flag, std::ifstream& f) {
+  if (file == "-") return std::cin;
+  f.open(file, std::ios::binary);
+  if (!f) sojourn::DieUsage(kProgram, absl::StrCat(flag, " ", file, ": ", std::strerror(errno)));
+  return f;
+}
+
+// Reads FILE ('-' = standard input) whole; exits 2 naming `flag` when it cannot.
 std::string ReadInput(const std::string& file, const std::string& flag) {
   std::ifstream f;
-  std::istream* in = &std::cin;
-  if (file != "-") {
-    f.open(file, std::ios::binary);
-    if (!f) sojourn::DieUsage(kProgram, absl::StrCat(flag, " ", file, ": ", std::strerror(errno)));
-    in = &f;
-  }
-  std::string text((std::istreambuf_iterator<char>(*in)), std::istreambuf_iterator<char>());
-  if (in->bad()) sojourn::DieUsage(kProgram, absl::StrCat(flag, " ", file, ": read error"));
+  std::istream& in = OpenInput(file, flag, f);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) sojourn::DieUsage(kProgram, absl::StrCat(flag, " ", file, ": read error"));
   return text;
 }
 
@@ -1059,12 +1063,7 @@ int JobEvent(int argc, char** argv) {
                  {"json"});
   const std::string file = a.Get("file", "-");
   std::ifstream f;
-  std::istream* in = &std::cin;
-  if (file != "-") {
-    f.open(file, std::ios::binary);
-    if (!f) sojourn::DieUsage(kProgram, absl::StrCat("--file ", file, ": ", std::strerror(errno)));
-    in = &f;
-  }
+  std::istream* in = &OpenInput(file, "--file", f);
   const std::string name = file == "-" ? "standard input" : file;
   const std::string predictor = PredictorAddress(a);
   grpc::ChannelArguments channel_args;
