@@ -426,6 +426,7 @@ def test_turnaround(bin_dir, workdir):
         for argv, text, want in (
                 (["--procs", "1", "--snapshot", "-"], '{"nodez": []}', "is not a ClusterSnapshot"),
                 (["--procs", "1", "--snapshot", "-"], '{"now_unix_seconds": 5}', "lists no nodes"),
+                (["--procs", "1", "--snapshot", "-"], '{"nodes": [{}]}', "needs now_unix_seconds"),
                 (["--procs", "1"], "", "either --nodes N or --snapshot FILE"),
                 (["--procs", "3", "--nodes", "2"], "", "can never start on 2 nodes"),
                 (["--nodes", "2"], "", "--procs is required")):

@@ -1015,6 +1015,11 @@ int Turnaround(int argc, char** argv) {
     if (snap->nodes().empty()) {
       sojourn::DieUsage(kProgram, "--snapshot " + a.Get("snapshot") + " lists no nodes");
     }
+    // The job is submitted when the snapshot was taken.
+    if (snap->now_unix_seconds() <= 0) {
+      sojourn::DieUsage(kProgram, "--snapshot " + a.Get("snapshot") +
+                                      " needs now_unix_seconds > 0 (when it was taken)");
+    }
   } else {
     const int nodes = static_cast<int>(a.GetIntInRange("nodes", 0, 1, 1000000));
     snap->set_now_unix_seconds(static_cast<int64_t>(std::time(nullptr)));
