@@ -10,7 +10,8 @@ ranking. Also: health SERVING from every service, one malformed request per
 service rejected with INVALID_ARGUMENT / NOT_FOUND and a message, sojourn-replay
 loading a trace of several PushSamples messages with its attributes, the
 predictor's job history fed with RecordJobEvent and EstimateTurnaround's three
-kernels learning from it, no service crashed, and every service exits 0 on
+kernels learning from it, examples/python/middleware_client.py against the
+same cluster, no service crashed, and every service exits 0 on
 SIGTERM.
 
 usage: /usr/bin/python3 tests/python/grpc_client_test.py --bin-dir BUILD/bin [unittest args]
@@ -407,6 +408,24 @@ class GrpcClientTest(unittest.TestCase):
                 ta.EstimateTurnaroundRequest(job=bad, snapshot=snapshot(now)), timeout=10),
             codes.INVALID_ARGUMENT)
         self.assertIn("procs", err.details())
+
+    def test_07e_middleware_example_runs(self):
+        """examples/python/middleware_client.py, the README's example for middleware."""
+        example = os.path.join(REPO_DIR, "examples", "python", "middleware_client.py")
+        p = subprocess.run([sys.executable, example, "--broker", ADDRS["broker"],
+                            "--predictor", ADDRS["predictor"], "--duration-hours", "1"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        self.assertRegex(p.stdout, r"\d+ of \d+ hosts can run a 1 h job")
+        self.assertRegex(p.stdout, r": TR [01]\.\d{4} over 1 h, MTTF")
+        for kernel in ("historical", "simulation", "hybrid"):
+            self.assertIn(f"turnaround ({kernel}):", p.stdout)
+        # A refused request is reported with its status code, exit 1.
+        p = subprocess.run([sys.executable, example, "--broker", ADDRS["broker"],
+                            "--predictor", ADDRS["predictor"], "--duration-hours", "-1"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("INVALID_ARGUMENT", p.stderr)
 
     def test_08_no_service_crashed(self):
         for name, service in CLUSTER.services.items():
