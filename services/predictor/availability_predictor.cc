@@ -241,6 +241,12 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   out.set_tr_ratio(tr);
   out.set_mttf_seconds(p.mttf_seconds);
   out.set_history_windows(stats_resp.whole_history_fallback() ? 0 : p.windows_used);
+  if (!stats_resp.whole_history_fallback()) {
+    // Counts of whole windows (the statemgr ships them as doubles).
+    out.set_past_up_windows(static_cast<int32_t>(std::lround(host_stats.own_up_windows)));
+    out.set_past_up_windows_survived(
+        static_cast<int32_t>(std::lround(host_stats.own_up_survived)));
+  }
   out.set_low_history(stats_resp.whole_history_fallback() || p.low_history ||
                       p.windows_used < config_.min_history_windows);
   const int points = std::min(request.curve_points(), M);

@@ -702,7 +702,8 @@ TEST_F(ClusterTest, UsageForecastsNameTheirMethod) {
 // age in its state, PredictFromStats.
 availability::TrPrediction LibraryPipeline(statemgr::HostBook& book, int64_t start,
                                            const availability::EstimatorOptions& opt,
-                                           availability::HostState* init) {
+                                           availability::HostState* init,
+                                           availability::SojournStats* own_stats = nullptr) {
   availability::ClassifierConfig cc;
   cc.revocation_gap_seconds = 450;  // the statemgr's rule: max(60 s, 1.5 periods)
   availability::WindowSpec spec;
@@ -741,6 +742,7 @@ availability::TrPrediction LibraryPipeline(statemgr::HostBook& book, int64_t sta
             ? frailty.Theta(calm_exposure, spec.day_type == availability::DayType::kWeekend)
             : frailty.Theta(calm_exposure);
   }
+  if (own_stats != nullptr) *own_stats = own;
   const size_t at = static_cast<size_t>((start - calm_series.start_unix) / 300);
   *init = calm_series.states[at];
   const int64_t age = availability::InitialAgeSteps(calm_series.states, at, 1 << 20) * 300;
@@ -771,12 +773,21 @@ TEST_F(ClusterTest, PredictAvailabilityMatchesTheLibraryPipeline) {
 
   // The same computation straight from the libraries, with the defaults.
   availability::HostState init;
-  const auto expected = LibraryPipeline(*book_, start, availability::EstimatorOptions(), &init);
+  availability::SojournStats own;
+  const auto expected =
+      LibraryPipeline(*book_, start, availability::EstimatorOptions(), &init, &own);
   EXPECT_EQ(static_cast<int>(resp.initial_state()), static_cast<int>(init));
   EXPECT_NEAR(resp.tr_ratio(), expected.tr.back(), 1e-12);
   EXPECT_NEAR(resp.mttf_seconds(), expected.mttf_seconds, 1e-6);
   EXPECT_GT(resp.tr_ratio(), 0.0);
   EXPECT_LT(resp.tr_ratio(), 1.0);
+  // The empirical baseline beside it: the host's own 09:30 weekday windows of
+  // 5 h in its 14 days of history, some hit by the spikes of every third day.
+  EXPECT_EQ(resp.past_up_windows(), static_cast<int>(own.own_up_windows));
+  EXPECT_EQ(resp.past_up_windows_survived(), static_cast<int>(own.own_up_survived));
+  EXPECT_GE(resp.past_up_windows(), 8);
+  EXPECT_LT(resp.past_up_windows_survived(), resp.past_up_windows());
+  EXPECT_GT(resp.past_up_windows_survived(), 0);
 
   // A predictor with `pc` asked for `at`: its answer and the library
   // pipeline's with the same options agree; returns the TR.
@@ -902,6 +913,8 @@ TEST_F(ClusterTest, NewHostLeansOnThePopulation) {
   ASSERT_THAT(calm.status(), IsOk());
   EXPECT_TRUE(fresh->low_history());
   EXPECT_EQ(fresh->history_windows(), 0);
+  EXPECT_EQ(fresh->past_up_windows(), 0);  // no window of its own to count
+  EXPECT_EQ(fresh->past_up_windows_survived(), 0);
   // Without the population (prior switched off) the quiet hour alone says TR 1.
   pc.estimator.prior_windows = 0;
   predictor::AvailabilityPredictor alone(pc, *directory_, clock_);

@@ -210,6 +210,11 @@ class GrpcClientTest(unittest.TestCase):
             self.assertLessEqual(later, earlier + 1e-9, f"TR curve must not increase: {curve}")
         offsets = [p.offset_seconds for p in resp.curve]
         self.assertEqual(offsets, sorted(offsets))
+        # The empirical baseline beside the TR: the host's own past windows at this clock
+        # time, at most one a day of history (none of today's day type on a Saturday).
+        self.assertLessEqual(resp.past_up_windows, HISTORY_DAYS)
+        self.assertLessEqual(resp.past_up_windows_survived, resp.past_up_windows)
+        self.assertGreaterEqual(resp.past_up_windows_survived, 0)
 
     def test_05_health_serving_everywhere(self):
         health = pb["health"]

@@ -557,6 +557,14 @@ int Availability(int argc, char** argv) {
               resp.day_type() == sojourn::v1::DAY_TYPE_WEEKEND ? "weekend" : "weekday",
               resp.history_windows(), resp.low_history() ? " (LOW HISTORY)" : "",
               static_cast<long long>(resp.step_seconds()), resp.method().c_str());
+  // The empirical baseline beside the model's TR.
+  if (resp.past_up_windows() > 0) {
+    std::printf("past windows like this one: %d of %d stayed up (%.4f)\n",
+                resp.past_up_windows_survived(), resp.past_up_windows(),
+                static_cast<double>(resp.past_up_windows_survived()) / resp.past_up_windows());
+  } else {
+    std::printf("past windows like this one: none yet\n");
+  }
   for (const auto& p : resp.curve()) {
     std::printf("  +%-8s TR %.4f\n", Hours(p.offset_seconds()).c_str(), p.tr_ratio());
   }
