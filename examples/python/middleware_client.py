@@ -93,9 +93,10 @@ def main():
                     statemgr_address=reg.statemgr_address), timeout=30)
                 curve = ", ".join(f"+{p.offset_seconds / 3600:.1f}h {p.tr_ratio:.3f}"
                                   for p in tr.curve)
+                # Beside the model, the empirical baseline: the host's own past windows.
                 print(f"{best}: TR {tr.tr_ratio:.4f} over {a.duration_hours:g} h, "
-                      f"MTTF {tr.mttf_seconds / 3600:.2f} h ({tr.history_windows} windows; "
-                      f"curve {curve})")
+                      f"MTTF {tr.mttf_seconds / 3600:.2f} h; {tr.past_up_windows_survived} of "
+                      f"{tr.past_up_windows} past windows like it stayed up; curve {curve}")
 
             # 3. When would a parallel job end on `nodes` idle nodes, submitted now?
             ta = pb["turnaround_pb2"]

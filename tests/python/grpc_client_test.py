@@ -422,7 +422,7 @@ class GrpcClientTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr[-2000:])
         self.assertRegex(p.stdout, r"\d+ of \d+ hosts can run a 1 h job")
-        self.assertRegex(p.stdout, r": TR [01]\.\d{4} over 1 h, MTTF")
+        self.assertRegex(p.stdout, r": TR [01]\.\d{4} over 1 h, MTTF [\d.]+ h; \d+ of \d+ past")
         for kernel in ("historical", "simulation", "hybrid"):
             self.assertIn(f"turnaround ({kernel}):", p.stdout)
         # A refused request is reported with its status code, exit 1.
