@@ -181,9 +181,14 @@ import yaml
 root = sys.argv[1]
 dash = json.load(open(os.path.join(root, "sojourn-dashboard.json")))
 assert dash.get("panels"), "dashboard without panels"
+rules = open(os.path.join(os.path.dirname(root), "sojourn-alerts.yml")).read()
 for p in dash["panels"]:
     for t in p.get("targets", []):
-        assert "sojourn_" in t.get("expr", "") or "up" in t.get("expr", ""), t
+        expr = t.get("expr", "")
+        assert "sojourn_" in expr or "up" in expr or expr.startswith("ALERTS{"), t
+        if expr.startswith("ALERTS{"):
+            # The alerts panel shows the rules of deploy/sojourn-alerts.yml.
+            assert 'alertname=~"Sojourn.*"' in expr and "- alert: Sojourn" in rules, expr
 files = glob.glob(os.path.join(root, "provisioning", "*", "*.yml"))
 assert files, "no provisioning files"
 for f in files:

@@ -12,7 +12,8 @@ visible through Prometheus' HTTP query API. The counters of rare events
 at 0 before their first event. Each service's /metrics is also
 checked with `promtool check metrics` (exposition format). The alerting rules of
 deploy/sojourn-alerts.yml are loaded too: each evaluates without error, none
-fires on the healthy cluster, and every metric they read is exported.
+fires on the healthy cluster, and every metric they read is exported. Every
+query of the Grafana dashboard runs, and those on gauges return data.
 
 usage: /usr/bin/python3 tests/ops/prometheus_test.py --bin-dir BUILD/bin
        [--prometheus /usr/bin/prometheus] [--promtool /usr/bin/promtool]
@@ -242,6 +243,20 @@ class PrometheusTest(unittest.TestCase):
                         lambda n=name: query(f'count({{__name__="{n}"}})'), 15,
                         f"{name} in Prometheus", interval_seconds=0.2)
                     self.assertGreater(got[0][1], 0, name)
+
+    def test_2c_dashboard_queries_run(self):
+        # Every query of the Grafana dashboard is valid PromQL on this Prometheus, and the
+        # ones on sojourn metrics return data from the live services (a renamed metric
+        # would leave its panel empty).
+        with open(os.path.join(REPO_DIR, "deploy", "grafana", "sojourn-dashboard.json")) as f:
+            dash = json.load(f)
+        exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+        self.assertGreater(len(exprs), 10)
+        for expr in exprs:
+            with self.subTest(expr=expr):
+                got = query(expr)  # raises on a query Prometheus refuses
+                if "sojourn_" in expr and "rate(" not in expr and "increase(" not in expr:
+                    self.assertTrue(got, f"no data for {expr}")
 
     def test_3_metrics_exposition_format(self):
         # One health check per service, so that every service has counted a request
