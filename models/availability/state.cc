@@ -9,29 +9,29 @@ StateClassifier::StateClassifier(const ClassifierConfig& config) : config_(confi
 
 HostState StateClassifier::Add(const sojourn::HostSample& s) {
   const int64_t t = s.unix_seconds;
-  if (last_unix_.has_value() && t < *last_unix_) return current_;
+  if (last_unix_ != kNone && t < last_unix_) return current_;
   // A gap longer than the revocation gap was S5 (section 7.2): the host (or
   // its monitor) was off, so the load history before the gap is forgotten.
   const bool continuous =
-      last_unix_.has_value() && t - *last_unix_ <= config_.revocation_gap_seconds;
+      last_unix_ != kNone && t - last_unix_ <= config_.revocation_gap_seconds;
   if (!continuous) {
-    high_since_.reset();
+    high_since_ = kNone;
     base_ = HostState::kS1;
   }
   const double load = s.cpu_load;
   if (load > config_.th2) {
     // The sample's load describes the interval since the previous sample, so
     // a run of high samples started at the sample before the first high one.
-    if (!high_since_.has_value()) high_since_ = continuous ? *last_unix_ : t;
+    if (high_since_ == kNone) high_since_ = continuous ? last_unix_ : t;
   } else {
-    high_since_.reset();
+    high_since_ = kNone;
     base_ = load < config_.th1 ? HostState::kS1 : HostState::kS2;
   }
   last_unix_ = t;
 
   if (s.has_free_mem() && s.free_mem_mb < config_.guest_working_set_mb) {
     current_ = HostState::kS4;
-  } else if (high_since_.has_value() && t - *high_since_ > config_.grace_seconds) {
+  } else if (high_since_ != kNone && t - high_since_ > config_.grace_seconds) {
     current_ = HostState::kS3;
   } else {
     // Below th2, or a transient spike: the state before the spike (section 4).
@@ -41,7 +41,7 @@ HostState StateClassifier::Add(const sojourn::HostSample& s) {
 }
 
 HostState StateClassifier::StateAt(int64_t unix_seconds) const {
-  if (!last_unix_.has_value() || unix_seconds - *last_unix_ > config_.revocation_gap_seconds) {
+  if (last_unix_ == kNone || unix_seconds - last_unix_ > config_.revocation_gap_seconds) {
     return HostState::kS5;
   }
   return current_;

@@ -64,17 +64,23 @@ class StateClassifier {
   // Whether the last Add was inside a transient load spike: load above Th2
   // for no longer than the grace period, so the state is still S1/S2 while
   // the guest is suspended (section 4).
-  bool in_spike() const { return high_since_.has_value() && !IsFailure(current_); }
-  std::optional<int64_t> last_sample_unix() const { return last_unix_; }
+  bool in_spike() const { return high_since_ != kNone && !IsFailure(current_); }
+  std::optional<int64_t> last_sample_unix() const {
+    return last_unix_ == kNone ? std::nullopt : std::optional<int64_t>(last_unix_);
+  }
 
  private:
+  // "No such time" (plain integers rather than std::optional: GCC 12 warns
+  // that a copied optional's value may be uninitialized).
+  static constexpr int64_t kNone = INT64_MIN;
+
   ClassifierConfig config_;
   HostState current_ = HostState::kS5;
   // The S1/S2 state before the current load spike (spikes keep it).
   HostState base_ = HostState::kS1;
-  std::optional<int64_t> last_unix_;
+  int64_t last_unix_ = kNone;
   // Start of the current run of load > th2, if the last sample was above th2.
-  std::optional<int64_t> high_since_;
+  int64_t high_since_ = kNone;
 };
 
 // Within-state load band of an up state, the first-sojourn covariate of

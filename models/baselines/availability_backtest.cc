@@ -48,7 +48,6 @@ const char* const kMethodNames[kNumMethods] = {
     "smp", "smp_paper", "window_frequency", "last",       "bm", "ar",
     "ma",  "arma",      "avail_quantile",   "on_fraction"};
 
-bool IsTs(int m) { return m >= kLast && m <= kArma; }
 baselines::TsKind TsKindOf(int m) {
   switch (m) {
     case kLast:

@@ -31,7 +31,7 @@ TEST(ValidateHostNameTest, AppliesTheSharedRules) {
   EXPECT_TRUE(ValidateHostName("good-a").ok());
   EXPECT_TRUE(ValidateHostName("h\xc3\xb4st").ok());  // UTF-8 is fine
   EXPECT_TRUE(ValidateHostName(std::string(255, 'h')).ok());
-  for (const std::string bad : {std::string(), std::string(256, 'h'), std::string("a\0b", 3),
+  for (const std::string& bad : {std::string(), std::string(256, 'h'), std::string("a\0b", 3),
                                 std::string("a/b\nc"), std::string("   "), std::string("x\x7f")}) {
     absl::Status s = ValidateHostName(bad);
     EXPECT_TRUE(absl::IsInvalidArgument(s)) << Excerpt(bad);
@@ -94,7 +94,7 @@ TEST(ValidateAddressTest, BoundedWithoutWhitespace) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find("port must be in [1, 65535]"), std::string::npos) << s.message();
   }
-  for (const std::string bad : {std::string(), std::string(20000, 'a'), std::string("a b:1"),
+  for (const std::string& bad : {std::string(), std::string(20000, 'a'), std::string("a b:1"),
                                 std::string("h:1\n"), std::string("h\t:1")}) {
     absl::Status s = ValidateAddress(bad, "statemgr_address");
     EXPECT_TRUE(absl::IsInvalidArgument(s)) << Excerpt(bad);

@@ -334,7 +334,9 @@ TEST_F(WatchStatesTest, ConcurrentPushersSilenceAndWatchersAgree) {
     std::map<std::string, size_t> at;  // host -> index in its chain of the last message
     for (const StateTransition& m : s.messages) {
       SCOPED_TRACE(m.DebugString());
-      if (!s.filter.empty()) EXPECT_EQ(m.host(), s.filter);
+      if (!s.filter.empty()) {
+        EXPECT_EQ(m.host(), s.filter);
+      }
       const auto& c = chain[m.host()];
       auto it = at.find(m.host());
       if (m.snapshot()) {
@@ -358,7 +360,9 @@ TEST_F(WatchStatesTest, ConcurrentPushersSilenceAndWatchersAgree) {
       } else {
         // The first message of this host: with a snapshot, only a host that
         // appeared after the registration starts with a change (its first).
-        if (!s.skip_snapshot) EXPECT_EQ(m.from_state(), v1::HOST_STATE_UNSPECIFIED);
+        if (!s.skip_snapshot) {
+          EXPECT_EQ(m.from_state(), v1::HOST_STATE_UNSPECIFIED);
+        }
         size_t k = c.size();
         for (size_t i = 0; i < c.size() && k == c.size(); ++i) {
           if (same(c[i], m)) k = i;

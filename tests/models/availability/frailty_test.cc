@@ -74,7 +74,9 @@ TEST(ScaleFailureHazardsTest, ScalesFailureHazardsOnly) {
     }
     for (const auto& [key, n] : scaled.completed) {
       EXPECT_GT(n, 0);
-      if (theta == 0) EXPECT_FALSE(Fails(key.first)) << key.first << " at " << key.second;
+      if (theta == 0) {
+        EXPECT_FALSE(Fails(key.first)) << key.first << " at " << key.second;
+      }
     }
   }
   const StateSojourns same = ScaleFailureHazards(s, 1.0);

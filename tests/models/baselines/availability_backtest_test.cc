@@ -282,7 +282,7 @@ TEST(AvailabilityBacktestTest, SmpOptionsArePassedThrough) {
   c.smp_options = availability::EstimatorOptions{};
   c.smp_options.prior_windows = 2;
   c.smp_options.recent_age_seconds = 3 * 3600;
-  for (const std::string& prior : {"hosts", "hours", "none"}) {
+  for (const char* prior : {"hosts", "hours", "none"}) {
     c.smp_prior = prior;
     r = RunBacktest(traces, c);
     ASSERT_TRUE(r.ok());

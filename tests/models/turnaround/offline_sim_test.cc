@@ -101,7 +101,9 @@ TEST(LocalLoadTest, Table2SessionsAreSeededAndStationary) {
     ASSERT_EQ(loaded(a), 48);
     for (int i = 0; i < 64; ++i) {
       ASSERT_EQ(a.cpu(i), b.cpu(i));
-      if (a.tasks(i)) ASSERT_GT(a.cpu(i), 0);
+      if (a.tasks(i)) {
+        ASSERT_GT(a.cpu(i), 0);
+      }
     }
   }
   LocalLoadModel m(4, cfg, 0);

@@ -160,7 +160,9 @@ TEST_F(BrokerGrpcTest, EveryPolicyReturnsFigures) {
       EXPECT_FALSE(resp.hosts(1).has_jctf_seconds());
       EXPECT_NEAR(resp.hosts(0).predicted_load_ratio(), 0.3, 1e-9);
     }
-    if (policy == "condor") EXPECT_EQ(resp.hosts(0).host(), "fast-flaky");
+    if (policy == "condor") {
+      EXPECT_EQ(resp.hosts(0).host(), "fast-flaky");
+    }
   }
   // Only the first ranking fetched (3 predictor calls, one per host).
   EXPECT_EQ(hosts_.predict_calls.load(), 3);

@@ -360,7 +360,9 @@ TEST(AdaptiveMonitorTest, DefaultOffKeepsTheFixedSchedule) {
     EXPECT_FALSE(host.next().extra);
     EXPECT_EQ(host.next().at, absl::FromUnixSeconds(kStart + 6 * static_cast<int64_t>(k + 1)));
     EXPECT_EQ(taken.sample.has_value(), k > 0);  // the first reading starts the interval
-    if (k > 0) EXPECT_NEAR(taken.sample->cpu_load, loads[k], 1e-9);
+    if (k > 0) {
+      EXPECT_NEAR(taken.sample->cpu_load, loads[k], 1e-9);
+    }
     EXPECT_EQ(host.monitor().period(), absl::Seconds(6));
   }
   EXPECT_EQ(host.metric("sojourn_monitor_samples_total"), static_cast<double>(loads.size() - 1));
@@ -386,7 +388,9 @@ TEST(AdaptiveMonitorTest, PeriodDoublesToMaxWithExtraSamplesInside) {
     const Host::Taken t = host.Step(kIdle);
     if (t.sample.has_value()) ++samples;
     if (t.sample.has_value() && max_since.has_value()) ++samples_at_max;
-    if (prev_at != 0) EXPECT_GT(t.at, prev_at);  // every sample in its own second
+    if (prev_at != 0) {  // every sample in its own second
+      EXPECT_GT(t.at, prev_at);
+    }
     prev_at = t.at;
     if (t.extra) {
       ++extras;

@@ -379,7 +379,9 @@ TEST_F(PredictorServiceTest, EstimateTurnaroundRefusesInconsistentRunningJobs) {
     *req.mutable_snapshot() = snapshot;
     v1::EstimateTurnaroundResponse resp;
     grpc::Status s = stub_->EstimateTurnaround(&ctx, req, &resp);
-    if (s.ok()) EXPECT_EQ(resp.estimates_size(), 3);
+    if (s.ok()) {
+      EXPECT_EQ(resp.estimates_size(), 3);
+    }
     return s;
   };
   ASSERT_TRUE(estimate(ClusterWithRunningJob(kNow - 100)).ok());
