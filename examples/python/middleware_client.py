@@ -13,7 +13,13 @@ addresses given), with python3-grpcio:
      the job's duration (PredictAvailability: TR, MTTF, a few curve points),
      passing the host's state manager as the broker registered it;
   3. asks when a parallel job would end on a cluster of idle nodes
-     (EstimateTurnaround: the historical, simulation and hybrid kernels).
+     (EstimateTurnaround: the historical, simulation and hybrid kernels);
+  4. uses the broker's job queue as middleware placing a guest job would:
+     queues a 1-host job (SubmitJob), asks when it would end on the hosts and
+     queue the broker knows (EstimateJobTurnaround), starts it on the best
+     host (StartJob), then cancels it (FinishJob with cancelled), so the
+     example leaves neither a queued job nor a job record behind. A real
+     job would be reported finished instead, teaching the job history.
 
 Errors come back as gRPC status codes with a message: INVALID_ARGUMENT or
 FAILED_PRECONDITION for a request sojourn refuses, NOT_FOUND for an unknown
@@ -112,6 +118,28 @@ def main():
                 print(f"turnaround ({e.kernel}): {t.point_seconds / 3600:.2f} h "
                       f"[{t.lo_seconds / 3600:.2f}, {t.hi_seconds / 3600:.2f}], "
                       f"{e.matched_records} similar jobs")
+
+            # 4. A guest job through the broker's queue, placed on the best host.
+            if eligible:
+                bp = pb["broker_pb2"]
+                job = ta.JobSpec(job_id=int(time.time() * 1000), procs=1, user=a.user, group=-1,
+                                 executable=-1, queue=-1, requested_seconds=duration)
+                q = broker.SubmitJob(bp.SubmitJobRequest(job=job), timeout=30)
+                print(f"queued job {job.job_id}: {q.waiting_jobs} waiting, {q.running_jobs} "
+                      f"running; job history recorded it: {q.recorded_in_history}")
+                est = broker.EstimateJobTurnaround(bp.EstimateJobTurnaroundRequest(job=job),
+                                                   timeout=30)
+                sim = next(e for e in est.estimates if e.kernel == "simulation")
+                print(f"on the broker's {len(est.snapshot_hosts)} hosts and queue: wait "
+                      f"{sim.wait.point_seconds / 3600:.2f} h, turnaround "
+                      f"{sim.turnaround.point_seconds / 3600:.2f} h (simulation)")
+                q = broker.StartJob(bp.StartJobRequest(job_id=job.job_id, hosts=[best]),
+                                    timeout=30)
+                print(f"started job {job.job_id} on {best}: {q.running_jobs} running")
+                q = broker.FinishJob(bp.FinishJobRequest(job_id=job.job_id, cancelled=True),
+                                     timeout=30)
+                print(f"cancelled job {job.job_id}: {q.waiting_jobs} waiting, "
+                      f"{q.running_jobs} running")
         except grpc.RpcError as err:
             print(f"middleware_client: {err.code().name}: {err.details()}", file=sys.stderr)
             return 1

@@ -1,11 +1,13 @@
 #include "services/broker/broker_service.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/logging.h"
 #include "common/reactors.h"
 #include "common/status.h"
 #include "common/text.h"
@@ -67,6 +69,33 @@ sojourn::v1::StateManager::Stub* GrpcLoadSource::Stub(const std::string& address
   return stub.get();
 }
 
+GrpcJobHistory::GrpcJobHistory(const std::string& predictor_address, absl::Duration record_timeout,
+                               absl::Duration estimate_timeout)
+    : record_timeout_(record_timeout),
+      estimate_timeout_(estimate_timeout),
+      stub_(sojourn::v1::Predictor::NewStub(
+          grpc::CreateChannel(predictor_address, grpc::InsecureChannelCredentials()))) {}
+
+absl::StatusOr<sojourn::v1::RecordJobEventResponse> GrpcJobHistory::Record(
+    const sojourn::v1::JobEvent& event) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + record_timeout_));
+  sojourn::v1::RecordJobEventResponse resp;
+  grpc::Status s = stub_->RecordJobEvent(&ctx, event, &resp);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return resp;
+}
+
+absl::StatusOr<sojourn::v1::EstimateTurnaroundResponse> GrpcJobHistory::Estimate(
+    const sojourn::v1::EstimateTurnaroundRequest& request) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + estimate_timeout_));
+  sojourn::v1::EstimateTurnaroundResponse resp;
+  grpc::Status s = stub_->EstimateTurnaround(&ctx, request, &resp);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return resp;
+}
+
 BrokerService::BrokerService(HostRegistry& registry, TrSource& tr_source, ThreadPool& pool)
     : registry_(registry),
       own_ranker_(std::make_unique<Ranker>(tr_source, nullptr, Clock::Real(), RankerConfig{})),
@@ -114,6 +143,221 @@ grpc::ServerUnaryReactor* BrokerService::RankHosts(grpc::CallbackServerContext* 
         ASSIGN_OR_RETURN(*response, ranker_.Rank(*request, registry_.List(), abandoned));
         return absl::OkStatus();
       });
+}
+
+void BrokerService::EnableJobQueue(JobQueue& queue, JobHistory& history,
+                                   const JobQueueServiceConfig& config, Metrics* metrics) {
+  queue_ = &queue;
+  history_ = &history;
+  queue_config_ = config;
+  metrics_ = metrics;
+  if (metrics_ != nullptr) {
+    for (const char* kind : {"submitted", "started", "finished", "cancelled"}) {
+      for (const char* recorded : {"true", "false"}) {
+        metrics_->DeclareCounter("sojourn_broker_job_events_total",
+                                 "Job events the broker took, by kind and whether the "
+                                 "predictor's job history recorded them",
+                                 {{"event", kind}, {"recorded", recorded}});
+      }
+    }
+    const JobQueue::Listing l = queue.List();
+    metrics_->Set("sojourn_broker_jobs", "Jobs in the broker's queue", {{"state", "waiting"}},
+                  static_cast<double>(l.waiting.size()));
+    metrics_->Set("sojourn_broker_jobs", "Jobs in the broker's queue", {{"state", "running"}},
+                  static_cast<double>(l.running.size()));
+  }
+}
+
+absl::StatusOr<int64_t> BrokerService::EventTime(int64_t job_id, const char* field,
+                                                 int64_t t) const {
+  const int64_t now = NowUnix();
+  if (t == 0) return now;
+  const int64_t latest = now + queue_config_.max_clock_skew_seconds;
+  if (t > 0 && t <= latest) return t;
+  return absl::InvalidArgumentError(absl::StrCat("job ", job_id, ": ", field, " ", t,
+                                                 " must be in (0, ", latest,
+                                                 "] (0 = now; at most the broker's clock + ",
+                                                 queue_config_.max_clock_skew_seconds, " s)"));
+}
+
+sojourn::v1::ClusterSnapshot BrokerService::Snapshot(const sojourn::v1::SchedulingPolicy& policy,
+                                                     int64_t exclude_job_id,
+                                                     std::vector<std::string>* node_hosts) const {
+  return BuildSnapshot(NowUnix(), policy, registry_.List(), queue_->List(), exclude_job_id,
+                       node_hosts);
+}
+
+void BrokerService::Forward(const sojourn::v1::JobEvent& event,
+                            sojourn::v1::JobQueueResponse* response) {
+  absl::StatusOr<sojourn::v1::RecordJobEventResponse> r = history_->Record(event);
+  response->set_recorded_in_history(r.ok());
+  if (r.ok()) {
+    response->set_history_records(r->history_records());
+  } else {
+    response->set_history_error(r.status().ToString());
+    SOJOURN_LOG(WARNING, "job history did not take the event: %s", r.status().ToString());
+  }
+  const JobQueue::Listing l = queue_->List();
+  response->set_waiting_jobs(static_cast<int32_t>(l.waiting.size()));
+  response->set_running_jobs(static_cast<int32_t>(l.running.size()));
+  if (metrics_ != nullptr) {
+    const char* kind = event.has_submitted() ? "submitted"
+                       : event.has_started() ? "started"
+                       : event.has_finished() ? "finished"
+                                              : "cancelled";
+    metrics_->Increment("sojourn_broker_job_events_total",
+                        "Job events the broker took, by kind and whether the predictor's "
+                        "job history recorded them",
+                        {{"event", kind}, {"recorded", r.ok() ? "true" : "false"}});
+    metrics_->Set("sojourn_broker_jobs", "Jobs in the broker's queue", {{"state", "waiting"}},
+                  static_cast<double>(l.waiting.size()));
+    metrics_->Set("sojourn_broker_jobs", "Jobs in the broker's queue", {{"state", "running"}},
+                  static_cast<double>(l.running.size()));
+  }
+}
+
+namespace {
+
+absl::Status NoQueue() {
+  return absl::FailedPreconditionError("this broker serves no job queue");
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* BrokerService::SubmitJob(grpc::CallbackServerContext* context,
+                                                   const sojourn::v1::SubmitJobRequest* request,
+                                                   sojourn::v1::JobQueueResponse* response) {
+  if (queue_ == nullptr) return FinishNow(context, NoQueue());
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
+    sojourn::v1::JobSpec spec = request->job();
+    ASSIGN_OR_RETURN(const int64_t submit,
+                     EventTime(spec.job_id(), "submit_unix_seconds", spec.submit_unix_seconds()));
+    spec.set_submit_unix_seconds(submit);
+    ASSIGN_OR_RETURN(*response->mutable_job(), queue_->Submit(spec));
+    sojourn::v1::JobEvent event;
+    *event.mutable_submitted()->mutable_job() = spec;
+    std::vector<std::string> hosts;
+    // The queue and cluster at submit, without the job itself.
+    *event.mutable_submitted()->mutable_snapshot() =
+        Snapshot(queue_config_.policy, spec.job_id(), &hosts);
+    Forward(event, response);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* BrokerService::StartJob(grpc::CallbackServerContext* context,
+                                                  const sojourn::v1::StartJobRequest* request,
+                                                  sojourn::v1::JobQueueResponse* response) {
+  if (queue_ == nullptr) return FinishNow(context, NoQueue());
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
+    const int64_t id = request->job_id();
+    RETURN_IF_ERROR(queue_->Get(id).status());
+    ASSIGN_OR_RETURN(const int64_t start,
+                     EventTime(id, "start_unix_seconds", request->start_unix_seconds()));
+    std::vector<std::string> hosts(request->hosts().begin(), request->hosts().end());
+    for (const std::string& h : hosts) {
+      if (absl::Status s = ValidateLookupName(h); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("job ", id, ": ", s.message()));
+      }
+      if (!registry_.Get(h).ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("job ", id, ": host '", h, "' is not registered with this broker"));
+      }
+    }
+    ASSIGN_OR_RETURN(*response->mutable_job(), queue_->Start(id, start, hosts));
+    sojourn::v1::JobEvent event;
+    sojourn::v1::JobStarted* e = event.mutable_started();
+    e->set_job_id(id);
+    e->set_start_unix_seconds(start);
+    // The snapshot holds the job as running, so its hosts are nodes; the
+    // history leaves the job itself out of the load it records.
+    std::vector<std::string> node_hosts;
+    *e->mutable_snapshot() = Snapshot(queue_config_.policy, 0, &node_hosts);
+    for (const std::string& h : hosts) {
+      const auto it = std::find(node_hosts.begin(), node_hosts.end(), h);
+      e->add_nodes(static_cast<int32_t>(it - node_hosts.begin()));
+    }
+    Forward(event, response);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* BrokerService::FinishJob(grpc::CallbackServerContext* context,
+                                                   const sojourn::v1::FinishJobRequest* request,
+                                                   sojourn::v1::JobQueueResponse* response) {
+  if (queue_ == nullptr) return FinishNow(context, NoQueue());
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
+    const int64_t id = request->job_id();
+    ASSIGN_OR_RETURN(const sojourn::v1::QueuedJob job, queue_->Get(id));
+    sojourn::v1::JobEvent event;
+    if (request->cancelled()) {
+      event.mutable_cancelled()->set_job_id(id);
+    } else {
+      if (job.start_unix_seconds() == 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "job ", id, " never started: report StartJob first, or cancel it (cancelled = true)"));
+      }
+      ASSIGN_OR_RETURN(const int64_t finish,
+                       EventTime(id, "finish_unix_seconds", request->finish_unix_seconds()));
+      if (finish < job.start_unix_seconds()) {
+        return absl::InvalidArgumentError(absl::StrCat("job ", id, ": finish ", finish,
+                                                       " is before its start ",
+                                                       job.start_unix_seconds()));
+      }
+      const double cpu = request->cpu_seconds_per_task();
+      if (!(cpu == -1 || (std::isfinite(cpu) && cpu >= 0))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "job ", id, ": cpu_seconds_per_task must be finite and >= 0 (-1 or 0 = unknown), got ",
+            cpu));
+      }
+      sojourn::v1::JobFinished* e = event.mutable_finished();
+      e->set_job_id(id);
+      e->set_finish_unix_seconds(finish);
+      e->set_cpu_seconds_per_task(cpu > 0 ? cpu : -1);
+    }
+    ASSIGN_OR_RETURN(*response->mutable_job(), queue_->Remove(id));
+    Forward(event, response);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* BrokerService::ListJobs(grpc::CallbackServerContext* context,
+                                                  const sojourn::v1::ListJobsRequest* request,
+                                                  sojourn::v1::ListJobsResponse* response) {
+  if (queue_ == nullptr) return FinishNow(context, NoQueue());
+  const JobQueue::Listing l = queue_->List();
+  for (const auto& j : l.waiting) *response->add_waiting() = j;
+  for (const auto& j : l.running) *response->add_running() = j;
+  std::vector<std::string> hosts;
+  *response->mutable_snapshot() = BuildSnapshot(
+      NowUnix(), request->has_policy() ? request->policy() : queue_config_.policy,
+      registry_.List(), l, 0, &hosts);
+  for (auto& h : hosts) response->add_snapshot_hosts(std::move(h));
+  return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* BrokerService::EstimateJobTurnaround(
+    grpc::CallbackServerContext* context, const sojourn::v1::EstimateJobTurnaroundRequest* request,
+    sojourn::v1::EstimateJobTurnaroundResponse* response) {
+  if (queue_ == nullptr) return FinishNow(context, NoQueue());
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
+    sojourn::v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = request->job();
+    if (req.job().submit_unix_seconds() == 0) req.mutable_job()->set_submit_unix_seconds(NowUnix());
+    std::vector<std::string> hosts;
+    *req.mutable_snapshot() =
+        Snapshot(request->has_policy() ? request->policy() : queue_config_.policy,
+                 req.job().job_id() > 0 ? req.job().job_id() : 0, &hosts);
+    if (req.snapshot().nodes_size() == 0) {
+      return absl::FailedPreconditionError(
+          "no live host is registered: the turnaround kernels need at least one node");
+    }
+    ASSIGN_OR_RETURN(sojourn::v1::EstimateTurnaroundResponse r, history_->Estimate(req));
+    for (auto& e : *r.mutable_estimates()) *response->add_estimates() = std::move(e);
+    *response->mutable_snapshot() = std::move(*req.mutable_snapshot());
+    for (auto& h : hosts) response->add_snapshot_hosts(std::move(h));
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace sojourn::broker

@@ -8,8 +8,10 @@
 #include <memory>
 #include <string>
 
+#include "common/metrics.h"
 #include "common/thread_pool.h"
 #include "services/broker/host_registry.h"
+#include "services/broker/job_queue.h"
 #include "services/broker/ranker.h"
 #include "sojourn/v1/broker.grpc.pb.h"
 #include "sojourn/v1/predictor.grpc.pb.h"
@@ -49,6 +51,43 @@ class GrpcLoadSource final : public LoadSource {
       ABSL_GUARDED_BY(mu_);
 };
 
+// The predictor's job history and turnaround kernels, as the job queue uses
+// them. Thread-safe.
+class JobHistory {
+ public:
+  virtual ~JobHistory() = default;
+  virtual absl::StatusOr<sojourn::v1::RecordJobEventResponse> Record(
+      const sojourn::v1::JobEvent& event) = 0;
+  virtual absl::StatusOr<sojourn::v1::EstimateTurnaroundResponse> Estimate(
+      const sojourn::v1::EstimateTurnaroundRequest& request) = 0;
+};
+
+// JobHistory backed by the predictor service (RecordJobEvent,
+// EstimateTurnaround).
+class GrpcJobHistory final : public JobHistory {
+ public:
+  explicit GrpcJobHistory(const std::string& predictor_address,
+                          absl::Duration record_timeout = absl::Seconds(10),
+                          absl::Duration estimate_timeout = absl::Seconds(60));
+  absl::StatusOr<sojourn::v1::RecordJobEventResponse> Record(
+      const sojourn::v1::JobEvent& event) override;
+  absl::StatusOr<sojourn::v1::EstimateTurnaroundResponse> Estimate(
+      const sojourn::v1::EstimateTurnaroundRequest& request) override;
+
+ private:
+  const absl::Duration record_timeout_;
+  const absl::Duration estimate_timeout_;
+  std::unique_ptr<sojourn::v1::Predictor::Stub> stub_;
+};
+
+struct JobQueueServiceConfig {
+  // The cluster's scheduling policy, recorded with each forwarded event and
+  // used by estimates and listings that name none.
+  sojourn::v1::SchedulingPolicy policy;
+  // Submit and start times may be at most this far after the broker's clock.
+  int64_t max_clock_skew_seconds = 3600;
+};
+
 class BrokerService final : public sojourn::v1::Broker::CallbackService {
  public:
   // All references must outlive the service.
@@ -73,11 +112,46 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
                                       const sojourn::v1::RankHostsRequest* request,
                                       sojourn::v1::RankHostsResponse* response) override;
 
+  // Serves the job queue RPCs on `queue`, forwarding to `history`; both (and
+  // `metrics`, when not null) must outlive the service. Without this call
+  // they answer FAILED_PRECONDITION. Call before the server starts.
+  void EnableJobQueue(JobQueue& queue, JobHistory& history, const JobQueueServiceConfig& config,
+                      Metrics* metrics = nullptr);
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
+                                      const sojourn::v1::SubmitJobRequest* request,
+                                      sojourn::v1::JobQueueResponse* response) override;
+  grpc::ServerUnaryReactor* StartJob(grpc::CallbackServerContext* context,
+                                     const sojourn::v1::StartJobRequest* request,
+                                     sojourn::v1::JobQueueResponse* response) override;
+  grpc::ServerUnaryReactor* FinishJob(grpc::CallbackServerContext* context,
+                                      const sojourn::v1::FinishJobRequest* request,
+                                      sojourn::v1::JobQueueResponse* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const sojourn::v1::ListJobsRequest* request,
+                                     sojourn::v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* EstimateJobTurnaround(
+      grpc::CallbackServerContext* context,
+      const sojourn::v1::EstimateJobTurnaroundRequest* request,
+      sojourn::v1::EstimateJobTurnaroundResponse* response) override;
+
  private:
+  // Checks a time a job event carries (0 = now): in (0, now + skew].
+  absl::StatusOr<int64_t> EventTime(int64_t job_id, const char* field, int64_t t) const;
+  // Forwards `event` and fills the history fields and queue sizes of `response`.
+  void Forward(const sojourn::v1::JobEvent& event, sojourn::v1::JobQueueResponse* response);
+  sojourn::v1::ClusterSnapshot Snapshot(const sojourn::v1::SchedulingPolicy& policy,
+                                        int64_t exclude_job_id,
+                                        std::vector<std::string>* node_hosts) const;
+  int64_t NowUnix() const { return absl::ToUnixSeconds(ranker_.clock().Now()); }
+
   HostRegistry& registry_;
   std::unique_ptr<Ranker> own_ranker_;
   Ranker& ranker_;
   ThreadPool& pool_;
+  JobQueue* queue_ = nullptr;
+  JobHistory* history_ = nullptr;
+  JobQueueServiceConfig queue_config_;
+  Metrics* metrics_ = nullptr;
 };
 
 }  // namespace sojourn::broker

@@ -20,6 +20,12 @@ absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& requ
   const sojourn::v1::HostAttributes& a = request.attributes();
   RETURN_IF_ERROR(
       ValidateHostAttributes(request.host(), a.cpu_mhz(), a.cpu_cores(), a.total_mem_mb()));
+  if (request.has_cpu_load_ratio() &&
+      !(request.cpu_load_ratio() >= 0 && request.cpu_load_ratio() <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("host ", request.host(),
+                                                   ": cpu_load_ratio must be in [0, 1], got ",
+                                                   request.cpu_load_ratio()));
+  }
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   absl::MutexLock l(&mu_);
   auto [it, inserted] = hosts_.try_emplace(request.host());
@@ -32,6 +38,7 @@ absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& requ
   if (request.last_sample_unix_seconds() > h.last_sample_unix_seconds()) {
     h.set_last_sample_unix_seconds(request.last_sample_unix_seconds());
   }
+  if (request.has_cpu_load_ratio()) h.set_cpu_load_ratio(request.cpu_load_ratio());
   return absl::OkStatus();
 }
 

@@ -39,6 +39,17 @@ ABSL_FLAG(int64_t, horizon_seconds, 86400,
           "TR curves behind MTTF / JCTF / ETL cover max(this, 2 x the job's duration), in whole "
           "days, at most 7 days");
 ABSL_FLAG(int64_t, curve_resolution_seconds, 300, "spacing of the TR curve points requested");
+ABSL_FLAG(std::string, data_dir, "",
+          "RocksDB directory of the job queue (created when missing); empty = the queue is kept "
+          "in memory and lost when the broker stops");
+ABSL_FLAG(int, max_queued_jobs, sojourn::broker::kDefaultMaxQueuedJobs,
+          "SubmitJob refuses a job beyond this many queued (waiting + running) jobs");
+ABSL_FLAG(std::string, job_selection, "fcfs",
+          "the cluster's job selection, recorded with each job event and used by estimates that "
+          "name none: fcfs or easy (EASY backfilling)");
+ABSL_FLAG(std::string, node_selection, "normal",
+          "the cluster's node selection (paper 002): normal (least loaded first) or uniform");
+ABSL_FLAG(int, mpl_limit, 1, "parallel tasks one host may hold at once (multiprogramming limit)");
 ABSL_FLAG(int64_t, load_history_seconds, 4 * 3600,
           "recent history fetched from a host's state manager (GetSeries) for its load forecast "
           "(0 = no load forecast: L = 0)");
@@ -48,7 +59,9 @@ int main(int argc, char** argv) {
       argc, argv,
       "broker: registry of hosts (registration, heartbeats, expiry) and RankHosts, which orders "
       "hosts for a job (policies: proactive by default, condor, round_robin, tr) from their "
-      "predicted TR curves and load, cached per host.\nusage: broker [--flag=value ...]",
+      "predicted TR curves and load, cached per host; the queue of guest jobs (SubmitJob, "
+      "StartJob, FinishJob, ListJobs), forwarded with cluster snapshots to the predictor's job "
+      "history, and EstimateJobTurnaround on it.\nusage: broker [--flag=value ...]",
       __FILE__);
   sojourn::BlockTerminationSignals();
   // Each check names its flag. Thread creation fails beyond a few thousand
@@ -79,9 +92,33 @@ int main(int argc, char** argv) {
           // RankHosts cannot work without a predictor: dialing "" or port
           // 99999 (gRPC: 34463) fails or reaches someone else on every call.
           sojourn::ValidateAddress(absl::GetFlag(FLAGS_predictor), "--predictor"),
+          sojourn::IntFlagInRange("--max_queued_jobs", absl::GetFlag(FLAGS_max_queued_jobs), 1,
+                                  1000000),
+          sojourn::IntFlagInRange("--mpl_limit", absl::GetFlag(FLAGS_mpl_limit), 1, 1000),
           sojourn::ValidateServerOptions(options),
       })) {
     return sojourn::kExitUsage;
+  }
+  sojourn::broker::JobQueueServiceConfig qc;
+  qc.max_clock_skew_seconds = absl::GetFlag(FLAGS_max_clock_skew_seconds);
+  if (const std::string js = absl::GetFlag(FLAGS_job_selection); js == "easy") {
+    qc.policy.set_job_selection(sojourn::v1::JOB_SELECTION_EASY);
+  } else if (js != "fcfs") {
+    SOJOURN_LOG(ERROR, "--job_selection must be fcfs or easy, got '%s'", js);
+    return sojourn::kExitUsage;
+  }
+  if (const std::string ns = absl::GetFlag(FLAGS_node_selection); ns == "uniform") {
+    qc.policy.set_node_selection(sojourn::v1::NODE_SELECTION_UNIFORM);
+  } else if (ns != "normal") {
+    SOJOURN_LOG(ERROR, "--node_selection must be normal or uniform, got '%s'", ns);
+    return sojourn::kExitUsage;
+  }
+  qc.policy.set_mpl_limit(absl::GetFlag(FLAGS_mpl_limit));
+  auto queue = sojourn::broker::JobQueue::Open(absl::GetFlag(FLAGS_data_dir),
+                                               absl::GetFlag(FLAGS_max_queued_jobs));
+  if (!queue.ok()) {
+    SOJOURN_LOG(ERROR, "--data_dir: %s", queue.status().ToString());
+    return 1;
   }
   sojourn::broker::HostRegistry registry(sojourn::Clock::Real(),
                                          absl::Seconds(absl::GetFlag(FLAGS_heartbeat_ttl_seconds)),
@@ -98,13 +135,19 @@ int main(int argc, char** argv) {
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
   sojourn::broker::BrokerService service(registry, ranker, pool);
   sojourn::Metrics metrics("broker");
+  sojourn::broker::GrpcJobHistory history(absl::GetFlag(FLAGS_predictor));
+  service.EnableJobQueue(**queue, history, qc, &metrics);
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());
     return 1;
   }
-  SOJOURN_LOG(INFO, "broker serving on %s (%s), predictor %s", (*server)->listen_address(),
-              (*server)->metrics_description(), absl::GetFlag(FLAGS_predictor));
+  const sojourn::broker::JobQueue::Listing jobs = (*queue)->List();
+  SOJOURN_LOG(INFO, "broker serving on %s (%s), predictor %s, job queue %s (%d waiting, %d running)",
+              (*server)->listen_address(), (*server)->metrics_description(),
+              absl::GetFlag(FLAGS_predictor),
+              (*queue)->persistent() ? absl::GetFlag(FLAGS_data_dir) : std::string("in memory"),
+              static_cast<int>(jobs.waiting.size()), static_cast<int>(jobs.running.size()));
   sojourn::WaitForTerminationSignal();
   (*server)->Shutdown(absl::Seconds(5));
   return 0;

@@ -166,6 +166,7 @@ HostInfo HostBook::InfoOf(const std::string& name, const Host& h) const {
   if (h.samples.empty()) return info;
   info.first_unix = h.samples.front().unix_seconds;
   info.last_unix = h.samples.back().unix_seconds;
+  info.last_cpu_load = h.samples.back().cpu_load;
   info.revocation_gap_seconds = ClassifierFor(h).revocation_gap_seconds;
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   auto series = SeriesOf(h);
@@ -427,6 +428,7 @@ std::vector<HostInfo> HostBook::ListBrief() const {
     if (!h.samples.empty()) {
       info.first_unix = h.samples.front().unix_seconds;
       info.last_unix = h.samples.back().unix_seconds;
+      info.last_cpu_load = h.samples.back().cpu_load;
     }
     out.push_back(std::move(info));
   }

@@ -68,6 +68,8 @@ struct HostInfo {
   std::string host;
   int64_t first_unix = 0;
   int64_t last_unix = 0;
+  // CPU load of the newest sample (-1 without samples).
+  double last_cpu_load = -1;
   int64_t samples = 0;
   availability::HostState state = availability::HostState::kS5;
   int64_t state_since_unix = 0;

@@ -1,5 +1,7 @@
 #include "services/statemgr/registrar.h"
 
+#include <algorithm>
+
 #include <grpcpp/grpcpp.h>
 
 #include "common/logging.h"
@@ -34,6 +36,7 @@ int Registrar::RegisterAll() {
     req.set_host(info.host);
     req.set_statemgr_address(config_.advertise_address);
     req.set_last_sample_unix_seconds(info.last_unix);
+    if (info.last_cpu_load >= 0) req.set_cpu_load_ratio(std::min(1.0, info.last_cpu_load));
     *req.mutable_attributes() = info.meta.attributes;
     sojourn::v1::RegisterHostResponse resp;
     grpc::ClientContext ctx;

@@ -195,6 +195,12 @@ TEST_F(ClusterTest, StreamsSamplesAndRanksHosts) {
   rc.advertise_address = sm_server_->address();
   statemgr::Registrar registrar(rc, *book_, clock_);
   ASSERT_EQ(registrar.RegisterAll(), 2);
+  // The registration carries the newest sample's load (23:55, off hours:
+  // 0.05), the node's local load in the job queue's snapshots.
+  auto calm = registry_->Get("calm");
+  ASSERT_THAT(calm.status(), IsOk());
+  ASSERT_TRUE(calm->has_cpu_load_ratio());
+  EXPECT_DOUBLE_EQ(calm->cpu_load_ratio(), 0.05);
 
   grpc::ClientContext ctx;
   v1::RankHostsRequest req;

@@ -425,6 +425,13 @@ class GrpcClientTest(unittest.TestCase):
         self.assertRegex(p.stdout, r": TR [01]\.\d{4} over 1 h, MTTF [\d.]+ h; \d+ of \d+ past")
         for kernel in ("historical", "simulation", "hybrid"):
             self.assertIn(f"turnaround ({kernel}):", p.stdout)
+        # Step 4, the broker's job queue: queued, estimated, started, cancelled, and the
+        # queue is empty again.
+        self.assertRegex(p.stdout, r"queued job \d+: 1 waiting, 0 running; job history "
+                                   r"recorded it: True")
+        self.assertRegex(p.stdout, r"on the broker's [1-9]\d* hosts and queue: wait 0\.00 h")
+        self.assertRegex(p.stdout, r"started job \d+ on \S+: 1 running")
+        self.assertRegex(p.stdout, r"cancelled job \d+: 0 waiting, 0 running")
         # A refused request is reported with its status code, exit 1.
         p = subprocess.run([sys.executable, example, "--broker", ADDRS["broker"],
                             "--predictor", ADDRS["predictor"], "--duration-hours", "-1"],

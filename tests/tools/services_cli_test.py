@@ -44,6 +44,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -427,7 +428,9 @@ def test_turnaround(bin_dir, workdir):
                 (["--procs", "1", "--snapshot", "-"], '{"nodez": []}', "is not a ClusterSnapshot"),
                 (["--procs", "1", "--snapshot", "-"], '{"now_unix_seconds": 5}', "lists no nodes"),
                 (["--procs", "1", "--snapshot", "-"], '{"nodes": [{}]}', "needs now_unix_seconds"),
-                (["--procs", "1"], "", "either --nodes N or --snapshot FILE"),
+                (["--procs", "1"], "", "one of --nodes N, --snapshot FILE or --queue"),
+                (["--procs", "1", "--nodes", "2", "--queue"], "",
+                 "one of --nodes N, --snapshot FILE or --queue"),
                 (["--procs", "3", "--nodes", "2"], "", "can never start on 2 nodes"),
                 (["--nodes", "2"], "", "--procs is required")):
             code, _, err = run_input([sojourn, "turnaround"] + argv + p, text, env=env)
@@ -475,6 +478,104 @@ def test_turnaround(bin_dir, workdir):
         stop_cluster(cluster)
 
 
+def test_job_queue(bin_dir, workdir):
+    sojourn = os.path.join(bin_dir, "sojourn")
+    env = dict(os.environ)
+    env.pop("SOJOURN_BROKER", None)
+    cluster = sojourn_cluster.Cluster(bin_dir, workdir)
+    try:
+        predictor = cluster.start("predictor-jobs", "predictor", [
+            f"--broker={dead_address()}", "--metrics_listen=",
+            f"--histdb_path={os.path.join(workdir, 'histdb-jobs')}"])
+        queue_dir = os.path.join(workdir, "broker-jobs")
+        broker = cluster.start("broker-jobs", "broker", [
+            f"--predictor={predictor.address}", "--metrics_listen=", f"--data_dir={queue_dir}"])
+        statemgr = cluster.start("statemgr-jobs", "statemgr", [
+            "--metrics_listen=", f"--db_path={os.path.join(workdir, 'statemgr-jobs-db')}",
+            f"--broker={broker.address}", "--heartbeat_seconds=1"])
+        trace = os.path.join(workdir, "jobs-host.csv")
+        write_stale_trace(trace, "lab-pc", int(time.time()))
+        code, _, err = run([os.path.join(bin_dir, "sojourn-replay"), f"--trace={trace}",
+                            f"--statemgr={statemgr.address}", "--follow=false", "--shift=false"])
+        check(code == 0, f"sojourn-replay: exit {code}: {err}")
+        b = ["--broker", broker.address]
+
+        def jobs(*argv):
+            return run([sojourn, "jobs"] + list(argv) + b, env=env)
+
+        def listed():
+            c, out, _ = jobs("--json")
+            return c == 0 and json.loads(out).get("snapshot_hosts") == ["lab-pc"]
+        sojourn_cluster.wait_until(listed, 30, "lab-pc a node of the broker's snapshot")
+
+        code, out, err = jobs("submit", "--job-id", "1", "--procs", "1", "--user", "5",
+                              "--executable", "2", "--requested", "1h")
+        check(code == 0 and "job 1 queued; the queue holds 1 waiting and 0 running jobs; "
+              "the job history recorded it" in out, f"jobs submit: exit {code}, {out!r}, {err}")
+        code, out, err = jobs("start", "--job-id", "1", "--hosts", "lab-pc")
+        check(code == 0 and "job 1 running; the queue holds 0 waiting and 1 running" in out,
+              f"jobs start: exit {code}, {out!r}, {err}")
+        code, out, err = jobs("submit", "--job-id", "2", "--procs", "1", "--requested", "2h")
+        check(code == 0, f"jobs submit 2: exit {code}, {out!r}, {err}")
+        code, out, err = jobs()
+        rows = [l.split() for l in out.splitlines()[2:]]
+        check(code == 0 and out.startswith("1 waiting, 1 running on 1 hosts") and
+              [r[:2] for r in rows] == [["2", "waiting"], ["1", "running"]] and
+              rows[1][-1] == "lab-pc", f"jobs (list): exit {code}, {out!r}, {err}")
+
+        # The only host runs job 1 and job 2 waits first: a new 1-host job waits (FCFS).
+        code, out, err = run([sojourn, "turnaround", "--queue", "--procs", "1", "--requested",
+                              "30m", "--json"] + b, env=env)
+        try:
+            r = json.loads(out)
+            wait = {e["kernel"]: e for e in r["estimates"]}["simulation"]["wait"]["point_seconds"]
+        except (ValueError, KeyError):
+            r, wait = {}, None
+        check(code == 0 and wait is not None and wait > 0 and
+              len(r["snapshot"]["running"]) == 1 and len(r["snapshot"]["waiting"]) == 1 and
+              r["snapshot_hosts"] == ["lab-pc"],
+              f"turnaround --queue: exit {code}, wait {wait}, {out[:400]!r}, {err}")
+        code, out, err = run([sojourn, "turnaround", "--queue", "--procs", "1"] + b, env=env)
+        check(code == 0 and "the broker's queue: 1 nodes, 1 running and 1 waiting jobs" in out,
+              f"turnaround --queue (table): exit {code}, {out!r}, {err}")
+
+        for argv, want in ((["submit", "--job-id", "1", "--procs", "1"], "job 1 is already queued"),
+                           (["start", "--job-id", "9", "--hosts", "lab-pc"], "job 9 is not queued"),
+                           (["start", "--job-id", "2", "--hosts", "elsewhere"],
+                            "'elsewhere' is not registered"),
+                           (["finish", "--job-id", "2"], "never started"),
+                           (["submit", "--procs", "1"], "--job-id is required"),
+                           (["start", "--job-id", "2"], "--hosts is required"),
+                           (["cancel", "--job-id", "2", "--cpu-seconds", "3"],
+                            "--cpu-seconds is for finish"),
+                           (["bogus"], "unknown action 'bogus'")):
+            code, out, err = jobs(*argv)
+            check(code == 2 and len(err) == 1 and want in err[0],
+                  f"jobs {argv}: exit {code}, stdout {out!r}, stderr {err}")
+
+        code, out, err = jobs("finish", "--job-id", "1", "--cpu-seconds", "100")
+        check(code == 0 and "job 1 finished; the queue holds 1 waiting and 0 running jobs; "
+              "the job history recorded it (1 finished jobs)" in out,
+              f"jobs finish: exit {code}, {out!r}, {err}")
+
+        # A restarted broker has the same queue (its --data_dir).
+        broker.popen.send_signal(signal.SIGTERM)
+        check(broker.popen.wait(timeout=20) == 0, "broker exit code on SIGTERM")
+        broker2 = cluster.start("broker-jobs-2", "broker", [
+            f"--predictor={predictor.address}", "--metrics_listen=", f"--data_dir={queue_dir}"])
+        code, out, err = run([sojourn, "jobs", "--json", "--broker", broker2.address], env=env)
+        waiting = json.loads(out).get("waiting", []) if code == 0 else []
+        check([w["spec"]["job_id"] for w in waiting] == ["2"] and
+              waiting[0]["spec"]["requested_seconds"] == "7200",
+              f"jobs after a broker restart: exit {code}, {out[:300]!r}, {err}")
+        code, out, err = run([sojourn, "jobs", "cancel", "--job-id", "2", "--broker",
+                              broker2.address], env=env)
+        check(code == 0 and "job 2 cancelled; the queue holds 0 waiting and 0 running" in out,
+              f"jobs cancel after the restart: exit {code}, {out!r}, {err}")
+    finally:
+        stop_cluster(cluster)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin-dir", required=True)
@@ -486,6 +587,7 @@ def main():
         test_flags(a.bin_dir, workdir)
         test_cluster(a.bin_dir, workdir)
         test_turnaround(a.bin_dir, workdir)
+        test_job_queue(a.bin_dir, workdir)
     finally:
         if not a.keep:
             shutil.rmtree(workdir, ignore_errors=True)

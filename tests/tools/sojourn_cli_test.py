@@ -51,9 +51,9 @@ CASES = [
     (["hosts", "--broker", "localhost"], "--broker 'localhost' is not HOST:PORT"),
     (["hosts", "--broker", "127.0.0.1:grpc_port=1"], "the port must be a number"),
     (["watch", "--statemgr", "localhost"], "--statemgr 'localhost' is not HOST:PORT"),
-    (["turnaround", "--procs", "1"], "either --nodes N or --snapshot FILE"),
+    (["turnaround", "--procs", "1"], "one of --nodes N, --snapshot FILE or --queue"),
     (["turnaround", "--procs", "1", "--nodes", "2", "--snapshot", "-"],
-     "either --nodes N or --snapshot FILE"),
+     "one of --nodes N, --snapshot FILE or --queue"),
     (["turnaround", "--nodes", "2"], "--procs is required"),
     (["turnaround", "--procs", "0", "--nodes", "2"], "--procs wants an integer in [1, 1000000]"),
     (["turnaround", "--procs", "1", "--nodes", "2", "--cpu", "0"], "--cpu must be a share"),
@@ -61,6 +61,17 @@ CASES = [
     (["turnaround", "--procs", "1", "--nodes", "2", "--requested", "0"], "--requested"),
     (["turnaround", "--procs", "1", "--snapshot", "/nonexistent/snap.json"], "No such file"),
     (["job-event", "--file", "/nonexistent/events.jsonl"], "No such file"),
+    (["turnaround", "--procs", "1", "--snapshot", "-", "--queue"],
+     "one of --nodes N, --snapshot FILE or --queue"),
+    (["jobs", "bogus"], "unknown action 'bogus'"),
+    (["jobs", "submit", "--procs", "1"], "--job-id is required"),
+    (["jobs", "submit", "--job-id", "0", "--procs", "1"], "--job-id wants an integer in [1, "),
+    (["jobs", "submit", "--job-id", "1"], "--procs is required"),
+    (["jobs", "start", "--job-id", "1"], "--hosts is required"),
+    (["jobs", "start", "--job-id", "1", "--hosts", ",,"], "--hosts names no host"),
+    (["jobs", "start", "--job-id", "1", "--hosts", "x" * 300], "255"),
+    (["jobs", "finish", "--job-id", "1", "--cpu-seconds", "-3"], "--cpu-seconds must be"),
+    (["jobs", "cancel", "--job-id", "1", "--cpu-seconds", "3"], "--cpu-seconds is for finish"),
 ]
 
 # Accepted: these reach the (dead) cluster and fail with exit 1, not 2.
@@ -73,6 +84,13 @@ ACCEPTED = [
     ["hosts", "--broker", "unix:/nonexistent/sojourn.sock"],
     ["hosts", "--broker", "dns:///localhost:9"],
     ["turnaround", "--procs", "4", "--nodes", "8", "--requested", "2h", "--user", "3"],
+    ["turnaround", "--procs", "4", "--queue", "--requested", "2h"],
+    ["jobs"],
+    ["jobs", "list"],
+    ["jobs", "submit", "--job-id", "3", "--procs", "2", "--requested", "1h", "--cpu", "0.5"],
+    ["jobs", "start", "--job-id", "3", "--hosts", "a,b"],
+    ["jobs", "finish", "--job-id", "3", "--cpu-seconds", "120"],
+    ["jobs", "cancel", "--job-id", "3"],
 ]
 
 # `sojourn COMMAND --help`: exit 0, the command's own options with defaults.
@@ -90,6 +108,9 @@ HELP = {
     "turnaround": ["--procs N", "--requested DURATION", "default: unknown", "--nodes N",
                    "--snapshot FILE", "default -1 = unknown", "default 127.0.0.1:7402"],
     "job-event": ["--file FILE", "default - = standard input", "one line", "cancelled"],
+    "jobs": ["list (default)", "submit --job-id N --procs N", "start --job-id N --hosts",
+             "finish --job-id N [--cpu-seconds S]", "cancel --job-id N", "--data_dir",
+             "default 127.0.0.1:7401"],
 }
 
 

@@ -6,8 +6,9 @@
 //                [--policy P] [--json]
 //   sojourn guest [--pid N [--unregister]] [--monitor ADDR] [--json]
 //   sojourn watch [--host H] [--statemgr ADDR,...] [--no-snapshot] [--json]
-//   sojourn turnaround --procs N (--nodes N | --snapshot FILE) [--requested D] [--json]
+//   sojourn turnaround --procs N (--nodes N | --snapshot FILE | --queue) [--requested D] [--json]
 //   sojourn job-event [--file FILE] [--json]
+//   sojourn jobs [list | submit | start | finish | cancel] [options] [--json]
 //
 // Addresses: --broker (env SOJOURN_BROKER, default 127.0.0.1:7401) and
 // --predictor (env SOJOURN_PREDICTOR, default 127.0.0.1:7402).
@@ -40,6 +41,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/cli_util.h"
@@ -82,13 +84,18 @@ const char kUsage[] =
     "  watch [--host H] [--statemgr ADDR,...] [--no-snapshot]\n"
     "                             follow the hosts' state changes (S1..S5) as the state\n"
     "                             managers see them, until Ctrl-C\n"
-    "  turnaround --procs N (--nodes N | --snapshot FILE) [--requested DURATION]\n"
+    "  turnaround --procs N (--nodes N | --snapshot FILE | --queue) [--requested DURATION]\n"
     "             [--user U] [--executable E] ...\n"
     "                             when a parallel job submitted now would start and end:\n"
     "                             wait, run and turnaround time with intervals from the\n"
-    "                             historical, simulation and hybrid kernels\n"
+    "                             historical, simulation and hybrid kernels (--queue: on the\n"
+    "                             broker's hosts and job queue)\n"
     "  job-event [--file FILE]    record job events (JSON, one per line) in the predictor's\n"
     "                             job history, which the turnaround kernels learn from\n"
+    "  jobs [list|submit|start|finish|cancel] [--job-id N] [--procs N] [--hosts H1,H2,...]\n"
+    "                             the broker's job queue: list it, or report a job submitted,\n"
+    "                             started on hosts, finished or cancelled (forwarded to the\n"
+    "                             predictor's job history with the cluster as it was)\n"
     "\n"
     "`sojourn COMMAND --help` lists a command's options with their defaults.\n"
     "\n"
@@ -226,7 +233,7 @@ const char kWatchHelp[] =
     "  --no-snapshot          leave out the current states; only changes from now on\n";
 
 const char kTurnaroundHelp[] =
-    "usage: sojourn turnaround --procs N (--nodes N | --snapshot FILE) [options]\n"
+    "usage: sojourn turnaround --procs N (--nodes N | --snapshot FILE | --queue) [options]\n"
     "\n"
     "When a parallel job submitted now would start and end: the predictor's three kernels\n"
     "(historical, simulation and hybrid; CISNE, paper 002), each with the wait, the run time\n"
@@ -259,7 +266,11 @@ const char kTurnaroundHelp[] =
     "                              \"submit_unix_seconds\": 1699990000, \"requested_seconds\": 7200},\n"
     "                              \"start_unix_seconds\": 1699996400, \"nodes\": [0]}],\n"
     "                            \"waiting\": [{\"job_id\": 2, \"procs\": 2,\n"
-    "                              \"submit_unix_seconds\": 1699999000}]}\n";
+    "                              \"submit_unix_seconds\": 1699999000}]}\n"
+    "  --queue                the cluster as the broker knows it (`sojourn jobs`): its live\n"
+    "                         hosts with their owners' load, and the jobs in its queue; the\n"
+    "                         broker asks the predictor (a queued job of the same --job-id\n"
+    "                         is left out of the queue)\n";
 
 const char kJobEventHelp[] =
     "usage: sojourn job-event [--file FILE] [options]\n"
@@ -281,6 +292,29 @@ const char kJobEventHelp[] =
     "\n"
     "options:\n"
     "  --file FILE            the events (default - = standard input)\n";
+
+const char kJobsHelp[] =
+    "usage: sojourn jobs [list | submit | start | finish | cancel] [options]\n"
+    "\n"
+    "The broker's queue of guest jobs. Middleware reports its jobs to the broker by host\n"
+    "name (gRPC SubmitJob, StartJob, FinishJob); the broker keeps the queue (on disk with\n"
+    "its --data_dir), forwards each event to the predictor's job history with the cluster\n"
+    "as it was, and answers `sojourn turnaround --queue` on it. Times are now.\n"
+    "\n"
+    "  list (default)         the waiting jobs in queue order, then the running jobs\n"
+    "  submit --job-id N --procs N [--requested DURATION] [--user U] [--group G]\n"
+    "         [--executable E] [--queue Q] [--cpu FRACTION]\n"
+    "                         queue a job that needs N hosts (one task per host)\n"
+    "  start --job-id N --hosts H1,H2,...\n"
+    "                         the job started on these registered hosts (procs of them)\n"
+    "  finish --job-id N [--cpu-seconds S]\n"
+    "                         the job ended; S = CPU seconds each task used (default unknown)\n"
+    "  cancel --job-id N      the job left the queue without finishing (waiting or killed)\n"
+    "\n"
+    "Each event prints whether the predictor's job history recorded it; the queue changes\n"
+    "either way (the broker logs why the history did not).\n"
+    "\n"
+    "options:\n";
 
 // The help of a command: its own text, the address it uses, the common options.
 std::string CommandHelp(const char* text, const char* address_help) {
@@ -365,6 +399,7 @@ int Fail(const grpc::Status& s, const std::string& what, const char* service,
   switch (s.error_code()) {
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::ALREADY_EXISTS:
     case grpc::StatusCode::FAILED_PRECONDITION:
     case grpc::StatusCode::OUT_OF_RANGE:
       return sojourn::kExitUsage;
@@ -986,16 +1021,12 @@ std::string Interval(const sojourn::v1::TimeInterval& t) {
                          Seconds(t.hi_seconds()));
 }
 
-int Turnaround(int argc, char** argv) {
-  Args a = Parse(argc, argv, CommandHelp(kTurnaroundHelp, kPredictorHelp),
-                 With({"procs", "requested", "user", "group", "executable", "queue", "cpu",
-                       "job-id", "nodes", "snapshot"}),
-                 {"json"});
-  sojourn::v1::EstimateTurnaroundRequest req;
-  sojourn::v1::JobSpec* job = req.mutable_job();
+// The job options shared by `turnaround` and `jobs submit` (--procs
+// required; --job-id from `min_id`).
+void JobSpecFromArgs(const Args& a, int64_t min_id, sojourn::v1::JobSpec* job) {
   if (!a.Has("procs")) sojourn::DieUsage(kProgram, "--procs is required");
   job->set_procs(static_cast<int32_t>(a.GetIntInRange("procs", 1, 1, 1000000)));
-  job->set_job_id(a.GetIntInRange("job-id", 0, 0, INT64_MAX));
+  job->set_job_id(a.GetIntInRange("job-id", 0, min_id, INT64_MAX));
   job->set_user(static_cast<int32_t>(a.GetIntInRange("user", -1, -1, INT32_MAX)));
   job->set_group(static_cast<int32_t>(a.GetIntInRange("group", -1, -1, INT32_MAX)));
   job->set_executable(static_cast<int32_t>(a.GetIntInRange("executable", -1, -1, INT32_MAX)));
@@ -1010,8 +1041,68 @@ int Turnaround(int argc, char** argv) {
     }
     job->set_cpu_ratio(cpu);
   }
+}
+
+// The kernels' answer as a table, under a line describing the job and cluster.
+void PrintEstimates(const sojourn::v1::JobSpec& job, const sojourn::v1::ClusterSnapshot& snap,
+                    const google::protobuf::RepeatedPtrField<sojourn::v1::KernelEstimate>& estimates,
+                    const char* where) {
+  std::printf("job %lld: %d procs, requested %s; %s%d nodes, %d running and %d waiting jobs at %s\n",
+              static_cast<long long>(job.job_id()), job.procs(),
+              job.requested_seconds() > 0 ? Hours(job.requested_seconds()).c_str() : "unknown",
+              where, snap.nodes_size(), snap.running_size(), snap.waiting_size(),
+              absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
+                               absl::FromUnixSeconds(snap.now_unix_seconds()),
+                               absl::UTCTimeZone())
+                  .c_str());
+  std::printf("%-11s %-27s %-27s %-27s %s\n", "KERNEL", "WAIT [LO, HI]", "RUN [LO, HI]",
+              "TURNAROUND [LO, HI]", "HISTORY");
+  for (const auto& e : estimates) {
+    std::printf("%-11s %-27s %-27s %-27s %s\n", e.kernel().c_str(), Interval(e.wait()).c_str(),
+                Interval(e.exec()).c_str(), Interval(e.turnaround()).c_str(),
+                !e.from_history()          ? "none"
+                : e.matched_records() > 0
+                    ? absl::StrCat(e.matched_records(), e.matched_records() == 1 ? " job" : " jobs")
+                          .c_str()
+                                          : "yes");
+  }
+}
+
+int Turnaround(int argc, char** argv) {
+  static const std::string kAddresses = std::string(kPredictorHelp) +
+                                        "  --broker ADDR          broker address, with --queue "
+                                        "(env SOJOURN_BROKER, default 127.0.0.1:7401)\n";
+  Args a = Parse(argc, argv, CommandHelp(kTurnaroundHelp, kAddresses.c_str()),
+                 With({"procs", "requested", "user", "group", "executable", "queue", "cpu",
+                       "job-id", "nodes", "snapshot"}),
+                 {"json", "queue"});
+  sojourn::v1::EstimateTurnaroundRequest req;
+  sojourn::v1::JobSpec* job = req.mutable_job();
+  JobSpecFromArgs(a, 0, job);
+  if (a.Flag("queue")) {
+    if (a.Has("nodes") || a.Has("snapshot")) {
+      sojourn::DieUsage(kProgram, "give the cluster with one of --nodes N, --snapshot FILE or --queue");
+    }
+    const std::string broker = BrokerAddress(a);
+    auto stub = sojourn::v1::Broker::NewStub(
+        grpc::CreateChannel(broker, grpc::InsecureChannelCredentials()));
+    sojourn::v1::EstimateJobTurnaroundRequest breq;
+    *breq.mutable_job() = *job;  // submitted now, by the broker's clock
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Deadline(a));
+    sojourn::v1::EstimateJobTurnaroundResponse resp;
+    grpc::Status s = stub->EstimateJobTurnaround(&ctx, breq, &resp);
+    if (!s.ok()) return Fail(s, "estimating the turnaround on the broker's queue", "broker", broker);
+    if (a.Flag("json")) {
+      PrintJson(resp);
+      return 0;
+    }
+    PrintEstimates(*job, resp.snapshot(), resp.estimates(), "the broker's queue: ");
+    return 0;
+  }
   if (a.Has("nodes") == a.Has("snapshot")) {
-    sojourn::DieUsage(kProgram, "give the cluster with either --nodes N or --snapshot FILE");
+    sojourn::DieUsage(kProgram,
+                      "give the cluster with one of --nodes N, --snapshot FILE or --queue");
   }
   sojourn::v1::ClusterSnapshot* snap = req.mutable_snapshot();
   if (a.Has("snapshot")) {
@@ -1049,25 +1140,119 @@ int Turnaround(int argc, char** argv) {
     PrintJson(resp);
     return 0;
   }
-  std::printf("job %lld: %d procs, requested %s; %d nodes, %d running and %d waiting jobs at %s\n",
-              static_cast<long long>(job->job_id()), job->procs(),
-              job->requested_seconds() > 0 ? Hours(job->requested_seconds()).c_str() : "unknown",
-              snap->nodes_size(), snap->running_size(), snap->waiting_size(),
-              absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
-                               absl::FromUnixSeconds(snap->now_unix_seconds()),
+  PrintEstimates(*job, *snap, resp.estimates(), "");
+  return 0;
+}
+
+void PrintQueuedJob(const sojourn::v1::QueuedJob& j) {
+  const auto& sp = j.spec();
+  std::printf("%-10lld %-8s %6d %10s %6d %6d  %s  %s\n", static_cast<long long>(sp.job_id()),
+              j.start_unix_seconds() > 0 ? "running" : "waiting", sp.procs(),
+              sp.requested_seconds() > 0 ? Hours(sp.requested_seconds()).c_str() : "-", sp.user(),
+              sp.executable(),
+              absl::FormatTime("%Y-%m-%d %H:%M:%S",
+                               absl::FromUnixSeconds(j.start_unix_seconds() > 0
+                                                         ? j.start_unix_seconds()
+                                                         : sp.submit_unix_seconds()),
                                absl::UTCTimeZone())
-                  .c_str());
-  std::printf("%-11s %-27s %-27s %-27s %s\n", "KERNEL", "WAIT [LO, HI]", "RUN [LO, HI]",
-              "TURNAROUND [LO, HI]", "HISTORY");
-  for (const auto& e : resp.estimates()) {
-    std::printf("%-11s %-27s %-27s %-27s %s\n", e.kernel().c_str(), Interval(e.wait()).c_str(),
-                Interval(e.exec()).c_str(), Interval(e.turnaround()).c_str(),
-                !e.from_history()          ? "none"
-                : e.matched_records() > 0
-                    ? absl::StrCat(e.matched_records(), e.matched_records() == 1 ? " job" : " jobs")
-                          .c_str()
-                                          : "yes");
+                  .c_str(),
+              absl::StrJoin(j.hosts(), ",").c_str());
+}
+
+int Jobs(int argc, char** argv) {
+  // The action is the first argument that is neither an option nor an
+  // option's value (`sojourn jobs --broker B submit ...` works too).
+  std::string action = "list";
+  std::vector<char*> rest;
+  bool found = false;
+  for (int i = 0; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (!found && !absl::StartsWith(arg, "-")) {
+      action = std::string(arg);
+      found = true;
+      continue;
+    }
+    rest.push_back(argv[i]);
+    const bool takes_value = absl::StartsWith(arg, "--") && !absl::StrContains(arg, '=') &&
+                             arg != "--json" && arg != "--help" && arg != "-h";
+    if (takes_value && i + 1 < argc) rest.push_back(argv[++i]);
   }
+  argc = static_cast<int>(rest.size());
+  argv = rest.data();
+  if (action != "list" && action != "submit" && action != "start" && action != "finish" &&
+      action != "cancel") {
+    sojourn::DieUsage(kProgram, "jobs: unknown action '" + sojourn::Excerpt(action) +
+                                    "' (list, submit, start, finish or cancel)");
+  }
+  Args a = Parse(argc, argv, CommandHelp(kJobsHelp, kBrokerHelp),
+                 With({"job-id", "procs", "requested", "user", "group", "executable", "queue",
+                       "cpu", "hosts", "cpu-seconds"}),
+                 {"json"});
+  const std::string broker = BrokerAddress(a);
+  auto stub = sojourn::v1::Broker::NewStub(
+      grpc::CreateChannel(broker, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(a));
+  if (action == "list") {
+    sojourn::v1::ListJobsResponse resp;
+    grpc::Status s = stub->ListJobs(&ctx, {}, &resp);
+    if (!s.ok()) return Fail(s, "listing the job queue", "broker", broker);
+    if (a.Flag("json")) {
+      PrintJson(resp);
+      return 0;
+    }
+    std::printf("%d waiting, %d running on %d hosts\n", resp.waiting_size(), resp.running_size(),
+                resp.snapshot_hosts_size());
+    std::printf("%-10s %-8s %6s %10s %6s %6s  %-19s  %s\n", "JOB", "STATE", "PROCS", "REQUESTED",
+                "USER", "EXEC", "SUBMIT/START (UTC)", "HOSTS");
+    for (const auto& j : resp.waiting()) PrintQueuedJob(j);
+    for (const auto& j : resp.running()) PrintQueuedJob(j);
+    return 0;
+  }
+  if (!a.Has("job-id")) sojourn::DieUsage(kProgram, "--job-id is required");
+  const int64_t id = a.GetIntInRange("job-id", 0, 1, INT64_MAX);
+  sojourn::v1::JobQueueResponse resp;
+  grpc::Status s;
+  if (action == "submit") {
+    sojourn::v1::SubmitJobRequest req;
+    JobSpecFromArgs(a, 1, req.mutable_job());
+    s = stub->SubmitJob(&ctx, req, &resp);
+  } else if (action == "start") {
+    sojourn::v1::StartJobRequest req;
+    req.set_job_id(id);
+    for (absl::string_view h : absl::StrSplit(Required(a, "hosts"), ',', absl::SkipEmpty())) {
+      req.add_hosts(HostArg(h, "--hosts"));
+    }
+    if (req.hosts().empty()) sojourn::DieUsage(kProgram, "--hosts names no host");
+    s = stub->StartJob(&ctx, req, &resp);
+  } else {
+    sojourn::v1::FinishJobRequest req;
+    req.set_job_id(id);
+    req.set_cancelled(action == "cancel");
+    if (a.Has("cpu-seconds")) {
+      if (action == "cancel") sojourn::DieUsage(kProgram, "--cpu-seconds is for finish");
+      req.set_cpu_seconds_per_task(NumberArg(a, "cpu-seconds", 0));
+    }
+    s = stub->FinishJob(&ctx, req, &resp);
+  }
+  if (!s.ok()) return Fail(s, absl::StrCat(action, " job ", id), "broker", broker);
+  if (a.Flag("json")) {
+    PrintJson(resp);
+    return 0;
+  }
+  std::printf("job %lld %s; the queue holds %d waiting and %d running jobs; %s\n",
+              static_cast<long long>(id),
+              action == "submit"   ? "queued"
+              : action == "start"  ? "running"
+              : action == "finish" ? "finished"
+                                   : "cancelled",
+              resp.waiting_jobs(), resp.running_jobs(),
+              resp.recorded_in_history()
+                  ? absl::StrCat("the job history recorded it (", resp.history_records(),
+                                 " finished jobs)")
+                        .c_str()
+                  : absl::StrCat("the job history did not record it: ", resp.history_error())
+                        .c_str());
   return 0;
 }
 
@@ -1160,5 +1345,6 @@ int main(int argc, char** argv) {
   if (cmd == "watch") return Watch(argc - 2, argv + 2);
   if (cmd == "turnaround") return Turnaround(argc - 2, argv + 2);
   if (cmd == "job-event") return JobEvent(argc - 2, argv + 2);
+  if (cmd == "jobs") return Jobs(argc - 2, argv + 2);
   sojourn::DieUsage(kProgram, "unknown command '" + cmd + "' (try --help)");
 }

@@ -1,0 +1,408 @@
+// The broker's job queue through the real gRPC stack: a broker on loopback
+// port 0 with its queue in RocksDB on disk forwards job events to a real
+// predictor (job history in RocksDB on disk) and asks it for turnaround
+// estimates on the snapshot it builds from its hosts and queue. One FakeClock
+// drives both services.
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "common/server.h"
+#include "gtest/gtest.h"
+#include "models/turnaround/hist_db_rocksdb.h"
+#include "services/broker/broker_service.h"
+#include "services/broker/job_queue.h"
+#include "services/predictor/predictor_service.h"
+#include "tests/test_util.h"
+
+namespace sojourn {
+namespace {
+
+using sojourn::testing::IsOk;
+using sojourn::testing::TempDir;
+
+constexpr int64_t kStart = 1700000000;
+
+v1::JobSpec Job(int64_t id, int procs, int64_t submit = 0) {
+  v1::JobSpec j;
+  j.set_job_id(id);
+  j.set_submit_unix_seconds(submit);
+  j.set_user(7);
+  j.set_executable(3);
+  j.set_procs(procs);
+  j.set_requested_seconds(7200);
+  return j;
+}
+
+class BrokerJobsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto db = turnaround::RocksHistDb::Open(dir_.File("histdb"), {});
+    ASSERT_THAT(db.status(), IsOk());
+    histdb_ = std::move(*db);
+    estimator_ = std::make_unique<turnaround::TurnaroundEstimator>(*histdb_,
+                                                                   turnaround::EstimatorOptions{});
+    avail_ = std::make_unique<predictor::AvailabilityPredictor>(
+        predictor::AvailabilityPredictorConfig{}, directory_, clock_);
+    predictor_service_ = std::make_unique<predictor::PredictorService>(
+        *avail_, directory_, predictor_pool_, estimator_.get());
+    auto p = GrpcServer::Start({}, {predictor_service_.get()}, predictor_metrics_);
+    ASSERT_THAT(p.status(), IsOk());
+    predictor_ = std::move(*p);
+    StartBroker(predictor_->address());
+  }
+  void TearDown() override {
+    StopBroker();
+    if (predictor_) predictor_->Shutdown(absl::Seconds(1));
+  }
+
+  // A broker whose queue is in dir_/queue and whose history is the predictor
+  // at `predictor_address`.
+  void StartBroker(const std::string& predictor_address) {
+    auto q = broker::JobQueue::Open(dir_.File("queue"));
+    ASSERT_THAT(q.status(), IsOk());
+    queue_ = std::move(*q);
+    tr_source_ = std::make_unique<broker::GrpcTrSource>(predictor_address);
+    history_ = std::make_unique<broker::GrpcJobHistory>(predictor_address, absl::Seconds(5),
+                                                        absl::Seconds(30));
+    ranker_ = std::make_unique<broker::Ranker>(*tr_source_, nullptr, clock_, broker::RankerConfig{});
+    service_ = std::make_unique<broker::BrokerService>(registry_, *ranker_, broker_pool_);
+    broker_metrics_ = std::make_unique<Metrics>("broker");
+    service_->EnableJobQueue(*queue_, *history_, broker::JobQueueServiceConfig{},
+                             broker_metrics_.get());
+    auto b = GrpcServer::Start({}, {service_.get()}, *broker_metrics_);
+    ASSERT_THAT(b.status(), IsOk());
+    broker_ = std::move(*b);
+    stub_ = v1::Broker::NewStub(
+        grpc::CreateChannel(broker_->address(), grpc::InsecureChannelCredentials()));
+  }
+  void StopBroker() {
+    if (broker_) broker_->Shutdown(absl::Seconds(1));
+    broker_.reset();
+    service_.reset();
+    queue_.reset();
+  }
+
+  grpc::Status Register(const std::string& host, std::optional<double> load) {
+    grpc::ClientContext ctx;
+    v1::RegisterHostRequest req;
+    req.set_host(host);
+    req.set_statemgr_address("127.0.0.1:1");
+    req.mutable_attributes()->set_cpu_cores(1);
+    if (load) req.set_cpu_load_ratio(*load);
+    v1::RegisterHostResponse resp;
+    return stub_->RegisterHost(&ctx, req, &resp);
+  }
+  grpc::Status Submit(const v1::JobSpec& job, v1::JobQueueResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::SubmitJobRequest req;
+    *req.mutable_job() = job;
+    return stub_->SubmitJob(&ctx, req, resp);
+  }
+  grpc::Status Start(int64_t id, const std::vector<std::string>& hosts, v1::JobQueueResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::StartJobRequest req;
+    req.set_job_id(id);
+    for (const auto& h : hosts) req.add_hosts(h);
+    return stub_->StartJob(&ctx, req, resp);
+  }
+  grpc::Status Finish(int64_t id, double cpu, bool cancelled, v1::JobQueueResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::FinishJobRequest req;
+    req.set_job_id(id);
+    req.set_cpu_seconds_per_task(cpu);
+    req.set_cancelled(cancelled);
+    return stub_->FinishJob(&ctx, req, resp);
+  }
+  v1::ListJobsResponse List() {
+    grpc::ClientContext ctx;
+    v1::ListJobsResponse resp;
+    EXPECT_TRUE(stub_->ListJobs(&ctx, v1::ListJobsRequest(), &resp).ok());
+    return resp;
+  }
+  grpc::Status Estimate(const v1::JobSpec& job, v1::JobSelection selection,
+                        v1::EstimateJobTurnaroundResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::EstimateJobTurnaroundRequest req;
+    *req.mutable_job() = job;
+    req.mutable_policy()->set_job_selection(selection);
+    return stub_->EstimateJobTurnaround(&ctx, req, resp);
+  }
+  static const v1::KernelEstimate& Kernel(const v1::EstimateJobTurnaroundResponse& r,
+                                          const std::string& name) {
+    for (const auto& e : r.estimates()) {
+      if (e.kernel() == name) return e;
+    }
+    ADD_FAILURE() << "no " << name << " estimate";
+    return r.estimates(0);
+  }
+
+  TempDir dir_;
+  FakeClock clock_{absl::FromUnixSeconds(kStart)};
+  predictor::StatemgrDirectory directory_{"", absl::Seconds(5)};
+  ThreadPool predictor_pool_{2};
+  Metrics predictor_metrics_{"predictor"};
+  std::unique_ptr<turnaround::RocksHistDb> histdb_;
+  std::unique_ptr<turnaround::TurnaroundEstimator> estimator_;
+  std::unique_ptr<predictor::AvailabilityPredictor> avail_;
+  std::unique_ptr<predictor::PredictorService> predictor_service_;
+  std::unique_ptr<GrpcServer> predictor_;
+
+  broker::HostRegistry registry_{clock_, absl::Hours(24)};
+  ThreadPool broker_pool_{2};
+  std::unique_ptr<broker::JobQueue> queue_;
+  std::unique_ptr<broker::GrpcTrSource> tr_source_;
+  std::unique_ptr<broker::GrpcJobHistory> history_;
+  std::unique_ptr<broker::Ranker> ranker_;
+  std::unique_ptr<broker::BrokerService> service_;
+  std::unique_ptr<Metrics> broker_metrics_;
+  std::unique_ptr<GrpcServer> broker_;
+  std::unique_ptr<v1::Broker::Stub> stub_;
+};
+
+// Jobs reported to the broker by host name teach the predictor's history:
+// after five 1,000 s runs of one application, the broker's estimate for the
+// next one runs about 1,000 s, and the snapshot it sent holds the hosts with
+// the load they reported.
+TEST_F(BrokerJobsTest, JobEventsTeachTheHistoryAndEstimatesUseTheQueue) {
+  ASSERT_TRUE(Register("a", 0.1).ok());
+  ASSERT_TRUE(Register("b", 0.5).ok());
+  ASSERT_TRUE(Register("c", std::nullopt).ok());
+  for (int i = 1; i <= 5; ++i) {
+    v1::JobQueueResponse resp;
+    ASSERT_TRUE(Submit(Job(i, 2), &resp).ok());
+    EXPECT_TRUE(resp.recorded_in_history()) << resp.history_error();
+    EXPECT_EQ(resp.job().spec().submit_unix_seconds(), absl::ToUnixSeconds(clock_.Now()));
+    EXPECT_EQ(resp.waiting_jobs(), 1);
+    clock_.Advance(absl::Seconds(60));
+    ASSERT_TRUE(Start(i, {"a", "b"}, &resp).ok());
+    EXPECT_TRUE(resp.recorded_in_history()) << resp.history_error();
+    EXPECT_EQ(resp.running_jobs(), 1);
+    EXPECT_EQ(resp.waiting_jobs(), 0);
+    if (i == 1) {
+      const v1::ListJobsResponse l = List();
+      ASSERT_EQ(l.snapshot_hosts_size(), 3);
+      EXPECT_EQ(l.snapshot_hosts(0), "a");
+      EXPECT_DOUBLE_EQ(l.snapshot().nodes(0).local_cpu_ratio(), 0.1);
+      EXPECT_DOUBLE_EQ(l.snapshot().nodes(1).local_cpu_ratio(), 0.5);
+      EXPECT_DOUBLE_EQ(l.snapshot().nodes(2).local_cpu_ratio(), 0.0);
+      ASSERT_EQ(l.running_size(), 1);
+      ASSERT_EQ(l.snapshot().running_size(), 1);
+      EXPECT_EQ(l.snapshot().running(0).nodes(0), 0);
+      EXPECT_EQ(l.snapshot().running(0).nodes(1), 1);
+    }
+    clock_.Advance(absl::Seconds(1000));
+    ASSERT_TRUE(Finish(i, 900, false, &resp).ok());
+    EXPECT_TRUE(resp.recorded_in_history()) << resp.history_error();
+    EXPECT_EQ(resp.history_records(), i);
+    EXPECT_EQ(resp.running_jobs(), 0);
+  }
+  v1::EstimateJobTurnaroundResponse est;
+  ASSERT_TRUE(Estimate(Job(0, 2), v1::JOB_SELECTION_FCFS, &est).ok());
+  const v1::KernelEstimate& h = Kernel(est, "historical");
+  EXPECT_TRUE(h.from_history());
+  EXPECT_GE(h.matched_records(), 5);
+  EXPECT_NEAR(h.exec().point_seconds(), 1000, 100);
+  EXPECT_EQ(est.snapshot().nodes_size(), 3);
+  EXPECT_EQ(est.snapshot().waiting_size(), 0);
+  EXPECT_EQ(Kernel(est, "simulation").wait().point_seconds(), 0);  // an idle cluster
+}
+
+// A job waits behind the queue the broker holds: with two of three hosts
+// running a job and a 3-host job queued first, a new 1-host job waits under
+// FCFS; under EASY it backfills onto the free host.
+TEST_F(BrokerJobsTest, EstimatesWaitBehindTheBrokersQueue) {
+  for (const char* h : {"a", "b", "c"}) ASSERT_TRUE(Register(h, 0.0).ok());
+  v1::JobQueueResponse resp;
+  ASSERT_TRUE(Submit(Job(1, 2), &resp).ok());
+  ASSERT_TRUE(Start(1, {"a", "b"}, &resp).ok());
+  clock_.Advance(absl::Seconds(10));
+  ASSERT_TRUE(Submit(Job(2, 3), &resp).ok());
+  EXPECT_EQ(resp.waiting_jobs(), 1);
+  EXPECT_EQ(resp.running_jobs(), 1);
+  clock_.Advance(absl::Seconds(10));
+
+  v1::EstimateJobTurnaroundResponse fcfs, easy;
+  v1::JobSpec small = Job(3, 1);
+  small.set_requested_seconds(600);
+  ASSERT_TRUE(Estimate(small, v1::JOB_SELECTION_FCFS, &fcfs).ok());
+  ASSERT_TRUE(Estimate(small, v1::JOB_SELECTION_EASY, &easy).ok());
+  ASSERT_EQ(fcfs.snapshot().waiting_size(), 1);
+  EXPECT_EQ(fcfs.snapshot().waiting(0).job_id(), 2);
+  EXPECT_EQ(fcfs.snapshot().running_size(), 1);
+  EXPECT_GT(Kernel(fcfs, "simulation").wait().point_seconds(), 0);
+  EXPECT_EQ(Kernel(easy, "simulation").wait().point_seconds(), 0);
+
+  // The job being estimated is left out of the waiting jobs when queued.
+  ASSERT_TRUE(Estimate(Job(2, 3), v1::JOB_SELECTION_FCFS, &fcfs).ok());
+  EXPECT_EQ(fcfs.snapshot().waiting_size(), 0);
+}
+
+// Refusals name the reason, and none of them changes the queue.
+TEST_F(BrokerJobsTest, BadEventsAreRefusedAndLeaveTheQueueAlone) {
+  ASSERT_TRUE(Register("a", 0.2).ok());
+  ASSERT_TRUE(Register("b", 0.2).ok());
+  EXPECT_EQ(Register("c", 1.5).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::JobQueueResponse resp;
+  ASSERT_TRUE(Submit(Job(1, 2), &resp).ok());
+  const std::string before = List().DebugString();
+
+  grpc::Status s = Submit(Job(1, 2), &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::ALREADY_EXISTS) << s.error_message();
+  s = Submit(Job(0, 2), &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  s = Submit(Job(2, 0), &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  s = Submit(Job(3, 1, kStart + 86400), &resp);  // a day in the future
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("submit_unix_seconds"), std::string::npos) << s.error_message();
+  s = Start(9, {"a", "b"}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  s = Start(1, {"a"}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("one host per task"), std::string::npos) << s.error_message();
+  s = Start(1, {"a", "a"}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  s = Start(1, {"a", "nowhere"}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("'nowhere' is not registered"), std::string::npos);
+  s = Finish(1, -1, false, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  s = Finish(9, -1, true, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_EQ(List().DebugString(), before);
+
+  ASSERT_TRUE(Start(1, {"a", "b"}, &resp).ok());
+  s = Start(1, {"a", "b"}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  s = Finish(1, std::nan(""), false, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_EQ(List().running_size(), 1);
+  // A running job may be cancelled (killed): it leaves the queue.
+  ASSERT_TRUE(Finish(1, -1, true, &resp).ok());
+  EXPECT_TRUE(resp.recorded_in_history()) << resp.history_error();
+  EXPECT_EQ(resp.running_jobs(), 0);
+}
+
+// The queue is on disk: a restarted broker lists the same jobs in the same
+// order, and estimates still wait behind them.
+TEST_F(BrokerJobsTest, QueueSurvivesABrokerRestart) {
+  for (const char* h : {"a", "b"}) ASSERT_TRUE(Register(h, 0.0).ok());
+  v1::JobQueueResponse resp;
+  for (int64_t id : {30, 10, 20}) {
+    ASSERT_TRUE(Submit(Job(id, 1), &resp).ok());
+    clock_.Advance(absl::Seconds(5));
+  }
+  ASSERT_TRUE(Start(10, {"b"}, &resp).ok());
+  const std::string before = List().DebugString();
+  StopBroker();
+  StartBroker(predictor_->address());
+  const v1::ListJobsResponse after = List();
+  EXPECT_EQ(after.DebugString(), before);
+  ASSERT_EQ(after.waiting_size(), 2);
+  EXPECT_EQ(after.waiting(0).spec().job_id(), 30);  // submission order, not id order
+  EXPECT_EQ(after.waiting(1).spec().job_id(), 20);
+  ASSERT_EQ(after.running_size(), 1);
+  EXPECT_EQ(after.running(0).hosts(0), "b");
+  // New jobs queue after the old ones.
+  ASSERT_TRUE(Submit(Job(5, 1), &resp).ok());
+  EXPECT_EQ(List().waiting(2).spec().job_id(), 5);
+}
+
+// With the predictor unreachable the queue still changes, and the response
+// says the history did not take the event.
+TEST_F(BrokerJobsTest, QueueWorksWhileThePredictorIsDown) {
+  StopBroker();
+  StartBroker("127.0.0.1:1");
+  ASSERT_TRUE(Register("a", 0.0).ok());
+  v1::JobQueueResponse resp;
+  ASSERT_TRUE(Submit(Job(1, 1), &resp).ok());
+  EXPECT_FALSE(resp.recorded_in_history());
+  EXPECT_FALSE(resp.history_error().empty());
+  EXPECT_EQ(resp.waiting_jobs(), 1);
+  EXPECT_NE(broker_metrics_->Render().find(
+                "sojourn_broker_job_events_total{service=\"broker\",event=\"submitted\","
+                "recorded=\"false\"} 1\n"),
+            std::string::npos);
+  v1::EstimateJobTurnaroundResponse est;
+  grpc::Status s = Estimate(Job(2, 1), v1::JOB_SELECTION_FCFS, &est);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+}
+
+// Only an empty directory or a job queue is opened as one: a job history's
+// database is refused, untouched.
+TEST(JobQueueOpenTest, RefusesAnotherServicesDatabase) {
+  TempDir dir;
+  {
+    auto db = turnaround::RocksHistDb::Open(dir.File("histdb"), {});
+    ASSERT_THAT(db.status(), IsOk());
+  }
+  auto q = broker::JobQueue::Open(dir.File("histdb"));
+  EXPECT_EQ(q.status().code(), absl::StatusCode::kFailedPrecondition) << q.status();
+  EXPECT_NE(q.status().message().find("holds no job queue"), std::string::npos) << q.status();
+  auto again = turnaround::RocksHistDb::Open(dir.File("histdb"), {});
+  EXPECT_THAT(again.status(), IsOk());
+}
+
+// The queue's limit: RESOURCE_EXHAUSTED beyond max_jobs, room again after a
+// removal.
+TEST(JobQueueOpenTest, FullQueueRefusesSubmits) {
+  auto q = broker::JobQueue::Open("", 2);
+  ASSERT_THAT(q.status(), IsOk());
+  for (int64_t id : {1, 2}) ASSERT_THAT((*q)->Submit(Job(id, 1, kStart)).status(), IsOk());
+  EXPECT_EQ((*q)->Submit(Job(3, 1, kStart)).status().code(), absl::StatusCode::kResourceExhausted);
+  ASSERT_THAT((*q)->Remove(1).status(), IsOk());
+  EXPECT_THAT((*q)->Submit(Job(3, 1, kStart)).status(), IsOk());
+}
+
+// The snapshot: nodes are the live hosts and the hosts running jobs (sorted
+// by name), the running jobs point at their hosts, waiting jobs keep queue
+// order, and the excluded job is left out.
+TEST(BuildSnapshotTest, NodesJobsAndExclusion) {
+  std::vector<v1::RegisteredHost> hosts(3);
+  hosts[0].set_host("z");
+  hosts[0].set_live(true);
+  hosts[0].set_cpu_load_ratio(0.25);
+  hosts[1].set_host("m");
+  hosts[1].set_live(false);  // expired, but runs job 1
+  hosts[2].set_host("gone");
+  hosts[2].set_live(false);  // expired and idle: not a node
+  broker::JobQueue::Listing jobs;
+  v1::QueuedJob running;
+  *running.mutable_spec() = Job(1, 2, kStart);
+  running.set_start_unix_seconds(kStart + 10);
+  running.add_hosts("z");
+  running.add_hosts("m");
+  jobs.running.push_back(running);
+  for (int64_t id : {4, 3, 2}) {
+    v1::QueuedJob w;
+    *w.mutable_spec() = Job(id, 1, kStart + 20);
+    jobs.waiting.push_back(w);
+  }
+  std::vector<std::string> names;
+  v1::ClusterSnapshot s =
+      broker::BuildSnapshot(kStart + 100, v1::SchedulingPolicy(), hosts, jobs, 3, &names);
+  ASSERT_EQ(names, (std::vector<std::string>{"m", "z"}));
+  EXPECT_EQ(s.now_unix_seconds(), kStart + 100);
+  EXPECT_DOUBLE_EQ(s.nodes(1).local_cpu_ratio(), 0.25);
+  ASSERT_EQ(s.running_size(), 1);
+  EXPECT_EQ(s.running(0).nodes(0), 1);
+  EXPECT_EQ(s.running(0).nodes(1), 0);
+  ASSERT_EQ(s.waiting_size(), 2);
+  EXPECT_EQ(s.waiting(0).job_id(), 4);
+  EXPECT_EQ(s.waiting(1).job_id(), 2);
+  // A snapshot taken before a job's submit (the clock went back) leaves it out.
+  s = broker::BuildSnapshot(kStart + 5, v1::SchedulingPolicy(), hosts, jobs, 0, &names);
+  EXPECT_EQ(s.waiting_size(), 0);
+  EXPECT_EQ(s.running_size(), 0);
+  EXPECT_EQ(names, (std::vector<std::string>{"z"}));
+}
+
+}  // namespace
+}  // namespace sojourn
