@@ -264,6 +264,10 @@ sojourn::v1::ClusterSnapshot BuildSnapshot(int64_t now_unix,
   }
   for (const auto& j : jobs.waiting) {
     if (j.spec().job_id() == exclude_job_id || j.spec().submit_unix_seconds() > now_unix) continue;
+    // A job needing more hosts than there are nodes could never start here:
+    // under FCFS it would hold every job behind it forever, and the
+    // predictor would say the job asked about can never start.
+    if (j.spec().procs() > snap.nodes_size()) continue;
     *snap.add_waiting() = j.spec();
   }
   return snap;

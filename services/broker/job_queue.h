@@ -88,8 +88,10 @@ class JobQueue {
 // in `node_hosts`), with the owner's load the host last reported
 // (cpu_load_ratio; 0 when never reported) as its local CPU ratio; the running
 // jobs on their hosts' nodes; the waiting jobs in queue order, without
-// `exclude_job_id`. Jobs submitted after `now` (a broker clock that went
-// back) are left out.
+// `exclude_job_id` and without those needing more hosts than there are nodes
+// (they could never start, and under FCFS would block the queue forever).
+// Jobs submitted or started after `now` (a broker clock that went back) are
+// left out.
 sojourn::v1::ClusterSnapshot BuildSnapshot(int64_t now_unix,
                                            const sojourn::v1::SchedulingPolicy& policy,
                                            const std::vector<sojourn::v1::RegisteredHost>& hosts,

@@ -216,7 +216,8 @@ TEST_F(BrokerJobsTest, JobEventsTeachTheHistoryAndEstimatesUseTheQueue) {
 
 // A job waits behind the queue the broker holds: with two of three hosts
 // running a job and a 3-host job queued first, a new 1-host job waits under
-// FCFS; under EASY it backfills onto the free host.
+// FCFS; under EASY it backfills onto the free host. A queued job that needs
+// more hosts than there are does not block it.
 TEST_F(BrokerJobsTest, EstimatesWaitBehindTheBrokersQueue) {
   for (const char* h : {"a", "b", "c"}) ASSERT_TRUE(Register(h, 0.0).ok());
   v1::JobQueueResponse resp;
@@ -226,6 +227,10 @@ TEST_F(BrokerJobsTest, EstimatesWaitBehindTheBrokersQueue) {
   ASSERT_TRUE(Submit(Job(2, 3), &resp).ok());
   EXPECT_EQ(resp.waiting_jobs(), 1);
   EXPECT_EQ(resp.running_jobs(), 1);
+  // A job for 5 hosts on a 3-host cluster could never start; under FCFS it
+  // would block every job behind it, so the snapshot leaves it out.
+  ASSERT_TRUE(Submit(Job(4, 5), &resp).ok());
+  EXPECT_TRUE(resp.recorded_in_history()) << resp.history_error();
   clock_.Advance(absl::Seconds(10));
 
   v1::EstimateJobTurnaroundResponse fcfs, easy;
@@ -397,6 +402,13 @@ TEST(BuildSnapshotTest, NodesJobsAndExclusion) {
   ASSERT_EQ(s.waiting_size(), 2);
   EXPECT_EQ(s.waiting(0).job_id(), 4);
   EXPECT_EQ(s.waiting(1).job_id(), 2);
+  // A job needing more hosts than there are nodes could never start: left out.
+  v1::QueuedJob huge;
+  *huge.mutable_spec() = Job(5, 3, kStart + 20);
+  jobs.waiting.insert(jobs.waiting.begin(), huge);
+  s = broker::BuildSnapshot(kStart + 100, v1::SchedulingPolicy(), hosts, jobs, 3, &names);
+  ASSERT_EQ(s.waiting_size(), 2);
+  EXPECT_EQ(s.waiting(0).job_id(), 4);
   // A snapshot taken before a job's submit (the clock went back) leaves it out.
   s = broker::BuildSnapshot(kStart + 5, v1::SchedulingPolicy(), hosts, jobs, 0, &names);
   EXPECT_EQ(s.waiting_size(), 0);
