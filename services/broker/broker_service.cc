@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/reactors.h"
@@ -141,8 +143,47 @@ grpc::ServerUnaryReactor* BrokerService::RankHosts(grpc::CallbackServerContext* 
       context, pool_, ranker_.clock(),
       [this, request, response](const std::function<bool()>& abandoned) -> absl::Status {
         ASSIGN_OR_RETURN(*response, ranker_.Rank(*request, registry_.List(), abandoned));
+        if (queue_ != nullptr && !request->include_busy_hosts()) {
+          MarkBusyHosts(queue_->List(), std::max(1, queue_config_.policy.mpl_limit()), response);
+        }
         return absl::OkStatus();
       });
+}
+
+void MarkBusyHosts(const JobQueue::Listing& jobs, int mpl_limit,
+                   sojourn::v1::RankHostsResponse* response) {
+  std::map<std::string, std::vector<int64_t>> jobs_on;
+  for (const auto& j : jobs.running) {
+    for (const std::string& h : j.hosts()) jobs_on[h].push_back(j.spec().job_id());
+  }
+  if (jobs_on.empty()) return;
+  std::vector<sojourn::v1::HostRank> usable, busy, other;
+  for (auto& h : *response->mutable_hosts()) {
+    auto it = jobs_on.find(h.host());
+    if (!h.eligible()) {
+      other.push_back(std::move(h));
+    } else if (it != jobs_on.end() && static_cast<int>(it->second.size()) >= mpl_limit) {
+      h.set_eligible(false);
+      h.set_rank(0);
+      h.set_rule("");
+      h.set_reason(absl::StrCat("busy: runs guest job", it->second.size() > 1 ? "s " : " ",
+                                absl::StrJoin(it->second, ", "),
+                                " of the broker's queue (multiprogramming limit ", mpl_limit,
+                                "); was: ", h.reason()));
+      busy.push_back(std::move(h));
+    } else {
+      usable.push_back(std::move(h));
+    }
+  }
+  response->clear_hosts();
+  int rank = 0;
+  for (auto& h : usable) {
+    h.set_rank(++rank);
+    *response->add_hosts() = std::move(h);
+  }
+  for (auto* group : {&busy, &other}) {
+    for (auto& h : *group) *response->add_hosts() = std::move(h);
+  }
 }
 
 void BrokerService::EnableJobQueue(JobQueue& queue, JobHistory& history,

@@ -80,6 +80,13 @@ class GrpcJobHistory final : public JobHistory {
   std::unique_ptr<sojourn::v1::Predictor::Stub> stub_;
 };
 
+// RankHosts with a job queue: eligible hosts holding `mpl_limit` or more
+// tasks of the queue's running jobs become ineligible (their figures kept,
+// the jobs named in the reason) and go after the usable hosts, whose ranks
+// are renumbered 1..n in their order.
+void MarkBusyHosts(const JobQueue::Listing& jobs, int mpl_limit,
+                   sojourn::v1::RankHostsResponse* response);
+
 struct JobQueueServiceConfig {
   // The cluster's scheduling policy, recorded with each forwarded event and
   // used by estimates and listings that name none.

@@ -416,5 +416,51 @@ TEST(BuildSnapshotTest, NodesJobsAndExclusion) {
   EXPECT_EQ(names, (std::vector<std::string>{"z"}));
 }
 
+// RankHosts with a queue: a host at the multiprogramming limit cannot take
+// the job (figures kept, the job named), the others are renumbered in order.
+TEST(MarkBusyHostsTest, BusyHostsGoAfterTheUsableOnes) {
+  v1::RankHostsResponse r;
+  for (const char* name : {"a", "b", "c"}) {
+    v1::HostRank* h = r.add_hosts();
+    h->set_host(name);
+    h->set_rank(r.hosts_size());
+    h->set_eligible(true);
+    h->set_rule("jctf");
+    h->set_reason("JCTF ...");
+    h->set_tr_ratio(0.9);
+  }
+  v1::HostRank* gone = r.add_hosts();
+  gone->set_host("d");
+  gone->set_reason("revoked (S5)");
+  broker::JobQueue::Listing jobs;
+  v1::QueuedJob j;
+  *j.mutable_spec() = Job(12, 1, kStart);
+  j.set_start_unix_seconds(kStart);
+  j.add_hosts("a");
+  jobs.running.push_back(j);
+  v1::QueuedJob waiting;
+  *waiting.mutable_spec() = Job(13, 1, kStart);
+  jobs.waiting.push_back(waiting);  // waiting jobs hold no host
+
+  v1::RankHostsResponse limit2 = r;
+  broker::MarkBusyHosts(jobs, 2, &limit2);  // one task on "a", room for another
+  EXPECT_EQ(limit2.DebugString(), r.DebugString());
+
+  broker::MarkBusyHosts(jobs, 1, &r);
+  ASSERT_EQ(r.hosts_size(), 4);
+  EXPECT_EQ(r.hosts(0).host(), "b");
+  EXPECT_EQ(r.hosts(0).rank(), 1);
+  EXPECT_EQ(r.hosts(1).host(), "c");
+  EXPECT_EQ(r.hosts(1).rank(), 2);
+  EXPECT_EQ(r.hosts(2).host(), "a");
+  EXPECT_FALSE(r.hosts(2).eligible());
+  EXPECT_EQ(r.hosts(2).rank(), 0);
+  EXPECT_NE(r.hosts(2).reason().find("busy: runs guest job 12 of the broker's queue"),
+            std::string::npos)
+      << r.hosts(2).reason();
+  EXPECT_DOUBLE_EQ(r.hosts(2).tr_ratio(), 0.9);
+  EXPECT_EQ(r.hosts(3).host(), "d");
+}
+
 }  // namespace
 }  // namespace sojourn

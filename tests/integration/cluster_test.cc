@@ -50,6 +50,25 @@ class DeferredTrSource final : public broker::TrSource {
   std::unique_ptr<broker::GrpcTrSource> inner_;
 };
 
+// The predictor's job history for the broker's job queue, connected later
+// likewise.
+class DeferredJobHistory final : public broker::JobHistory {
+ public:
+  void Connect(const std::string& address) {
+    inner_ = std::make_unique<broker::GrpcJobHistory>(address);
+  }
+  absl::StatusOr<v1::RecordJobEventResponse> Record(const v1::JobEvent& event) override {
+    return inner_->Record(event);
+  }
+  absl::StatusOr<v1::EstimateTurnaroundResponse> Estimate(
+      const v1::EstimateTurnaroundRequest& request) override {
+    return inner_->Estimate(request);
+  }
+
+ private:
+  std::unique_ptr<broker::GrpcJobHistory> inner_;
+};
+
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -73,6 +92,10 @@ class ClusterTest : public ::testing::Test {
     // valid_until_unix_seconds are judged against it).
     ranker_ = std::make_unique<broker::Ranker>(tr_source_, nullptr, clock_, broker::RankerConfig{});
     broker_service_ = std::make_unique<broker::BrokerService>(*registry_, *ranker_, pool_);
+    auto queue = broker::JobQueue::Open("");
+    ASSERT_THAT(queue.status(), IsOk());
+    job_queue_ = std::move(*queue);
+    broker_service_->EnableJobQueue(*job_queue_, job_history_, broker::JobQueueServiceConfig{});
     ServerOptions bo;
     bo.metrics_address = "127.0.0.1:0";
     auto b = GrpcServer::Start(bo, {broker_service_.get()}, broker_metrics_);
@@ -89,6 +112,7 @@ class ClusterTest : public ::testing::Test {
     ASSERT_THAT(p.status(), IsOk());
     predictor_server_ = std::move(*p);
     tr_source_.Connect(predictor_server_->address());
+    job_history_.Connect(predictor_server_->address());
 
     broker_stub_ = v1::Broker::NewStub(grpc::CreateChannel(
         broker_server_->address(), grpc::InsecureChannelCredentials()));
@@ -171,6 +195,8 @@ class ClusterTest : public ::testing::Test {
   DeferredTrSource tr_source_;
   std::unique_ptr<broker::HostRegistry> registry_;
   std::unique_ptr<broker::Ranker> ranker_;
+  std::unique_ptr<broker::JobQueue> job_queue_;
+  DeferredJobHistory job_history_;
   std::unique_ptr<broker::BrokerService> broker_service_;
   std::unique_ptr<GrpcServer> broker_server_;
   std::unique_ptr<predictor::StatemgrDirectory> directory_;
@@ -220,6 +246,69 @@ TEST_F(ClusterTest, StreamsSamplesAndRanksHosts) {
   EXPECT_GT(resp.hosts(0).tr_ratio(), resp.hosts(1).tr_ratio() + 0.3);
   // The metrics interceptor counted the call.
   EXPECT_NE(broker_metrics_.Render().find("method=\"RankHosts\""), std::string::npos);
+}
+
+// A host running a job of the broker's queue (multiprogramming limit 1)
+// cannot take another: the calm host, first before, is listed busy with its
+// figures; the stormy one ranks first. include_busy_hosts ranks it as free,
+// and once the job is cancelled it is first again. The predictor here keeps
+// no job history, so the queue changes while the events go unrecorded.
+TEST_F(ClusterTest, RankingSkipsHostsBusyWithQueuedJobs) {
+  Push("calm", 21, 0.3);
+  Push("stormy", 21, 0.95);
+  statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
+  statemgr::Registrar registrar(rc, *book_, clock_);
+  ASSERT_EQ(registrar.RegisterAll(), 2);
+  clock_.Set(absl::FromUnixSeconds(kMonday + 20 * 86400 + 9 * 3600));
+  auto rank = [&](bool include_busy) {
+    grpc::ClientContext ctx;
+    v1::RankHostsRequest req;
+    req.mutable_job()->set_duration_seconds(4 * 3600);
+    req.set_include_busy_hosts(include_busy);
+    v1::RankHostsResponse resp;
+    EXPECT_TRUE(broker_stub_->RankHosts(&ctx, req, &resp).ok());
+    return resp;
+  };
+  ASSERT_EQ(rank(false).hosts(0).host(), "calm");
+
+  v1::JobQueueResponse q;
+  {
+    grpc::ClientContext ctx;
+    v1::SubmitJobRequest req;
+    req.mutable_job()->set_job_id(41);
+    req.mutable_job()->set_procs(1);
+    ASSERT_TRUE(broker_stub_->SubmitJob(&ctx, req, &q).ok());
+    EXPECT_FALSE(q.recorded_in_history());
+    EXPECT_NE(q.history_error().find("no job history configured"), std::string::npos)
+        << q.history_error();
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::StartJobRequest req;
+    req.set_job_id(41);
+    req.add_hosts("calm");
+    ASSERT_TRUE(broker_stub_->StartJob(&ctx, req, &q).ok());
+    EXPECT_EQ(q.running_jobs(), 1);
+  }
+  v1::RankHostsResponse busy = rank(false);
+  ASSERT_EQ(busy.hosts_size(), 2);
+  EXPECT_EQ(busy.hosts(0).host(), "stormy");
+  EXPECT_EQ(busy.hosts(0).rank(), 1);
+  EXPECT_TRUE(busy.hosts(0).eligible());
+  EXPECT_EQ(busy.hosts(1).host(), "calm");
+  EXPECT_FALSE(busy.hosts(1).eligible());
+  EXPECT_TRUE(busy.hosts(1).has_tr_ratio());
+  EXPECT_NE(busy.hosts(1).reason().find("busy: runs guest job 41"), std::string::npos)
+      << busy.hosts(1).reason();
+  EXPECT_EQ(rank(true).hosts(0).host(), "calm");
+  {
+    grpc::ClientContext ctx;
+    v1::FinishJobRequest req;
+    req.set_job_id(41);
+    req.set_cancelled(true);
+    ASSERT_TRUE(broker_stub_->FinishJob(&ctx, req, &q).ok());
+  }
+  EXPECT_EQ(rank(false).hosts(0).host(), "calm");
 }
 
 // GetWindowStats calls the state manager has answered.

@@ -78,6 +78,7 @@ CASES = [
 ACCEPTED = [
     ["rank", "--duration", "2h", "--cpu", "1.5"],
     ["rank", "--duration", "168h", "--policy", "condor"],
+    ["rank", "--duration", "2h", "--include-busy"],
     ["usage", "--host", "vm1", "--hours", "1", "--resource", "Memory"],
     ["availability", "--host", "vm1", "--window", "2h", "--history-days", "3", "--curve", "8"],
     ["can-run", "--host", "vm1", "--hours", "2", "--cpu", "0.5"],
@@ -100,7 +101,7 @@ HELP = {
                      "[0, 100000]", "default 127.0.0.1:7402"],
     "rank": ["--cpu CPUS", "default 1.0", "--memory-mb MB", "default 0 = not checked",
              "--min-mhz MHZ", "default 0 = any", "--policy P", "default proactive",
-             "Not the same as can-run's --cpu", "default 127.0.0.1:7401"],
+             "Not the same as can-run's --cpu", "default 127.0.0.1:7401", "--include-busy"],
     "usage": ["--resource R", "default cpu", "--hours N", "(0, 72]"],
     "can-run": ["--cpu FREE", "in [0, 1]", "default 0 = not checked", "--memory-mb MB",
                 "Not the same as rank's --cpu"],

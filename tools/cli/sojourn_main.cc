@@ -161,7 +161,10 @@ const char kRankHelp[] =
     "  --memory-mb MB         memory the job needs, MiB (default 0 = not checked)\n"
     "  --min-mhz MHZ          minimum CPU clock rate (default 0 = any)\n"
     "  --hosts H1,H2,...      rank only among these hosts (default: all)\n"
-    "  --policy P             proactive, condor, round_robin or tr (default proactive)\n";
+    "  --policy P             proactive, condor, round_robin or tr (default proactive)\n"
+    "  --include-busy         rank hosts that already run a job of the broker's queue (`sojourn\n"
+    "                         jobs`) as if free; by default a host at the broker's\n"
+    "                         --mpl_limit cannot take the job\n";
 
 const char kUsageHelp[] =
     "usage: sojourn usage --host H --hours N [options]\n"
@@ -608,8 +611,10 @@ int Availability(int argc, char** argv) {
 
 int Rank(int argc, char** argv) {
   Args a = Parse(argc, argv, CommandHelp(kRankHelp, kBrokerHelp),
-                 With({"duration", "cpu", "memory-mb", "policy", "min-mhz", "hosts"}), {"json"});
+                 With({"duration", "cpu", "memory-mb", "policy", "min-mhz", "hosts"}),
+                 {"json", "include-busy"});
   sojourn::v1::RankHostsRequest req;
+  req.set_include_busy_hosts(a.Flag("include-busy"));
   const absl::Duration duration = DurationArg(a, "duration");
   // The broker's limit (RankHosts refuses longer jobs); checked here so that a
   // typo fails at once, with or without a cluster to ask.
