@@ -186,6 +186,21 @@ void MarkBusyHosts(const JobQueue::Listing& jobs, int mpl_limit,
   }
 }
 
+namespace {
+
+constexpr char kJobEventsMetric[] = "sojourn_broker_job_events_total";
+constexpr char kJobEventsHelp[] =
+    "Job events the broker took, by kind and whether the predictor's job history recorded them";
+
+void SetQueueGauges(const JobQueue::Counts& counts, Metrics& metrics) {
+  metrics.Set("sojourn_broker_jobs", "Jobs in the broker's queue", {{"state", "waiting"}},
+              counts.waiting);
+  metrics.Set("sojourn_broker_jobs", "Jobs in the broker's queue", {{"state", "running"}},
+              counts.running);
+}
+
+}  // namespace
+
 void BrokerService::EnableJobQueue(JobQueue& queue, JobHistory& history,
                                    const JobQueueServiceConfig& config, Metrics* metrics) {
   queue_ = &queue;
@@ -195,17 +210,11 @@ void BrokerService::EnableJobQueue(JobQueue& queue, JobHistory& history,
   if (metrics_ != nullptr) {
     for (const char* kind : {"submitted", "started", "finished", "cancelled"}) {
       for (const char* recorded : {"true", "false"}) {
-        metrics_->DeclareCounter("sojourn_broker_job_events_total",
-                                 "Job events the broker took, by kind and whether the "
-                                 "predictor's job history recorded them",
+        metrics_->DeclareCounter(kJobEventsMetric, kJobEventsHelp,
                                  {{"event", kind}, {"recorded", recorded}});
       }
     }
-    const JobQueue::Listing l = queue.List();
-    metrics_->Set("sojourn_broker_jobs", "Jobs in the broker's queue", {{"state", "waiting"}},
-                  static_cast<double>(l.waiting.size()));
-    metrics_->Set("sojourn_broker_jobs", "Jobs in the broker's queue", {{"state", "running"}},
-                  static_cast<double>(l.running.size()));
+    SetQueueGauges(queue.Count(), *metrics_);
   }
 }
 
@@ -238,22 +247,17 @@ void BrokerService::Forward(const sojourn::v1::JobEvent& event,
     response->set_history_error(r.status().ToString());
     SOJOURN_LOG(WARNING, "job history did not take the event: %s", r.status().ToString());
   }
-  const JobQueue::Listing l = queue_->List();
-  response->set_waiting_jobs(static_cast<int32_t>(l.waiting.size()));
-  response->set_running_jobs(static_cast<int32_t>(l.running.size()));
+  const JobQueue::Counts counts = queue_->Count();
+  response->set_waiting_jobs(counts.waiting);
+  response->set_running_jobs(counts.running);
   if (metrics_ != nullptr) {
     const char* kind = event.has_submitted() ? "submitted"
                        : event.has_started() ? "started"
                        : event.has_finished() ? "finished"
                                               : "cancelled";
-    metrics_->Increment("sojourn_broker_job_events_total",
-                        "Job events the broker took, by kind and whether the predictor's "
-                        "job history recorded them",
+    metrics_->Increment(kJobEventsMetric, kJobEventsHelp,
                         {{"event", kind}, {"recorded", r.ok() ? "true" : "false"}});
-    metrics_->Set("sojourn_broker_jobs", "Jobs in the broker's queue", {{"state", "waiting"}},
-                  static_cast<double>(l.waiting.size()));
-    metrics_->Set("sojourn_broker_jobs", "Jobs in the broker's queue", {{"state", "running"}},
-                  static_cast<double>(l.running.size()));
+    SetQueueGauges(counts, *metrics_);
   }
 }
 

@@ -219,6 +219,13 @@ JobQueue::Listing JobQueue::List() const {
   return out;
 }
 
+JobQueue::Counts JobQueue::Count() const {
+  Counts c;
+  absl::MutexLock l(&mu_);
+  for (const auto& [id, e] : jobs_) ++(e.job.start_unix_seconds() > 0 ? c.running : c.waiting);
+  return c;
+}
+
 sojourn::v1::ClusterSnapshot BuildSnapshot(int64_t now_unix,
                                            const sojourn::v1::SchedulingPolicy& policy,
                                            const std::vector<sojourn::v1::RegisteredHost>& hosts,

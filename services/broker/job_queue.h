@@ -66,6 +66,12 @@ class JobQueue {
     std::vector<sojourn::v1::QueuedJob> running;
   };
   Listing List() const;
+  // How many jobs wait and run, without copying them.
+  struct Counts {
+    int waiting = 0;
+    int running = 0;
+  };
+  Counts Count() const;
   bool persistent() const { return db_ != nullptr; }
 
  private:
