@@ -102,7 +102,8 @@ options:
                            Switches take 0/1 (false/true);
                            neighbor_offset_seconds an integer 0..86400,
                            recent_age_seconds and long_age_seconds integers
-                           0..3153600000, borrow_below_windows 0..1000000,
+                           0..3153600000, borrow_below_windows 0..1000000
+                           (default: always borrow; 0 = never),
                            frequency_weight 0..1, the rest numbers >= 0
   --smp-prior SRC          shrinkage prior when prior_windows > 0: hosts (the same
                            day type and start hour pooled over all hosts, default;

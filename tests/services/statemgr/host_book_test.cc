@@ -165,7 +165,7 @@ TEST_F(HostBookTest, SilentHostIsRevokedNow) {
 }
 
 // Window statistics come from the same clock window on the most recent days
-// of the requested type; weekend windows are not mixed into weekday ones.
+// of the requested type; the other day type's windows are kept apart.
 TEST_F(HostBookTest, WindowStatsUseSameClockWindowsOfTheDayType) {
   // Busy (S3) every day 10:00-11:00, idle otherwise; two weeks.
   Fill("h", 14, [](int64_t t) { return ((t % 86400) / 3600 == 10) ? 0.9 : 0.05; });
@@ -178,12 +178,18 @@ TEST_F(HostBookTest, WindowStatsUseSameClockWindowsOfTheDayType) {
   EXPECT_FALSE(r->whole_history_fallback);
   EXPECT_EQ(r->window_starts_unix.size(), 10u);  // 10 weekdays in 2 weeks
   EXPECT_EQ(r->stats.num_windows, 10);
-  // sojourn's default adds the windows an hour earlier and later, weighted.
+  // sojourn's default adds the windows an hour earlier and later, weighted,
+  // and borrows the 4 weekend windows at 9:00, kept apart (level-corrected
+  // by the predictor) and counted in num_windows.
   auto with_neighbours = book_->WindowStats("h", spec, 0);
   ASSERT_THAT(with_neighbours.status(), IsOk());
-  EXPECT_EQ(with_neighbours->stats.num_windows, 30);
+  EXPECT_EQ(with_neighbours->stats.num_windows, 30 + 4);
   EXPECT_NEAR(with_neighbours->stats.total_weight,
               10 + 20 * availability::EstimatorOptions().neighbor_window_weight, 1e-9);
+  ASSERT_EQ(with_neighbours->stats.borrowed.size(), 1u);
+  EXPECT_EQ(with_neighbours->stats.borrowed[0].num_windows, 4);
+  EXPECT_NEAR(with_neighbours->stats.borrowed[0].total_weight,
+              4 * availability::EstimatorOptions().other_day_type_weight, 1e-9);
   for (int64_t start : r->window_starts_unix) {
     EXPECT_EQ(availability::DayTypeOf(start, 0), availability::DayType::kWeekday);
     EXPECT_EQ(start % 86400, 9 * 3600);
