@@ -24,6 +24,8 @@ import tempfile
 # (description, extra arguments); the first row is the defaults.
 VARIANTS = [
     ("library defaults, prior pooled over hosts", []),
+    ("borrowing the other day type only below 8 windows (as before session 18)",
+     ["--smp-options", "borrow_below_windows=8"]),
     ("without the load band of the first sojourn (as before session 13)",
      ["--smp-options", "load_band_first_sojourn=0"]),
     ("every length from the 10 h windows (as before session 10)", ["--train-windows", "longest"]),
