@@ -153,6 +153,39 @@ def main():
         if q.returncode != 2 or "not a --cells CSV" not in q.stderr:
             fail("cells_bootstrap.py on a JSON file: exit %d, %r" % (q.returncode, q.stderr))
 
+        # tools/eval/availability_rule.py (the doc's decision-rule tables):
+        # its losing cells are those of the JSON, and a worse Brier score on
+        # the AFTER side breaks the rule.
+        rule_tool = os.path.join(os.path.dirname(band_tool), "availability_rule.py")
+        losing = 0
+        for dt in ("weekday", "weekend"):
+            for L in range(2, 11):
+                smp = summary["smp"][dt][str(L)]["avg_rel_err"]
+                others = [summary[m][dt][str(L)]["avg_rel_err"] for m in summary
+                          if m not in ("smp", "smp_paper")]
+                others = [v for v in others if v is not None]
+                if smp is not None and others and smp >= min(others):
+                    losing += 1
+        q = subprocess.run([sys.executable, rule_tool, "--pair", "demo=%s,%s" % (js, js)],
+                           capture_output=True, text=True, timeout=60)
+        want = "losing cells %d -> %d: not more; holds" % (losing, losing)
+        if q.returncode != 0 or want not in q.stdout or "| demo |" not in q.stdout:
+            fail("availability_rule.py on one report twice: exit %d, %r (wanted %r)"
+                 % (q.returncode, q.stdout[-400:], want))
+        worse = json.load(open(js))
+        worse["overall"]["smp"]["brier"] += 0.001
+        worse_js = os.path.join(tmp, "worse.json")
+        json.dump(worse, open(worse_js, "w"))
+        q = subprocess.run([sys.executable, rule_tool, "--pair", "demo=%s,%s" % (js, worse_js)],
+                           capture_output=True, text=True, timeout=60)
+        if q.returncode != 0 or "Brier not higher on any run (all and busy hosts): no" not in q.stdout \
+                or "does not hold" not in q.stdout:
+            fail("availability_rule.py with a worse Brier: exit %d, %r" % (q.returncode, q.stdout[-400:]))
+        q = subprocess.run([sys.executable, rule_tool, "--pair", "demo=%s" % js],
+                           capture_output=True, text=True, timeout=60)
+        if q.returncode != 2 or "--pair must be" not in q.stderr:
+            fail("availability_rule.py with one report: exit %d, %r" % (q.returncode, q.stderr))
+
         # Bad invocations: exit 2, one line, nothing written.
         bad = [
             ([a.eval, "availability", "--trace", os.path.join(tmp, "missing.csv")], "missing"),
