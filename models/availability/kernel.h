@@ -57,7 +57,7 @@ struct EstimatorOptions {
   // day type's windows at the same clock time are added with weight
   // other_day_type_weight. 0 = off; kAlwaysBorrow = whatever the number of
   // windows. 8 until session 18; since then always (with the level
-  // correction below the borrowed windows keep only their time-of-day
+  // correction below, the borrowed windows keep only their time-of-day
   // shape), which gave a lower Brier score, all and busy hosts, on both
   // shared traces and on all four of their host halves by a rule written
   // before those runs (docs/EVALUATION.md, "always borrowing").

@@ -920,8 +920,8 @@ TEST_F(ClusterTest, PredictAvailabilityMatchesTheLibraryPipeline) {
   no_frailty.estimator.host_frailty = false;
   EXPECT_GT(resp.tr_ratio(), matches_library(no_frailty, start) + 1e-6);
 
-  // Saturday of week 3: 4 weekend windows (fewer than 8), so the weekdays at
-  // 09:30 are borrowed. The statemgr ships them apart and the predictor
+  // Saturday of week 3: 4 weekend windows, and the weekdays at 09:30 are
+  // borrowed (every cell borrows by default). The statemgr ships them apart and the predictor
   // levels their failure hazards by the hosts' weekend/weekday ratio, as the
   // library does; without the level correction the answer differs.
   ASSERT_TRUE(availability::EstimatorOptions().level_corrected_borrowing);
