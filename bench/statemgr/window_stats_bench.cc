@@ -8,8 +8,11 @@
 // Second argument, what the request asks for besides the same-clock windows:
 //   0: nothing (EstimatorOptions with host_frailty and load_band_first_sojourn off),
 //   1: the host's failure exposure (host frailty, frailty.h),
-//   2: that and the exits by load band (load_band.h), the library default.
-// Both extras walk the host's whole grid, so rows 1 and 2 against row 0 give
+//   2: that and the exits by load band (load_band.h), the library default,
+//   3: that and HTCondor's and BOINC's estimates of the window
+//      (GetWindowStatsRequest.deployed_estimates, what the predictor asks of
+//      the one host it answers for when its caller wants them).
+// The extras walk the host's whole grid, so rows 1-3 against row 0 give
 // their cost; items_per_second counts grid points.
 #include <algorithm>
 #include <cstdio>
@@ -100,16 +103,18 @@ void BM_WindowStats(benchmark::State& state) {
   availability::EstimatorOptions opt;
   opt.host_frailty = state.range(1) >= 1;
   opt.load_band_first_sojourn = state.range(1) >= 2;
+  const bool deployed = state.range(1) >= 3;
   for (auto _ : state) {
-    auto r = b.book().WindowStats("h", spec, 0, opt);
+    auto r = b.book().WindowStats("h", spec, 0, opt, deployed);
     Require(r.ok(), r.status().ToString());
     Require(r->band_exposure.has_value() == opt.load_band_first_sojourn, "band exposure");
+    Require(r->deployed.has_value() == deployed, "deployed estimates");
     benchmark::DoNotOptimize(r);
   }
   state.SetItemsProcessed(state.iterations() * (kDays * 86400 / period));
 }
 BENCHMARK(BM_WindowStats)
-    ->ArgsProduct({{300, 6}, {0, 1, 2}})
+    ->ArgsProduct({{300, 6}, {0, 1, 2, 3}})
     ->ArgNames({"period_s", "extras"})
     ->Unit(benchmark::kMicrosecond);
 

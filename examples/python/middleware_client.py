@@ -96,13 +96,18 @@ def main():
                 reg = broker.GetHost(pb["broker_pb2"].GetHostRequest(host=best), timeout=30)
                 tr = predictor.PredictAvailability(pb["predictor_pb2"].PredictAvailabilityRequest(
                     host=best, window_seconds=duration, curve_points=4,
-                    statemgr_address=reg.statemgr_address), timeout=30)
+                    statemgr_address=reg.statemgr_address, deployed_estimates=True), timeout=30)
                 curve = ", ".join(f"+{p.offset_seconds / 3600:.1f}h {p.tr_ratio:.3f}"
                                   for p in tr.curve)
                 # Beside the model, the empirical baseline: the host's own past windows.
                 print(f"{best}: TR {tr.tr_ratio:.4f} over {a.duration_hours:g} h, "
                       f"MTTF {tr.mttf_seconds / 3600:.2f} h; {tr.past_up_windows_survived} of "
                       f"{tr.past_up_windows} past windows like it stayed up; curve {curve}")
+                # And what the estimators deployed today would say of the same window.
+                d = tr.deployed_estimates
+                print(f"   HTCondor AvailTime {d.avail_time_tr:.4f} ({d.completed_up_intervals} "
+                      f"past up intervals, up {d.up_seconds / 3600:.2f} h), "
+                      f"BOINC on-fraction {d.on_fraction:.4f}")
 
             # 3. When would a parallel job end on `nodes` idle nodes, submitted now?
             ta = pb["turnaround_pb2"]

@@ -272,4 +272,36 @@ void OnFraction::Observe(bool on, double dt_seconds) {
   f_ = f_ * w + (1 - w) * (on ? 1.0 : 0.0);
 }
 
+DeployedEstimates DeployedEstimatesAt(const std::vector<bool>& up, size_t t, int64_t window_steps,
+                                      double step_seconds, double down_after_seconds) {
+  DeployedEstimates out;
+  if (t >= up.size()) return out;
+  // One pass over the runs of points 0..t: the completed availability
+  // intervals (CompletedUpIntervals of the prefix: up runs with a down point
+  // on both sides; the one in progress at t is the up-time), and the
+  // on-fraction after points 1..t, one Observe per run (a run of k equal
+  // steps is k Observes of one step: w^k = exp(-k dt / tau)).
+  std::vector<int64_t> intervals;
+  OnFraction f;
+  size_t run_in_progress = t + 1;
+  for (size_t i = 0; i <= t;) {
+    size_t j = i;
+    while (j < t && up[j + 1] == up[i]) ++j;  // the run is points i..j
+    const size_t first = std::max<size_t>(i, 1);
+    if (j >= first) f.Observe(up[i], step_seconds * static_cast<double>(j - first + 1));
+    if (up[i] && i > 0 && j < t) intervals.push_back(static_cast<int64_t>(j - i + 1));
+    if (up[i] && j == t) run_in_progress = i;
+    i = j + 1;
+  }
+  const AvailIntervalSurvival survival(std::move(intervals));
+  out.completed_intervals = static_cast<int64_t>(survival.num_intervals());
+  if (run_in_progress <= t && !(down_after_seconds > 0)) {
+    out.up_steps = static_cast<int64_t>(t - run_in_progress);
+    out.avail_time_tr = survival.Tr(out.up_steps, window_steps);
+  }
+  f.Observe(false, down_after_seconds);  // no-op unless > 0
+  out.on_fraction = f.value();
+  return out;
+}
+
 }  // namespace sojourn::baselines

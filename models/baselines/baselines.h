@@ -134,6 +134,32 @@ class OnFraction {
   double f_ = 1.0;
 };
 
+// ------------------------------------------------------------ live
+
+// What the two deployed estimators above say of a window of `window_steps`
+// grid steps starting at point t of a host's up/down grid (up[i]: the host was
+// usable, S1 or S2, at point i), from points 0..t only: what a predictor
+// serving them beside the TR reports (PredictAvailabilityRequest.
+// deployed_estimates). The backtest scores the same two estimators, with the
+// intervals of the training half (docs/EVALUATION.md, avail_quantile and
+// on_fraction).
+struct DeployedEstimates {
+  // AvailIntervalSurvival of the intervals completed by t, at the host's
+  // up-time: 0 when the host is down at t.
+  double avail_time_tr = 0;
+  int64_t completed_intervals = 0;
+  // Steps since the host's current up run started (0 when down at t).
+  int64_t up_steps = 0;
+  // OnFraction after observing points 1..t, each step_seconds long.
+  double on_fraction = 1;
+};
+// t must be < up.size(). `down_after_seconds` > 0: the host has been down
+// that long after point t (a state manager's host silent past its revocation
+// gap, or in S3/S4 now): no up-time, and the on-fraction counts that time as
+// off, as BOINC's client does on its next start.
+DeployedEstimates DeployedEstimatesAt(const std::vector<bool>& up, size_t t, int64_t window_steps,
+                                      double step_seconds, double down_after_seconds = 0);
+
 }  // namespace sojourn::baselines
 
 #endif  // SOJOURN_MODELS_BASELINES_BASELINES_H_

@@ -35,6 +35,9 @@ AvailabilityPredictor::Population AvailabilityPredictor::PopulationPrior(
   // minute: requests of the same minute share one prior.
   sojourn::v1::GetWindowStatsRequest request = host_request;
   request.clear_host();
+  // What one host's answer carries besides the statistics is not pooled (and
+  // must not split the prior's key).
+  request.clear_deployed_estimates();
   request.set_start_second_of_day(request.start_second_of_day() -
                                   request.start_second_of_day() % kPriorStartQuantumSeconds);
   const std::string key = request.SerializeAsString();
@@ -172,6 +175,7 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
                                  config_.estimator.host_frailty);
   stats_req.set_load_band(config_.estimator.censoring_aware &&
                           config_.estimator.load_band_first_sojourn);
+  stats_req.set_deployed_estimates(request.deployed_estimates());
   sojourn::v1::GetWindowStatsResponse stats_resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
@@ -204,6 +208,9 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
                                      stats_resp.revocation_gap_seconds());
   }
   *out.mutable_load_forecast() = stats_resp.load_forecast();
+  if (request.deployed_estimates() && stats_resp.has_deployed_estimates()) {
+    *out.mutable_deployed_estimates() = stats_resp.deployed_estimates();
+  }
   const int M = static_cast<int>(std::max<int64_t>(1, (request.window_seconds() + step - 1) / step));
   // Issue 7: shrink towards the population of hosts, and condition the first
   // sojourn on how long the host has been in its state (as sojourn-eval does).

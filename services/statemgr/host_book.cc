@@ -451,7 +451,7 @@ absl::StatusOr<HostInfo> HostBook::Info(const std::string& host) const {
 
 absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     const std::string& host, const availability::WindowSpec& spec, int64_t end_unix,
-    const availability::EstimatorOptions& opt) const {
+    const availability::EstimatorOptions& opt, bool deployed_estimates) const {
   WindowStatsResult out;
   std::shared_ptr<const StateSeries> series;
   {
@@ -502,6 +502,31 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
         availability::CountFailureExposure(*series, end, spec.utc_offset_seconds);
   }
   const int steps = availability::WindowSteps(*series, spec);
+  if (deployed_estimates) {
+    // The window's start point: the grid point at `end` (the last one for a
+    // window starting now, in the state the host is in now, which is S5 once
+    // it has been silent past its revocation gap).
+    int64_t t = (end - series->start_unix) / series->step_seconds;
+    if (end < series->start_unix) t = -1;
+    t = std::min<int64_t>(t, static_cast<int64_t>(series->states.size()) - 1);
+    if (t >= 0) {
+      std::vector<bool> up(static_cast<size_t>(t) + 1);
+      for (size_t i = 0; i < up.size(); ++i) up[i] = !availability::IsFailure(series->states[i]);
+      // Down now (silent past its revocation gap, or S3/S4): since the last
+      // sample the host has been off.
+      double down_after = 0;
+      if ((end_unix <= 0 || end_unix >= out.info.last_unix) &&
+          availability::IsFailure(out.info.state)) {
+        const int64_t now = end_unix > 0 ? end_unix : absl::ToUnixSeconds(clock_.Now());
+        down_after = static_cast<double>(std::max<int64_t>(1, now - out.info.last_unix));
+      }
+      out.deployed = baselines::DeployedEstimatesAt(up, static_cast<size_t>(t), steps,
+                                                    static_cast<double>(series->step_seconds),
+                                                    down_after);
+    } else {
+      out.deployed = baselines::DeployedEstimates{};  // nothing seen before the window
+    }
+  }
   if (opt.load_band_first_sojourn) {
     out.band_exposure = availability::CountBandExposure(*series, end, spec.utc_offset_seconds,
                                                         steps, opt.recent_age_seconds,

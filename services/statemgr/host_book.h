@@ -21,6 +21,7 @@
 #include "models/availability/sojourn_stats.h"
 #include "models/availability/state.h"
 #include "models/availability/window.h"
+#include "models/baselines/baselines.h"
 #include "services/statemgr/sample_store.h"
 
 namespace sojourn::statemgr {
@@ -95,6 +96,10 @@ struct WindowStatsResult {
   // window in the past).
   std::optional<availability::BandExposure> band_exposure;
   uint8_t load_band = availability::kLoadBandUnknown;
+  // With `deployed_estimates`: HTCondor's and BOINC's estimates of the
+  // window from the history up to its start (baselines::DeployedEstimatesAt
+  // at the window's start point; at a current S5 the host is down).
+  std::optional<baselines::DeployedEstimates> deployed;
 };
 
 struct StateInterval {
@@ -168,7 +173,8 @@ class HostBook {
   // for an unknown host.
   absl::StatusOr<WindowStatsResult> WindowStats(
       const std::string& host, const availability::WindowSpec& spec, int64_t end_unix,
-      const availability::EstimatorOptions& opt = availability::EstimatorOptions()) const;
+      const availability::EstimatorOptions& opt = availability::EstimatorOptions(),
+      bool deployed_estimates = false) const;
   absl::StatusOr<std::vector<StateInterval>> Intervals(const std::string& host, int64_t start_unix,
                                                        int64_t end_unix, int64_t* step) const;
   absl::StatusOr<std::vector<HostSample>> Series(const std::string& host, int64_t start_unix,

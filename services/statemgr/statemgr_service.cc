@@ -472,7 +472,8 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
   if (!request->paper_literal()) opt.exact_age_first_sojourn = request->exact_age();
   opt.host_frailty = request->failure_exposure();
   opt.load_band_first_sojourn = !request->paper_literal() && request->load_band();
-  auto result = book_.WindowStats(request->host(), spec, request->end_unix_seconds(), opt);
+  auto result = book_.WindowStats(request->host(), spec, request->end_unix_seconds(), opt,
+                                  request->deployed_estimates());
   if (!result.ok()) return FinishNow(context, result.status());
   *response->mutable_stats() = ToProto(result->stats);
   response->set_current_state(ToProto(result->info.state));
@@ -487,6 +488,13 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
   if (result->band_exposure) {
     *response->mutable_band_exposure() = ToProto(*result->band_exposure);
     response->set_load_band(LoadBandToProto(result->load_band));
+  }
+  if (result->deployed) {
+    sojourn::v1::DeployedEstimates* d = response->mutable_deployed_estimates();
+    d->set_avail_time_tr(result->deployed->avail_time_tr);
+    d->set_completed_up_intervals(result->deployed->completed_intervals);
+    d->set_up_seconds(result->deployed->up_steps * result->stats.step_seconds);
+    d->set_on_fraction(result->deployed->on_fraction);
   }
   for (const auto& [horizon, load] : result->load_forecast) {
     auto* p = response->add_load_forecast();

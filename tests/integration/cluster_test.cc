@@ -19,6 +19,7 @@
 #include "services/convert.h"
 #include "models/availability/frailty.h"
 #include "models/availability/predict.h"
+#include "models/baselines/baselines.h"
 #include "services/monitor/monitor.h"
 #include "services/monitor/monitor_service.h"
 #include "services/predictor/predictor_service.h"
@@ -883,6 +884,36 @@ TEST_F(ClusterTest, PredictAvailabilityMatchesTheLibraryPipeline) {
   EXPECT_GE(resp.past_up_windows(), 8);
   EXPECT_LT(resp.past_up_windows_survived(), resp.past_up_windows());
   EXPECT_GT(resp.past_up_windows_survived(), 0);
+  // HTCondor's and BOINC's estimates only when asked for, then the library's
+  // on the host's grid up to the window start.
+  EXPECT_FALSE(resp.has_deployed_estimates());
+  {
+    grpc::ClientContext dctx;
+    req.set_deployed_estimates(true);
+    v1::PredictAvailabilityResponse with;
+    ASSERT_TRUE(predictor_stub_->PredictAvailability(&dctx, req, &with).ok());
+    EXPECT_NEAR(with.tr_ratio(), resp.tr_ratio(), 1e-15);  // the TR does not change
+    ASSERT_TRUE(with.has_deployed_estimates());
+    availability::ClassifierConfig cc;
+    cc.revocation_gap_seconds = 450;
+    bool truncated = false;
+    auto samples = book_->Series("calm", 0, 0, 1 << 30, &truncated);
+    ASSERT_THAT(samples.status(), IsOk());
+    const availability::StateSeries series = availability::ClassifyToGrid(*samples, cc, 300, 0);
+    const size_t at = static_cast<size_t>((start - series.start_unix) / 300);
+    std::vector<bool> up(at + 1);
+    for (size_t i = 0; i <= at; ++i) up[i] = !availability::IsFailure(series.states[i]);
+    const baselines::DeployedEstimates want = baselines::DeployedEstimatesAt(up, at, 60, 300);
+    const v1::DeployedEstimates& got = with.deployed_estimates();
+    EXPECT_NEAR(got.avail_time_tr(), want.avail_time_tr, 1e-12);
+    EXPECT_EQ(got.completed_up_intervals(), want.completed_intervals);
+    EXPECT_EQ(got.up_seconds(), want.up_steps * 300);
+    EXPECT_NEAR(got.on_fraction(), want.on_fraction, 1e-12);
+    EXPECT_GT(got.completed_up_intervals(), 2);  // the spikes of every third day
+    EXPECT_GT(got.on_fraction(), 0.5);
+    EXPECT_LT(got.on_fraction(), 1.0);
+    req.set_deployed_estimates(false);
+  }
 
   // A predictor with `pc` asked for `at`: its answer and the library
   // pipeline's with the same options agree; returns the TR.

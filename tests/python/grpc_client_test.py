@@ -215,6 +215,18 @@ class GrpcClientTest(unittest.TestCase):
         self.assertLessEqual(resp.past_up_windows, HISTORY_DAYS)
         self.assertLessEqual(resp.past_up_windows_survived, resp.past_up_windows)
         self.assertGreaterEqual(resp.past_up_windows_survived, 0)
+        # HTCondor's and BOINC's estimates of the same window only when asked for.
+        self.assertFalse(resp.HasField("deployed_estimates"))
+        req.deployed_estimates = True
+        with_baselines = self.predictor.PredictAvailability(req, timeout=self.RPC_TIMEOUT)
+        self.assertAlmostEqual(with_baselines.tr_ratio, resp.tr_ratio, places=12)
+        self.assertTrue(with_baselines.HasField("deployed_estimates"))
+        d = with_baselines.deployed_estimates
+        self.assertTrue(0.0 <= d.avail_time_tr <= 1.0)
+        self.assertTrue(0.0 <= d.on_fraction <= 1.0)
+        self.assertGreaterEqual(d.completed_up_intervals, 0)
+        self.assertGreaterEqual(d.up_seconds, 0)
+        self.assertLessEqual(d.up_seconds, HISTORY_DAYS * 86400)
 
     def test_05_health_serving_everywhere(self):
         health = pb["health"]
@@ -423,6 +435,8 @@ class GrpcClientTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr[-2000:])
         self.assertRegex(p.stdout, r"\d+ of \d+ hosts can run a 1 h job")
         self.assertRegex(p.stdout, r": TR [01]\.\d{4} over 1 h, MTTF [\d.]+ h; \d+ of \d+ past")
+        self.assertRegex(p.stdout, r"HTCondor AvailTime [01]\.\d{4} \(\d+ past up intervals, "
+                                   r"up [\d.]+ h\), BOINC on-fraction [01]\.\d{4}")
         for kernel in ("historical", "simulation", "hybrid"):
             self.assertIn(f"turnaround ({kernel}):", p.stdout)
         # Step 4, the broker's job queue: queued, estimated, started, cancelled, and the

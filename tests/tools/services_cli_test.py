@@ -41,6 +41,7 @@ usage: /usr/bin/python3 tests/tools/services_cli_test.py --bin-dir BUILD/bin
 import argparse
 import gzip
 import json
+import math
 import os
 import re
 import shutil
@@ -205,6 +206,24 @@ def test_cluster(bin_dir, workdir):
               and f"is {statemgr.address} a predictor?" in err[0]
               and not err[0].rstrip().endswith(":"),
               f"availability against a statemgr: exit {code}, stderr {err}")
+
+        # --baselines: HTCondor's and BOINC's estimates beside the TR. The host
+        # was up for 4 hours, then silent for 26 (S5 now): no survival for
+        # HTCondor (no interval completed, down now), and BOINC counts the
+        # silence as off time: exp(-26 h / 10 days).
+        argv = [sojourn, "availability", "--host", host, "--window", "2h",
+                "--predictor", predictor.address]
+        code, out, err = run(argv, env=env)
+        check(code == 0 and "TR over 2.00h" in out and "HTCondor" not in out,
+              f"availability: exit {code}, stdout {out!r}, stderr {err}")
+        code, out, err = run(argv + ["--baselines"], env=env)
+        check(code == 0 and "HTCondor AvailTime: TR 0.0000 (0 past up intervals, up 0.00h); "
+              "BOINC on-fraction 0.89" in out,
+              f"availability --baselines: exit {code}, stdout {out!r}, stderr {err}")
+        code, out, err = run(argv + ["--baselines", "--json"], env=env)
+        on = json.loads(out).get("deployed_estimates", {}).get("on_fraction", -1) if code == 0 else -1
+        check(abs(on - math.exp(-26 / 240)) < 1e-3,
+              f"availability --baselines --json: exit {code}, on_fraction {on}, stderr {err}")
 
         # B5: samples but none in the last day: how-long refuses like usage.
         for argv in (["how-long", "--host", host, "--cpu", "0.5", "--memory-mb", "512"],

@@ -98,7 +98,7 @@ ACCEPTED = [
 HELP = {
     "hosts": ["--broker ADDR", "default 127.0.0.1:7401", "--json", "--timeout"],
     "availability": ["--window DURATION", "--history-days N", "--curve N", "default 0",
-                     "[0, 100000]", "default 127.0.0.1:7402"],
+                     "[0, 100000]", "default 127.0.0.1:7402", "--baselines"],
     "rank": ["--cpu CPUS", "default 1.0", "--memory-mb MB", "default 0 = not checked",
              "--min-mhz MHZ", "default 0 = any", "--policy P", "default proactive",
              "Not the same as can-run's --cpu", "default 127.0.0.1:7401", "--include-busy"],

@@ -1,7 +1,7 @@
 // sojourn: command-line client of a sojourn cluster.
 //
 //   sojourn hosts [--json]
-//   sojourn availability --host H --window 2h [--history-days N] [--curve N] [--json]
+//   sojourn availability --host H --window 2h [--history-days N] [--curve N] [--baselines] [--json]
 //   sojourn rank --duration 4h [--cpu 1.0] [--memory-mb 512] [--min-mhz M] [--hosts H,..]
 //                [--policy P] [--json]
 //   sojourn guest [--pid N [--unregister]] [--monitor ADDR] [--json]
@@ -62,7 +62,7 @@ const char kUsage[] =
     "\n"
     "commands:\n"
     "  hosts                      list the hosts registered with the broker\n"
-    "  availability --host H --window DURATION [--history-days N] [--curve N]\n"
+    "  availability --host H --window DURATION [--history-days N] [--curve N] [--baselines]\n"
     "                             temporal reliability TR of host H over the next DURATION,\n"
     "                             MTTF, and N points of the TR curve\n"
     "  rank --duration DURATION [--cpu CPUS] [--memory-mb MB] [--min-mhz MHZ]\n"
@@ -144,7 +144,11 @@ const char kAvailabilityHelp[] =
     "  --history-days N       use the most recent N days of the same day type; an integer\n"
     "                         >= 0 (default 0 = the predictor's setting, all days by default)\n"
     "  --curve N              also print N points of the TR curve, an integer in\n"
-    "                         [0, 100000] (default 0 = none)\n";
+    "                         [0, 100000] (default 0 = none)\n"
+    "  --baselines            also print what the estimators deployed systems use today say\n"
+    "                         of the window: HTCondor's AvailTime statistics (survival of the\n"
+    "                         host's past availability intervals longer than its up-time) and\n"
+    "                         BOINC's on-fraction (time up, 10-day exponential weighting)\n";
 
 const char kRankHelp[] =
     "usage: sojourn rank --duration DURATION [options]\n"
@@ -567,7 +571,7 @@ int Guest(int argc, char** argv) {
 
 int Availability(int argc, char** argv) {
   Args a = Parse(argc, argv, CommandHelp(kAvailabilityHelp, kPredictorHelp),
-                 With({"host", "window", "history-days", "curve"}), {"json"});
+                 With({"host", "window", "history-days", "curve"}), {"json", "baselines"});
   sojourn::v1::PredictAvailabilityRequest req;
   req.set_host(HostArg(Required(a, "host"), "--host"));
   req.set_window_seconds(absl::ToInt64Seconds(DurationArg(a, "window")));
@@ -575,6 +579,7 @@ int Availability(int argc, char** argv) {
   // 1e12 points converted to int out of range.
   req.set_history_days(static_cast<int>(a.GetIntInRange("history-days", 0, 0, 36500)));
   req.set_curve_points(static_cast<int>(a.GetIntInRange("curve", 0, 0, 100000)));
+  req.set_deployed_estimates(a.Flag("baselines"));
   const std::string predictor = PredictorAddress(a);
   auto stub = sojourn::v1::Predictor::NewStub(
       grpc::CreateChannel(predictor, grpc::InsecureChannelCredentials()));
@@ -602,6 +607,12 @@ int Availability(int argc, char** argv) {
                 static_cast<double>(resp.past_up_windows_survived()) / resp.past_up_windows());
   } else {
     std::printf("past windows like this one: none yet\n");
+  }
+  if (resp.has_deployed_estimates()) {
+    const sojourn::v1::DeployedEstimates& d = resp.deployed_estimates();
+    std::printf("HTCondor AvailTime: TR %.4f (%lld past up intervals, up %s); BOINC on-fraction %.4f\n",
+                d.avail_time_tr(), static_cast<long long>(d.completed_up_intervals()),
+                Hours(d.up_seconds()).c_str(), d.on_fraction());
   }
   for (const auto& p : resp.curve()) {
     std::printf("  +%-8s TR %.4f\n", Hours(p.offset_seconds()).c_str(), p.tr_ratio());

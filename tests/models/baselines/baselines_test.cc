@@ -151,5 +151,67 @@ TEST(BaselinesTest, OnFractionDecaysWithTenDayConstant) {
   EXPECT_DOUBLE_EQ(g.Tr(), 1.0);
 }
 
+// The live estimates at a point see only the points up to it: the run in
+// progress is the up-time, not an interval.
+TEST(BaselinesTest, DeployedEstimatesSeeOnlyThePast) {
+  // Runs: 0-1 (touches the start, censored), 3-5 (3 steps), 7-10 (4 steps),
+  // 12-15 (in progress at t = 13; completed only by t = 16).
+  const std::vector<bool> up = {1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0};
+  DeployedEstimates e = DeployedEstimatesAt(up, 13, 2, 300);
+  EXPECT_EQ(e.completed_intervals, 2);
+  EXPECT_EQ(e.up_steps, 1);
+  // Longer than 1: both; longer than 1 + 2: only the 4-step one.
+  EXPECT_DOUBLE_EQ(e.avail_time_tr, 0.5);
+  OnFraction f;
+  for (int i = 1; i <= 13; ++i) f.Observe(up[i], 300);
+  EXPECT_NEAR(e.on_fraction, f.value(), 1e-12);
+  EXPECT_LT(e.on_fraction, 1.0);
+  // The run 12-15 counts once it has ended.
+  EXPECT_EQ(DeployedEstimatesAt(up, 16, 2, 300).completed_intervals, 3);
+  // Down at t: no survival, no up-time.
+  e = DeployedEstimatesAt(up, 11, 2, 300);
+  EXPECT_EQ(e.avail_time_tr, 0.0);
+  EXPECT_EQ(e.up_steps, 0);
+  // Up longer than every past interval: HTCondor's statistics say 1.
+  EXPECT_DOUBLE_EQ(DeployedEstimatesAt(up, 10, 100, 300).avail_time_tr, 1.0);
+  // Down for a day after t (a silent host): no up-time, and the day counts
+  // as off time in the on-fraction.
+  e = DeployedEstimatesAt(up, 13, 2, 300, 86400);
+  EXPECT_EQ(e.avail_time_tr, 0.0);
+  EXPECT_EQ(e.up_steps, 0);
+  EXPECT_EQ(e.completed_intervals, 2);
+  EXPECT_NEAR(e.on_fraction, f.value() * std::exp(-0.1), 1e-12);
+  // Out of range: the defaults, not a crash.
+  EXPECT_EQ(DeployedEstimatesAt(up, up.size(), 2, 300).completed_intervals, 0);
+}
+
+// The one-pass walk equals the pieces it stands for, on random grids: the
+// completed intervals of the prefix (CompletedUpIntervals), their survival at
+// the up-time of the run in progress, and one OnFraction step per point.
+TEST(BaselinesTest, DeployedEstimatesEqualThePiecesOnRandomGrids) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const size_t n = 1 + rng() % 300;
+    const double p_up = (rng() % 100) / 100.0;
+    std::vector<bool> up(n);
+    for (size_t i = 0; i < n; ++i) up[i] = std::uniform_real_distribution<double>()(rng) < p_up;
+    const size_t t = rng() % n;
+    const int64_t m = 1 + rng() % 40;
+    const DeployedEstimates e = DeployedEstimatesAt(up, t, m, 60);
+    const std::vector<bool> prefix(up.begin(), up.begin() + static_cast<std::ptrdiff_t>(t) + 1);
+    const AvailIntervalSurvival s(CompletedUpIntervals(prefix));
+    ASSERT_EQ(e.completed_intervals, static_cast<int64_t>(s.num_intervals())) << trial;
+    int64_t u = 0;
+    if (up[t]) {
+      while (u < static_cast<int64_t>(t) && up[t - u - 1]) ++u;
+    }
+    ASSERT_EQ(e.up_steps, u) << trial;
+    ASSERT_DOUBLE_EQ(e.avail_time_tr, up[t] ? s.Tr(u, m) : 0.0) << trial;
+    OnFraction f;
+    for (size_t i = 1; i <= t; ++i) f.Observe(up[i], 60);
+    ASSERT_NEAR(e.on_fraction, f.value(), 1e-12) << trial;
+  }
+}
+
 }  // namespace
 }  // namespace sojourn::baselines

@@ -1,5 +1,7 @@
 #include "services/statemgr/host_book.h"
 
+#include <cmath>
+
 #include <grpcpp/grpcpp.h>
 
 #include "common/metrics.h"
@@ -198,6 +200,63 @@ TEST_F(HostBookTest, WindowStatsUseSameClockWindowsOfTheDayType) {
   auto w = book_->WindowStats("h", spec, 0);
   ASSERT_THAT(w.status(), IsOk());
   EXPECT_EQ(w->window_starts_unix.size(), 4u);
+}
+
+// HTCondor's and BOINC's estimates of a window from the host's history up to
+// its start: busy 10:00-11:00 every day, so every completed availability
+// interval is 23 h (11:00 to 09:55), the run before the first busy hour
+// touches the start and is not one.
+TEST_F(HostBookTest, DeployedEstimatesSeeTheHistoryUpToTheWindowStart) {
+  Fill("h", 14, [](int64_t t) { return ((t % 86400) / 3600 == 10) ? 0.9 : 0.05; });
+  const int64_t last = kMonday + 14 * 86400 - 300;  // day 14, 23:55
+  clock_.Set(absl::FromUnixSeconds(last + 60));
+  availability::WindowSpec spec;
+  spec.day_type = availability::DayType::kWeekday;
+  spec.start_second_of_day = 9 * 3600;
+  spec.length_seconds = 2 * 3600;
+  auto plain = book_->WindowStats("h", spec, 0);
+  ASSERT_THAT(plain.status(), IsOk());
+  EXPECT_FALSE(plain->deployed.has_value());
+  // Now: 13 intervals of 276 steps behind, up 155 steps (since 11:00).
+  auto now = book_->WindowStats("h", spec, 0, availability::EstimatorOptions(), true);
+  ASSERT_THAT(now.status(), IsOk());
+  ASSERT_TRUE(now->deployed.has_value());
+  EXPECT_EQ(now->deployed->completed_intervals, 13);
+  EXPECT_EQ(now->deployed->up_steps, 155);
+  EXPECT_DOUBLE_EQ(now->deployed->avail_time_tr, 1.0);  // 155 + 24 < 276
+  EXPECT_GT(now->deployed->on_fraction, 0.95);
+  EXPECT_LT(now->deployed->on_fraction, 0.98);
+  spec.length_seconds = 12 * 3600;  // 155 + 144 > 276: no past interval lasted
+  EXPECT_DOUBLE_EQ(
+      book_->WindowStats("h", spec, 0, availability::EstimatorOptions(), true)->deployed->avail_time_tr,
+      0.0);
+  // Day 14 at 09:00: the 13th interval is still in progress (up 264 steps),
+  // and what came after is not seen.
+  spec.length_seconds = 2 * 3600;
+  const int64_t nine = kMonday + 13 * 86400 + 9 * 3600;
+  auto at9 = book_->WindowStats("h", spec, nine, availability::EstimatorOptions(), true);
+  ASSERT_THAT(at9.status(), IsOk());
+  EXPECT_EQ(at9->deployed->completed_intervals, 12);
+  EXPECT_EQ(at9->deployed->up_steps, 264);
+  EXPECT_DOUBLE_EQ(at9->deployed->avail_time_tr, 0.0);  // 264 + 24 > 276
+  spec.length_seconds = 1800;
+  EXPECT_DOUBLE_EQ(
+      book_->WindowStats("h", spec, nine, availability::EstimatorOptions(), true)->deployed->avail_time_tr,
+      1.0);  // 264 + 6 < 276
+  // Day 14 at 10:30, in the busy hour: down, no survival.
+  auto busy = book_->WindowStats("h", spec, nine + 5400, availability::EstimatorOptions(), true);
+  ASSERT_THAT(busy.status(), IsOk());
+  EXPECT_EQ(busy->deployed->completed_intervals, 13);
+  EXPECT_EQ(busy->deployed->up_steps, 0);
+  EXPECT_DOUBLE_EQ(busy->deployed->avail_time_tr, 0.0);
+  // Silent past its revocation gap, the host is down now.
+  clock_.Set(absl::FromUnixSeconds(last + 86400));
+  auto silent = book_->WindowStats("h", spec, 0, availability::EstimatorOptions(), true);
+  ASSERT_THAT(silent.status(), IsOk());
+  EXPECT_DOUBLE_EQ(silent->deployed->avail_time_tr, 0.0);
+  EXPECT_EQ(silent->deployed->up_steps, 0);
+  // The silent day (from the last sample) is off time for BOINC.
+  EXPECT_NEAR(silent->deployed->on_fraction, now->deployed->on_fraction * std::exp(-0.1), 1e-9);
 }
 
 // With the load band asked for, the book returns the host's band now (its
