@@ -192,11 +192,33 @@ constexpr char kJobEventsMetric[] = "sojourn_broker_job_events_total";
 constexpr char kJobEventsHelp[] =
     "Job events the broker took, by kind and whether the predictor's job history recorded them";
 
+constexpr char kReplayedMetric[] = "sojourn_broker_job_events_replayed_total";
+constexpr char kReplayedHelp[] =
+    "Job events the broker sent again from its outbox, by outcome: recorded by the job history, "
+    "or dropped because it refused them for good";
+constexpr char kPendingMetric[] = "sojourn_broker_job_events_pending";
+constexpr char kPendingHelp[] =
+    "Job events in the broker's outbox, waiting for the predictor's job history to take them";
+
 void SetQueueGauges(const JobQueue::Counts& counts, Metrics& metrics) {
   metrics.Set("sojourn_broker_jobs", "Jobs in the broker's queue", {{"state", "waiting"}},
               counts.waiting);
   metrics.Set("sojourn_broker_jobs", "Jobs in the broker's queue", {{"state", "running"}},
               counts.running);
+}
+
+// A failure that may pass (the predictor down, slow or overloaded): the event
+// waits in the outbox. Any other answer is the history's verdict on the event.
+bool Transient(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsResourceExhausted(s) ||
+         absl::IsAborted(s);
+}
+
+const char* EventKind(const sojourn::v1::JobEvent& event) {
+  return event.has_submitted() ? "submitted"
+         : event.has_started() ? "started"
+         : event.has_finished() ? "finished"
+                                : "cancelled";
 }
 
 }  // namespace
@@ -214,8 +236,44 @@ void BrokerService::EnableJobQueue(JobQueue& queue, JobHistory& history,
                                  {{"event", kind}, {"recorded", recorded}});
       }
     }
+    for (const char* outcome : {"recorded", "dropped"}) {
+      metrics_->DeclareCounter(kReplayedMetric, kReplayedHelp, {{"outcome", outcome}});
+    }
     SetQueueGauges(queue.Count(), *metrics_);
+    metrics_->Set(kPendingMetric, kPendingHelp, {}, queue.OutboxSize());
   }
+}
+
+int BrokerService::FlushJobHistory() {
+  if (queue_ == nullptr) return 0;
+  int recorded = 0;
+  while (true) {
+    // One event at a time under the lock: a new event (Forward) waits for at
+    // most one call, and goes behind whatever is still in the outbox.
+    absl::MutexLock l(&history_mu_);
+    std::optional<std::pair<uint64_t, sojourn::v1::JobEvent>> front = queue_->OutboxFront();
+    if (!front) break;
+    absl::StatusOr<sojourn::v1::RecordJobEventResponse> r = history_->Record(front->second);
+    if (!r.ok() && Transient(r.status())) break;
+    if (r.ok()) {
+      ++recorded;
+    } else {
+      // Refused for good (e.g. the job was already finished there, or the
+      // predictor keeps no job history): sending it again cannot help.
+      SOJOURN_LOG(WARNING, "job history refused a %s event of the outbox, dropped: %s",
+                  EventKind(front->second), r.status().ToString());
+    }
+    if (metrics_ != nullptr) {
+      metrics_->Increment(kReplayedMetric, kReplayedHelp,
+                          {{"outcome", r.ok() ? "recorded" : "dropped"}});
+    }
+    if (absl::Status s = queue_->PopOutbox(front->first); !s.ok()) {
+      SOJOURN_LOG(ERROR, "job history outbox: %s", s.ToString());
+      break;
+    }
+  }
+  if (metrics_ != nullptr) metrics_->Set(kPendingMetric, kPendingHelp, {}, queue_->OutboxSize());
+  return recorded;
 }
 
 absl::StatusOr<int64_t> BrokerService::EventTime(int64_t job_id, const char* field,
@@ -239,7 +297,27 @@ sojourn::v1::ClusterSnapshot BrokerService::Snapshot(const sojourn::v1::Scheduli
 
 void BrokerService::Forward(const sojourn::v1::JobEvent& event,
                             sojourn::v1::JobQueueResponse* response) {
-  absl::StatusOr<sojourn::v1::RecordJobEventResponse> r = history_->Record(event);
+  absl::StatusOr<sojourn::v1::RecordJobEventResponse> r;
+  {
+    absl::MutexLock l(&history_mu_);
+    // Events reach the history in the order they happened: behind the
+    // outbox while it holds any.
+    const int waiting = queue_->OutboxSize();
+    r = waiting > 0 ? absl::UnavailableError(absl::StrCat(
+                          "the job history has not yet taken ", waiting, " earlier event",
+                          waiting == 1 ? "" : "s"))
+                    : history_->Record(event);
+    if (!r.ok() && Transient(r.status())) {
+      if (absl::Status s = queue_->AppendOutbox(event); s.ok()) {
+        r = absl::Status(r.status().code(),
+                         absl::StrCat(r.status().message(), "; kept in the broker's outbox, sent "
+                                                            "again when the predictor answers"));
+      } else {
+        r = absl::Status(r.status().code(), absl::StrCat(r.status().message(), "; ", s.message()));
+      }
+    }
+    response->set_history_pending(queue_->OutboxSize());
+  }
   response->set_recorded_in_history(r.ok());
   if (r.ok()) {
     response->set_history_records(r->history_records());
@@ -251,13 +329,10 @@ void BrokerService::Forward(const sojourn::v1::JobEvent& event,
   response->set_waiting_jobs(counts.waiting);
   response->set_running_jobs(counts.running);
   if (metrics_ != nullptr) {
-    const char* kind = event.has_submitted() ? "submitted"
-                       : event.has_started() ? "started"
-                       : event.has_finished() ? "finished"
-                                              : "cancelled";
     metrics_->Increment(kJobEventsMetric, kJobEventsHelp,
-                        {{"event", kind}, {"recorded", r.ok() ? "true" : "false"}});
+                        {{"event", EventKind(event)}, {"recorded", r.ok() ? "true" : "false"}});
     SetQueueGauges(counts, *metrics_);
+    metrics_->Set(kPendingMetric, kPendingHelp, {}, response->history_pending());
   }
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
 #include "common/thread_pool.h"
 #include "services/broker/host_registry.h"
@@ -124,6 +125,14 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   // they answer FAILED_PRECONDITION. Call before the server starts.
   void EnableJobQueue(JobQueue& queue, JobHistory& history, const JobQueueServiceConfig& config,
                       Metrics* metrics = nullptr);
+  // Sends the job queue's outbox (events the history could not take when
+  // they happened: the predictor was unreachable) to the history, oldest
+  // first, until it is empty or the history still cannot take one for a
+  // reason that may pass (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED,
+  // ABORTED); an event it refuses for good is dropped (logged, counted).
+  // Returns the events recorded. The broker calls it every
+  // --history_retry_seconds; safe to call at any time.
+  int FlushJobHistory();
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const sojourn::v1::SubmitJobRequest* request,
                                       sojourn::v1::JobQueueResponse* response) override;
@@ -159,6 +168,9 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   JobHistory* history_ = nullptr;
   JobQueueServiceConfig queue_config_;
   Metrics* metrics_ = nullptr;
+  // Held while an event goes to the history, so that events (new ones and
+  // the outbox's) reach it in the order they happened.
+  absl::Mutex history_mu_;
 };
 
 }  // namespace sojourn::broker

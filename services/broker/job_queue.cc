@@ -13,10 +13,13 @@ namespace sojourn::broker {
 namespace {
 
 // Layout: "format" -> kFormat; "job/" + 8-byte big-endian job id -> 8-byte
-// big-endian queue sequence + serialized QueuedJob.
+// big-endian queue sequence + serialized QueuedJob; "outbox/" + 8-byte
+// big-endian sequence -> serialized JobEvent (a queue written before the
+// outbox has none: the same format).
 constexpr char kFormatKey[] = "format";
 constexpr char kFormat[] = "sojourn-broker-jobs-v1";
 constexpr char kJobPrefix[] = "job/";
+constexpr char kOutboxPrefix[] = "outbox/";
 
 void AppendBigEndian(uint64_t v, std::string* out) {
   for (int shift = 56; shift >= 0; shift -= 8) out->push_back(static_cast<char>(v >> shift));
@@ -31,6 +34,12 @@ uint64_t ReadBigEndian(absl::string_view s) {
 std::string JobKey(int64_t job_id) {
   std::string key = kJobPrefix;
   AppendBigEndian(static_cast<uint64_t>(job_id), &key);
+  return key;
+}
+
+std::string OutboxKey(uint64_t sequence) {
+  std::string key = kOutboxPrefix;
+  AppendBigEndian(sequence, &key);
   return key;
 }
 
@@ -93,7 +102,60 @@ absl::StatusOr<std::unique_ptr<JobQueue>> JobQueue::Open(const std::string& path
     queue->jobs_.emplace(id, std::move(e));
   }
   if (!it->status().ok()) return FromRocks(it->status(), "scan");
+  for (it->Seek(kOutboxPrefix); it->Valid() && it->key().starts_with(kOutboxPrefix); it->Next()) {
+    sojourn::v1::JobEvent event;
+    const rocksdb::Slice v = it->value();
+    if (it->key().size() != sizeof(kOutboxPrefix) - 1 + 8 ||
+        !event.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
+      return absl::DataLossError(absl::StrCat("broker job queue ", path,
+                                              ": unreadable outbox record (key of ",
+                                              it->key().size(), " bytes)"));
+    }
+    const uint64_t seq =
+        ReadBigEndian(absl::string_view(it->key().data() + sizeof(kOutboxPrefix) - 1, 8));
+    queue->next_outbox_ = std::max(queue->next_outbox_, seq + 1);
+    queue->outbox_.emplace(seq, std::move(event));
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "scan");
   return queue;
+}
+
+absl::Status JobQueue::AppendOutbox(const sojourn::v1::JobEvent& event) {
+  absl::MutexLock l(&mu_);
+  if (static_cast<int64_t>(outbox_.size()) >= int64_t{10} * max_jobs_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the job history outbox is full (", outbox_.size(),
+        " events not yet taken by the predictor): the event is not kept"));
+  }
+  const uint64_t seq = next_outbox_;
+  if (db_ != nullptr) {
+    rocksdb::Status s = db_->Put(rocksdb::WriteOptions(), OutboxKey(seq), event.SerializeAsString());
+    if (!s.ok()) return FromRocks(s, "write outbox");
+  }
+  ++next_outbox_;
+  outbox_.emplace(seq, event);
+  return absl::OkStatus();
+}
+
+std::optional<std::pair<uint64_t, sojourn::v1::JobEvent>> JobQueue::OutboxFront() const {
+  absl::MutexLock l(&mu_);
+  if (outbox_.empty()) return std::nullopt;
+  return *outbox_.begin();
+}
+
+absl::Status JobQueue::PopOutbox(uint64_t sequence) {
+  absl::MutexLock l(&mu_);
+  if (db_ != nullptr) {
+    rocksdb::Status s = db_->Delete(rocksdb::WriteOptions(), OutboxKey(sequence));
+    if (!s.ok()) return FromRocks(s, "delete outbox");
+  }
+  outbox_.erase(sequence);
+  return absl::OkStatus();
+}
+
+int JobQueue::OutboxSize() const {
+  absl::MutexLock l(&mu_);
+  return static_cast<int>(outbox_.size());
 }
 
 absl::Status JobQueue::Persist(int64_t job_id, const Entry* entry) {

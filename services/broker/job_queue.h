@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -74,6 +76,18 @@ class JobQueue {
   Counts Count() const;
   bool persistent() const { return db_ != nullptr; }
 
+  // The outbox: job events the job history could not take yet (the
+  // predictor was unreachable), oldest first, kept in the same database so a
+  // restarted broker still sends them (BrokerService::FlushJobHistory). At
+  // most 10 x max_jobs events: AppendOutbox refuses more
+  // (RESOURCE_EXHAUSTED), and nothing changes on error.
+  absl::Status AppendOutbox(const sojourn::v1::JobEvent& event);
+  // The oldest event and its sequence number; nullopt when the outbox is empty.
+  std::optional<std::pair<uint64_t, sojourn::v1::JobEvent>> OutboxFront() const;
+  // Removes the event of `sequence` (sent, or refused for good).
+  absl::Status PopOutbox(uint64_t sequence);
+  int OutboxSize() const;
+
  private:
   struct Entry {
     uint64_t sequence = 0;
@@ -87,6 +101,8 @@ class JobQueue {
   mutable absl::Mutex mu_;
   std::map<int64_t, Entry> jobs_ ABSL_GUARDED_BY(mu_);
   uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, sojourn::v1::JobEvent> outbox_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_outbox_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 // The snapshot of paper 002's cluster model as the broker sees it at `now`:

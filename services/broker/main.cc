@@ -2,9 +2,11 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/synchronization/mutex.h"
 #include "common/cli_util.h"
 #include "common/clock.h"
 #include "common/flags_usage.h"
@@ -50,6 +52,9 @@ ABSL_FLAG(std::string, job_selection, "fcfs",
 ABSL_FLAG(std::string, node_selection, "normal",
           "the cluster's node selection (paper 002): normal (least loaded first) or uniform");
 ABSL_FLAG(int, mpl_limit, 1, "parallel tasks one host may hold at once (multiprogramming limit)");
+ABSL_FLAG(int64_t, history_retry_seconds, 30,
+          "how often job events the predictor's job history could not take (it was unreachable) "
+          "are sent again from the queue's outbox, oldest first");
 ABSL_FLAG(int64_t, load_history_seconds, 4 * 3600,
           "recent history fetched from a host's state manager (GetSeries) for its load forecast "
           "(0 = no load forecast: L = 0)");
@@ -95,6 +100,8 @@ int main(int argc, char** argv) {
           sojourn::IntFlagInRange("--max_queued_jobs", absl::GetFlag(FLAGS_max_queued_jobs), 1,
                                   1000000),
           sojourn::IntFlagInRange("--mpl_limit", absl::GetFlag(FLAGS_mpl_limit), 1, 1000),
+          sojourn::IntFlagInRange("--history_retry_seconds",
+                                  absl::GetFlag(FLAGS_history_retry_seconds), 1, 86400),
           sojourn::ValidateServerOptions(options),
       })) {
     return sojourn::kExitUsage;
@@ -143,12 +150,38 @@ int main(int argc, char** argv) {
     return 1;
   }
   const sojourn::broker::JobQueue::Listing jobs = (*queue)->List();
-  SOJOURN_LOG(INFO, "broker serving on %s (%s), predictor %s, job queue %s (%d waiting, %d running)",
+  SOJOURN_LOG(INFO,
+              "broker serving on %s (%s), predictor %s, job queue %s (%d waiting, %d running, %d "
+              "events for the job history in the outbox)",
               (*server)->listen_address(), (*server)->metrics_description(),
               absl::GetFlag(FLAGS_predictor),
               (*queue)->persistent() ? absl::GetFlag(FLAGS_data_dir) : std::string("in memory"),
-              static_cast<int>(jobs.waiting.size()), static_cast<int>(jobs.running.size()));
+              static_cast<int>(jobs.waiting.size()), static_cast<int>(jobs.running.size()),
+              (*queue)->OutboxSize());
+
+  // Sends the outbox again (events the job history could not take).
+  absl::Mutex retry_mu;
+  bool stopping = false;
+  std::thread retry([&] {
+    const absl::Duration every = absl::Seconds(absl::GetFlag(FLAGS_history_retry_seconds));
+    sojourn::Clock& clock = sojourn::Clock::Real();
+    absl::MutexLock l(&retry_mu);
+    while (!stopping) {
+      retry_mu.Unlock();
+      if (const int n = service.FlushJobHistory(); n > 0) {
+        SOJOURN_LOG(INFO, "job history took %d event(s) from the outbox, %d left", n,
+                    (*queue)->OutboxSize());
+      }
+      retry_mu.Lock();
+      clock.SleepUntil(clock.Now() + every, &retry_mu, &stopping);
+    }
+  });
   sojourn::WaitForTerminationSignal();
+  {
+    absl::MutexLock l(&retry_mu);
+    stopping = true;
+  }
+  retry.join();
   (*server)->Shutdown(absl::Seconds(5));
   return 0;
 }

@@ -340,6 +340,123 @@ TEST_F(BrokerJobsTest, QueueWorksWhileThePredictorIsDown) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
 }
 
+// Events the history could not take wait in the queue's outbox (on disk), in
+// the order they happened, and reach the history once the predictor answers:
+// nothing the middleware reported is lost to the turnaround kernels.
+TEST_F(BrokerJobsTest, EventsThePredictorMissedAreSentAgainInOrder) {
+  StopBroker();
+  StartBroker("127.0.0.1:1");
+  ASSERT_TRUE(Register("a", 0.0).ok());
+  v1::JobQueueResponse resp;
+  ASSERT_TRUE(Submit(Job(1, 1), &resp).ok());
+  EXPECT_FALSE(resp.recorded_in_history());
+  EXPECT_EQ(resp.history_pending(), 1);
+  EXPECT_NE(resp.history_error().find("outbox"), std::string::npos) << resp.history_error();
+  clock_.Advance(absl::Seconds(100));
+  ASSERT_TRUE(Start(1, {"a"}, &resp).ok());
+  EXPECT_EQ(resp.history_pending(), 2);
+  EXPECT_EQ(service_->FlushJobHistory(), 0);  // still down: both stay
+  EXPECT_EQ(queue_->OutboxSize(), 2);
+  EXPECT_NE(broker_metrics_->Render().find(
+                "sojourn_broker_job_events_pending{service=\"broker\"} 2\n"),
+            std::string::npos);
+  EXPECT_FALSE(histdb_->GetPending(1).ok());
+
+  // A restarted broker, its predictor back: the outbox was kept, and an
+  // event that arrives before it is sent goes behind it.
+  StopBroker();
+  StartBroker(predictor_->address());
+  EXPECT_EQ(queue_->OutboxSize(), 2);
+  clock_.Advance(absl::Seconds(1000));
+  ASSERT_TRUE(Finish(1, 900, false, &resp).ok());
+  EXPECT_FALSE(resp.recorded_in_history());
+  EXPECT_EQ(resp.history_pending(), 3);
+  const int64_t records = histdb_->size();
+  EXPECT_EQ(service_->FlushJobHistory(), 3);
+  EXPECT_EQ(queue_->OutboxSize(), 0);
+  // Submitted, started, finished, in that order: one more finished job, with
+  // the times the events carried.
+  EXPECT_EQ(histdb_->size(), records + 1);
+  EXPECT_FALSE(histdb_->GetPending(1).ok());  // no longer pending: finished
+  EXPECT_NE(broker_metrics_->Render().find(
+                "sojourn_broker_job_events_replayed_total{service=\"broker\",outcome=\"recorded\"} 3\n"),
+            std::string::npos);
+  EXPECT_NE(broker_metrics_->Render().find(
+                "sojourn_broker_job_events_pending{service=\"broker\"} 0\n"),
+            std::string::npos);
+  // Nothing pending: new events go straight to the history again.
+  ASSERT_TRUE(Submit(Job(2, 1), &resp).ok());
+  EXPECT_TRUE(resp.recorded_in_history()) << resp.history_error();
+  EXPECT_EQ(resp.history_pending(), 0);
+}
+
+// A JobHistory that answers each Record with the next status of a script
+// (then OK), and remembers the events it took.
+class ScriptedHistory final : public broker::JobHistory {
+ public:
+  explicit ScriptedHistory(std::vector<absl::Status> script) : script_(std::move(script)) {}
+  absl::StatusOr<v1::RecordJobEventResponse> Record(const v1::JobEvent& event) override {
+    absl::Status s = next_ < script_.size() ? script_[next_++] : absl::OkStatus();
+    if (!s.ok()) return s;
+    taken.push_back(event);
+    return v1::RecordJobEventResponse();
+  }
+  absl::StatusOr<v1::EstimateTurnaroundResponse> Estimate(
+      const v1::EstimateTurnaroundRequest&) override {
+    return absl::UnimplementedError("not in this test");
+  }
+  std::vector<v1::JobEvent> taken;
+
+ private:
+  std::vector<absl::Status> script_;
+  size_t next_ = 0;
+};
+
+// Only failures that may pass keep an event for later; an event the history
+// refuses for good is not kept, and one it refuses on replay is dropped
+// (counted) without holding up the ones behind it.
+TEST(JobHistoryOutboxTest, TransientFailuresWaitRefusalsAreDropped) {
+  FakeClock clock{absl::FromUnixSeconds(kStart)};
+  broker::HostRegistry registry{clock, absl::Hours(24)};
+  auto q = broker::JobQueue::Open("");
+  ASSERT_THAT(q.status(), IsOk());
+  ScriptedHistory history({absl::InvalidArgumentError("bad"), absl::UnavailableError("down"),
+                           absl::DeadlineExceededError("slow"), absl::NotFoundError("gone")});
+  broker::GrpcTrSource tr_source("127.0.0.1:1");
+  ThreadPool pool{1};
+  broker::BrokerService service(registry, tr_source, pool);
+  Metrics metrics("broker");
+  service.EnableJobQueue(**q, history, broker::JobQueueServiceConfig{}, &metrics);
+  auto server = GrpcServer::Start({}, {&service}, metrics);
+  ASSERT_THAT(server.status(), IsOk());
+  auto stub = v1::Broker::NewStub(
+      grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
+  auto submit = [&](int64_t id) {
+    grpc::ClientContext ctx;
+    v1::SubmitJobRequest req;
+    *req.mutable_job() = Job(id, 1);
+    v1::JobQueueResponse resp;
+    EXPECT_TRUE(stub->SubmitJob(&ctx, req, &resp).ok());
+    return resp;
+  };
+  EXPECT_EQ(submit(1).history_pending(), 0);  // INVALID_ARGUMENT: the history's verdict
+  EXPECT_EQ(submit(2).history_pending(), 1);  // UNAVAILABLE: kept
+  EXPECT_EQ(submit(3).history_pending(), 2);  // behind it, unsent
+  EXPECT_EQ((*q)->OutboxSize(), 2);
+  // Job 2 meets DEADLINE_EXCEEDED (kept), then NOT_FOUND (dropped); job 3
+  // is taken.
+  EXPECT_EQ(service.FlushJobHistory(), 0);
+  EXPECT_EQ((*q)->OutboxSize(), 2);
+  EXPECT_EQ(service.FlushJobHistory(), 1);
+  EXPECT_EQ((*q)->OutboxSize(), 0);
+  ASSERT_EQ(history.taken.size(), 1u);
+  EXPECT_EQ(history.taken[0].submitted().job().job_id(), 3);
+  EXPECT_NE(metrics.Render().find("sojourn_broker_job_events_replayed_total{service=\"broker\","
+                                  "outcome=\"dropped\"} 1\n"),
+            std::string::npos);
+  (*server)->Shutdown(absl::Seconds(1));
+}
+
 // Only an empty directory or a job queue is opened as one: a job history's
 // database is refused, untouched.
 TEST(JobQueueOpenTest, RefusesAnotherServicesDatabase) {

@@ -80,6 +80,7 @@ refused broker "^E .*--threads must be in \[1, 1024\], got 0$" --threads=0
 refused broker "^E .*--fanout_threads must be in \[0, 1024\].*got -1$" --fanout_threads=-1
 refused broker "^E .*--horizon_seconds must be in \[1, 604800\].*got 0$" --horizon_seconds=0
 refused broker "^E .*--cache_ttl_seconds must be >= 0, got -1$" --cache_ttl_seconds=-1
+refused broker "^E .*--history_retry_seconds must be in \[1, 86400\], got 0$" --history_retry_seconds=0
 refused broker "--predictor '127\.0\.0\.1:99999': the port must be in \[1, 65535\]" \
   --predictor=127.0.0.1:99999
 refused broker "--predictor is required" --predictor=

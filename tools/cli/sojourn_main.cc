@@ -319,7 +319,9 @@ const char kJobsHelp[] =
     "  cancel --job-id N      the job left the queue without finishing (waiting or killed)\n"
     "\n"
     "Each event prints whether the predictor's job history recorded it; the queue changes\n"
-    "either way (the broker logs why the history did not).\n"
+    "either way (the broker logs why the history did not). An event the history could not\n"
+    "take because the predictor was unreachable waits in the broker's outbox and is sent\n"
+    "again, in order, once it answers (broker --history_retry_seconds).\n"
     "\n"
     "options:\n";
 
