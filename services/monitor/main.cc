@@ -46,8 +46,9 @@ ABSL_FLAG(int64_t, max_period_seconds, 30,
           "revocation gap, max(--revocation_gap_seconds, 1.5 x --period_seconds), and at most "
           "--grace_seconds");
 ABSL_FLAG(int64_t, stable_seconds, 60,
-          "with --adaptive_period: time without a change before the period doubles (default: "
-          "the grace period, the time scale of the five states)");
+          "with --adaptive_period: time without a change before the period doubles (the default "
+          "is the default --grace_seconds, the time scale of the five states; a fixed value: "
+          "change it along with --grace_seconds)");
 ABSL_FLAG(int64_t, revocation_gap_seconds, 60,
           "with --adaptive_period: the state manager's --revocation_gap_seconds, which "
           "--max_period_seconds must stay below");

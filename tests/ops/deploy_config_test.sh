@@ -3,7 +3,7 @@
 #   1. `docker-compose -f docker-compose.yml config -q` (Debian's docker-compose) accepts
 #      the cluster, and rejects a copy with an unknown key (so the check has teeth);
 #   2. the compose cluster has the broker, predictor, Prometheus and >= 2 monitor+statemgr
-#      pairs, every monitor spools to a volume, deploy/prometheus.yml scrapes exactly the services' --metrics_listen ports,
+#      pairs, every monitor spools to a volume and takes guests on loopback only, deploy/prometheus.yml scrapes exactly the services' --metrics_listen ports,
 #      and its rule files are mounted beside it;
 #   3. `promtool check config deploy/prometheus.yml` and `promtool test rules
 #      deploy/sojourn-alerts.test.yml` (each alert fires when it should, and only then);
@@ -101,6 +101,10 @@ for m in monitors:
               for v in compose[m].get("volumes") or []]
     if not spool or not any(t and spool.startswith(t.rstrip("/") + "/") for t in mounts):
         errors.append(f"{m}: --spool_path={spool!r} is not on one of its volumes {mounts}")
+    # The monitor's gRPC port takes guest registrations (and with --gateway acts on the
+    # guests): only this host's processes may reach it (deploy/README.md).
+    if not (flag(m, "listen") or "").startswith("127.0.0.1:"):
+        errors.append(f"{m}: --listen={flag(m, 'listen')!r} is not on loopback")
 if statemgrs != {flag(m, "statemgr").rsplit(":", 1)[0] for m in monitors}:
     errors.append("every statemgr needs its monitor (one pair per host)")
 

@@ -534,7 +534,8 @@ def test_job_queue(bin_dir, workdir):
         code, out, err = jobs("start", "--job-id", "1", "--hosts", "lab-pc")
         check(code == 0 and "job 1 running; the queue holds 0 waiting and 1 running" in out,
               f"jobs start: exit {code}, {out!r}, {err}")
-        code, out, err = jobs("submit", "--job-id", "2", "--procs", "1", "--requested", "2h")
+        code, out, err = jobs("submit", "--job-id", "2", "--procs", "1", "--requested", "2h",
+                              "--swf-queue", "3")
         check(code == 0, f"jobs submit 2: exit {code}, {out!r}, {err}")
         code, out, err = jobs()
         rows = [l.split() for l in out.splitlines()[2:]]
@@ -543,8 +544,9 @@ def test_job_queue(bin_dir, workdir):
               rows[1][-1] == "lab-pc", f"jobs (list): exit {code}, {out!r}, {err}")
 
         # The only host runs job 1 and job 2 waits first: a new 1-host job waits (FCFS).
+        # (--queue, the broker's cluster, beside --swf-queue, the job's SWF queue id.)
         code, out, err = run([sojourn, "turnaround", "--queue", "--procs", "1", "--requested",
-                              "30m", "--json"] + b, env=env)
+                              "30m", "--swf-queue", "4", "--json"] + b, env=env)
         try:
             r = json.loads(out)
             wait = {e["kernel"]: e for e in r["estimates"]}["simulation"]["wait"]["point_seconds"]
@@ -552,7 +554,7 @@ def test_job_queue(bin_dir, workdir):
             r, wait = {}, None
         check(code == 0 and wait is not None and wait > 0 and
               len(r["snapshot"]["running"]) == 1 and len(r["snapshot"]["waiting"]) == 1 and
-              r["snapshot_hosts"] == ["lab-pc"],
+              r["snapshot"]["waiting"][0].get("queue") == 3 and r["snapshot_hosts"] == ["lab-pc"],
               f"turnaround --queue: exit {code}, wait {wait}, {out[:400]!r}, {err}")
         code, out, err = run([sojourn, "turnaround", "--queue", "--procs", "1"] + b, env=env)
         check(code == 0 and "the broker's queue: 1 nodes, 1 running and 1 waiting jobs" in out,

@@ -58,6 +58,8 @@ CASES = [
     (["turnaround", "--procs", "0", "--nodes", "2"], "--procs wants an integer in [1, 1000000]"),
     (["turnaround", "--procs", "1", "--nodes", "2", "--cpu", "0"], "--cpu must be a share"),
     (["turnaround", "--procs", "1", "--nodes", "2", "--user", "-2"], "--user wants an integer"),
+    (["turnaround", "--procs", "1", "--nodes", "2", "--swf-queue", "x"],
+     "--swf-queue wants an integer"),
     (["turnaround", "--procs", "1", "--nodes", "2", "--requested", "0"], "--requested"),
     (["turnaround", "--procs", "1", "--snapshot", "/nonexistent/snap.json"], "No such file"),
     (["job-event", "--file", "/nonexistent/events.jsonl"], "No such file"),
@@ -86,9 +88,14 @@ ACCEPTED = [
     ["hosts", "--broker", "dns:///localhost:9"],
     ["turnaround", "--procs", "4", "--nodes", "8", "--requested", "2h", "--user", "3"],
     ["turnaround", "--procs", "4", "--queue", "--requested", "2h"],
+    # The job's SWF queue id beside --queue, the broker's cluster (session 19: one name
+    # for both made --queue Q unusable).
+    ["turnaround", "--procs", "4", "--nodes", "8", "--swf-queue", "3"],
+    ["turnaround", "--procs", "4", "--queue", "--swf-queue", "3"],
     ["jobs"],
     ["jobs", "list"],
     ["jobs", "submit", "--job-id", "3", "--procs", "2", "--requested", "1h", "--cpu", "0.5"],
+    ["jobs", "submit", "--job-id", "3", "--procs", "2", "--swf-queue", "3", "--user", "1"],
     ["jobs", "start", "--job-id", "3", "--hosts", "a,b"],
     ["jobs", "finish", "--job-id", "3", "--cpu-seconds", "120"],
     ["jobs", "cancel", "--job-id", "3"],
@@ -107,11 +114,12 @@ HELP = {
                 "Not the same as rank's --cpu"],
     "how-long": ["--cpu FREE", "in [0, 1]", "--memory-mb MB", "not enough history yet"],
     "turnaround": ["--procs N", "--requested DURATION", "default: unknown", "--nodes N",
-                   "--snapshot FILE", "default -1 = unknown", "default 127.0.0.1:7402"],
+                   "--snapshot FILE", "default -1 = unknown", "default 127.0.0.1:7402",
+                   "--swf-queue Q"],
     "job-event": ["--file FILE", "default - = standard input", "one line", "cancelled"],
     "jobs": ["list (default)", "submit --job-id N --procs N", "start --job-id N --hosts",
              "finish --job-id N [--cpu-seconds S]", "cancel --job-id N", "--data_dir",
-             "default 127.0.0.1:7401"],
+             "default 127.0.0.1:7401", "--swf-queue", "default -1 = unknown"],
 }
 
 

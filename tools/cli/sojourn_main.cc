@@ -67,6 +67,7 @@ const char kUsage[] =
     "                             MTTF, and N points of the TR curve\n"
     "  rank --duration DURATION [--cpu CPUS] [--memory-mb MB] [--min-mhz MHZ]\n"
     "       [--hosts H1,H2,...] [--policy proactive|condor|round_robin|tr]\n"
+    "       [--include-busy]\n"
     "                             rank every host for a job of that length and needs\n"
     "                             (default policy proactive): the figures behind each\n"
     "                             place (TR, MTTF, JCT, JCTF, ETL, load) and the reason\n"
@@ -246,18 +247,18 @@ const char kTurnaroundHelp[] =
     "(historical, simulation and hybrid; CISNE, paper 002), each with the wait, the run time\n"
     "and the turnaround, a point and an interval. The historical kernel learns from the\n"
     "finished jobs in the predictor's job history (`sojourn job-event`); the simulation\n"
-    "kernel runs the job through the given cluster and queue. A predictor started without\n"
-    "--histdb_path refuses ('no job history configured').\n"
+    "kernel runs the job through the given cluster and queue. A predictor started with an\n"
+    "empty --histdb_path= keeps no job history and refuses ('no job history configured').\n"
     "\n"
     "options:\n"
     "  --procs N              processors the job needs (one task per node), an integer in\n"
     "                         [1, 1000000] (required)\n"
     "  --requested DURATION   run time requested from the scheduler: 2h, 90m, 45s, 1h30m or\n"
     "                         seconds (default: unknown)\n"
-    "  --user U               the job's user, group, executable and queue as integer ids, as\n"
-    "  --group G              in the Standard Workload Format; the historical kernel matches\n"
-    "  --executable E         earlier jobs on them. Integers >= -1 (default -1 = unknown)\n"
-    "  --queue Q\n"
+    "  --user U               the job's user, group, executable and SWF queue as integer ids,\n"
+    "  --group G              as in the Standard Workload Format; the historical kernel\n"
+    "  --executable E         matches earlier jobs on them. Integers >= -1\n"
+    "  --swf-queue Q          (default -1 = unknown)\n"
     "  --cpu FRACTION         share of a CPU each task uses, in (0, 1] (default: unknown)\n"
     "  --job-id ID            the job's id, an integer >= 0 (default 0)\n"
     "  --nodes N              the cluster: N nodes, nothing running or waiting, FCFS, normal\n"
@@ -292,6 +293,8 @@ const char kJobEventHelp[] =
     "  {\"started\": {\"job_id\": 7, \"start_unix_seconds\": 1700000060, \"nodes\": [0, 1],\n"
     "     \"snapshot\": {\"now_unix_seconds\": 1700000060, \"nodes\": [{}, {}]}}}\n"
     "  {\"finished\": {\"job_id\": 7, \"finish_unix_seconds\": 1700003000}}\n"
+    "  {\"submitted\": {\"job\": {\"job_id\": 8, \"submit_unix_seconds\": 1700003100, \"procs\": 1},\n"
+    "     \"snapshot\": {\"now_unix_seconds\": 1700003100, \"nodes\": [{}, {}]}}}\n"
     "  {\"cancelled\": {\"job_id\": 8}}\n"
     "(each on one line). Stops at the first line that is not such an event, or that the\n"
     "predictor refuses, naming the line (exit 2); the events before it stay recorded.\n"
@@ -310,13 +313,20 @@ const char kJobsHelp[] =
     "\n"
     "  list (default)         the waiting jobs in queue order, then the running jobs\n"
     "  submit --job-id N --procs N [--requested DURATION] [--user U] [--group G]\n"
-    "         [--executable E] [--queue Q] [--cpu FRACTION]\n"
+    "         [--executable E] [--swf-queue Q] [--cpu FRACTION]\n"
     "                         queue a job that needs N hosts (one task per host)\n"
     "  start --job-id N --hosts H1,H2,...\n"
     "                         the job started on these registered hosts (procs of them)\n"
     "  finish --job-id N [--cpu-seconds S]\n"
     "                         the job ended; S = CPU seconds each task used (default unknown)\n"
     "  cancel --job-id N      the job left the queue without finishing (waiting or killed)\n"
+    "\n"
+    "submit's job: --job-id an integer >= 1 (required), --procs an integer in [1, 1000000]\n"
+    "(required), --requested DURATION the run time asked of the scheduler (2h, 90m, 45s,\n"
+    "1h30m or seconds; default unknown), --user, --group, --executable and --swf-queue the\n"
+    "job's integer ids as in the Standard Workload Format, which the turnaround kernels\n"
+    "match earlier jobs on (integers >= -1, default -1 = unknown), --cpu FRACTION the share\n"
+    "of a CPU each task uses, in (0, 1] (default unknown).\n"
     "\n"
     "Each event prints whether the predictor's job history recorded it; the queue changes\n"
     "either way (the broker logs why the history did not). An event the history could not\n"
@@ -1048,7 +1058,7 @@ void JobSpecFromArgs(const Args& a, int64_t min_id, sojourn::v1::JobSpec* job) {
   job->set_user(static_cast<int32_t>(a.GetIntInRange("user", -1, -1, INT32_MAX)));
   job->set_group(static_cast<int32_t>(a.GetIntInRange("group", -1, -1, INT32_MAX)));
   job->set_executable(static_cast<int32_t>(a.GetIntInRange("executable", -1, -1, INT32_MAX)));
-  job->set_queue(static_cast<int32_t>(a.GetIntInRange("queue", -1, -1, INT32_MAX)));
+  job->set_queue(static_cast<int32_t>(a.GetIntInRange("swf-queue", -1, -1, INT32_MAX)));
   job->set_requested_seconds(
       a.Has("requested") ? absl::ToInt64Seconds(DurationArg(a, "requested")) : -1);
   if (a.Has("cpu")) {
@@ -1091,7 +1101,7 @@ int Turnaround(int argc, char** argv) {
                                         "  --broker ADDR          broker address, with --queue "
                                         "(env SOJOURN_BROKER, default 127.0.0.1:7401)\n";
   Args a = Parse(argc, argv, CommandHelp(kTurnaroundHelp, kAddresses.c_str()),
-                 With({"procs", "requested", "user", "group", "executable", "queue", "cpu",
+                 With({"procs", "requested", "user", "group", "executable", "swf-queue", "cpu",
                        "job-id", "nodes", "snapshot"}),
                  {"json", "queue"});
   sojourn::v1::EstimateTurnaroundRequest req;
@@ -1203,7 +1213,7 @@ int Jobs(int argc, char** argv) {
                                     "' (list, submit, start, finish or cancel)");
   }
   Args a = Parse(argc, argv, CommandHelp(kJobsHelp, kBrokerHelp),
-                 With({"job-id", "procs", "requested", "user", "group", "executable", "queue",
+                 With({"job-id", "procs", "requested", "user", "group", "executable", "swf-queue",
                        "cpu", "hosts", "cpu-seconds"}),
                  {"json"});
   const std::string broker = BrokerAddress(a);

@@ -22,7 +22,8 @@
 #include "models/traces/traces.h"
 #include "services/monitor/sample_sender.h"
 
-ABSL_FLAG(std::string, trace, "", "trace file (canonical CSV, optionally .gz/.xz); required");
+ABSL_FLAG(std::string, trace, "", "trace in any --format: a file (canonical CSV or availability matrix, optionally "
+          ".gz/.xz), or a Grid Workloads Archive directory or tarball; required");
 ABSL_FLAG(std::string, format, "auto", "trace format: auto, canonical, gwa, availability-matrix");
 ABSL_FLAG(std::string, statemgr, "127.0.0.1:7403", "state manager receiving the replayed hosts");
 ABSL_FLAG(std::string, hosts, "", "comma-separated hosts to replay (default: all)");
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
   sojourn::ParseFlags(
       argc, argv,
       "sojourn-replay: replays recorded hosts into a state manager (history first, then live).\n"
-      "usage: sojourn-replay --trace FILE [--statemgr ADDR] [--hosts a,b] [--follow=false]",
+      "usage: sojourn-replay --trace PATH [--format F] [--statemgr ADDR] [--hosts a,b] [--follow=false]",
       __FILE__);
   sojourn::BlockTerminationSignals();
   if (absl::GetFlag(FLAGS_trace).empty()) {
