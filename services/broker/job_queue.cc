@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
+#include "services/job_spec.h"
 
 namespace sojourn::broker {
 namespace {
@@ -184,15 +185,8 @@ absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Submit(const sojourn::v1::JobSp
                                                    kMaxJobHosts, "] (hosts, one task each), got ",
                                                    spec.procs()));
   }
-  if (spec.requested_seconds() < -1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job ", id, ": requested_seconds must be >= -1 (-1 or 0 = unknown), got ",
-        spec.requested_seconds()));
-  }
-  if (!(spec.cpu_ratio() >= 0 && spec.cpu_ratio() <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job ", id, ": cpu_ratio must be in [0, 1] (0 = unknown), got ", spec.cpu_ratio()));
-  }
+  // What the predictor checks, so that the queue's snapshot stays one it takes.
+  if (absl::Status s = CheckJobSpec(spec); !s.ok()) return s;
   absl::MutexLock l(&mu_);
   if (jobs_.count(id) > 0) {
     return absl::AlreadyExistsError(absl::StrCat("job ", id, " is already queued"));

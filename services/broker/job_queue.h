@@ -47,8 +47,9 @@ class JobQueue {
   ~JobQueue();
 
   // Queues `spec` (submit time already resolved, > 0). INVALID_ARGUMENT for
-  // job_id <= 0, procs outside [1, kMaxJobHosts], a requested time below -1,
-  // cpu_ratio outside [0, 1]; ALREADY_EXISTS for a job id in the queue;
+  // job_id <= 0, procs outside [1, kMaxJobHosts], or a spec the predictor
+  // would refuse (CheckJobSpec: e.g. a requested time above a year, cpu_ratio
+  // outside [0, 1]); ALREADY_EXISTS for a job id in the queue;
   // RESOURCE_EXHAUSTED when max_jobs are queued. Nothing changes on error.
   absl::StatusOr<sojourn::v1::QueuedJob> Submit(const sojourn::v1::JobSpec& spec);
   // Marks a waiting job running on `hosts` from `start_unix` (> 0, not

@@ -5,29 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "services/job_spec.h"
 
 namespace sojourn::predictor {
 
 absl::StatusOr<turnaround::JobSpec> FromProto(const v1::JobSpec& p, int64_t latest_unix) {
-  if (p.procs() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("job ", p.job_id(), ": procs must be >= 1"));
-  }
-  if (p.submit_unix_seconds() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("job ", p.job_id(), ": negative submit time"));
-  }
-  if (p.submit_unix_seconds() > latest_unix) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("job ", p.job_id(), ": submit_unix_seconds ", p.submit_unix_seconds(),
-                     " is in the future (after ", latest_unix, ", the predictor's clock + skew)"));
-  }
-  if (p.requested_seconds() < -1 || p.requested_seconds() > kMaxRequestedSeconds) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job ", p.job_id(), ": requested_seconds must be in [1, ", kMaxRequestedSeconds,
-        "] (-1 or 0 = unknown), got ", p.requested_seconds()));
-  }
-  if (!(p.cpu_ratio() >= 0 && p.cpu_ratio() <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("job ", p.job_id(), ": cpu_ratio in [0, 1]"));
-  }
+  if (absl::Status s = CheckJobSpec(p, latest_unix); !s.ok()) return s;
   turnaround::JobSpec j;
   j.job_id = p.job_id();
   j.submit_time = p.submit_unix_seconds();

@@ -9,13 +9,9 @@
 
 namespace sojourn::predictor {
 
-// Times a request may carry: after 0 and at most `latest_unix` (the
+// INVALID_ARGUMENT for a job CheckJobSpec (services/job_spec.h) refuses:
+// times a request may carry are after 0 and at most `latest_unix` (the
 // predictor's clock plus its allowed skew); requested times at most a year.
-inline constexpr int64_t kMaxRequestedSeconds = 365 * 86400;
-
-// INVALID_ARGUMENT for procs < 1, a submit time outside [0, latest_unix],
-// a requested time outside [-1, kMaxRequestedSeconds] or cpu_ratio outside
-// [0, 1].
 absl::StatusOr<turnaround::JobSpec> FromProto(const v1::JobSpec& p,
                                               int64_t latest_unix = INT64_MAX);
 // Largest snapshot the predictor simulates: running + waiting jobs, and

@@ -18,6 +18,7 @@
 #include "models/turnaround/hist_db_rocksdb.h"
 #include "services/broker/broker_service.h"
 #include "services/broker/job_queue.h"
+#include "services/job_spec.h"
 #include "services/predictor/predictor_service.h"
 #include "tests/test_util.h"
 
@@ -281,7 +282,28 @@ TEST_F(BrokerJobsTest, BadEventsAreRefusedAndLeaveTheQueueAlone) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
   s = Finish(9, -1, true, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  // What the predictor would refuse is refused here: queued, such a job
+  // failed every later snapshot, estimate and job event (session 19).
+  v1::JobSpec long_job = Job(4, 1);
+  long_job.set_requested_seconds(kMaxRequestedSeconds + 1);
+  s = Submit(long_job, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("requested_seconds"), std::string::npos) << s.error_message();
+  v1::JobSpec bad_user = Job(5, 1);
+  bad_user.set_user(-5);
+  s = Submit(bad_user, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("user must be >= -1"), std::string::npos) << s.error_message();
   EXPECT_EQ(List().DebugString(), before);
+  v1::JobSpec year_job = Job(6, 1);
+  year_job.set_requested_seconds(kMaxRequestedSeconds);  // the longest the predictor takes
+  ASSERT_TRUE(Submit(year_job, &resp).ok());
+  EXPECT_TRUE(resp.recorded_in_history()) << resp.history_error();
+  v1::EstimateJobTurnaroundResponse est;
+  s = Estimate(Job(0, 1), v1::JOB_SELECTION_FCFS, &est);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(est.snapshot().waiting_size(), 2);
+  ASSERT_TRUE(Finish(6, -1, true, &resp).ok());
 
   ASSERT_TRUE(Start(1, {"a", "b"}, &resp).ok());
   s = Start(1, {"a", "b"}, &resp);

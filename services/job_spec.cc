@@ -1,0 +1,46 @@
+#include "services/job_spec.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace sojourn {
+
+absl::Status CheckJobSpec(const v1::JobSpec& p, int64_t latest_unix) {
+  if (p.procs() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", p.job_id(), ": procs must be >= 1, got ", p.procs()));
+  }
+  if (p.submit_unix_seconds() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", p.job_id(), ": negative submit time"));
+  }
+  if (p.submit_unix_seconds() > latest_unix) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", p.job_id(), ": submit_unix_seconds ", p.submit_unix_seconds(),
+                     " is in the future (after ", latest_unix, ", the service's clock + skew)"));
+  }
+  if (p.requested_seconds() < -1 || p.requested_seconds() > kMaxRequestedSeconds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job ", p.job_id(), ": requested_seconds must be in [1, ", kMaxRequestedSeconds,
+        "] (-1 or 0 = unknown), got ", p.requested_seconds()));
+  }
+  if (!(p.cpu_ratio() >= 0 && p.cpu_ratio() <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job ", p.job_id(), ": cpu_ratio must be in [0, 1] (0 = unknown), got ", p.cpu_ratio()));
+  }
+  const struct {
+    const char* name;
+    int32_t value;
+  } ids[] = {{"user", p.user()},
+             {"group", p.group()},
+             {"executable", p.executable()},
+             {"queue", p.queue()}};
+  for (const auto& id : ids) {
+    if (id.value < -1) {
+      return absl::InvalidArgumentError(absl::StrCat("job ", p.job_id(), ": ", id.name,
+                                                     " must be >= -1 (-1 = unknown), got ",
+                                                     id.value));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sojourn
