@@ -63,6 +63,11 @@ CASES = [
     (["turnaround", "--procs", "1", "--nodes", "2", "--requested", "0"], "--requested"),
     (["turnaround", "--procs", "1", "--snapshot", "/nonexistent/snap.json"], "No such file"),
     (["job-event", "--file", "/nonexistent/events.jsonl"], "No such file"),
+    # A directory or an unreadable file: exit 2 and one line (a directory was exit 134
+    # with an uncaught std::ios failure, session 19).
+    (["turnaround", "--procs", "1", "--snapshot", "/tmp"], "--snapshot /tmp: is a directory"),
+    (["turnaround", "--procs", "1", "--snapshot", "/proc/self/mem"], "read error"),
+    (["job-event", "--file", "/tmp"], "--file /tmp: is a directory"),
     (["turnaround", "--procs", "1", "--snapshot", "-", "--queue"],
      "one of --nodes N, --snapshot FILE or --queue"),
     (["jobs", "bogus"], "unknown action 'bogus'"),

@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -1015,6 +1016,10 @@ int Watch(int argc, char** argv) {
 // `flag` when it cannot be opened.
 std::istream& OpenInput(const std::string& file, const std::string& flag, std::ifstream& f) {
   if (file == "-") return std::cin;
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) {
+    sojourn::DieUsage(kProgram, absl::StrCat(flag, " ", file, ": is a directory, not a file"));
+  }
   f.open(file, std::ios::binary);
   if (!f) sojourn::DieUsage(kProgram, absl::StrCat(flag, " ", file, ": ", std::strerror(errno)));
   return f;
@@ -1024,8 +1029,20 @@ std::istream& OpenInput(const std::string& file, const std::string& flag, std::i
 std::string ReadInput(const std::string& file, const std::string& flag) {
   std::ifstream f;
   std::istream& in = OpenInput(file, flag, f);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) sojourn::DieUsage(kProgram, absl::StrCat(flag, " ", file, ": read error"));
+  std::string text;
+  errno = 0;
+  try {
+    // libstdc++'s filebuf throws on a failed read(2) (e.g. EIO), whatever the
+    // stream's exception mask.
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::exception&) {
+    in.setstate(std::ios::badbit);
+  }
+  if (in.bad()) {
+    sojourn::DieUsage(kProgram, absl::StrCat(flag, " ", file, ": read error",
+                                             errno != 0 ? absl::StrCat(": ", std::strerror(errno))
+                                                        : std::string()));
+  }
   return text;
 }
 
@@ -1343,9 +1360,9 @@ int JobEvent(int argc, char** argv) {
     }
   }
   if (in->bad()) {
-    std::fprintf(stderr, "%s: %s: read error after line %lld\n", kProgram, name.c_str(),
-                 static_cast<long long>(line_no));
-    return 1;
+    // The events before it stay recorded (a partly readable file is bad input).
+    if (recorded > 0) done();
+    sojourn::DieUsage(kProgram, absl::StrCat(name, ": read error after line ", line_no));
   }
   done();
   return 0;
