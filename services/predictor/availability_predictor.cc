@@ -19,6 +19,7 @@
 namespace sojourn::predictor {
 namespace {
 constexpr int64_t kMaxWindowSeconds = 7 * 86400;
+constexpr int64_t kMaxStartAheadSeconds = 366 * 86400;
 }  // namespace
 
 AvailabilityPredictor::AvailabilityPredictor(const AvailabilityPredictorConfig& config,
@@ -141,14 +142,23 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
                                                    kMaxWindowSeconds, "], got ",
                                                    request.window_seconds()));
   }
-  if (request.history_days() < 0 || request.curve_points() < 0 ||
-      request.curve_points() > 100000) {
-    return absl::InvalidArgumentError("history_days must be >= 0, curve_points in [0, 100000]");
+  if (request.history_days() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("history_days must be >= 0 (0 = the default), got ", request.history_days()));
   }
-  // 0 = now; a negative start used to be answered as "now".
-  if (request.start_unix_seconds() < 0) {
+  if (request.curve_points() < 0 || request.curve_points() > 100000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("curve_points must be in [0, 100000], got ", request.curve_points()));
+  }
+  // 0 = now; a negative start used to be answered as "now". A start in the
+  // past asks about a window of the history (a backtest); one more than a
+  // year ahead is a clock or unit error (start + window overflowed int64).
+  const int64_t latest_start = absl::ToUnixSeconds(clock_.Now()) + kMaxStartAheadSeconds;
+  if (request.start_unix_seconds() < 0 || request.start_unix_seconds() > latest_start) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "start_unix_seconds must be >= 0 (0 = now), got ", request.start_unix_seconds()));
+        "start_unix_seconds must be in [0, ", latest_start,
+        "] (0 = now; at most a year after the predictor's clock), got ",
+        request.start_unix_seconds()));
   }
   std::string address;
   auto stub = directory_.Find(request.host(), request.statemgr_address(), &address);

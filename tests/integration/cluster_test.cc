@@ -5,8 +5,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <map>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -488,6 +492,39 @@ TEST_F(ClusterTest, MalformedRequestsAreRejected) {
     v1::PredictAvailabilityResponse resp;
     EXPECT_EQ(predictor_stub_->PredictAvailability(&ctx, req, &resp).error_code(),
               grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  // Each bad field is named; a start more than a year ahead (INT64_MAX was
+  // answered, start + window overflowing) is refused, one in the past is a
+  // backtest and answered.
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  for (const auto& [field, set] :
+       std::vector<std::pair<std::string, std::function<void(v1::PredictAvailabilityRequest*)>>>{
+           {"history_days", [](auto* r) { r->set_history_days(-1); }},
+           {"curve_points", [](auto* r) { r->set_curve_points(100001); }},
+           {"start_unix_seconds", [](auto* r) { r->set_start_unix_seconds(-1); }},
+           {"start_unix_seconds",
+            [](auto* r) { r->set_start_unix_seconds(std::numeric_limits<int64_t>::max()); }},
+           {"start_unix_seconds",
+            [now](auto* r) { r->set_start_unix_seconds(now + 367 * 86400); }}}) {
+    grpc::ClientContext ctx;
+    v1::PredictAvailabilityRequest req;
+    req.set_host("good-a");
+    req.set_window_seconds(3600);
+    set(&req);
+    v1::PredictAvailabilityResponse resp;
+    grpc::Status s = predictor_stub_->PredictAvailability(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << req.DebugString();
+    EXPECT_EQ(s.error_message().rfind(field + " must be", 0), 0u) << s.error_message();
+  }
+  for (const int64_t start : {int64_t{1}, now + 300 * 86400}) {
+    grpc::ClientContext ctx;
+    v1::PredictAvailabilityRequest req;
+    req.set_host("good-a");  // not registered here: past the checks, the lookup fails
+    req.set_window_seconds(3600);
+    req.set_start_unix_seconds(start);
+    v1::PredictAvailabilityResponse resp;
+    grpc::Status s = predictor_stub_->PredictAvailability(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
   }
   {
     grpc::ClientContext ctx;
