@@ -43,4 +43,18 @@ absl::Status CheckJobSpec(const v1::JobSpec& p, int64_t latest_unix) {
   return absl::OkStatus();
 }
 
+absl::Status CheckSchedulingPolicy(const v1::SchedulingPolicy& p) {
+  if (!v1::JobSelection_IsValid(p.job_selection()) ||
+      !v1::NodeSelection_IsValid(p.node_selection())) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown scheduling policy: job_selection ",
+                                                   p.job_selection(), ", node_selection ",
+                                                   p.node_selection()));
+  }
+  if (p.mpl_limit() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mpl_limit must be >= 0 (0 = 1), got ", p.mpl_limit()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace sojourn

@@ -24,6 +24,10 @@ inline constexpr int64_t kMaxRequestedSeconds = 365 * 86400;
 // (-1 = unknown, as in the Standard Workload Format).
 absl::Status CheckJobSpec(const v1::JobSpec& p, int64_t latest_unix = INT64_MAX);
 
+// INVALID_ARGUMENT for an unknown job or node selection or mpl_limit < 0
+// (0 = the default, 1).
+absl::Status CheckSchedulingPolicy(const v1::SchedulingPolicy& p);
+
 }  // namespace sojourn
 
 #endif  // SOJOURN_SERVICES_JOB_SPEC_H_

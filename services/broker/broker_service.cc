@@ -13,6 +13,7 @@
 #include "common/reactors.h"
 #include "common/status.h"
 #include "common/text.h"
+#include "services/job_spec.h"
 
 namespace sojourn::broker {
 GrpcTrSource::GrpcTrSource(const std::string& predictor_address, absl::Duration timeout)
@@ -445,6 +446,11 @@ grpc::ServerUnaryReactor* BrokerService::ListJobs(grpc::CallbackServerContext* c
                                                   const sojourn::v1::ListJobsRequest* request,
                                                   sojourn::v1::ListJobsResponse* response) {
   if (queue_ == nullptr) return FinishNow(context, NoQueue());
+  if (request->has_policy()) {
+    if (absl::Status s = CheckSchedulingPolicy(request->policy()); !s.ok()) {
+      return FinishNow(context, s);
+    }
+  }
   const JobQueue::Listing l = queue_->List();
   for (const auto& j : l.waiting) *response->add_waiting() = j;
   for (const auto& j : l.running) *response->add_running() = j;

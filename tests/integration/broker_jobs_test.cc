@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -295,6 +296,16 @@ TEST_F(BrokerJobsTest, BadEventsAreRefusedAndLeaveTheQueueAlone) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
   EXPECT_NE(s.error_message().find("user must be >= -1"), std::string::npos) << s.error_message();
   EXPECT_EQ(List().DebugString(), before);
+  // A bad policy is refused, not echoed back in the snapshot.
+  for (const auto& [selection, mpl] : std::vector<std::pair<int, int>>{{9, 0}, {0, -1}}) {
+    grpc::ClientContext ctx;
+    v1::ListJobsRequest req;
+    req.mutable_policy()->set_job_selection(static_cast<v1::JobSelection>(selection));
+    req.mutable_policy()->set_mpl_limit(mpl);
+    v1::ListJobsResponse listed;
+    s = stub_->ListJobs(&ctx, req, &listed);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << req.DebugString();
+  }
   v1::JobSpec year_job = Job(6, 1);
   year_job.set_requested_seconds(kMaxRequestedSeconds);  // the longest the predictor takes
   ASSERT_TRUE(Submit(year_job, &resp).ok());
