@@ -598,7 +598,7 @@ grpc::ServerUnaryReactor* StateManagerService::CanRun(
     ASSIGN_OR_RETURN(double mem, MemFraction(request->free_mem_mb(), m.total_mem_mb));
     if (mem > 1) {
       response->set_can_run(false);
-      response->set_reason(absl::StrFormat("mem: needs %.0f MiB free, the host has %.0f MiB in all",
+      response->set_reason(absl::StrFormat("mem: needs %.10g MiB free, the host has %.10g MiB in all",
                                            request->free_mem_mb(), m.total_mem_mb));
       response->set_method("capacity");
       return absl::OkStatus();

@@ -801,6 +801,18 @@ TEST_F(ClusterTest, UsageForecastsNameTheirMethod) {
   ASSERT_TRUE(predictor_stub_->CanRun(&c2, cr, &ca).ok());
   EXPECT_EQ(ca.cpu_method().method(), "persist");
   EXPECT_TRUE(ca.can_run()) << ca.reason();  // 0.25 used persists: 0.75 free >= 0.5
+  {
+    // More memory than the host has: no, in one short line (1e308 MiB was
+    // printed with all its 309 digits).
+    grpc::ClientContext ctx;
+    v1::CanRunRequest huge = cr;
+    huge.set_free_mem_mb(1e308);
+    v1::CanRunResponse no;
+    ASSERT_TRUE(predictor_stub_->CanRun(&ctx, huge, &no).ok());
+    EXPECT_FALSE(no.can_run());
+    EXPECT_EQ(no.reason().rfind("mem: needs 1e+308 MiB free, the host has ", 0), 0u) << no.reason();
+    EXPECT_LT(no.reason().size(), 80u) << no.reason();
+  }
 
   grpc::ClientContext c3;
   v1::HowLongRequest hl;
