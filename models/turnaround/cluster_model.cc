@@ -122,10 +122,15 @@ std::vector<int> ClusterModel::SelectUniform(int procs, double cpu_fraction,
   return chosen;
 }
 
+// The counts are summed in 64 bits and saturate at INT_MAX: MPL_local comes
+// from a request (the predictor bounds it, a library caller may not), and
+// local_tasks = INT_MAX plus one parallel task overflowed.
 int ClusterModel::MplMax(const std::vector<int>& nodes) const {
-  int m = 0;
-  for (int n : nodes) m = std::max(m, nodes_[n].paral_tasks() + nodes_[n].local_tasks);
-  return m;
+  int64_t m = 0;
+  for (int n : nodes) {
+    m = std::max(m, int64_t{nodes_[n].paral_tasks()} + std::max(0, nodes_[n].local_tasks));
+  }
+  return static_cast<int>(std::min<int64_t>(m, std::numeric_limits<int>::max()));
 }
 
 double ClusterModel::CpuMax(const std::vector<int>& nodes) const {
@@ -135,9 +140,11 @@ double ClusterModel::CpuMax(const std::vector<int>& nodes) const {
 }
 
 int ClusterModel::SharedTasks(const std::vector<int>& nodes) const {
-  int s = 0;
-  for (int n : nodes) s += std::max(0, nodes_[n].paral_tasks() - 1) + nodes_[n].local_tasks;
-  return s;
+  int64_t s = 0;
+  for (int n : nodes) {
+    s += std::max(0, nodes_[n].paral_tasks() - 1) + int64_t{std::max(0, nodes_[n].local_tasks)};
+  }
+  return static_cast<int>(std::min<int64_t>(s, std::numeric_limits<int>::max()));
 }
 
 std::vector<StartDecision> SelectJobsToStart(ClusterModel& cluster,

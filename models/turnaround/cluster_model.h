@@ -51,12 +51,13 @@ class ClusterModel {
   std::vector<int> SelectNodes(int procs, double cpu_fraction,
                                const std::vector<char>* excluded) const;
 
-  // Equation (4): max over nodes(J) of MPL_paral(n) + MPL_local(n).
+  // Equation (4): max over nodes(J) of MPL_paral(n) + MPL_local(n), at most
+  // INT_MAX (negative MPL_local counts as 0).
   int MplMax(const std::vector<int>& nodes) const;
   // Equation (8): max over nodes(J) of CPU_paral(n) + CPU_local(n).
   double CpuMax(const std::vector<int>& nodes) const;
   // Algorithm 4 line 1: tasks (other parallel tasks and local tasks) sharing
-  // some node with a job placed on `nodes`.
+  // some node with a job placed on `nodes`, at most INT_MAX.
   int SharedTasks(const std::vector<int>& nodes) const;
 
  private:

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -72,10 +74,12 @@ class HistoryView {
     return 0.0;
   }
 
+  // Sum over `waiting` but the job `skip_id` (the job of an event, should a
+  // caller list it; ids <= 0 name no job: 0 is the proto default).
   absl::StatusOr<double> CpuAhead(const std::vector<JobSpec>& waiting, int64_t skip_id) {
     double sum = 0;
     for (const JobSpec& w : waiting) {
-      if (skip_id >= 0 && w.job_id == skip_id) continue;
+      if (skip_id > 0 && w.job_id == skip_id) continue;
       ASSIGN_OR_RETURN(double c, CpuTime(w));
       sum += c;
     }
@@ -243,8 +247,8 @@ absl::StatusOr<SimOutcome> SimulateTarget(const EstimateRequest& req, RuntimeMod
     cluster.Place(running.back(), j.nodes, j.cpu_fraction);
     jobs.push_back(std::move(j));
   }
+  // ValidateRequest refused a snapshot listing the target itself.
   for (const JobSpec& w : snap.waiting) {
-    if (w.job_id >= 0 && w.job_id == req.job.job_id) continue;
     // Characterizing a job reads HistDB: poll for cancellation here too.
     if (req.cancelled && jobs.size() % 256 == 0 && req.cancelled()) {
       return absl::CancelledError("turnaround estimate cancelled (client gone or deadline passed)");
@@ -651,7 +655,16 @@ absl::Status ValidateRequest(const EstimateRequest& request) {
   const ClusterSnapshot& s = request.snapshot;
   if (request.job.procs < 1) return absl::InvalidArgumentError("job needs at least one task");
   if (s.nodes.empty()) return absl::InvalidArgumentError("cluster snapshot has no nodes");
+  // The job estimated is not in the snapshot yet: listed there too, it would
+  // be simulated twice (or, waiting, dropped from its place in the queue).
+  const int64_t id = request.job.job_id;
+  auto listed = [id](const char* where) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job ", id, " is the job estimated and is also among the snapshot's ", where,
+        " jobs (the snapshot must not hold the job itself)"));
+  };
   for (const RunningJob& r : s.running) {
+    if (id > 0 && r.spec.job_id == id) return listed("running");
     for (int32_t n : r.nodes) {
       if (n < 0 || n >= static_cast<int32_t>(s.nodes.size())) {
         return absl::InvalidArgumentError(
@@ -660,6 +673,7 @@ absl::Status ValidateRequest(const EstimateRequest& request) {
     }
   }
   for (const JobSpec& w : s.waiting) {
+    if (id > 0 && w.job_id == id) return listed("waiting");
     if (w.procs < 1) return absl::InvalidArgumentError(absl::StrCat("waiting job ", w.job_id, " has no task"));
   }
   return absl::OkStatus();
@@ -729,8 +743,28 @@ absl::StatusOr<double> TurnaroundEstimator::ExpectedCpuTime(const JobSpec& job) 
   return view.CpuTime(job);
 }
 
+namespace {
+
+// "waiting (submitted at T)" or "running (started at T)", for messages.
+std::string PendingState(const JobRecord& r) {
+  return r.start_time < 0 ? absl::StrCat("waiting (submitted at ", r.spec.submit_time, ")")
+                          : absl::StrCat("running (started at ", r.start_time, ")");
+}
+
+}  // namespace
+
 absl::Status TurnaroundEstimator::OnSubmitted(const JobSpec& job, const ClusterSnapshot& snapshot) {
   if (job.job_id < 0) return absl::InvalidArgumentError("job events need a job id");
+  absl::MutexLock events(&events_mu_);
+  // A second submit used to replace the pending record, losing its start.
+  if (absl::StatusOr<JobRecord> pending = db_.GetPending(job.job_id); pending.ok()) {
+    return absl::AlreadyExistsError(absl::StrCat("job ", job.job_id, " is already ",
+                                                 PendingState(*pending),
+                                                 "; it cannot be submitted again before it "
+                                                 "finishes or is cancelled"));
+  } else if (!absl::IsNotFound(pending.status())) {
+    return pending.status();
+  }
   HistoryView view(db_, options_.history_window);
   JobRecord r;
   r.spec = job;
@@ -744,7 +778,12 @@ absl::Status TurnaroundEstimator::OnSubmitted(const JobSpec& job, const ClusterS
 absl::Status TurnaroundEstimator::OnStarted(int64_t job_id, int64_t start_time,
                                             const std::vector<int32_t>& nodes,
                                             const ClusterSnapshot& snapshot) {
+  absl::MutexLock events(&events_mu_);
   ASSIGN_OR_RETURN(JobRecord r, db_.GetPending(job_id));
+  if (r.start_time >= 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " already started at ", r.start_time, " (a job starts once)"));
+  }
   if (start_time < r.spec.submit_time) {
     return absl::InvalidArgumentError(absl::StrCat("job ", job_id, " started at ", start_time,
                                                    ", before its submit time ",
@@ -766,21 +805,25 @@ absl::Status TurnaroundEstimator::OnStarted(int64_t job_id, int64_t start_time,
       if (n >= 0 && n < static_cast<int32_t>(tasks.size())) ++tasks[n];
     }
   }
-  r.shared_tasks = 0;
+  int64_t shared = 0;  // 64 bits: MPL_local comes from the caller
   r.max_local_cpu = 0;
   for (int32_t n : nodes) {
     if (n < 0 || n >= static_cast<int32_t>(tasks.size())) continue;
-    r.shared_tasks += tasks[n] + snapshot.nodes[n].local_tasks;
+    shared += tasks[n] + int64_t{std::max(0, snapshot.nodes[n].local_tasks)};
     r.max_local_cpu = std::max(r.max_local_cpu, snapshot.nodes[n].local_cpu);
   }
+  r.shared_tasks = static_cast<int32_t>(std::min<int64_t>(shared, INT32_MAX));
   return db_.PutPending(r);
 }
 
 absl::Status TurnaroundEstimator::OnFinished(int64_t job_id, int64_t finish_time,
                                              double cpu_time_per_task) {
+  absl::MutexLock events(&events_mu_);
   ASSIGN_OR_RETURN(JobRecord r, db_.GetPending(job_id));
   if (r.start_time < 0) {
-    return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " finished before it started"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " has not started (submitted at ", r.spec.submit_time,
+        "); report its start first, or cancel it"));
   }
   if (finish_time < r.start_time) {
     return absl::InvalidArgumentError(absl::StrCat("job ", job_id, " finished at ", finish_time,
@@ -791,6 +834,15 @@ absl::Status TurnaroundEstimator::OnFinished(int64_t job_id, int64_t finish_time
         absl::StrCat("job ", job_id, ": CPU time per task must be finite"));
   }
   r.exec_time = std::max<int64_t>(0, finish_time - r.start_time);
+  // A task uses at most one CPU: more CPU seconds than its run time are a
+  // wrong measure, and stored they would stretch every later estimate.
+  if (cpu_time_per_task > static_cast<double>(r.exec_time) + kCpuTimeSlackSeconds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job ", job_id, ": ", cpu_time_per_task,
+        " CPU seconds per task is more than its run time of ", r.exec_time,
+        " s (finish - start, + ", kCpuTimeSlackSeconds,
+        " s of clock granularity): a task uses at most one CPU"));
+  }
   r.cpu_time_per_task = cpu_time_per_task;
   {
     absl::MutexLock lock(&mu_);
@@ -825,6 +877,7 @@ absl::Status TurnaroundEstimator::OnFinished(int64_t job_id, int64_t finish_time
 }
 
 absl::Status TurnaroundEstimator::OnCancelled(int64_t job_id) {
+  absl::MutexLock events(&events_mu_);
   RETURN_IF_ERROR(db_.GetPending(job_id).status());  // NotFound for a job never submitted
   {
     absl::MutexLock lock(&mu_);

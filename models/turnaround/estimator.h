@@ -109,23 +109,31 @@ class TurnaroundEstimator {
   TurnaroundEstimator(HistDb& db, const EstimatorOptions& options);
 
   // The three CISNE kernels for one job. InvalidArgument on a malformed
-  // request (procs < 1, node indices outside the snapshot); Cancelled when
-  // request.cancelled() says so.
+  // request (see ValidateRequest); Cancelled when request.cancelled() says so.
   absl::StatusOr<TurnaroundResult> Estimate(const EstimateRequest& request);
   // One kernel (CISNE kernel or baseline).
   absl::StatusOr<KernelEstimate> EstimateWith(Kernel kernel, const EstimateRequest& request);
 
   // Job events (section 4.1, "information collected by CISNE on runtime").
   // `snapshot` is the queue/cluster state at the event, without the job
-  // itself in `waiting` or `running`. Unknown job ids on start, finish and
+  // itself in `waiting` (a started job may be among `running`: it is left
+  // out of its own SharedTasksCount). Unknown job ids on start, finish and
   // cancel are NotFound; a start before the submit, a start on no node, a
-  // finish before the start or a non-finite CPU time are InvalidArgument. Pending jobs live in HistDB, so they survive a restart.
+  // finish before the start or a non-finite CPU time are InvalidArgument.
+  // Pending jobs live in HistDB, so they survive a restart. Events are
+  // serialized, so the state checks below hold under concurrent events.
+  //
+  // OnSubmitted: AlreadyExists while `job.job_id` is pending (waiting or
+  // running); an id may be submitted again once it finished or was cancelled.
   absl::Status OnSubmitted(const JobSpec& job, const ClusterSnapshot& snapshot);
+  // FailedPrecondition if the job already started.
   absl::Status OnStarted(int64_t job_id, int64_t start_time, const std::vector<int32_t>& nodes,
                          const ClusterSnapshot& snapshot);
-  // `cpu_time_per_task` < 0 when unknown. Appends the finished record to
-  // HistDB and feeds the interval calibration with the estimates made for
-  // this job.
+  // `cpu_time_per_task` < 0 when unknown; more than (finish - start) +
+  // kCpuTimeSlackSeconds is InvalidArgument (a task uses at most one CPU).
+  // FailedPrecondition ("has not started") for a job that never started.
+  // Appends the finished record to HistDB and feeds the interval
+  // calibration with the estimates made for this job.
   absl::Status OnFinished(int64_t job_id, int64_t finish_time, double cpu_time_per_task);
   // Drops a job that left the queue without running (cancelled).
   absl::Status OnCancelled(int64_t job_id);
@@ -153,12 +161,18 @@ class TurnaroundEstimator {
 
   HistDb& db_;
   EstimatorOptions options_;
+  // Held by each job event across reading and writing the job's pending
+  // record; taken before mu_.
+  absl::Mutex events_mu_;
   absl::Mutex mu_;
   std::array<std::array<Calibrator, 3>, kNumKernels> calibrators_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, Predictions> predictions_ ABSL_GUARDED_BY(mu_);
 };
 
-// Validates a request (procs >= 1, node indices inside the snapshot).
+// Validates a request: procs >= 1, a snapshot with nodes, running jobs' node
+// indices inside it, waiting jobs with procs >= 1, and the job itself
+// (job_id > 0; ids <= 0 name no job) neither running nor waiting in the
+// snapshot. InvalidArgument otherwise.
 absl::Status ValidateRequest(const EstimateRequest& request);
 
 }  // namespace sojourn::turnaround

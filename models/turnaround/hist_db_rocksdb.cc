@@ -120,7 +120,9 @@ const char kSeqKey[] = "mseq";
 const char kFormatKey[] = "mformat";
 const char kFormat[] = "2";
 
-std::string EncodeStats(const TemplateStats& t) {
+}  // namespace
+
+std::string EncodeTemplateStats(const TemplateStats& t) {
   Writer w;
   w.U8(kRecordVersion);
   w.I64(t.count);
@@ -135,7 +137,7 @@ std::string EncodeStats(const TemplateStats& t) {
   return w.Take();
 }
 
-absl::StatusOr<TemplateStats> DecodeStats(const std::string& bytes) {
+absl::StatusOr<TemplateStats> DecodeTemplateStats(const std::string& bytes) {
   Reader r(bytes);
   TemplateStats t;
   uint8_t version;
@@ -147,8 +149,6 @@ absl::StatusOr<TemplateStats> DecodeStats(const std::string& bytes) {
   }
   return t;
 }
-
-}  // namespace
 
 std::string EncodeJobRecord(const JobRecord& r) {
   Writer w;
@@ -265,13 +265,36 @@ absl::StatusOr<TemplateStats> RocksHistDb::StatsLocked(const TemplateKey& key) c
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), StatsKey(key), &bytes);
   TemplateStats stats;
   if (s.ok()) {
-    auto decoded = DecodeStats(bytes);
+    auto decoded = DecodeTemplateStats(bytes);
     if (!decoded.ok()) return decoded.status();
     stats = *decoded;
+    if (!stats.CpuTimesBounded()) {
+      // Summed by an earlier version from a CPU time beyond the run time:
+      // sum the template's records again, bounded. Cached here; the next
+      // Put() of the template writes the repaired sums.
+      auto rebuilt = RebuildStatsLocked(key);
+      if (!rebuilt.ok()) return rebuilt.status();
+      stats = *rebuilt;
+    }
   } else if (!s.IsNotFound()) {
     return FromRocks(s, "read stats");
   }
   stats_cache_[key] = stats;
+  return stats;
+}
+
+absl::StatusOr<TemplateStats> RocksHistDb::RebuildStatsLocked(const TemplateKey& key) const {
+  const std::string prefix = IndexPrefix(key);
+  TemplateStats stats;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
+    rocksdb::Slice k = it->key();
+    if (k.size() != prefix.size() + 8 || !k.starts_with(prefix)) break;
+    auto rec = DecodeJobRecord(it->value().ToString());
+    if (!rec.ok()) return rec.status();
+    stats.Add(*rec);
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "scan");
   return stats;
 }
 
@@ -291,7 +314,7 @@ absl::Status RocksHistDb::Put(const JobRecord& record) {
     auto stats = StatsLocked(key);
     if (!stats.ok()) return stats.status();
     stats->Add(record);
-    batch.Put(StatsKey(key), EncodeStats(*stats));
+    batch.Put(StatsKey(key), EncodeTemplateStats(*stats));
     updated.emplace_back(key, *stats);
   }
   std::string seq_bytes;

@@ -9,7 +9,9 @@
 //   'm' "seq"                        -> next sequence number
 //   'm' "format"                     -> layout version ("2")
 // Recent() iterates one template prefix only, so an estimate never reads the
-// records of unrelated applications.
+// records of unrelated applications. Template stats an earlier version summed
+// from CPU times beyond the run time (TemplateStats::CpuTimesBounded) are
+// summed again from the template's 'i' records when first read.
 #ifndef SOJOURN_MODELS_TURNAROUND_HIST_DB_ROCKSDB_H_
 #define SOJOURN_MODELS_TURNAROUND_HIST_DB_ROCKSDB_H_
 
@@ -58,7 +60,12 @@ class RocksHistDb final : public HistDb {
 
  private:
   RocksHistDb(std::unique_ptr<rocksdb::DB> db, int recent_cache_templates);
+  // The stored sums of `key`, or, if CpuTimesBounded() says an earlier
+  // version summed an unbounded CPU time into them, RebuildStatsLocked(key).
   absl::StatusOr<TemplateStats> StatsLocked(const TemplateKey& key) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The sums of `key` over its records (every one is in its index).
+  absl::StatusOr<TemplateStats> RebuildStatsLocked(const TemplateKey& key) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::unique_ptr<rocksdb::DB> db_;
@@ -77,9 +84,11 @@ class RocksHistDb final : public HistDb {
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// Record codec, exposed for tests.
+// Record and template stats codecs, exposed for tests.
 std::string EncodeJobRecord(const JobRecord& r);
 absl::StatusOr<JobRecord> DecodeJobRecord(const std::string& bytes);
+std::string EncodeTemplateStats(const TemplateStats& t);
+absl::StatusOr<TemplateStats> DecodeTemplateStats(const std::string& bytes);
 
 }  // namespace sojourn::turnaround
 

@@ -59,20 +59,31 @@ void TemplateStats::Add(const JobRecord& r) {
   ++count;
   sum_exec += std::max<int64_t>(r.exec_time, 0);
   sum_wait += std::max<int64_t>(r.wait_time, 0);
-  if (r.cpu_time_per_task >= 0 && r.spec.cpu_fraction > 0) {
-    sum_isolated_exec += r.cpu_time_per_task / std::min(1.0, r.spec.cpu_fraction);
+  // Bounded by the run time: an absurd CPU time in an older record must not
+  // stretch every later estimate of the template (getCPUtime, ExecTime_total).
+  const double cpu = r.bounded_cpu_time_per_task();
+  if (cpu >= 0 && r.spec.cpu_fraction > 0) {
+    sum_isolated_exec += cpu / std::min(1.0, r.spec.cpu_fraction);
   } else {
     sum_isolated_exec += std::max<int64_t>(r.exec_time, 0);
   }
-  if (r.cpu_time_per_task >= 0) {
+  if (cpu >= 0) {
     ++cpu_count;
-    sum_cpu_per_task += r.cpu_time_per_task;
+    sum_cpu_per_task += cpu;
     sum_cpu_total += r.cpu_time_total();
     if (r.isolated() && r.exec_time > 0) {
       ++isolated_cpu_count;
-      sum_cpu_fraction += std::min(1.0, r.cpu_time_per_task / r.exec_time);
+      sum_cpu_fraction += std::min(1.0, cpu / r.exec_time);
     }
   }
+}
+
+bool TemplateStats::CpuTimesBounded() const {
+  // Every record adds at most exec_time + kCpuTimeSlackSeconds to
+  // sum_cpu_per_task and at least exec_time to sum_exec; the relative margin
+  // absorbs rounding of the sums.
+  const double bound = sum_exec + kCpuTimeSlackSeconds * static_cast<double>(cpu_count);
+  return sum_cpu_per_task <= bound * (1 + 1e-9) + 1e-6;
 }
 
 }  // namespace sojourn::turnaround

@@ -7,6 +7,7 @@
 #ifndef SOJOURN_MODELS_TURNAROUND_JOB_H_
 #define SOJOURN_MODELS_TURNAROUND_JOB_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -82,6 +83,13 @@ struct ClusterSnapshot {
   std::vector<JobSpec> waiting;
 };
 
+// A task uses at most one CPU (CPU(J) <= 1), so its CPU seconds are at most
+// its run time; times are whole seconds, so a run of finish - start seconds
+// may have lasted up to one second more. A finished job's CPU seconds per
+// task above (finish - start) + this are refused, and a stored record's are
+// read as at most that (see JobRecord::bounded_cpu_time_per_task).
+inline constexpr double kCpuTimeSlackSeconds = 1.0;
+
 // One HistDB record (Table 1 of the paper: job state, queue state at submit
 // and at start, cluster state at start).
 struct JobRecord {
@@ -106,9 +114,18 @@ struct JobRecord {
 
   // True when this run had its nodes to itself (Algorithm 4 line 4).
   bool isolated() const { return shared_tasks == 0 && max_local_cpu <= 0.0; }
-  // Total CPU seconds over all tasks, or -1.
+  // CPU seconds per task as the kernels use them: -1 when unknown (or not a
+  // number, or the run time is unknown), else at most exec_time +
+  // kCpuTimeSlackSeconds. Histories written before that bound was enforced
+  // may hold any value (1e15 s made later waits of 1.4e11 h).
+  double bounded_cpu_time_per_task() const {
+    if (!(cpu_time_per_task >= 0) || exec_time < 0) return -1;
+    return std::min(cpu_time_per_task, static_cast<double>(exec_time) + kCpuTimeSlackSeconds);
+  }
+  // Total CPU seconds over all tasks (bounded as above), or -1.
   double cpu_time_total() const {
-    return cpu_time_per_task < 0 ? -1 : cpu_time_per_task * spec.procs;
+    const double c = bounded_cpu_time_per_task();
+    return c < 0 ? -1 : c * spec.procs;
   }
 };
 
@@ -162,6 +179,11 @@ struct TemplateStats {
     return isolated_cpu_count ? sum_cpu_fraction / isolated_cpu_count : -1;
   }
   void Add(const JobRecord& r);
+  // False when sum_cpu_per_task exceeds what Add() can produce (the records'
+  // run times plus kCpuTimeSlackSeconds each): sums written by an earlier
+  // version from an unbounded CPU time (or not a number), to be rebuilt from
+  // the records.
+  bool CpuTimesBounded() const;
 };
 
 }  // namespace sojourn::turnaround

@@ -13,6 +13,7 @@
 #include "common/reactors.h"
 #include "common/status.h"
 #include "common/text.h"
+#include "models/turnaround/job.h"
 #include "services/job_spec.h"
 
 namespace sojourn::broker {
@@ -430,6 +431,15 @@ grpc::ServerUnaryReactor* BrokerService::FinishJob(grpc::CallbackServerContext* 
         return absl::InvalidArgumentError(absl::StrCat(
             "job ", id, ": cpu_seconds_per_task must be finite and >= 0 (-1 or 0 = unknown), got ",
             cpu));
+      }
+      // What the job history refuses (a task uses at most one CPU), refused
+      // before the job leaves the queue, so that it is not lost to the history.
+      const int64_t ran = finish - job.start_unix_seconds();
+      if (cpu > static_cast<double>(ran) + turnaround::kCpuTimeSlackSeconds) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "job ", id, ": ", cpu, " CPU seconds per task is more than its run time of ", ran,
+            " s (finish - start, + ", turnaround::kCpuTimeSlackSeconds,
+            " s of clock granularity): a task uses at most one CPU"));
       }
       sojourn::v1::JobFinished* e = event.mutable_finished();
       e->set_job_id(id);

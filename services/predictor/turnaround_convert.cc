@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "services/job_spec.h"
@@ -71,12 +72,30 @@ absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot&
                                 : turnaround::NodeSelection::kNormal;
   if (p.policy().mpl_limit() < 0) return absl::InvalidArgumentError("mpl_limit must be >= 0");
   s.policy.mpl_limit = p.policy().mpl_limit() > 0 ? p.policy().mpl_limit() : 1;
-  for (const v1::NodeState& n : p.nodes()) {
-    if (!(n.local_cpu_ratio() >= 0 && n.local_cpu_ratio() <= 1) || n.local_tasks() < 0) {
-      return absl::InvalidArgumentError("node local_cpu_ratio must be in [0, 1], tasks >= 0");
+  for (int i = 0; i < p.nodes_size(); ++i) {
+    const v1::NodeState& n = p.nodes(i);
+    if (!(n.local_cpu_ratio() >= 0 && n.local_cpu_ratio() <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node ", i, ": local_cpu_ratio must be in [0, 1], got ", n.local_cpu_ratio()));
+    }
+    // MPL_local multiplies run times (eq. 4-5) and is summed over nodes.
+    if (n.local_tasks() < 0 || n.local_tasks() > kMaxLocalTasks) {
+      return absl::InvalidArgumentError(absl::StrCat("node ", i, ": local_tasks must be in [0, ",
+                                                     kMaxLocalTasks, "], got ", n.local_tasks()));
     }
     s.nodes.push_back({n.local_cpu_ratio(), n.local_tasks()});
   }
+  // Job ids > 0 name one job each: listed twice, a job would be simulated
+  // (and its CPU time counted) twice. 0 and -1 name no job and may repeat.
+  absl::flat_hash_map<int64_t, const char*> listed;
+  auto list_once = [&listed](int64_t id, const char* where) -> absl::Status {
+    if (id <= 0) return absl::OkStatus();
+    auto [it, inserted] = listed.emplace(id, where);
+    if (inserted) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("cluster snapshot lists job ", id, " twice (",
+                                                   it->second, ", then ", where,
+                                                   "); job ids > 0 must be distinct"));
+  };
   std::vector<char> seen(static_cast<size_t>(p.nodes_size()), 0);
   for (const v1::RunningJob& r : p.running()) {
     turnaround::RunningJob rj;
@@ -94,9 +113,24 @@ absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot&
           "running job ", id, ": start_unix_seconds ", r.start_unix_seconds(),
           " is before its spec.submit_unix_seconds ", r.spec().submit_unix_seconds()));
     }
+    RETURN_IF_ERROR(list_once(id, "running"));
     if (!std::isfinite(r.cpu_seconds_per_task())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "running job ", id, ": cpu_seconds_per_task must be finite (-1 = unknown)"));
+    }
+    if (r.cpu_seconds_per_task() < 0 && r.cpu_seconds_per_task() != -1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "running job ", id, ": cpu_seconds_per_task must be >= 0 (-1 = unknown), got ",
+          r.cpu_seconds_per_task()));
+    }
+    // A task uses at most one CPU (cpu_ratio <= 1): no more CPU seconds than
+    // it has run, as for a finished job (turnaround::kCpuTimeSlackSeconds).
+    const double elapsed = static_cast<double>(p.now_unix_seconds() - r.start_unix_seconds());
+    if (r.cpu_seconds_per_task() > elapsed + turnaround::kCpuTimeSlackSeconds) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "running job ", id, ": cpu_seconds_per_task ", r.cpu_seconds_per_task(),
+          " is more than the ", elapsed, " s it has run (now_unix_seconds - start_unix_seconds, + ",
+          turnaround::kCpuTimeSlackSeconds, " s): a task uses at most one CPU"));
     }
     rj.start_time = r.start_unix_seconds();
     // One task per node, one node per task (JobSpec.procs tasks).
@@ -129,6 +163,7 @@ absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot&
   }
   for (const v1::JobSpec& w : p.waiting()) {
     ASSIGN_OR_RETURN(turnaround::JobSpec j, FromProto(w, latest_unix));
+    RETURN_IF_ERROR(list_once(w.job_id(), "waiting"));
     // A job waiting at the snapshot was submitted before it was taken (0 =
     // unknown, queued first); a later submit would put it behind jobs that
     // really came after it.

@@ -25,14 +25,27 @@ inline constexpr int kMaxSnapshotNodes = 100000;
 // between steps: 10,000 jobs on 100,000 nodes kept the predictor busy for
 // 90 s past the deadline. 1e8 keeps a step well under a second.
 inline constexpr int64_t kMaxSnapshotJobNodes = 100'000'000;
+// Most local (owner) tasks a node may report (NodeState.local_tasks,
+// MPL_local): run times are multiplied by MPL_max (eq. 4-5) and SharedTasks
+// sums it over a job's nodes; 2^31 - 1 overflowed them. The same as the
+// broker's largest --mpl_limit.
+inline constexpr int32_t kMaxLocalTasks = 1000;
 
 // INVALID_ARGUMENT for malformed jobs and snapshots beyond kMaxSnapshotJobs /
 // kMaxSnapshotNodes / kMaxSnapshotJobNodes. now_unix_seconds must be in
-// (0, latest_unix] (0 = no snapshot); a running job's start in (0, now] and
-// not before its spec's submit, its nodes distinct indices into the snapshot,
-// exactly spec.procs of them (one task per node). Unknown policy enum values
-// and non-finite CPU seconds are INVALID_ARGUMENT too. Every RPC taking a
-// snapshot (EstimateTurnaround, RecordJobEvent) goes through this.
+// (0, latest_unix] (0 = no snapshot); a node's local_cpu_ratio in [0, 1] and
+// local_tasks in [0, kMaxLocalTasks] (the message names the node index); a
+// running job's start in (0, now] and not before its spec's submit, its nodes
+// distinct indices into the snapshot, exactly spec.procs of them (one task
+// per node), its cpu_seconds_per_task -1 (unknown) or in [0, now - start +
+// turnaround::kCpuTimeSlackSeconds] (a task uses at most one CPU). Job ids
+// > 0 must be distinct over running + waiting (0 and -1 name no job and may
+// repeat). Unknown policy enum values are INVALID_ARGUMENT too. Running jobs
+// may share a node beyond policy.mpl_limit: the limit binds what the
+// scheduler starts, and the snapshot reports what runs (placed under another
+// limit, or a what-if policy). The job estimated must not be in the snapshot
+// (turnaround::ValidateRequest checks it). Every RPC taking a snapshot
+// (EstimateTurnaround, RecordJobEvent) goes through this.
 absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot& p,
                                                       int64_t latest_unix = INT64_MAX);
 v1::KernelEstimate ToProto(const char* kernel, const turnaround::KernelEstimate& e);

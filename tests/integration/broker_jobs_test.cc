@@ -321,6 +321,12 @@ TEST_F(BrokerJobsTest, BadEventsAreRefusedAndLeaveTheQueueAlone) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
   s = Finish(1, std::nan(""), false, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  // More CPU seconds than the job has run: refused while it is still queued
+  // (the history would refuse it and the job would be lost to it).
+  clock_.Advance(absl::Seconds(100));
+  s = Finish(1, 102, false, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("at most one CPU"), std::string::npos) << s.error_message();
   EXPECT_EQ(List().running_size(), 1);
   // A running job may be cancelled (killed): it leaves the queue.
   ASSERT_TRUE(Finish(1, -1, true, &resp).ok());

@@ -1,6 +1,8 @@
 // EstimateTurnaround and RecordJobEvent through the predictor's gRPC stack,
 // with the job history in RocksDB on disk: it survives a predictor restart.
 #include <cmath>
+#include <limits>
+#include <string>
 
 #include <grpcpp/grpcpp.h>
 
@@ -324,6 +326,174 @@ TEST(TurnaroundRpcTest, RejectsEventsThatWouldPoisonTheHistory) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
     EXPECT_FALSE(s.error_message().empty());
   }
+}
+
+// Snapshots describing impossible clusters are refused naming the node or
+// job: MPL_local of 2^31 - 1 (it overflowed the simulation), a running job
+// with more CPU seconds than it has run, a job id listed twice (it was
+// counted twice: a wait of 100 s became 711 s), the job estimated listed in
+// its own snapshot. Ids 0 name no job and may repeat; running jobs beyond
+// the snapshot's mpl_limit are what the cluster runs and are taken.
+TEST(TurnaroundRpcTest, RefusesImpossibleSnapshots) {
+  TempDir dir;
+  PredictorUnderTest p(dir.File("histdb"));
+  const int64_t now = kNow - 100;
+  auto estimate = [&](const v1::ClusterSnapshot& snapshot, int64_t job_id = 1) {
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(job_id, now);
+    *req.mutable_snapshot() = snapshot;
+    v1::EstimateTurnaroundResponse resp;
+    grpc::Status s = p.stub().EstimateTurnaround(&ctx, req, &resp);
+    EXPECT_EQ(s.error_message().find('\n'), std::string::npos) << s.error_message();
+    return s;
+  };
+  auto refused = [](const grpc::Status& s, const std::string& words) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << words;
+    EXPECT_NE(s.error_message().find(words), std::string::npos) << s.error_message();
+  };
+  auto running = [&](v1::ClusterSnapshot* s, int64_t id, double cpu) {
+    v1::RunningJob* r = s->add_running();
+    *r->mutable_spec() = Job(id, now - 1000);
+    r->set_start_unix_seconds(now - 300);
+    r->add_nodes(0);
+    r->add_nodes(1);
+    r->set_cpu_seconds_per_task(cpu);
+  };
+  for (int32_t tasks : {std::numeric_limits<int32_t>::max(), 1001, -1}) {
+    v1::ClusterSnapshot s = Cluster(now, 4);
+    s.mutable_nodes(2)->set_local_tasks(tasks);
+    refused(estimate(s), "node 2: local_tasks must be in [0, 1000]");
+  }
+  {
+    v1::ClusterSnapshot s = Cluster(now, 4);
+    for (auto& n : *s.mutable_nodes()) n.set_local_tasks(1000);
+    EXPECT_TRUE(estimate(s).ok());
+  }
+  for (double cpu : {1e15, 301.5}) {
+    v1::ClusterSnapshot s = Cluster(now, 4);
+    running(&s, 3, cpu);
+    refused(estimate(s), "it has run");
+  }
+  {
+    v1::ClusterSnapshot s = Cluster(now, 4);
+    running(&s, 3, -2);
+    refused(estimate(s), "running job 3: cpu_seconds_per_task must be >= 0");
+  }
+  for (double cpu : {-1.0, 0.0, 301.0}) {
+    v1::ClusterSnapshot s = Cluster(now, 4);
+    running(&s, 3, cpu);
+    EXPECT_TRUE(estimate(s).ok()) << cpu;
+  }
+  {
+    v1::ClusterSnapshot s = Cluster(now, 4);
+    running(&s, 3, -1);
+    *s.add_waiting() = Job(3, now - 50);
+    refused(estimate(s), "lists job 3 twice (running, then waiting)");
+    s.clear_running();
+    *s.add_waiting() = Job(3, now - 40);
+    refused(estimate(s), "lists job 3 twice (waiting, then waiting)");
+  }
+  {
+    v1::ClusterSnapshot s = Cluster(now, 4);
+    *s.add_waiting() = Job(1, now - 50);
+    refused(estimate(s), "job 1 is the job estimated");
+    s.clear_waiting();
+    running(&s, 1, -1);
+    refused(estimate(s), "job 1 is the job estimated");
+  }
+  {
+    // No ids (0): the job estimated and two waiting jobs, all simulated.
+    v1::ClusterSnapshot s = Cluster(now, 2);
+    *s.add_waiting() = Job(0, now - 50);
+    *s.add_waiting() = Job(0, now - 40);
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(0, now);
+    *req.mutable_snapshot() = s;
+    v1::EstimateTurnaroundResponse resp;
+    ASSERT_TRUE(p.stub().EstimateTurnaround(&ctx, req, &resp).ok());
+    EXPECT_NEAR(resp.estimates(1).wait().point_seconds(), 2 * 7200, 1) << resp.ShortDebugString();
+  }
+  {
+    // Two running jobs on nodes 0-1 under mpl_limit 1 (placed under
+    // another limit): simulated as they are.
+    v1::ClusterSnapshot s = Cluster(now, 4);
+    s.mutable_policy()->set_mpl_limit(1);
+    running(&s, 3, -1);
+    running(&s, 4, -1);
+    EXPECT_TRUE(estimate(s).ok());
+  }
+}
+
+// Job events that contradict the job's state are refused, naming the job
+// and its state, and change nothing: a second submit of a pending job (it
+// replaced the record, losing the start), a second start, a finish of a job
+// that never started; a finish with more CPU seconds per task than the run
+// time (1e15 poisoned the history: later waits of 1.4e11 h).
+TEST(TurnaroundRpcTest, RefusesEventsContradictingTheJobState) {
+  TempDir dir;
+  PredictorUnderTest p(dir.File("histdb"));
+  const int64_t t = kNow - 50000;
+  v1::RecordJobEventResponse resp;
+  auto send = [&](const v1::JobEvent& e) { return Send(p.stub(), e, &resp); };
+  auto submitted = [&](int64_t id, int64_t submit) {
+    v1::JobEvent e;
+    *e.mutable_submitted()->mutable_job() = Job(id, submit);
+    *e.mutable_submitted()->mutable_snapshot() = Cluster(submit, 4);
+    return e;
+  };
+  auto started = [&](int64_t id, int64_t start) {
+    v1::JobEvent e;
+    e.mutable_started()->set_job_id(id);
+    e.mutable_started()->set_start_unix_seconds(start);
+    e.mutable_started()->add_nodes(0);
+    e.mutable_started()->add_nodes(1);
+    *e.mutable_started()->mutable_snapshot() = Cluster(start, 4);
+    return e;
+  };
+  auto finished = [&](int64_t id, int64_t finish, double cpu) {
+    v1::JobEvent e;
+    e.mutable_finished()->set_job_id(id);
+    e.mutable_finished()->set_finish_unix_seconds(finish);
+    e.mutable_finished()->set_cpu_seconds_per_task(cpu);
+    return e;
+  };
+  auto expect = [](const grpc::Status& s, grpc::StatusCode code, const std::string& words) {
+    EXPECT_EQ(s.error_code(), code) << s.error_message();
+    EXPECT_NE(s.error_message().find(words), std::string::npos) << s.error_message();
+  };
+  ASSERT_TRUE(send(submitted(1, t)).ok());
+  expect(send(submitted(1, t + 5)), grpc::StatusCode::ALREADY_EXISTS,
+         "job 1 is already waiting (submitted at " + std::to_string(t) + ")");
+  expect(send(finished(1, t + 100, 50)), grpc::StatusCode::FAILED_PRECONDITION,
+         "job 1 has not started");
+  ASSERT_TRUE(send(started(1, t + 10)).ok());
+  expect(send(submitted(1, t + 20)), grpc::StatusCode::ALREADY_EXISTS,
+         "job 1 is already running (started at " + std::to_string(t + 10) + ")");
+  expect(send(started(1, t + 30)), grpc::StatusCode::FAILED_PRECONDITION,
+         "job 1 already started at " + std::to_string(t + 10));
+  for (double cpu : {1e15, 1001.5}) {
+    expect(send(finished(1, t + 1010, cpu)), grpc::StatusCode::INVALID_ARGUMENT,
+           "more than its run time of 1000 s");
+  }
+  // The first submit and start stand: wait 10 s, run 1000 s.
+  ASSERT_TRUE(send(finished(1, t + 1010, 1001)).ok());
+  EXPECT_EQ(resp.history_records(), 1);
+  grpc::ClientContext ctx;
+  v1::EstimateTurnaroundRequest req;
+  *req.mutable_job() = Job(2, kNow - 100);
+  *req.mutable_snapshot() = Cluster(kNow - 100, 4);
+  *req.mutable_snapshot()->add_waiting() = Job(3, kNow - 200);
+  v1::EstimateTurnaroundResponse est;
+  ASSERT_TRUE(p.stub().EstimateTurnaround(&ctx, req, &est).ok());
+  EXPECT_NEAR(est.estimates(0).exec().point_seconds(), 1000, 1);
+  EXPECT_NEAR(est.estimates(0).wait().point_seconds(), 10, 1);
+  for (const auto& e : est.estimates()) {
+    EXPECT_LT(e.turnaround().point_seconds(), 10 * 86400) << e.kernel();
+  }
+  // Finished, the id may come again.
+  EXPECT_TRUE(send(submitted(1, t + 2000)).ok());
 }
 
 }  // namespace

@@ -569,12 +569,15 @@ def test_job_queue(bin_dir, workdir):
                            (["start", "--job-id", "2"], "--hosts is required"),
                            (["cancel", "--job-id", "2", "--cpu-seconds", "3"],
                             "--cpu-seconds is for finish"),
-                           (["bogus"], "unknown action 'bogus'")):
+                           (["bogus"], "unknown action 'bogus'"),
+                           # More CPU seconds than job 1 has run (it started seconds ago).
+                           (["finish", "--job-id", "1", "--cpu-seconds", "1e9"],
+                            "a task uses at most one CPU")):
             code, out, err = jobs(*argv)
             check(code == 2 and len(err) == 1 and want in err[0],
                   f"jobs {argv}: exit {code}, stdout {out!r}, stderr {err}")
 
-        code, out, err = jobs("finish", "--job-id", "1", "--cpu-seconds", "100")
+        code, out, err = jobs("finish", "--job-id", "1", "--cpu-seconds", "1")
         check(code == 0 and "job 1 finished; the queue holds 1 waiting and 0 running jobs; "
               "the job history recorded it (1 finished jobs)" in out,
               f"jobs finish: exit {code}, {out!r}, {err}")

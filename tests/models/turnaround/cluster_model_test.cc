@@ -1,5 +1,7 @@
 #include "models/turnaround/cluster_model.h"
 
+#include <limits>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -104,6 +106,22 @@ TEST(ClusterModelTest, MplCpuAndSharedTasks) {
   EXPECT_DOUBLE_EQ(cluster.CpuMax({2}), 0.7);
   // For job 1 on {0,1}: node 0 none, node 1 one other task + one local.
   EXPECT_EQ(cluster.SharedTasks({0, 1}), 2);
+}
+
+// MPL_local near INT_MAX (a snapshot's NodeState.local_tasks) saturates
+// instead of overflowing (2^31 - 1 local tasks + 1 parallel task was signed
+// overflow, UBSan).
+TEST(ClusterModelTest, HugeLocalTaskCountsSaturate) {
+  ClusterModel cluster(2, Policy(JobSelection::kFcfs, NodeSelection::kNormal, 2));
+  cluster.SetLocal(0, 0.5, std::numeric_limits<int>::max());
+  cluster.SetLocal(1, 0.5, std::numeric_limits<int>::max());
+  cluster.Place(1, {0, 1}, 1.0);
+  cluster.Place(2, {0, 1}, 1.0);
+  EXPECT_EQ(cluster.MplMax({0, 1}), std::numeric_limits<int>::max());
+  EXPECT_EQ(cluster.SharedTasks({0, 1}), std::numeric_limits<int>::max());
+  cluster.SetLocal(1, 0.5, 1000);
+  EXPECT_EQ(cluster.MplMax({1}), 1002);
+  EXPECT_EQ(cluster.SharedTasks({1}), 1001);
 }
 
 }  // namespace

@@ -363,6 +363,130 @@ TEST_F(EstimatorTest, JobEventsRecordQueueAndClusterState) {
   EXPECT_EQ(est.OnStarted(99, 1, {0}, s).code(), absl::StatusCode::kNotFound);
 }
 
+// A job id is submitted and started once while pending: a second submit used
+// to replace the record (its start lost, the finish then refused), a second
+// start was taken too. Finishing a job that never started says so. Once
+// finished, the id may be submitted again.
+TEST_F(EstimatorTest, JobEventsRefuseRepeatedSubmitAndStart) {
+  TurnaroundEstimator est(db_, {});
+  ClusterSnapshot s = Dedicated(4);
+  JobSpec job = Job(7, 1, 7, 2);
+  job.submit_time = 1000;
+  ASSERT_TRUE(est.OnSubmitted(job, s).ok());
+  absl::Status again = est.OnSubmitted(job, s);
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists) << again;
+  EXPECT_NE(again.message().find("job 7 is already waiting (submitted at 1000)"),
+            std::string::npos) << again;
+  absl::Status early = est.OnFinished(7, 1500, 100);
+  EXPECT_EQ(early.code(), absl::StatusCode::kFailedPrecondition) << early;
+  EXPECT_NE(early.message().find("job 7 has not started"), std::string::npos) << early;
+  ASSERT_TRUE(est.OnStarted(7, 1100, {0, 1}, s).ok());
+  again = est.OnSubmitted(job, s);
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists) << again;
+  EXPECT_NE(again.message().find("job 7 is already running (started at 1100)"), std::string::npos)
+      << again;
+  absl::Status restart = est.OnStarted(7, 1200, {2, 3}, s);
+  EXPECT_EQ(restart.code(), absl::StatusCode::kFailedPrecondition) << restart;
+  EXPECT_NE(restart.message().find("job 7 already started at 1100"), std::string::npos) << restart;
+  ASSERT_TRUE(est.OnFinished(7, 1500, 300).ok());
+  auto recs = db_.Recent(TemplateKey::For(job, TemplateLevel::kUserExecutableProcs), 5);
+  ASSERT_EQ(recs->size(), 1u);
+  EXPECT_EQ((*recs)[0].wait_time, 100);  // the first start, not the refused one
+  EXPECT_EQ((*recs)[0].exec_time, 400);
+  EXPECT_TRUE(est.OnSubmitted(job, s).ok());
+}
+
+// A task uses at most one CPU: CPU seconds per task beyond the run time
+// (finish - start) + 1 s are refused and nothing is stored; up to it (and
+// unknown, -1) they are taken.
+TEST_F(EstimatorTest, FinishRefusesMoreCpuTimeThanRunTime) {
+  TurnaroundEstimator est(db_, {});
+  ClusterSnapshot s = Dedicated(4);
+  JobSpec job = Job(7, 1, 7, 2);
+  job.submit_time = 1000;
+  ASSERT_TRUE(est.OnSubmitted(job, s).ok());
+  ASSERT_TRUE(est.OnStarted(7, 1100, {0, 1}, s).ok());
+  for (double cpu : {1e15, 401.5}) {
+    absl::Status st = est.OnFinished(7, 1500, cpu);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << cpu;
+    EXPECT_NE(st.message().find("run time of 400 s"), std::string::npos) << st;
+  }
+  EXPECT_EQ(db_.size(), 0);
+  EXPECT_TRUE(db_.GetPending(7).ok());
+  ASSERT_TRUE(est.OnFinished(7, 1500, 401).ok());
+  EXPECT_EQ(db_.size(), 1);
+  job.job_id = 8;
+  ASSERT_TRUE(est.OnSubmitted(job, s).ok());
+  ASSERT_TRUE(est.OnStarted(8, 1100, {0, 1}, s).ok());
+  EXPECT_TRUE(est.OnFinished(8, 1100, -1).ok());
+}
+
+// A record holding an absurd CPU time (written before finishes were checked)
+// is read as at most its run time + 1 s: one job of the application waits
+// ahead of the target, which then waits 101 s, not 1e15 s (such a record
+// once gave a wait of 1.4e11 h); the Hybrid goes by the run's 100 s.
+TEST_F(EstimatorTest, AbsurdCpuTimeInHistoryIsBounded) {
+  const JobSpec app = Job(-1, 2, 9, 1, -1, 1.0);
+  Put(Hist(app, 0, 100, 1e15));
+  auto stats = db_.Stats(TemplateKey::For(app, TemplateLevel::kUserExecutableProcs));
+  EXPECT_DOUBLE_EQ(stats->mean_cpu_per_task(), 101);
+  EXPECT_DOUBLE_EQ(stats->mean_isolated_exec(), 101);
+  EXPECT_DOUBLE_EQ(stats->mean_isolated_cpu_fraction(), 1);
+  JobSpec t = Job(2, 1, 7, 1, 50, 1.0);
+  t.queue = 2;  // no history at any level
+  EstimateRequest req{t, Dedicated(1)};
+  req.job.submit_time = req.snapshot.now;
+  req.snapshot.waiting = {Job(5, 2, 9, 1, -1, 1.0)};
+  EXPECT_NEAR(Run(Kernel::kHistorical, req).wait.point, 101, 1e-6);  // getCPUtime
+  EXPECT_NEAR(Run(Kernel::kSimulation, req).wait.point, 101, 1e-6);  // ExecTime_total
+  EXPECT_NEAR(Run(Kernel::kHybrid, req).wait.point, 100, 1e-6);      // its isolated run
+}
+
+// The job estimated must not also be in its snapshot (job ids > 0): it used
+// to be dropped from its place in the queue, and simulated twice when
+// running. Ids <= 0 name no job: a target and waiting jobs without ids (0,
+// the proto default, as `sojourn turnaround --job-id` sends) are all
+// simulated; the waiting job used to be dropped as if it were the target.
+TEST_F(EstimatorTest, RejectsTargetListedInItsSnapshot) {
+  TurnaroundEstimator est(db_, {});
+  EstimateRequest req{Job(5, 1, 7, 1, 50, 1.0), Dedicated(1)};
+  req.job.submit_time = req.snapshot.now;
+  req.snapshot.waiting = {Job(5, 1, 7, 1, 50, 1.0)};
+  absl::Status st = est.Estimate(req).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("job 5 is the job estimated"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("waiting"), std::string::npos) << st;
+  req.snapshot.waiting.clear();
+  req.snapshot.running = {Running(Job(5, 1, 7, 1, 50, 1.0), 990, {0})};
+  st = est.Estimate(req).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("running"), std::string::npos) << st;
+  req.snapshot.running.clear();
+  for (int64_t id : {0, -1}) {
+    req.job.job_id = id;
+    req.snapshot.waiting = {Job(id, 3, 3, 1, 100, 1.0)};
+    auto e = est.Estimate(req);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_NEAR(e->simulation.wait.point, 100, 1e-6) << id;
+    EXPECT_NEAR(e->historical.wait.point, 100, 1e-6) << id;
+  }
+}
+
+// Running jobs beyond the multiprogramming limit (two on the only node under
+// MPL 1) are what the cluster runs, e.g. placed under another limit: they
+// are simulated as they are, and the target waits for both. Both progress
+// at half speed (eq. 4-5, 11-12) until R1 ends at 200 s with R2 half done;
+// alone R2 needs 100 s more.
+TEST_F(EstimatorTest, SimulatesRunningJobsBeyondTheMplLimit) {
+  EstimateRequest req{Job(3, 1, 7, 1, 50, 1.0), Dedicated(1)};
+  req.job.submit_time = req.snapshot.now;
+  req.snapshot.running = {Running(Job(1, 3, 3, 1, 100, 1.0), 1000, {0}),
+                          Running(Job(2, 4, 4, 1, 200, 1.0), 1000, {0})};
+  KernelEstimate e = Run(Kernel::kSimulation, req);
+  EXPECT_NEAR(e.wait.point, 300, 1e-6);
+  EXPECT_NEAR(e.exec.point, 50, 1e-6);
+}
+
 // Intervals: before calibration [p/2, 2p]; after `min_calibration` outcomes
 // whose truth is always 201 s for a 100 s prediction, every log-residual is
 // log(202/101) = log 2, so the interval collapses onto 201 s.

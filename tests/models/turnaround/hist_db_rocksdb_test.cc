@@ -167,6 +167,78 @@ TEST_F(RocksHistDbTest, RefusesForeignDatabase) {
   EXPECT_TRUE(RocksHistDb::Open(dir_.string(), {}).ok());
 }
 
+// Each template's stats as stored, decoded (the 's' keys).
+std::vector<TemplateStats> StoredStats(const std::string& dir) {
+  std::vector<TemplateStats> out;
+  rocksdb::DB* raw = nullptr;
+  EXPECT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek("s"); it->Valid() && it->key().starts_with("s"); it->Next()) {
+    auto t = DecodeTemplateStats(it->value().ToString());
+    EXPECT_TRUE(t.ok()) << t.status();
+    if (t.ok()) out.push_back(*t);
+  }
+  return out;
+}
+
+// Template stats an earlier version summed from an unbounded CPU time (a
+// finish with 1e15 CPU-s per task was stored as such) are summed again from
+// the template's records, bounded by their run times, when read; the next
+// Put() writes the repaired sums.
+TEST_F(RocksHistDbTest, RebuildsStatsSummedFromUnboundedCpuTimes) {
+  const JobRecord good = Rec(1, 5, 7, 2, 100);  // 50 CPU-s per task, CPU(J) 0.75
+  JobRecord absurd = Rec(2, 5, 7, 2, 200);
+  absurd.cpu_time_per_task = 1e15;  // read as 201
+  {
+    auto db = RocksHistDb::Open(dir_.string(), {});
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->Put(good).ok());
+    ASSERT_TRUE((*db)->Put(absurd).ok());
+  }
+  {
+    // What an earlier version stored: the same records, 1e15 in the sums.
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir_.string(), &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    int templates = 0;
+    for (it->Seek("s"); it->Valid() && it->key().starts_with("s"); it->Next()) {
+      auto t = DecodeTemplateStats(it->value().ToString());
+      ASSERT_TRUE(t.ok()) << t.status();
+      t->sum_cpu_per_task += 1e15 - 201;
+      t->sum_cpu_total += (1e15 - 201) * 2;
+      t->sum_isolated_exec += (1e15 - 201) / 0.75;
+      ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), it->key(), EncodeTemplateStats(*t)).ok());
+      ++templates;
+    }
+    EXPECT_EQ(templates, kNumTemplateLevels);
+  }
+  for (const TemplateStats& t : StoredStats(dir_.string())) EXPECT_FALSE(t.CpuTimesBounded());
+  {
+    auto db = RocksHistDb::Open(dir_.string(), {});
+    ASSERT_TRUE(db.ok()) << db.status();
+    for (int level = 0; level < kNumTemplateLevels; ++level) {
+      auto stats = (*db)->Stats(TemplateKey::For(good.spec, static_cast<TemplateLevel>(level)));
+      ASSERT_TRUE(stats.ok()) << stats.status();
+      EXPECT_EQ(stats->count, 2);
+      EXPECT_EQ(stats->cpu_count, 2);
+      EXPECT_DOUBLE_EQ(stats->mean_exec(), 150);
+      EXPECT_DOUBLE_EQ(stats->mean_cpu_per_task(), (50 + 201) / 2.0);
+      EXPECT_DOUBLE_EQ(stats->mean_cpu_total(), 50 + 201);
+      EXPECT_DOUBLE_EQ(stats->mean_isolated_exec(), (50 / 0.75 + 201 / 0.75) / 2);
+    }
+    ASSERT_TRUE((*db)->Put(Rec(3, 5, 7, 2, 300)).ok());
+    auto stats = (*db)->Stats(TemplateKey::For(good.spec, TemplateLevel::kUser));
+    EXPECT_EQ(stats->count, 3);
+    EXPECT_DOUBLE_EQ(stats->mean_cpu_per_task(), (50 + 201 + 150) / 3.0);
+  }
+  for (const TemplateStats& t : StoredStats(dir_.string())) {
+    EXPECT_TRUE(t.CpuTimesBounded());
+    EXPECT_EQ(t.count, 3);
+  }
+}
+
 // A second open of a locked directory fails cleanly.
 TEST_F(RocksHistDbTest, SecondOpenFails) {
   auto db = RocksHistDb::Open(dir_.string(), {});

@@ -1,5 +1,7 @@
 #include "models/turnaround/hist_db.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 
 namespace sojourn::turnaround {
@@ -69,6 +71,32 @@ TEST_F(InMemoryHistDbTest, StatsSumPerTemplate) {
   EXPECT_EQ(d->isolated_cpu_count, 0);
   auto none = db_.Stats(TemplateKey::For(Rec(0, 9, 9, 9, 0).spec, TemplateLevel::kUser));
   EXPECT_EQ(none->count, 0);
+}
+
+// A record's CPU time counts as at most its run time + kCpuTimeSlackSeconds
+// (a task uses at most one CPU): 1e15 CPU-s in 100 s count as 101; not a
+// number or negative counts as unknown.
+TEST_F(InMemoryHistDbTest, StatsBoundCpuTimeByRunTime) {
+  JobRecord absurd = Rec(1, 5, 7, 2, 100);
+  absurd.cpu_time_per_task = 1e15;
+  absurd.spec.cpu_fraction = 0.5;
+  ASSERT_TRUE(db_.Put(absurd).ok());
+  JobRecord nan = Rec(2, 5, 7, 2, 300);
+  nan.cpu_time_per_task = std::nan("");
+  ASSERT_TRUE(db_.Put(nan).ok());
+  auto s = db_.Stats(TemplateKey::For(absurd.spec, TemplateLevel::kUserExecutableProcs));
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->cpu_count, 1);
+  EXPECT_DOUBLE_EQ(s->mean_cpu_per_task(), 101);
+  EXPECT_DOUBLE_EQ(s->mean_cpu_total(), 202);
+  EXPECT_DOUBLE_EQ(s->mean_isolated_cpu_fraction(), 1);
+  EXPECT_DOUBLE_EQ(s->mean_isolated_exec(), (101 / 0.5 + 300) / 2);
+  EXPECT_TRUE(s->CpuTimesBounded());
+  TemplateStats old = *s;
+  old.sum_cpu_per_task += 1e15;  // as an earlier version summed it
+  EXPECT_FALSE(old.CpuTimesBounded());
+  old.sum_cpu_per_task = std::nan("");
+  EXPECT_FALSE(old.CpuTimesBounded());
 }
 
 // Pending jobs can be stored, read back and erased.
