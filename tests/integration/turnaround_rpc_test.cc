@@ -73,6 +73,29 @@ v1::JobSpec Job(int64_t id, int64_t submit) {
   return j;
 }
 
+// Job events of job `id` on a 4-node dedicated cluster (Job's spec).
+v1::JobEvent Submitted(int64_t id, int64_t submit) {
+  v1::JobEvent e;
+  *e.mutable_submitted()->mutable_job() = Job(id, submit);
+  *e.mutable_submitted()->mutable_snapshot() = Cluster(submit, 4);
+  return e;
+}
+v1::JobEvent Started(int64_t id, int64_t start, const std::vector<int32_t>& nodes) {
+  v1::JobEvent e;
+  e.mutable_started()->set_job_id(id);
+  e.mutable_started()->set_start_unix_seconds(start);
+  for (int32_t n : nodes) e.mutable_started()->add_nodes(n);
+  *e.mutable_started()->mutable_snapshot() = Cluster(start, 4);
+  return e;
+}
+v1::JobEvent Finished(int64_t id, int64_t finish, double cpu) {
+  v1::JobEvent e;
+  e.mutable_finished()->set_job_id(id);
+  e.mutable_finished()->set_finish_unix_seconds(finish);
+  e.mutable_finished()->set_cpu_seconds_per_task(cpu);
+  return e;
+}
+
 grpc::Status Send(v1::Predictor::Stub& stub, const v1::JobEvent& e,
                   v1::RecordJobEventResponse* resp) {
   grpc::ClientContext ctx;
@@ -239,52 +262,31 @@ TEST(TurnaroundRpcTest, RejectsEventsThatWouldPoisonTheHistory) {
     EXPECT_FALSE(s.ok() || s.error_message().empty()) << e.ShortDebugString();
     return s.error_code();
   };
-  auto submitted = [&](int64_t id, int64_t submit) {
-    v1::JobEvent e;
-    *e.mutable_submitted()->mutable_job() = Job(id, submit);
-    *e.mutable_submitted()->mutable_snapshot() = Cluster(submit, 4);
-    return e;
-  };
-  auto started = [&](int64_t id, int64_t start, std::vector<int32_t> nodes) {
-    v1::JobEvent e;
-    e.mutable_started()->set_job_id(id);
-    e.mutable_started()->set_start_unix_seconds(start);
-    for (int32_t n : nodes) e.mutable_started()->add_nodes(n);
-    *e.mutable_started()->mutable_snapshot() = Cluster(start, 4);
-    return e;
-  };
-  auto finished = [&](int64_t id, int64_t finish, double cpu) {
-    v1::JobEvent e;
-    e.mutable_finished()->set_job_id(id);
-    e.mutable_finished()->set_finish_unix_seconds(finish);
-    e.mutable_finished()->set_cpu_seconds_per_task(cpu);
-    return e;
-  };
   // Never submitted: NOT_FOUND for every kind of event.
-  EXPECT_EQ(code(started(9999, t, {0})), grpc::StatusCode::NOT_FOUND);
-  EXPECT_EQ(code(started(9999, t, {})), grpc::StatusCode::NOT_FOUND);
-  EXPECT_EQ(code(finished(9999, t, 1)), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(code(Started(9999, t, {0})), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(code(Started(9999, t, {})), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(code(Finished(9999, t, 1)), grpc::StatusCode::NOT_FOUND);
   v1::JobEvent cancel;
   cancel.mutable_cancelled()->set_job_id(9999);
   EXPECT_EQ(code(cancel), grpc::StatusCode::NOT_FOUND);
   // Submits at absurd times.
   for (int64_t bad : {int64_t{0}, int64_t{-1}, kNow + 3601, INT64_MAX}) {
-    EXPECT_EQ(code(submitted(1, bad)), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_EQ(code(Submitted(1, bad)), grpc::StatusCode::INVALID_ARGUMENT) << bad;
   }
-  ASSERT_TRUE(Send(p.stub(), submitted(1, t), &resp).ok());
-  EXPECT_EQ(code(started(1, t - 86400, {0, 1})), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(code(started(1, INT64_MIN, {0, 1})), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(code(started(1, kNow + 3601, {0, 1})), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(code(started(1, t + 10, {})), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(code(started(1, t + 10, {50, -3})), grpc::StatusCode::INVALID_ARGUMENT);
-  ASSERT_TRUE(Send(p.stub(), started(1, t + 10, {0, 1}), &resp).ok());
-  EXPECT_EQ(code(finished(1, INT64_MAX, 100)), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(code(finished(1, t + 5, 100)), grpc::StatusCode::INVALID_ARGUMENT);  // before start
+  ASSERT_TRUE(Send(p.stub(), Submitted(1, t), &resp).ok());
+  EXPECT_EQ(code(Started(1, t - 86400, {0, 1})), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code(Started(1, INT64_MIN, {0, 1})), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code(Started(1, kNow + 3601, {0, 1})), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code(Started(1, t + 10, {})), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code(Started(1, t + 10, {50, -3})), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_TRUE(Send(p.stub(), Started(1, t + 10, {0, 1}), &resp).ok());
+  EXPECT_EQ(code(Finished(1, INT64_MAX, 100)), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code(Finished(1, t + 5, 100)), grpc::StatusCode::INVALID_ARGUMENT);  // before start
   for (double cpu : {double{INFINITY}, std::nan(""), -1e308, -0.5}) {
-    EXPECT_EQ(code(finished(1, t + 1000, cpu)), grpc::StatusCode::INVALID_ARGUMENT) << cpu;
+    EXPECT_EQ(code(Finished(1, t + 1000, cpu)), grpc::StatusCode::INVALID_ARGUMENT) << cpu;
   }
   EXPECT_EQ(resp.history_records(), 0);  // nothing finished yet
-  ASSERT_TRUE(Send(p.stub(), finished(1, t + 1010, 900), &resp).ok());
+  ASSERT_TRUE(Send(p.stub(), Finished(1, t + 1010, 900), &resp).ok());
   EXPECT_EQ(resp.history_records(), 1);
 
   // Estimates: the good history gives a sane answer; absurd requests are refused.
@@ -437,48 +439,26 @@ TEST(TurnaroundRpcTest, RefusesEventsContradictingTheJobState) {
   const int64_t t = kNow - 50000;
   v1::RecordJobEventResponse resp;
   auto send = [&](const v1::JobEvent& e) { return Send(p.stub(), e, &resp); };
-  auto submitted = [&](int64_t id, int64_t submit) {
-    v1::JobEvent e;
-    *e.mutable_submitted()->mutable_job() = Job(id, submit);
-    *e.mutable_submitted()->mutable_snapshot() = Cluster(submit, 4);
-    return e;
-  };
-  auto started = [&](int64_t id, int64_t start) {
-    v1::JobEvent e;
-    e.mutable_started()->set_job_id(id);
-    e.mutable_started()->set_start_unix_seconds(start);
-    e.mutable_started()->add_nodes(0);
-    e.mutable_started()->add_nodes(1);
-    *e.mutable_started()->mutable_snapshot() = Cluster(start, 4);
-    return e;
-  };
-  auto finished = [&](int64_t id, int64_t finish, double cpu) {
-    v1::JobEvent e;
-    e.mutable_finished()->set_job_id(id);
-    e.mutable_finished()->set_finish_unix_seconds(finish);
-    e.mutable_finished()->set_cpu_seconds_per_task(cpu);
-    return e;
-  };
   auto expect = [](const grpc::Status& s, grpc::StatusCode code, const std::string& words) {
     EXPECT_EQ(s.error_code(), code) << s.error_message();
     EXPECT_NE(s.error_message().find(words), std::string::npos) << s.error_message();
   };
-  ASSERT_TRUE(send(submitted(1, t)).ok());
-  expect(send(submitted(1, t + 5)), grpc::StatusCode::ALREADY_EXISTS,
+  ASSERT_TRUE(send(Submitted(1, t)).ok());
+  expect(send(Submitted(1, t + 5)), grpc::StatusCode::ALREADY_EXISTS,
          "job 1 is already waiting (submitted at " + std::to_string(t) + ")");
-  expect(send(finished(1, t + 100, 50)), grpc::StatusCode::FAILED_PRECONDITION,
+  expect(send(Finished(1, t + 100, 50)), grpc::StatusCode::FAILED_PRECONDITION,
          "job 1 has not started");
-  ASSERT_TRUE(send(started(1, t + 10)).ok());
-  expect(send(submitted(1, t + 20)), grpc::StatusCode::ALREADY_EXISTS,
+  ASSERT_TRUE(send(Started(1, t + 10, {0, 1})).ok());
+  expect(send(Submitted(1, t + 20)), grpc::StatusCode::ALREADY_EXISTS,
          "job 1 is already running (started at " + std::to_string(t + 10) + ")");
-  expect(send(started(1, t + 30)), grpc::StatusCode::FAILED_PRECONDITION,
+  expect(send(Started(1, t + 30, {0, 1})), grpc::StatusCode::FAILED_PRECONDITION,
          "job 1 already started at " + std::to_string(t + 10));
   for (double cpu : {1e15, 1001.5}) {
-    expect(send(finished(1, t + 1010, cpu)), grpc::StatusCode::INVALID_ARGUMENT,
+    expect(send(Finished(1, t + 1010, cpu)), grpc::StatusCode::INVALID_ARGUMENT,
            "more than its run time of 1000 s");
   }
   // The first submit and start stand: wait 10 s, run 1000 s.
-  ASSERT_TRUE(send(finished(1, t + 1010, 1001)).ok());
+  ASSERT_TRUE(send(Finished(1, t + 1010, 1001)).ok());
   EXPECT_EQ(resp.history_records(), 1);
   grpc::ClientContext ctx;
   v1::EstimateTurnaroundRequest req;
@@ -493,7 +473,7 @@ TEST(TurnaroundRpcTest, RefusesEventsContradictingTheJobState) {
     EXPECT_LT(e.turnaround().point_seconds(), 10 * 86400) << e.kernel();
   }
   // Finished, the id may come again.
-  EXPECT_TRUE(send(submitted(1, t + 2000)).ok());
+  EXPECT_TRUE(send(Submitted(1, t + 2000)).ok());
 }
 
 }  // namespace
