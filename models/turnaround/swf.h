@@ -71,8 +71,12 @@ struct SwfHeader {
   int64_t max_partitions = -1;
   std::map<std::string, std::string> fields;
 
-  // Cluster size for simulation: MaxNodes, else MaxProcs, else -1.
-  int64_t cluster_size() const { return max_nodes > 0 ? max_nodes : max_procs; }
+  // Cluster size for simulation, in the unit of a job's size (field 5, the
+  // allocated processors; one task per simulated node): MaxProcs, else
+  // MaxNodes, else -1. Logs of multi-processor nodes have MaxNodes below
+  // MaxProcs (HPC2N 120 / 240, SDSC-BLUE 144 / 1152): MaxNodes first halved
+  // (or worse) the machine the jobs' processors were replayed on.
+  int64_t cluster_size() const { return max_procs > 0 ? max_procs : max_nodes; }
 };
 
 struct SwfIssue {

@@ -51,7 +51,8 @@ wait and execution time, and the mean cost of one estimate.
   --mpl N             multiprogramming limit (parallel tasks per node), 1..1000.
                       Default: 1 in replay, 4 in simulate.
   --nodes N           simulate: cluster size, 1..1000000; job sizes are scaled
-                      by N / MaxNodes of the log header (default 64)
+                      by N / MaxProcs (else MaxNodes) of the log header
+                      (default 64)
   --local-load PCT    simulate: percent of nodes with a local user, Table 2
                       profiles, hyper-exponential sessions (default 75)
   --seed N            simulate: local-load random seed, 0..2^63-1 (default 1)
@@ -79,8 +80,9 @@ wait and execution time, and the mean cost of one estimate.
 Simulate refuses a log whose local-load model would need more than 5e7 session
 events (span x nodes x local load / 5760 s mean session): about 190 years of
 log on 64 nodes at 75 %. Every estimate simulates every node, so a run costs
-about 0.05-0.3 us per job estimated and node (the header's MaxNodes, else
-MaxProcs, in replay; --nodes in simulate): above 2e9 node-estimates (2 to 10
+about 0.05-0.3 us per job estimated and node (the header's MaxProcs, else
+MaxNodes, in replay: a job's size, field 5, counts processors, one task per
+simulated node; --nodes in simulate): above 2e9 node-estimates (2 to 10
 minutes) the run says how long it may take and how --max-jobs shortens it,
 then goes on, with progress at least every 10 seconds.
 Jobs without a processor count (fields 5 and 8 both 0 or -1) are skipped with
@@ -316,7 +318,7 @@ int RunTurnaround(int argc, char** argv) {
                        "per node and job, here %.0f-%.0f minutes); --max-jobs %d%s keeps it "
                        "within about 2-10 minutes",
                        args.swf, jobs, nodes,
-                       replay ? (log->header.cluster_size() > 0 ? "the header's MaxNodes / MaxProcs"
+                       replay ? (log->header.cluster_size() > 0 ? "the header's MaxProcs / MaxNodes"
                                                                 : "the largest job")
                               : "--nodes",
                        work, work * 0.05e-6 / 60, work * 0.3e-6 / 60,

@@ -43,7 +43,9 @@ TEST_F(SwfTest, ParsesHeaderAndUnknownFields) {
   EXPECT_EQ(log->header.unix_start_time, 893466664);
   EXPECT_EQ(log->header.max_nodes, 128);
   EXPECT_EQ(log->header.max_procs, 256);
-  EXPECT_EQ(log->header.cluster_size(), 128);
+  // Job sizes (field 5) count processors: the machine is MaxProcs, not the
+  // 128 nodes (2 processors each) it is made of.
+  EXPECT_EQ(log->header.cluster_size(), 256);
   EXPECT_EQ(log->header.fields.at("Queue"), "0  interactive\n1  express");
   ASSERT_EQ(log->jobs.size(), 2u);
   const SwfJob& a = log->jobs[0];
