@@ -311,11 +311,17 @@ class GrpcClientTest(unittest.TestCase):
         with open(path, "w") as f:
             f.write("host,timestamp,cpu_load,free_mem_mb,total_mem_mb,cpu_cores\n")
             for i in range(rows):
-                f.write(f"{host},{last - (rows - 1 - i) * 300},0.1,4000,8192,2\n")
+                # Some rows measure more than the machine, as Bitbrains rows do (CPU above
+                # 100 %, memory use above capacity): PushSamples refuses a load above 1 and
+                # negative free memory, so replay sends them at the bound (it stopped there).
+                load, free = (1.3, -500) if i % 1000 == 7 else (0.1, 4000)
+                f.write(f"{host},{last - (rows - 1 - i) * 300},{load},{free},8192,2\n")
         run = subprocess.run([CLUSTER.binary("sojourn-replay"), f"--trace={path}",
                               f"--statemgr={ADDRS['statemgr']}", "--follow=false",
                               "--shift=false"], capture_output=True, text=True, timeout=120)
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertIn("6 samples above the machine's CPU or memory sent at the bound",
+                      run.stdout + run.stderr)
         listed = {h.host: h for h in self.statemgr.ListHosts(
             pb["statemgr"].ListHostsRequest(), timeout=self.RPC_TIMEOUT).hosts}
         self.assertIn(host, listed)
