@@ -312,6 +312,25 @@ def trace_cases(ev, tmp):
     check(ev, "schedule good", ["schedule", "--trace", good, "--replicates", "1",
                                 "--submissions", "5", "--warmup-days", "2", "--pool", "0"], 0,
           "scheduled 100% of the submissions")
+    # One stray sample a year after the rest: the jobs spread over a year of mostly silent
+    # hosts go unscheduled. Said on stderr; a rate or mean over no job is null, not 0.
+    stray = write_csv(os.path.join(tmp, "stray.csv"),
+                      rows + [("vm0", t0 + 365 * 86400, 0.1, 2048)])
+    stray_json = os.path.join(tmp, "stray.json")
+    check(ev, "schedule stray timestamp", ["schedule", "--trace", stray, "--replicates", "4",
+                                           "--submissions", "5", "--json", stray_json], 0,
+          "jobs unscheduled (no usable host")
+    try:
+        with open(stray_json) as f:
+            reps = json.load(f)["replicates"]
+        empty = [r["summary"]["proactive"] for r in reps
+                 if r["summary"]["proactive"]["scheduled"] == 0]
+        if not empty or any(s["failure_rate"] is not None or s["avg_makespan_s"] is not None
+                            for s in empty):
+            FAILURES.append("schedule stray timestamp: want null rates for a replicate that "
+                            "scheduled nothing, got %r" % [r["summary"]["proactive"] for r in reps])
+    except (OSError, ValueError, KeyError) as e:
+        FAILURES.append("schedule stray timestamp: no JSON (%s)" % e)
     check(ev, "schedule --proactive-tr bogus", ["schedule", "--trace", good, "--proactive-tr",
                                                 "bogus"], 2, "must be service or own")
     # Both proactive TRs run and say which they used; tools/eval/schedule_tables.py (the doc's

@@ -124,11 +124,14 @@ std::vector<double> NumList(const std::string& k, const std::string& text) {
 
 std::string LengthKey(double hours) { return absl::StrFormat("%g", hours); }
 
+// A rate or mean over no job is null, not 0 (a policy that scheduled nothing
+// did not fail nothing in no time).
 nlohmann::json StatsJson(const scheduling::PolicyStats& s) {
-  return {{"failure_rate", s.failure_rate},
-          {"unscheduled_rate", s.unscheduled_rate},
-          {"avg_makespan_s", s.avg_makespan_s},
-          {"slowdown_vs_omniscient", s.slowdown_vs_omniscient},
+  auto over = [](int64_t n, double v) { return n > 0 ? nlohmann::json(v) : nlohmann::json(); };
+  return {{"failure_rate", over(s.scheduled, s.failure_rate)},
+          {"unscheduled_rate", over(s.jobs, s.unscheduled_rate)},
+          {"avg_makespan_s", over(s.finished, s.avg_makespan_s)},
+          {"slowdown_vs_omniscient", over(s.finished, s.slowdown_vs_omniscient)},
           {"jobs", s.jobs},
           {"scheduled", s.scheduled},
           {"failed", s.failed},
@@ -318,6 +321,17 @@ int RunSchedule(int argc, char** argv) {
               cfg.submissions, cfg.lengths_hours.size(), static_cast<long long>(cfg.seed),
               static_cast<long long>(cfg.seed) + cfg.replicates - 1, horizon_hours,
               proactive_tr.c_str(), cfg.clock_min_mhz, cfg.clock_max_mhz);
+  for (scheduling::Policy p : cfg.policies) {
+    const auto& s = r->summary.at(scheduling::PolicyName(p));
+    if (s.jobs > 0 && s.unscheduled * 2 > s.jobs) {
+      std::fprintf(stderr,
+                   "warning: %s left %lld of its %lld jobs unscheduled (no usable host within "
+                   "--retry-seconds of their submission); a trace whose hosts are up on few of "
+                   "its %d days (e.g. a stray timestamp far from the others) does this\n",
+                   scheduling::PolicyName(p), static_cast<long long>(s.unscheduled),
+                   static_cast<long long>(s.jobs), r->days);
+    }
+  }
   std::printf("\n%-12s %9s %9s %9s %12s %9s %9s %9s\n", "policy", "failure", "unsched",
               "restarts", "makespan_h", "slowdown", "finished", "unfinish");
   for (scheduling::Policy p : cfg.policies) {

@@ -30,7 +30,9 @@ def die(reason):
 def load(path):
     try:
         with open(path, encoding="utf-8") as f:
-            j = json.load(f)
+            # A rate or mean over no job is null in the JSON; here it prints as nan.
+            j = json.load(f, object_hook=lambda o: {k: float("nan") if v is None else v
+                                                    for k, v in o.items()})
     except (OSError, ValueError) as e:
         die(f"{path}: {e}")
     for key in ("summary", "summary_2h_plus", "hosts", "days", "jobs"):
