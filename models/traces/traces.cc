@@ -32,6 +32,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/status.h"
+#include "common/text.h"
 
 namespace sojourn::traces {
 namespace {
@@ -332,16 +333,16 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
     HostSample s;
     if (!ParseTimestamp(fields[col_ts], &s.unix_seconds)) {
       return LineError(file, ln,
-                       absl::StrCat("timestamp '", fields[col_ts],
+                       absl::StrCat("timestamp '", Excerpt(fields[col_ts]),
                                     "' is not an integer number of Unix seconds within +-1e11"));
     }
     if (!ParseDouble(fields[col_load], &s.cpu_load)) {
-      return LineError(file, ln, absl::StrCat("cpu_load '", fields[col_load], "' is not a number"));
+      return LineError(file, ln, absl::StrCat("cpu_load '", Excerpt(fields[col_load]), "' is not a number"));
     }
     if (col_mem >= 0 && !Trim(fields[col_mem]).empty() &&
         !ParseDouble(fields[col_mem], &s.free_mem_mb)) {
       return LineError(file, ln,
-                       absl::StrCat("free_mem_mb '", fields[col_mem], "' is not a number"));
+                       absl::StrCat("free_mem_mb '", Excerpt(fields[col_mem]), "' is not a number"));
     }
     auto it = index.find(host);
     if (it == index.end()) {
@@ -355,7 +356,7 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
     if (col_total >= 0 && !Trim(fields[col_total]).empty()) {
       if (!ParseDouble(fields[col_total], &total) || total < 0) {
         return LineError(file, ln,
-                         absl::StrCat("total_mem_mb '", fields[col_total], "' is not a number >= 0"));
+                         absl::StrCat("total_mem_mb '", Excerpt(fields[col_total]), "' is not a number >= 0"));
       }
       t.total_mem_mb = std::max(t.total_mem_mb, total);
     }
@@ -363,7 +364,7 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
       int cores = 0;
       if (!ParseCpuCores(fields[col_cores], &cores)) {
         return LineError(file, ln,
-                         absl::StrCat("cpu_cores '", fields[col_cores], "' is not an integer in [0, ",
+                         absl::StrCat("cpu_cores '", Excerpt(fields[col_cores]), "' is not an integer in [0, ",
                                       kMaxCpuCores, "]"));
       }
       t.cpu_cores = std::max(t.cpu_cores, cores);
@@ -436,7 +437,7 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
     if (!ParseDouble(fields[col_cpu_pct], &pct)) {
       return LineError(
           file, ln,
-          absl::StrCat("CPU usage [%] '", Trim(fields[col_cpu_pct]), "' is not a number"));
+          absl::StrCat("CPU usage [%] '", Excerpt(Trim(fields[col_cpu_pct])), "' is not a number"));
     }
     s.cpu_load = pct / 100.0;
     if (col_cores >= 0 && !Trim(fields[col_cores]).empty()) {
@@ -453,12 +454,12 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
       if (!ParseDouble(fields[col_mem_cap], &cap)) {
         return LineError(
             file, ln,
-            absl::StrCat("memory capacity '", Trim(fields[col_mem_cap]), "' is not a number"));
+            absl::StrCat("memory capacity '", Excerpt(Trim(fields[col_mem_cap])), "' is not a number"));
       }
       if (!ParseDouble(fields[col_mem_amount], &use)) {
         return LineError(
             file, ln,
-            absl::StrCat("memory usage '", Trim(fields[col_mem_amount]), "' is not a number"));
+            absl::StrCat("memory usage '", Excerpt(Trim(fields[col_mem_amount])), "' is not a number"));
       }
       if (col_mem_pct >= 0) use = cap * use / 100.0;
       s.free_mem_mb = (cap - use) / 1024.0;
@@ -646,7 +647,7 @@ absl::StatusOr<std::vector<HostTrace>> ParseAvailabilityMatrix(const std::string
       }
       absl::string_view tok = line.substr(i, j - i);
       if (tok != "0" && tok != "1") {
-        return LineError(file, ln, absl::StrCat("column ", col + 1, ": '", tok, "' is not 0 or 1"));
+        return LineError(file, ln, absl::StrCat("column ", col + 1, ": '", Excerpt(tok), "' is not 0 or 1"));
       }
       if (tok == "1") {
         HostSample s;

@@ -299,6 +299,12 @@ def trace_cases(ev, tmp):
     check(ev, "availability --start 2200-12-31",
           ["availability", "--trace", matrix, "--format", "availability-matrix", "--start",
            "2200-12-31"], 0)
+    # A NUL byte in a field (a tar read as a matrix) is escaped: the reason was cut at it.
+    nul = os.path.join(tmp, "nul.txt")
+    with open(nul, "wb") as f:
+        f.write(b"1\t1\n1\tx\x00y\n")
+    check(ev, "availability matrix NUL", ["availability", "--trace", nul, "--format",
+                                          "availability-matrix"], 2, "'x\\x00y' is not 0 or 1")
     # Item 12.
     for val in ["nan", "inf", "15"]:
         check(ev, "usage --utc-offset-hours " + val,
