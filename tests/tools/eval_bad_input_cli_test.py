@@ -63,6 +63,11 @@ def turnaround_cases(ev, tmp):
 
     ok = w("ok.swf", base_swf())
     check(ev, "turnaround ok", ["turnaround", "--swf", ok], 0)
+    # Jobs without a wait (field 3 -1) cannot be replayed: counted on stderr, not silently
+    # left out.
+    some_waits = w("some_waits.swf", base_swf(swf_line(31, 4000, -1, 60) + swf_line(32, 4100, -1, 60)))
+    check(ev, "turnaround unknown waits", ["turnaround", "--swf", some_waits], 0,
+          "2 jobs have no wait time (field 3 is -1)")
     big = 9223372036854775807
     # Item 1: times whose sum overflows int64 crashed (SIGSEGV) or failed with
     # "job 20 is not pending" without a line.

@@ -298,6 +298,19 @@ int RunTurnaround(int argc, char** argv) {
                    "e.g. cancelled before they started): skipped, not estimated\n",
                    static_cast<long long>(no_procs));
     }
+    if (replay && !no_waits) {
+      int64_t no_wait = 0;
+      for (int64_t i = 0; i < considered; ++i) {
+        no_wait += log->jobs[i].wait_time < 0 && log->jobs[i].procs() > 0;
+      }
+      if (no_wait > 0) {
+        std::fprintf(stderr,
+                     "turnaround: %lld jobs have no wait time (field 3 is -1): replay cannot "
+                     "place them in the queue, so they are neither estimated nor queued ahead "
+                     "of others\n",
+                     static_cast<long long>(no_wait));
+      }
+    }
   }
   // The cost grows with jobs x nodes (kMaxNodeEstimates): say before it
   // starts that a run will be long, with the estimate and the way out.
