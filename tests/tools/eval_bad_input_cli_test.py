@@ -81,6 +81,10 @@ def turnaround_cases(ev, tmp):
               "%s:33: %s is" % (path, field))
         check(ev, "turnaround " + name + " skip",
               ["turnaround", "--swf", path, "--on-malformed", "skip"], 0, "skipped malformed line")
+    # Many malformed lines skipped: the first 20 named, then a count.
+    many = w("many_bad.swf", base_swf("".join(swf_line(100 + k, 5000 + k, 5, big) for k in range(25))))
+    check(ev, "turnaround 25 skipped", ["turnaround", "--swf", many, "--on-malformed", "skip"], 0,
+          "5 more malformed lines skipped (25 in all)")
     # Item 2: node counts.
     for hdr in ["; MaxNodes: 9223372036854775807\n", "; MaxNodes: 100000000\n"]:
         path = w("maxnodes.swf", base_swf(header=hdr))

@@ -255,9 +255,17 @@ int RunTurnaround(int argc, char** argv) {
                  "are kept, and replay squeezes them onto it (their estimates may be poor)\n",
                  static_cast<long long>(log->oversized_jobs), args.swf.c_str());
   }
-  for (const ta::SwfIssue& issue : log->skipped) {
+  // The first ones name their lines; a log with thousands of them (6,000
+  // fractional run times) printed thousands of lines.
+  constexpr size_t kSkippedShown = 20;
+  for (size_t i = 0; i < log->skipped.size() && i < kSkippedShown; ++i) {
+    const ta::SwfIssue& issue = log->skipped[i];
     std::fprintf(stderr, "%s:%lld: skipped malformed line: %s\n", args.swf.c_str(),
                  static_cast<long long>(issue.line), issue.reason.c_str());
+  }
+  if (log->skipped.size() > kSkippedShown) {
+    std::fprintf(stderr, "%s: %zu more malformed lines skipped (%zu in all)\n", args.swf.c_str(),
+                 log->skipped.size() - kSkippedShown, log->skipped.size());
   }
   if (log->jobs.empty()) Usage(absl::StrCat(args.swf, ": no job lines"));
   bool no_waits = false;
