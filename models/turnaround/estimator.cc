@@ -836,13 +836,7 @@ absl::Status TurnaroundEstimator::OnFinished(int64_t job_id, int64_t finish_time
   r.exec_time = std::max<int64_t>(0, finish_time - r.start_time);
   // A task uses at most one CPU: more CPU seconds than its run time are a
   // wrong measure, and stored they would stretch every later estimate.
-  if (cpu_time_per_task > static_cast<double>(r.exec_time) + kCpuTimeSlackSeconds) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job ", job_id, ": ", cpu_time_per_task,
-        " CPU seconds per task is more than its run time of ", r.exec_time,
-        " s (finish - start, + ", kCpuTimeSlackSeconds,
-        " s of clock granularity): a task uses at most one CPU"));
-  }
+  RETURN_IF_ERROR(CheckCpuTimePerTask(job_id, cpu_time_per_task, r.exec_time));
   r.cpu_time_per_task = cpu_time_per_task;
   {
     absl::MutexLock lock(&mu_);

@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 
 namespace sojourn::turnaround {
 
@@ -89,6 +91,21 @@ struct ClusterSnapshot {
 // task above (finish - start) + this are refused, and a stored record's are
 // read as at most that (see JobRecord::bounded_cpu_time_per_task).
 inline constexpr double kCpuTimeSlackSeconds = 1.0;
+
+// INVALID_ARGUMENT when a finished job's tasks are said to have used more
+// CPU seconds each than its run of `run_seconds` (finish - start) allows:
+// the job history's check, which the broker applies before a job leaves its
+// queue.
+inline absl::Status CheckCpuTimePerTask(int64_t job_id, double cpu_seconds_per_task,
+                                        int64_t run_seconds) {
+  if (cpu_seconds_per_task <= static_cast<double>(run_seconds) + kCpuTimeSlackSeconds) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "job ", job_id, ": ", cpu_seconds_per_task,
+      " CPU seconds per task is more than its run time of ", run_seconds, " s (finish - start, + ",
+      kCpuTimeSlackSeconds, " s of clock granularity): a task uses at most one CPU"));
+}
 
 // One HistDB record (Table 1 of the paper: job state, queue state at submit
 // and at start, cluster state at start).

@@ -434,13 +434,8 @@ grpc::ServerUnaryReactor* BrokerService::FinishJob(grpc::CallbackServerContext* 
       }
       // What the job history refuses (a task uses at most one CPU), refused
       // before the job leaves the queue, so that it is not lost to the history.
-      const int64_t ran = finish - job.start_unix_seconds();
-      if (cpu > static_cast<double>(ran) + turnaround::kCpuTimeSlackSeconds) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "job ", id, ": ", cpu, " CPU seconds per task is more than its run time of ", ran,
-            " s (finish - start, + ", turnaround::kCpuTimeSlackSeconds,
-            " s of clock granularity): a task uses at most one CPU"));
-      }
+      RETURN_IF_ERROR(
+          turnaround::CheckCpuTimePerTask(id, cpu, finish - job.start_unix_seconds()));
       sojourn::v1::JobFinished* e = event.mutable_finished();
       e->set_job_id(id);
       e->set_finish_unix_seconds(finish);

@@ -56,12 +56,7 @@ absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot&
         "snapshot now_unix_seconds must be in (0, ", latest_unix,
         "] (the predictor's clock + skew), got ", p.now_unix_seconds()));
   }
-  if (!v1::JobSelection_IsValid(p.policy().job_selection()) ||
-      !v1::NodeSelection_IsValid(p.policy().node_selection())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown scheduling policy: job_selection ", p.policy().job_selection(),
-        ", node_selection ", p.policy().node_selection()));
-  }
+  RETURN_IF_ERROR(CheckSchedulingPolicy(p.policy()));
   turnaround::ClusterSnapshot s;
   s.now = p.now_unix_seconds();
   s.policy.job_selection = p.policy().job_selection() == v1::JOB_SELECTION_EASY
@@ -70,7 +65,6 @@ absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot&
   s.policy.node_selection = p.policy().node_selection() == v1::NODE_SELECTION_UNIFORM
                                 ? turnaround::NodeSelection::kUniform
                                 : turnaround::NodeSelection::kNormal;
-  if (p.policy().mpl_limit() < 0) return absl::InvalidArgumentError("mpl_limit must be >= 0");
   s.policy.mpl_limit = p.policy().mpl_limit() > 0 ? p.policy().mpl_limit() : 1;
   for (int i = 0; i < p.nodes_size(); ++i) {
     const v1::NodeState& n = p.nodes(i);
