@@ -52,12 +52,23 @@ void FailureExposure::Merge(const FailureExposure& other) {
 FailureExposure CountFailureExposure(const StateSeries& series, int64_t end_unix,
                                      int utc_offset_seconds,
                                      const std::function<bool(size_t t)>& exclude) {
+  return CountFailureExposure(series, series.start_unix, end_unix, utc_offset_seconds, exclude);
+}
+
+FailureExposure CountFailureExposure(const StateSeries& series, int64_t begin_unix,
+                                     int64_t end_unix, int utc_offset_seconds,
+                                     const std::function<bool(size_t t)>& exclude) {
   FailureExposure out;
   const int64_t step = series.step_seconds;
   if (step <= 0) return out;
+  // The first counted grid point: the first at or after begin_unix.
+  const int64_t t_begin =
+      begin_unix <= series.start_unix ? 0 : (begin_unix - series.start_unix + step - 1) / step;
   // Halves: the local days before and after the middle of the span.
   const int64_t first_day =
-      (LocalMidnight(series.start_unix, utc_offset_seconds) + utc_offset_seconds) / 86400;
+      (LocalMidnight(series.start_unix + t_begin * step, utc_offset_seconds) +
+       utc_offset_seconds) /
+      86400;
   const int64_t span_end = std::min<int64_t>(
       end_unix, series.start_unix + static_cast<int64_t>(series.states.size()) * step);
   const int64_t last_day =
@@ -70,7 +81,7 @@ FailureExposure CountFailureExposure(const StateSeries& series, int64_t end_unix
   if (n < 2 || end_unix < series.start_unix + step) return out;
   const int64_t t_end = std::min<int64_t>(n - 1, (end_unix - series.start_unix - step) / step + 1);
   LocalHourCursor hours(series.start_unix, step, utc_offset_seconds);
-  for (int64_t t = 0; t < t_end;) {
+  for (int64_t t = t_begin; t < t_end;) {
     hours.Seek(t);
     const int k = (hours.midnight() + utc_offset_seconds) / 86400 < mid_day ? 0 : 1;
     const int d = hours.weekend();

@@ -89,6 +89,13 @@ struct FailureExposure {
 FailureExposure CountFailureExposure(const StateSeries& series, int64_t end_unix,
                                      int utc_offset_seconds,
                                      const std::function<bool(size_t t)>& exclude = nullptr);
+// The same over the steps t -> t + 1 whose grid point t is at or after
+// `begin_unix` as well (the halves then split the local days from the one of
+// the first counted grid point): the exposure added between two moments, as
+// a history grows (sojourn-eval's online host frailty).
+FailureExposure CountFailureExposure(const StateSeries& series, int64_t begin_unix,
+                                     int64_t end_unix, int utc_offset_seconds,
+                                     const std::function<bool(size_t t)>& exclude = nullptr);
 
 // The population model: Add every host's exposure, then Build; Theta(host)
 // is that host's hazard ratio. Hosts without up steps are ignored.

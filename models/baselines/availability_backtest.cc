@@ -8,6 +8,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "models/availability/frailty.h"
@@ -298,7 +299,9 @@ std::array<availability::SojournStats, 24> HourStats(const HostGrid& hg, int dt,
 HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
                         const std::vector<int>& methods, const std::vector<PooledStats>* pooled,
                         const std::array<double, 2>& hazard_ratio,
-                        const std::vector<availability::BandExposure>* band_exposure) {
+                        const std::vector<availability::BandExposure>* band_exposure,
+                        const availability::HostFrailtyModel* online_frailty,
+                        const availability::FailureExposure* train_exposure) {
   HostOutput out;
   const int bins = cfg.reliability_bins;
   out.reliability.assign(kNumMethods, std::vector<ReliabilityBin>(bins));
@@ -319,6 +322,30 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
           : 0;
   // Exact age conditioning needs the uncapped age.
   const bool exact_age = cfg.smp_pass_age && cfg.smp_options.exact_age_first_sojourn;
+
+  // Online host frailty (BacktestConfig::smp_online_frailty): the host's
+  // ratio on each day type at every hour boundary from the split on, from
+  // its exposure up to that moment (training half + test days so far), with
+  // the outages excluded as in the training half. online_theta[j][dt] holds
+  // at grid point online_base + j * sph (test windows start on the hour).
+  std::vector<std::array<double, 2>> online_theta;
+  const int64_t online_base = hg.MidnightIdx(hg.split_day, step, off);
+  if (online_frailty != nullptr && train_exposure != nullptr) {
+    availability::FailureExposure cur = *train_exposure;
+    const auto exclude = OutageExclude(hg, 1);
+    for (int64_t s = online_base; s < hg.n(); s += sph) {
+      if (s > online_base) {
+        cur.Merge(availability::CountFailureExposure(hg.series, hg.start_unix + (s - sph) * step,
+                                                     hg.start_unix + s * step, off, exclude));
+      }
+      std::array<double, 2> theta;
+      for (int dt = 0; dt < 2; ++dt) {
+        theta[dt] = cfg.smp_options.frailty_by_day_type ? online_frailty->Theta(cur, dt)
+                                                        : online_frailty->Theta(cur);
+      }
+      online_theta.push_back(theta);
+    }
+  }
 
   // HTCondor: completed availability intervals of the training half.
   std::vector<bool> up(hg.split_idx);
@@ -401,7 +428,9 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
       // initial state and length index.
       // With load_band_first_sojourn also by the load band at the window
       // start (key: age, band; band 2 = unknown / not used).
-      std::vector<std::array<std::map<std::pair<int64_t, int>, std::vector<double>>, 2>>
+      // With online host frailty also by the host's ratio at the window start
+      // (key: ratio, age, band).
+      std::vector<std::array<std::map<std::tuple<double, int64_t, int>, std::vector<double>>, 2>>
           smp_curves(n_len);
       std::vector<const availability::SojournStats*> prior(n_len, nullptr);
       std::vector<availability::SojournStats> hours_prior(n_len);
@@ -417,29 +446,42 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
           }
         }
       }
-      // PredictFromStats in two steps (the shrinkage once per cell and length).
-      std::vector<double> strength(n_len, 0);
-      std::vector<std::unique_ptr<availability::SojournStats>> shrunk(n_len);
-      auto smp_curve = [&](int k, int i, int64_t age_seconds,
-                           int band) -> const std::vector<double>& {
-        auto it = smp_curves[k][i].find({age_seconds, band});
+      // PredictFromStats in two steps (the shrinkage once per cell, length
+      // and host hazard ratio).
+      struct Shrunk {
+        availability::SojournStats stats;
+        double strength = 0;
+      };
+      std::vector<std::map<double, Shrunk>> shrunk(n_len);
+      auto smp_curve = [&](int k, int i, int64_t age_seconds, int band,
+                           double theta) -> const std::vector<double>& {
+        const auto key = std::make_tuple(theta, age_seconds, band);
+        auto it = smp_curves[k][i].find(key);
         if (it == smp_curves[k][i].end()) {
           availability::FirstSojournRatio ratio;
           if (band_exposure != nullptr && band <= 1) {
             ratio = (*band_exposure)[k].RatioOf(dt, static_cast<HostState>(i + 1),
                                                 static_cast<uint8_t>(band));
           }
-          if (shrunk[k] == nullptr) {
-            shrunk[k] = std::make_unique<availability::SojournStats>(availability::ShrinkStats(
-                smp_stats[k][hour], cfg.smp_options, prior[k], &strength[k]));
+          auto sh = shrunk[k].find(theta);
+          if (sh == shrunk[k].end()) {
+            Shrunk v;
+            if (smp_stats[k][hour].prior_hazard_ratio == theta) {
+              v.stats = availability::ShrinkStats(smp_stats[k][hour], cfg.smp_options, prior[k],
+                                                  &v.strength);
+            } else {
+              availability::SojournStats raw = smp_stats[k][hour];
+              raw.prior_hazard_ratio = theta;
+              v.stats = availability::ShrinkStats(raw, cfg.smp_options, prior[k], &v.strength);
+            }
+            sh = shrunk[k].emplace(theta, std::move(v)).first;
           }
           it = smp_curves[k][i]
-                   .emplace(std::make_pair(age_seconds, band),
-                            availability::PredictFromShrunk(
-                                *shrunk[k], static_cast<HostState>(i + 1),
-                                static_cast<int>(lengths[k] * sph), cfg.smp_options,
-                                prior[k], strength[k], age_seconds, ratio)
-                                .tr)
+                   .emplace(key, availability::PredictFromShrunk(
+                                     sh->second.stats, static_cast<HostState>(i + 1),
+                                     static_cast<int>(lengths[k] * sph), cfg.smp_options,
+                                     prior[k], sh->second.strength, age_seconds, ratio)
+                                     .tr)
                    .first;
         }
         return it->second;
@@ -527,6 +569,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
         if (!t.scored) continue;
         const int i = static_cast<int>(hg.series.states[t.s]) - 1;
         int64_t smp_age_seconds = -1;
+        double smp_theta = hazard_ratio[dt];
         if (want[kSmp]) {
           // How long the host has been in its initial state (capped; -1 =
           // unknown), as the predictor service passes it.
@@ -558,6 +601,12 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
             }
           }
           smp_age_seconds = age_seconds;
+          if (!online_theta.empty()) {
+            const int64_t j = (t.s - online_base) / sph;
+            if (j >= 0 && j < static_cast<int64_t>(online_theta.size())) {
+              smp_theta = online_theta[j][dt];
+            }
+          }
         }
         const int smp_band = band_exposure != nullptr && !hg.series.load_band.empty()
                                  ? std::min<int>(2, hg.series.load_band[t.s])
@@ -573,7 +622,8 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
             double p = 0;
             switch (m) {
               case kSmp:
-                p = smp_curve(n_len == 1 ? 0 : L - 1, i, smp_age_seconds, smp_band)[m_steps - 1];
+                p = smp_curve(n_len == 1 ? 0 : L - 1, i, smp_age_seconds, smp_band,
+                              smp_theta)[m_steps - 1];
                 break;
               case kSmpPaper:
                 p = paper_curve[n_len == 1 ? 0 : L - 1][i][m_steps - 1];
@@ -733,9 +783,10 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
   // One ratio per day type (EstimatorOptions::frailty_by_day_type) or the
   // same over all days.
   std::vector<std::array<double, 2>> hazard_ratio(grids.hosts.size(), {1.0, 1.0});
-  if (want_smp && config.smp_options.host_frailty && pooled != nullptr) {
-    availability::HostFrailtyModel frailty;
-    std::vector<availability::FailureExposure> exposure;
+  availability::HostFrailtyModel frailty;
+  std::vector<availability::FailureExposure> exposure;
+  const bool with_frailty = want_smp && config.smp_options.host_frailty && pooled != nullptr;
+  if (with_frailty) {
     for (const HostGrid& hg : grids.hosts) {
       exposure.push_back(availability::CountFailureExposure(
           hg.series, SplitUnix(hg, config), config.utc_offset_seconds, OutageExclude(hg, 1)));
@@ -786,8 +837,10 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
     while (true) {
       const size_t i = next.fetch_add(1);
       if (i >= grids.hosts.size()) return;
+      const bool online = with_frailty && config.smp_online_frailty;
       outputs[i] = EvaluateHost(grids.hosts[i], config, *methods, pooled.get(), hazard_ratio[i],
-                                band_exposure.get());
+                                band_exposure.get(), online ? &frailty : nullptr,
+                                online ? &exposure[i] : nullptr);
       const size_t d = done.fetch_add(1) + 1;
       if (config.progress) {
         std::lock_guard<std::mutex> lock(progress_mu);

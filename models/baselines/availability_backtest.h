@@ -68,6 +68,14 @@ struct BacktestConfig {
   // PredictFromStats (only matters with smp_options.recent_age_seconds > 0);
   // false passes -1 (unknown).
   bool smp_pass_age = true;
+  // Host frailty (smp_options.host_frailty) of each test window from the
+  // host's failure exposure up to the window start (its training half and
+  // the test days before the window), as the predictor service computes it
+  // from the history it has at the moment of the request; the population's
+  // rates, v, phi and S stay fitted on the training halves (fit, then filter,
+  // as the time-series baselines are applied). false: from the training
+  // half only (one ratio per host and day type).
+  bool smp_online_frailty = true;
   // The methods that learn from windows (smp, smp_paper, window_frequency)
   // predict a window of L hours from the same-clock training windows of L
   // hours, one estimate per length: paper 000 section 5 cuts windows of the

@@ -46,6 +46,9 @@ def main():
             fail("the table on stdout does not name the methods")
         report = json.load(open(js))
         summary = report["summary"]
+        # The host's frailty from its history up to each window, as the service has it.
+        if report.get("smp_frailty") != "online":
+            fail("smp_frailty is %r, wanted the default 'online'" % report.get("smp_frailty"))
         min_test = report["protocol"]["min_test_windows"]
         for m in METHODS:
             for dt in ("weekday", "weekend"):
@@ -195,6 +198,8 @@ def main():
             ([a.eval, "availability", "--trace", a.trace, "--smp-options", "prior_windows=-1"],
              "prior_windows"),
             ([a.eval, "availability", "--trace", a.trace, "--utc-offset", "1000"], "-14..14"),
+            ([a.eval, "availability", "--trace", a.trace, "--smp-frailty", "weekly"],
+             "--smp-frailty must be training or online"),
             ([a.eval, "availability", "--trace", a.trace, "--reliability-bins", "100000000"],
              "--reliability-bins wants an integer in [1, 1000]"),
         ]

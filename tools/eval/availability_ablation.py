@@ -24,6 +24,8 @@ import tempfile
 # (description, extra arguments); the first row is the defaults.
 VARIANTS = [
     ("library defaults, prior pooled over hosts", []),
+    ("host frailty from the training half only, not the history up to each window (as before session 20)",
+     ["--smp-frailty", "training"]),
     ("borrowing the other day type only below 8 windows (as before session 18)",
      ["--smp-options", "borrow_below_windows=8"]),
     ("without the load band of the first sojourn (as before session 13)",

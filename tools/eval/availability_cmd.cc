@@ -112,6 +112,13 @@ options:
                            hours (this host's other start hours) or none
   --smp-age on|off         pass each window's age in its initial state to the
                            estimator (age conditioning; default on)
+  --smp-frailty F          the host hazard ratio of smp (host_frailty): online
+                           (default: from the host's history up to each test
+                           window's start, as the predictor service has it; the
+                           population's rates stay fitted on the training
+                           halves; about 10 times slower on Bitbrains) or
+                           training (from its training half only, as before
+                           session 20)
   --train-windows W        training windows of smp, smp_paper and window_frequency:
                            per-length (default: a window of L hours is predicted
                            from the same-clock windows of L hours, as the
@@ -180,6 +187,7 @@ const std::vector<std::string> kOptions = {"trace",
                                            "smp-options",
                                            "smp-prior",
                                            "smp-age",
+                                           "smp-frailty",
                                            "train-windows",
                                            "sweep-train-ratios",
                                            "noise",
@@ -468,6 +476,11 @@ int RunAvailability(int argc, char** argv) {
   const std::string age = args.Get("smp-age", "on");
   if (age != "on" && age != "off") Die("--smp-age must be on or off");
   cfg.smp_pass_age = age == "on";
+  const std::string frailty = args.Get("smp-frailty", "online");
+  if (frailty != "training" && frailty != "online") {
+    Die("--smp-frailty must be training or online, got '" + frailty + "'");
+  }
+  cfg.smp_online_frailty = frailty == "online";
   const std::string windows = args.Get("train-windows", "per-length");
   if (windows != "per-length" && windows != "longest") {
     Die("--train-windows must be per-length or longest, got '" + windows + "'");
@@ -605,6 +618,7 @@ int RunAvailability(int argc, char** argv) {
   j["smp_options"] = args.Get("smp-options");
   j["smp_prior"] = cfg.smp_prior;
   j["smp_age"] = cfg.smp_pass_age;
+  j["smp_frailty"] = cfg.smp_online_frailty ? "online" : "training";
   j["timing_seconds"] = {{"read", t_read}, {"backtest", t_backtest}};
 
   if (!sweep.empty()) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <vector>
@@ -231,6 +232,49 @@ TEST(CountFailureExposureTest, CountsUpStepsAndFailures) {
   EXPECT_EQ(ex.total_failures(), 2);
   EXPECT_EQ(ex.up_steps[0][0][5], 1);
   EXPECT_EQ(ex.failures[0][0][5], 0);
+}
+
+// From begin_unix on: the steps whose grid point t is at or after it. Two
+// consecutive spans add up to the whole (by day type and hour; the halves
+// are each span's own), with and without exclusions, and a begin between grid
+// points starts at the next one.
+TEST(CountFailureExposureTest, SpansFromBeginAddUp) {
+  const StateSeries s = WeekSeries();
+  const auto exclude = [](size_t t) { return t == 5 || (t >= 24 && t < 48); };
+  for (bool with_exclude : {false, true}) {
+    const std::function<bool(size_t)> ex = with_exclude ? std::function<bool(size_t)>(exclude)
+                                                        : nullptr;
+    const FailureExposure whole = CountFailureExposure(s, kMonday + 1000 * kHour, 0, ex);
+    for (int cut : {1, 6, 50, 61, 100, 166}) {
+      const int64_t at = kMonday + cut * kHour;
+      const FailureExposure a = CountFailureExposure(s, kMonday, at, 0, ex);
+      const FailureExposure b = CountFailureExposure(s, at, kMonday + 1000 * kHour, 0, ex);
+      for (int d = 0; d < 2; ++d) {
+        for (int h = 0; h < 24; ++h) {
+          const auto sum = [&](const FailureExposure::Table& t) { return t[0][d][h] + t[1][d][h]; };
+          EXPECT_EQ(sum(a.up_steps) + sum(b.up_steps), sum(whole.up_steps)) << cut << " " << h;
+          EXPECT_EQ(sum(a.failures) + sum(b.failures), sum(whole.failures)) << cut << " " << h;
+        }
+      }
+      // The same from a begin half a step earlier (the next grid point is at).
+      const FailureExposure b2 =
+          CountFailureExposure(s, at - kHour / 2, kMonday + 1000 * kHour, 0, ex);
+      EXPECT_EQ(b2.total_up_steps(), b.total_up_steps()) << cut;
+      EXPECT_EQ(b2.total_failures(), b.total_failures()) << cut;
+    }
+    // The two-argument form counts from the series start.
+    const FailureExposure from_start =
+        CountFailureExposure(s, kMonday - 7 * kHour, kMonday + 1000 * kHour, 0, ex);
+    EXPECT_EQ(from_start.up_steps, whole.up_steps);
+    EXPECT_EQ(from_start.failures, whole.failures);
+  }
+  // An empty span counts nothing. The span from Thu 00:00 is halved at its own
+  // middle day (Thu..Sun: Thu, Fri half 0).
+  const FailureExposure none = CountFailureExposure(s, kMonday + 90 * kHour, kMonday + 90 * kHour, 0);
+  EXPECT_EQ(none.total_up_steps(), 0);
+  const FailureExposure late = CountFailureExposure(s, kMonday + 72 * kHour, kMonday + 1000 * kHour, 0);
+  EXPECT_EQ(late.up_steps[0][0][7], 2);  // Thu, Fri 07:00
+  EXPECT_EQ(late.up_steps[1][1][10], 2);  // Sat, Sun 10:00
 }
 
 TEST(CountFailureExposureTest, HalvesAndLocalTime) {

@@ -293,6 +293,87 @@ TEST(AvailabilityBacktestTest, SmpOptionsArePassedThrough) {
   }
 }
 
+// Online host frailty (smp_online_frailty, the default): a host that failed
+// often in its training half and never in its test half is judged by its
+// history up to each test window, so smp predicts more survival for it than
+// from the training half alone, and its Brier score is lower; a host that is
+// as flaky in both halves gets about the same predictions. Without
+// host_frailty the switch changes nothing.
+TEST(AvailabilityBacktestTest, OnlineFrailtyFollowsTheHostsHistory) {
+  std::mt19937_64 rng(11);
+  std::vector<HostTrace> traces;
+  const int days = 56;
+  const double rates[] = {0.01, 0.02, 0.05, 0.08, 0.12, 0.15};
+  for (int h = 0; h < 6; ++h) {
+    std::vector<bool> down(days * 24);
+    for (size_t k = 0; k < down.size(); ++k) down[k] = std::bernoulli_distribution(rates[h])(rng);
+    traces.push_back(HourlyHost("h" + std::to_string(h), days, [down](int k) { return down[k]; }));
+  }
+  // Host 6: as flaky as host 5 in its training half, never down in its test half.
+  std::vector<bool> reformed(days * 24);
+  for (size_t k = 0; k < reformed.size() / 2; ++k) {
+    reformed[k] = std::bernoulli_distribution(0.15)(rng);
+  }
+  traces.push_back(HourlyHost("reformed", days, [reformed](int k) { return reformed[k]; }));
+
+  BacktestConfig c = HourlyConfig();
+  c.methods = {"smp"};
+  c.smp_online_frailty = false;
+  auto training = RunBacktest(traces, c);
+  ASSERT_TRUE(training.ok()) << training.status();
+  EXPECT_TRUE(BacktestConfig{}.smp_online_frailty);  // the default
+  c.smp_online_frailty = true;
+  auto online = RunBacktest(traces, c);
+  ASSERT_TRUE(online.ok()) << online.status();
+  ASSERT_EQ(training->cells.size(), online->cells.size());
+  ASSERT_GT(training->frailty_variance, 0);
+
+  double brier_training[7] = {}, brier_online[7] = {};
+  double pred_training[7] = {}, pred_online[7] = {};
+  int n[7] = {};
+  for (size_t k = 0; k < online->cells.size(); ++k) {
+    const CellResult& a = training->cells[k];
+    const CellResult& b = online->cells[k];
+    ASSERT_EQ(std::tie(a.host, a.day_type, a.hour, a.hours, a.init),
+              std::tie(b.host, b.day_type, b.hour, b.hours, b.init));
+    if (a.hours < 2) continue;
+    brier_training[a.host] += a.brier_sum[0];
+    brier_online[a.host] += b.brier_sum[0];
+    pred_training[a.host] += a.pred[0];
+    pred_online[a.host] += b.pred[0];
+    ++n[a.host];
+  }
+  ASSERT_GT(n[6], 0);
+  // The reformed host: every length-2+ cell predicted at least as high, on
+  // average clearly higher, with a lower Brier score.
+  for (size_t k = 0; k < online->cells.size(); ++k) {
+    const CellResult& a = training->cells[k];
+    if (a.host == 6 && a.hours >= 2) {
+      EXPECT_GE(online->cells[k].pred[0], a.pred[0] - 1e-12) << a.hour << " " << a.hours;
+    }
+  }
+  EXPECT_GT(pred_online[6] / n[6], pred_training[6] / n[6] + 0.02);
+  EXPECT_LT(brier_online[6], brier_training[6]);
+  // The steady hosts move much less than the reformed one.
+  for (int h = 0; h < 6; ++h) {
+    ASSERT_GT(n[h], 0);
+    EXPECT_LT(std::abs(pred_online[h] - pred_training[h]) / n[h],
+              (pred_online[6] - pred_training[6]) / n[6] / 2)
+        << h;
+  }
+
+  c.smp_options.host_frailty = false;
+  c.smp_online_frailty = false;
+  auto off_training = RunBacktest(traces, c);
+  c.smp_online_frailty = true;
+  auto off_online = RunBacktest(traces, c);
+  ASSERT_TRUE(off_training.ok() && off_online.ok());
+  ASSERT_EQ(off_training->cells.size(), off_online->cells.size());
+  for (size_t k = 0; k < off_online->cells.size(); ++k) {
+    EXPECT_EQ(off_training->cells[k].pred[0], off_online->cells[k].pred[0]);
+  }
+}
+
 // Unknown methods and bad grids are rejected.
 TEST(AvailabilityBacktestTest, RejectsBadConfig) {
   std::vector<HostTrace> traces = {HourlyHost("up", 4, [](int) { return false; })};
