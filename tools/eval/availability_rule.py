@@ -10,15 +10,19 @@ does not decide); 2 on bad input. Standard library only.
 
 Either runs sojourn-eval itself (--run NAME=PATH[,FORMAT], twice: with --before and with --after arguments), or
 reads reports already written (--pair NAME=BEFORE.json,AFTER.json). From the repository root, after
-`scripts/build`, the session 18 table ("always borrowing the other day type"; about 3 minutes on 2 cores):
+`scripts/build`, the session 20 table ("the host's frailty from its history up to the window"; about 4.5 minutes on
+2 cores):
 
   scripts/split-trace-halves /tmp/halves
-  tools/eval/availability_rule.py --before "--smp-options borrow_below_windows=8" \\
+  tools/eval/availability_rule.py --before "--smp-frailty training" \\
       --run desktop=../shared/data/microsoft99-desktop-availability/PingData00-even-rows.txt.gz \\
       --run Bitbrains=../shared/data/bitbrains-rnd-vm-load/bitbrains-rnd-100vms-2013Q3.tar.xz \\
       --run desktop-a=/tmp/halves/desktop-a.txt.gz,availability-matrix \\
       --run desktop-b=/tmp/halves/desktop-b.txt.gz,availability-matrix \\
       --run bitbrains-a=/tmp/halves/bitbrains-a,gwa --run bitbrains-b=/tmp/halves/bitbrains-b,gwa
+
+The session 18 table ("always borrowing the other day type") is the same six runs with --before
+"--smp-frailty training --smp-options borrow_below_windows=8" --after "--smp-frailty training" (about 3 minutes).
 
 Progress goes to stderr; --keep DIR keeps each run's JSON.
 """
