@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "models/availability/window.h"
 
 namespace sojourn::availability {
@@ -211,32 +212,61 @@ StateSojourns ScaleFailureHazards(const StateSojourns& s, double theta) {
   return ScaleCauseHazards(s, theta, 1.0);
 }
 
-StateSojourns ScaleCauseHazards(const StateSojourns& s, double theta, double theta_other) {
-  if ((theta == 1.0 && theta_other == 1.0) || s.empty()) return s;
+namespace {
+
+// The rebuilt cohort of ScaleCauseHazards, entry by entry: the completed
+// counts in `completed` ((to, length), count; each key once) and the censored
+// counts by length in `censored` / `censored_set` (an entry of the result iff
+// set). Shared by ScaleCauseHazards and MergeScaledFailureHazards, so that
+// merging the rescaled table and merging its entries as they are computed
+// give the same numbers.
+struct RebuiltCohort {
+  std::vector<std::pair<std::pair<int, int>, double>> completed;
+  std::vector<double> censored;
+  std::vector<char> censored_set;
+};
+
+void RebuildCohort(const StateSojourns& s, double theta, double theta_other, RebuiltCohort* out) {
   theta = std::max(0.0, theta);
   theta_other = std::max(0.0, theta_other);
   int lmax = 0;
   for (const auto& [key, c] : s.completed) lmax = std::max(lmax, key.second);
   for (const auto& [len, c] : s.censored) lmax = std::max(lmax, len);
-  StateSojourns out;
-  if (auto it = s.censored.find(0); it != s.censored.end()) out.censored[0] = it->second;
-  if (lmax == 0) return out;
+  out->completed.clear();
+  out->censored.assign(lmax + 1, 0.0);
+  out->censored_set.assign(lmax + 1, 0);
+  if (auto it = s.censored.find(0); it != s.censored.end()) {
+    out->censored[0] = it->second;
+    out->censored_set[0] = 1;
+  }
+  if (lmax == 0) return;
   // ends[l]: sojourns that leave the risk set after length l; at_risk[l] =
-  // sum of ends[l..lmax] (as in the kernel's HazardRow).
-  std::vector<double> ends(lmax + 1, 0.0), cens(lmax + 1, 0.0);
-  std::map<int, std::vector<double>> events;
+  // sum of ends[l..lmax] (as in the kernel's HazardRow). events: the
+  // completed counts by destination (ascending) and length. Buffers reused
+  // by the thread: this runs for every table of every shrinkage.
+  thread_local std::vector<double> ends, cens, at_risk;
+  thread_local std::vector<std::pair<int, std::vector<double>>> event_rows;
+  ends.assign(lmax + 1, 0.0);
+  cens.assign(lmax + 1, 0.0);
+  size_t n_events = 0;
   for (const auto& [key, c] : s.completed) {
     ends[key.second] += c;
-    auto& e = events[key.first];
-    if (e.empty()) e.assign(lmax + 1, 0.0);
-    e[key.second] += c;
+    // Completed keys are ordered by destination, so a new one comes last.
+    if (n_events == 0 || event_rows[n_events - 1].first != key.first) {
+      if (event_rows.size() <= n_events) event_rows.emplace_back();
+      event_rows[n_events].first = key.first;
+      event_rows[n_events].second.assign(lmax + 1, 0.0);
+      ++n_events;
+    }
+    event_rows[n_events - 1].second[key.second] += c;
   }
+  const auto events = absl::MakeConstSpan(event_rows.data(), n_events);
   for (const auto& [len, c] : s.censored) {
     if (len <= 0) continue;
     ends[len] += c;
     cens[len] += c;
   }
-  std::vector<double> at_risk(lmax + 2, 0.0);
+  at_risk.assign(lmax + 2, 0.0);
   for (int l = lmax; l >= 1; --l) at_risk[l] = at_risk[l + 1] + ends[l];
   double risk = at_risk[1];  // the rebuilt cohort at risk at length l
   for (int l = 1; l <= lmax && risk > 0; ++l) {
@@ -257,11 +287,12 @@ StateSojourns ScaleCauseHazards(const StateSojourns& s, double theta, double the
       if (e[l] <= 0) continue;
       const double h = e[l] / r * (IsFailure(static_cast<HostState>(to)) ? f : g);
       const double d = h * risk;
-      if (d > 0) out.completed[{to, l}] = d;
+      if (d > 0) out->completed.push_back({{to, l}, d});
       left -= d;
     }
     if (cens[l] > 0) {
-      out.censored[l] = c * risk;
+      out->censored[l] = c * risk;
+      out->censored_set[l] = 1;
       left -= c * risk;
     }
     risk = std::max(0.0, left);
@@ -269,8 +300,40 @@ StateSojourns ScaleCauseHazards(const StateSojourns& s, double theta, double the
   // With smaller failure hazards some of the cohort outlives the longest
   // length seen: it is censored there (it lasted lmax steps), so the risk
   // sets above stay those of the rebuilt cohort.
-  if (risk > 0) out.censored[lmax] += risk;
+  if (risk > 0) {
+    out->censored[lmax] += risk;
+    out->censored_set[lmax] = 1;
+  }
+}
+
+}  // namespace
+
+StateSojourns ScaleCauseHazards(const StateSojourns& s, double theta, double theta_other) {
+  if ((theta == 1.0 && theta_other == 1.0) || s.empty()) return s;
+  RebuiltCohort cohort;
+  RebuildCohort(s, theta, theta_other, &cohort);
+  StateSojourns out;
+  for (const auto& [key, d] : cohort.completed) out.completed[key] = d;
+  for (size_t l = 0; l < cohort.censored.size(); ++l) {
+    if (cohort.censored_set[l]) out.censored.emplace_hint(out.censored.end(), l, cohort.censored[l]);
+  }
   return out;
+}
+
+void MergeScaledFailureHazards(const StateSojourns& src, double theta, double scale,
+                               StateSojourns* dst) {
+  if (theta == 1.0 || src.empty()) {
+    for (const auto& [key, c] : src.completed) dst->completed[key] += scale * c;
+    for (const auto& [len, c] : src.censored) dst->censored[len] += scale * c;
+    return;
+  }
+  // One buffer per thread: this runs once per table of every shrinkage.
+  thread_local RebuiltCohort cohort;
+  RebuildCohort(src, theta, 1.0, &cohort);
+  for (const auto& [key, d] : cohort.completed) dst->completed[key] += scale * d;
+  for (size_t l = 0; l < cohort.censored.size(); ++l) {
+    if (cohort.censored_set[l]) dst->censored[static_cast<int>(l)] += scale * cohort.censored[l];
+  }
 }
 
 SojournStats ScaleFailureHazards(const SojournStats& s, double theta) {

@@ -150,6 +150,10 @@ StateSojourns ScaleFailureHazards(const StateSojourns& s, double theta);
 // then the failures capped in what is left); theta_other = 1 is
 // ScaleFailureHazards.
 StateSojourns ScaleCauseHazards(const StateSojourns& s, double theta, double theta_other);
+// *dst += scale * ScaleFailureHazards(src, theta), entry by entry, without
+// building the rescaled table (the same numbers as merging it).
+void MergeScaledFailureHazards(const StateSojourns& src, double theta, double scale,
+                               StateSojourns* dst);
 // The same for every sojourn table of a SojournStats that the kernel
 // estimator reads (ordinary, first, first_by_age and the exact-age table).
 // Window counts, window frequencies and prior_strength are unchanged.

@@ -119,13 +119,32 @@ SojournStats ShrinkStats(const SojournStats& raw, const EstimatorOptions& opt,
     flattened = FlattenBorrowed(*prior, ratio);
     flat_prior = &flattened;
   }
-  SojournStats scaled_prior;
-  if (opt.host_frailty && shrunk.prior_hazard_ratio != 1.0) {
-    scaled_prior = ScaleFailureHazards(*flat_prior, shrunk.prior_hazard_ratio);
-    flat_prior = &scaled_prior;
-  }
   const double scale = *strength / prior->total_weight;
-  shrunk.Merge(*flat_prior, scale, /*with_exact_age=*/false);
+  const bool frailty = opt.host_frailty && shrunk.prior_hazard_ratio != 1.0;
+  SojournStats scaled_prior;
+  if (frailty && !opt.per_class_age_prior) {
+    // The prior at the host's level, ScaleFailureHazards(*flat_prior, ratio)
+    // merged table by table as it is rescaled (no copy of the prior; the
+    // same numbers). Only states 1 and 2 have sojourn tables to rescale.
+    const double ratio = shrunk.prior_hazard_ratio;
+    shrunk.Merge(*flat_prior, scale, /*with_exact_age=*/false, /*with_tables=*/false);
+    for (int i = 0; i < 6; ++i) {
+      const double theta = i == 1 || i == 2 ? ratio : 1.0;
+      MergeScaledFailureHazards(flat_prior->ordinary[i], theta, scale, &shrunk.ordinary[i]);
+      MergeScaledFailureHazards(flat_prior->first[i], theta, scale, &shrunk.first[i]);
+      for (int b = 0; b < kAgeClasses; ++b) {
+        MergeScaledFailureHazards(flat_prior->first_by_age[b][i], theta, scale,
+                                  &shrunk.first_by_age[b][i]);
+      }
+    }
+  } else {
+    if (frailty) {
+      // The per-class age prior below reads the rescaled tables.
+      scaled_prior = ScaleFailureHazards(*flat_prior, shrunk.prior_hazard_ratio);
+      flat_prior = &scaled_prior;
+    }
+    shrunk.Merge(*flat_prior, scale, /*with_exact_age=*/false);
+  }
   if (opt.per_class_age_prior) {
     for (int b = 0; b < kAgeClasses; ++b) {
       for (int i = 1; i <= 2; ++i) {

@@ -16,22 +16,27 @@ double StateSojourns::total_censored() const {
   return t;
 }
 
-void SojournStats::Merge(const SojournStats& other, double scale, bool with_exact_age) {
+void SojournStats::Merge(const SojournStats& other, double scale, bool with_exact_age,
+                         bool with_tables) {
   if (step_seconds == 0) step_seconds = other.step_seconds;
   window_steps = std::max(window_steps, other.window_steps);
   for (int i = 0; i < 6; ++i) {
-    for (const auto& [key, c] : other.ordinary[i].completed) ordinary[i].completed[key] += scale * c;
-    for (const auto& [len, c] : other.ordinary[i].censored) ordinary[i].censored[len] += scale * c;
-    for (const auto& [key, c] : other.first[i].completed) first[i].completed[key] += scale * c;
-    for (const auto& [len, c] : other.first[i].censored) first[i].censored[len] += scale * c;
+    if (with_tables) {
+      for (const auto& [key, c] : other.ordinary[i].completed) ordinary[i].completed[key] += scale * c;
+      for (const auto& [len, c] : other.ordinary[i].censored) ordinary[i].censored[len] += scale * c;
+      for (const auto& [key, c] : other.first[i].completed) first[i].completed[key] += scale * c;
+      for (const auto& [len, c] : other.first[i].censored) first[i].censored[len] += scale * c;
+    }
     initial[i] += scale * other.initial[i];
     for (const auto& [step, c] : other.first_failure[i]) first_failure[i][step] += scale * c;
     for (int b = 0; b < kAgeClasses; ++b) {
-      for (const auto& [key, c] : other.first_by_age[b][i].completed) {
-        first_by_age[b][i].completed[key] += scale * c;
-      }
-      for (const auto& [len, c] : other.first_by_age[b][i].censored) {
-        first_by_age[b][i].censored[len] += scale * c;
+      if (with_tables) {
+        for (const auto& [key, c] : other.first_by_age[b][i].completed) {
+          first_by_age[b][i].completed[key] += scale * c;
+        }
+        for (const auto& [len, c] : other.first_by_age[b][i].censored) {
+          first_by_age[b][i].censored[len] += scale * c;
+        }
       }
       initial_by_age[b][i] += scale * other.initial_by_age[b][i];
     }

@@ -123,8 +123,11 @@ struct SojournStats {
   double borrow_hazard_ratio = 0;
 
   // Adds every count of `other` (scaled by `scale`) to this (the exact-age
-  // table only with `with_exact_age`).
-  void Merge(const SojournStats& other, double scale = 1.0, bool with_exact_age = true);
+  // table only with `with_exact_age`; the sojourn tables ordinary, first and
+  // first_by_age only with `with_tables`, for a caller that merges them
+  // itself, e.g. rescaled: MergeScaledFailureHazards in frailty.h).
+  void Merge(const SojournStats& other, double scale = 1.0, bool with_exact_age = true,
+             bool with_tables = true);
   bool operator==(const SojournStats& o) const;
 };
 
