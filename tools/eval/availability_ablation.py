@@ -4,8 +4,9 @@ option of the library's default EstimatorOptions switched, or the prior source c
 
 Runs `sojourn-eval availability --methods smp,window_frequency` once per (trace, variant) and prints the
 Markdown table (Brier of smp, all and busy hosts, its reduction against window_frequency, and smp's
-acc_grand). Standard library only. From the repository root, after `scripts/build` (about 45 minutes on
-2 cores since session 20: smp's online host frailty takes about 2 minutes per Bitbrains run; 4 minutes before):
+acc_grand). Standard library only. From the repository root, after `scripts/build` (4 minutes on 2 cores
+before session 20; 45 minutes with session 20's first online host frailty, whose default Bitbrains run took 2 minutes;
+the faster shrinkage of the same session brought that run to 72 s):
 
   tools/eval/availability_ablation.py \\
       --trace desktop=../shared/data/microsoft99-desktop-availability/PingData00-even-rows.txt.gz \\
