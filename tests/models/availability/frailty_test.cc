@@ -112,6 +112,32 @@ TEST(ScaleFailureHazardsTest, CapsWhereHazardsWouldExceedOne) {
 // still count as at risk (e.g. as censored there). Windows 1 2 (S1 -> S2 at
 // 1), 1 1 3 (-> S3 at 2), 1 1 1 (censored at 2); theta = 0.5 must give
 // h_2(1) = 1/3, h_3(2) = 0.25 and R(1) = 3.
+// MergeScaledFailureHazards adds, entry for entry, exactly what merging the
+// rescaled table would add (ShrinkStats relies on it to give the same
+// numbers without building the rescaled prior), including the capped and
+// unscaled cases and keys already in the destination.
+TEST(ScaleFailureHazardsTest, MergeScaledEqualsMergingTheScaledTable) {
+  const StateSojourns s = MixedSojourns();
+  for (double theta : {1.0, 0.0, 0.37, 2.5, 40.0}) {
+    for (double scale : {1.0, 0.125}) {
+      StateSojourns direct, merged;
+      direct.completed = {{{2, 1}, 0.5}, {{9, 9}, 1.0}};
+      direct.censored = {{2, 0.25}, {11, 3.0}};
+      merged = direct;
+      MergeScaledFailureHazards(s, theta, scale, &direct);
+      const StateSojourns scaled = ScaleFailureHazards(s, theta);
+      for (const auto& [key, c] : scaled.completed) merged.completed[key] += scale * c;
+      for (const auto& [len, c] : scaled.censored) merged.censored[len] += scale * c;
+      EXPECT_EQ(direct.completed, merged.completed) << theta << " " << scale;
+      EXPECT_EQ(direct.censored, merged.censored) << theta << " " << scale;
+    }
+  }
+  // An empty table adds nothing.
+  StateSojourns dst;
+  MergeScaledFailureHazards(StateSojourns{}, 2.0, 1.0, &dst);
+  EXPECT_TRUE(dst.empty());
+}
+
 TEST(ScaleFailureHazardsTest, KeepsSurvivorsOfTheLongestLength) {
   StateSojourns s;
   s.completed = {{{2, 1}, 1}, {{3, 2}, 1}};
