@@ -120,30 +120,22 @@ SojournStats ShrinkStats(const SojournStats& raw, const EstimatorOptions& opt,
     flat_prior = &flattened;
   }
   const double scale = *strength / prior->total_weight;
-  const bool frailty = opt.host_frailty && shrunk.prior_hazard_ratio != 1.0;
-  SojournStats scaled_prior;
-  if (frailty && !opt.per_class_age_prior) {
-    // The prior at the host's level, ScaleFailureHazards(*flat_prior, ratio)
-    // merged table by table as it is rescaled (no copy of the prior; the
-    // same numbers). Only states 1 and 2 have sojourn tables to rescale.
-    const double ratio = shrunk.prior_hazard_ratio;
-    shrunk.Merge(*flat_prior, scale, /*with_exact_age=*/false, /*with_tables=*/false);
-    for (int i = 0; i < 6; ++i) {
-      const double theta = i == 1 || i == 2 ? ratio : 1.0;
-      MergeScaledFailureHazards(flat_prior->ordinary[i], theta, scale, &shrunk.ordinary[i]);
-      MergeScaledFailureHazards(flat_prior->first[i], theta, scale, &shrunk.first[i]);
-      for (int b = 0; b < kAgeClasses; ++b) {
-        MergeScaledFailureHazards(flat_prior->first_by_age[b][i], theta, scale,
-                                  &shrunk.first_by_age[b][i]);
-      }
+  // The prior at the host's level (host frailty): its failure hazards
+  // rescaled by the host's ratio as its tables are merged
+  // (MergeScaledFailureHazards: the same numbers as merging
+  // ScaleFailureHazards(*flat_prior, host_ratio), without building that copy).
+  // Only states 1 and 2 have sojourn tables to rescale; ratio 1 merges them as
+  // they are.
+  const double host_ratio = opt.host_frailty ? shrunk.prior_hazard_ratio : 1.0;
+  const auto theta = [host_ratio](int i) { return i == 1 || i == 2 ? host_ratio : 1.0; };
+  shrunk.Merge(*flat_prior, scale, /*with_exact_age=*/false, /*with_tables=*/false);
+  for (int i = 0; i < 6; ++i) {
+    MergeScaledFailureHazards(flat_prior->ordinary[i], theta(i), scale, &shrunk.ordinary[i]);
+    MergeScaledFailureHazards(flat_prior->first[i], theta(i), scale, &shrunk.first[i]);
+    for (int b = 0; b < kAgeClasses; ++b) {
+      MergeScaledFailureHazards(flat_prior->first_by_age[b][i], theta(i), scale,
+                                &shrunk.first_by_age[b][i]);
     }
-  } else {
-    if (frailty) {
-      // The per-class age prior below reads the rescaled tables.
-      scaled_prior = ScaleFailureHazards(*flat_prior, shrunk.prior_hazard_ratio);
-      flat_prior = &scaled_prior;
-    }
-    shrunk.Merge(*flat_prior, scale, /*with_exact_age=*/false);
   }
   if (opt.per_class_age_prior) {
     for (int b = 0; b < kAgeClasses; ++b) {
@@ -151,10 +143,8 @@ SojournStats ShrinkStats(const SojournStats& raw, const EstimatorOptions& opt,
         const double w = flat_prior->initial_by_age[b][i];
         if (w <= 0 || flat_prior->initial[i] <= w) continue;
         const double extra = scale * (flat_prior->initial[i] / w - 1);
-        const StateSojourns& src = flat_prior->first_by_age[b][i];
-        StateSojourns& dst = shrunk.first_by_age[b][i];
-        for (const auto& [key, c] : src.completed) dst.completed[key] += extra * c;
-        for (const auto& [len, c] : src.censored) dst.censored[len] += extra * c;
+        MergeScaledFailureHazards(flat_prior->first_by_age[b][i], theta(i), extra,
+                                  &shrunk.first_by_age[b][i]);
         shrunk.initial_by_age[b][i] += extra * w;
       }
     }
