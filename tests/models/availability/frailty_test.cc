@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "models/availability/kernel.h"
+#include "models/availability/predict.h"
 #include "models/availability/window.h"
 
 namespace sojourn::availability {
@@ -184,6 +185,53 @@ TEST(ScaleFailureHazardsTest, KernelOfScaledStatsHasScaledHazards) {
     // S2: K_21(1) = 2/4 unchanged, K_24(2) = (1/2) * theta * (1/2).
     EXPECT_NEAR(k.At(2, 1, 1), 0.5, 1e-12);
     EXPECT_NEAR(k.At(2, 4, 2), 0.25 * theta, 1e-12);
+  }
+}
+
+// The host's frailty in the shrinkage (ShrinkStats with host_frailty, which
+// merges the prior's tables rescaled as it goes): a host without windows of
+// its own, shrunk towards a prior at its ratio theta, gets the prior's kernel
+// with every failure hazard times theta, as above. Without host_frailty the
+// ratio is ignored.
+TEST(ScaleFailureHazardsTest, ShrinkageAtTheHostsRatioScalesThePriorsHazards) {
+  StateSojourns s1;
+  s1.completed = {{{3, 1}, 2}, {{3, 2}, 3}, {{3, 4}, 1}};
+  s1.censored = {{1, 1}, {3, 2}, {5, 4}};
+  SojournStats prior;
+  prior.step_seconds = 300;
+  prior.num_windows = 7;
+  prior.total_weight = 7;
+  prior.initial[1] = 7;
+  prior.ordinary[1] = s1;
+  prior.first[1] = s1;
+  prior.ordinary[2].completed = {{{1, 1}, 2}, {{4, 2}, 1}};
+  prior.ordinary[2].censored = {{3, 1}};
+  const auto h = Hazards(s1, 4);
+  EstimatorOptions opt = BasicEstimatorOptions();
+  opt.prior_windows = 7;  // the prior's own weight: its counts as they are
+  for (bool frailty : {true, false}) {
+    opt.host_frailty = frailty;
+    for (double ratio : {0.5, 1.7}) {
+      SCOPED_TRACE(::testing::Message() << "frailty " << frailty << ", ratio " << ratio);
+      const double theta = frailty ? ratio : 1.0;
+      SojournStats host;
+      host.prior_hazard_ratio = ratio;
+      double strength = 0;
+      const SojournStats shrunk = ShrinkStats(host, opt, &prior, &strength);
+      EXPECT_EQ(strength, 7);
+      EXPECT_EQ(shrunk.initial[1], 7);
+      EXPECT_EQ(shrunk.num_windows, 0);  // the host's own windows
+      const SemiMarkovKernel k = EstimateKernel(shrunk, opt);
+      double surv = 1;  // S'(l-1)
+      for (int l = 1; l <= 4; ++l) {
+        const double expected = surv * theta * h[l].At(3);
+        EXPECT_NEAR(k.At(1, 3, l), expected, 1e-12) << "l=" << l;
+        EXPECT_NEAR(k.first_rows.at(1).at(3)[l - 1], expected, 1e-12) << "l=" << l;
+        surv *= 1 - theta * h[l].At(3);
+      }
+      EXPECT_NEAR(k.At(2, 1, 1), 0.5, 1e-12);
+      EXPECT_NEAR(k.At(2, 4, 2), 0.25 * theta, 1e-12);
+    }
   }
 }
 
