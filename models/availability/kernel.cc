@@ -1,6 +1,7 @@
 #include "models/availability/kernel.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 namespace sojourn::availability {
@@ -208,12 +209,20 @@ KernelRow AgeConditionedFirstRow(const std::map<int64_t, StateSojourns>& own,
   return row;
 }
 
-SemiMarkovKernel EstimateKernel(const SojournStats& stats, const EstimatorOptions& opt) {
+namespace {
+
+// EstimateKernel's rows; `first_of(i)` and `initial_of(i)` give the first
+// sojourns of state i and their windows' weight, and a first row is
+// estimated for the states in `first_rows_for` only.
+template <typename FirstOf, typename InitialOf>
+SemiMarkovKernel EstimateKernelImpl(const SojournStats& stats, const EstimatorOptions& opt,
+                                    const FirstOf& first_of, const InitialOf& initial_of,
+                                    const std::array<bool, 3>& first_rows_for) {
   SemiMarkovKernel k;
   k.step_seconds = stats.step_seconds;
   for (int i = 1; i <= 2; ++i) {
     const StateSojourns& ordinary = stats.ordinary[i];
-    const StateSojourns& first = stats.first[i];
+    const StateSojourns& first = first_of(i);
     if (!opt.first_sojourn_kernel) {
       // Paper: the first sojourn is treated as entered at the window start.
       KernelRow row = EstimateRow(Pooled(ordinary, first), opt);
@@ -224,12 +233,30 @@ SemiMarkovKernel EstimateKernel(const SojournStats& stats, const EstimatorOption
     // falls back to those sojourns.
     KernelRow row = EstimateRow(ordinary.empty() ? first : ordinary, opt);
     if (!row.empty()) k.rows[i] = std::move(row);
-    if (!first.empty() && stats.initial[i] >= opt.min_first_sojourn_windows) {
+    if (first_rows_for[i] && !first.empty() && initial_of(i) >= opt.min_first_sojourn_windows) {
       // An empty first row is meaningful (no first sojourn ever ended): keep it.
       k.first_rows[i] = EstimateRow(first, opt);
     }
   }
   return k;
+}
+
+}  // namespace
+
+SemiMarkovKernel EstimateKernel(const SojournStats& stats, const EstimatorOptions& opt) {
+  return EstimateKernelImpl(
+      stats, opt, [&stats](int i) -> const StateSojourns& { return stats.first[i]; },
+      [&stats](int i) { return stats.initial[i]; }, {false, true, true});
+}
+
+SemiMarkovKernel EstimateKernelFrom(const SojournStats& stats, const EstimatorOptions& opt,
+                                    int init, const StateSojourns& first, double initial) {
+  std::array<bool, 3> rows_for{};
+  if (init >= 1 && init <= 2) rows_for[init] = true;
+  return EstimateKernelImpl(
+      stats, opt,
+      [&](int i) -> const StateSojourns& { return i == init ? first : stats.first[i]; },
+      [&](int i) { return i == init ? initial : stats.initial[i]; }, rows_for);
 }
 
 }  // namespace sojourn::availability

@@ -200,6 +200,13 @@ KernelRow AgeConditionedFirstRow(const std::map<int64_t, StateSojourns>& own,
 // opt.first_sojourn_kernel, their first-sojourn kernels). States with no data
 // get no row (they never leave). step_seconds is copied from stats.
 SemiMarkovKernel EstimateKernel(const SojournStats& stats, const EstimatorOptions& opt);
+// The same for a prediction from `init` (1 or 2): the first sojourns of
+// `init` are `first` and their windows' weight `initial` (e.g. those of the
+// host's age class) instead of stats.first[init] and stats.initial[init], and
+// only the first row of `init` is estimated (the TR recursion from `init`
+// reads no other first row). The ordinary rows are EstimateKernel's.
+SemiMarkovKernel EstimateKernelFrom(const SojournStats& stats, const EstimatorOptions& opt,
+                                    int init, const StateSojourns& first, double initial);
 
 }  // namespace sojourn::availability
 

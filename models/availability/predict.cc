@@ -1,28 +1,40 @@
 #include "models/availability/predict.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 
 #include "models/availability/frailty.h"
 #include "models/availability/tr.h"
 
 namespace sojourn::availability {
 
-std::vector<double> WindowFrequencyCurve(const SojournStats& stats, HostState init, int M) {
-  const int i = StateIndex(init);
-  const double total = stats.initial[i];
+namespace {
+
+// WindowFrequencyCurve from the first failures of the windows that started
+// in `init` (step -> weight) and those windows' total weight.
+std::vector<double> WindowFrequencyCurve(const std::map<int, double>& first_failure, double total,
+                                         HostState init, int M) {
   if (total <= 0 || M <= 0) return {};
   std::vector<double> tr(M);
-  auto it = stats.first_failure[i].begin();
+  auto it = first_failure.begin();
   double failed = 0;
   for (int m = 1; m <= M; ++m) {
-    while (it != stats.first_failure[i].end() && it->first <= m) {
+    while (it != first_failure.end() && it->first <= m) {
       failed += it->second;
       ++it;
     }
     tr[m - 1] = IsFailure(init) ? 0.0 : std::max(0.0, 1.0 - failed / total);
   }
   return tr;
+}
+
+}  // namespace
+
+std::vector<double> WindowFrequencyCurve(const SojournStats& stats, HostState init, int M) {
+  const int i = StateIndex(init);
+  return WindowFrequencyCurve(stats.first_failure[i], stats.initial[i], init, M);
 }
 
 double BetaBinomialConcentration(const std::vector<std::pair<double, double>>& n_and_survived) {
@@ -89,23 +101,131 @@ SojournStats PopulationPriorBuilder::Build(bool level_borrowed) const {
   return out;
 }
 
-SojournStats FlattenBorrowed(const SojournStats& s, double ratio) {
-  if (s.borrowed.empty()) return s;
-  SojournStats out = s;
-  out.borrowed.clear();
-  out.Merge(ScaleFailureHazards(s.borrowed[0], ratio));
+namespace {
+
+// Which sojourn tables of states 1 and 2 a shrinkage fills (the others stay
+// empty): ShrinkStats fills every one, PredictFromStats only those its
+// prediction reads (PredictScope), so that a caller predicting once per
+// window (the backtest with the host's ratio at each window start) does not
+// rebuild and copy the rest. Each table it fills gets the same numbers either
+// way.
+struct TableScope {
+  std::array<bool, 6> ordinary{};
+  std::array<bool, 6> first{};
+  std::array<std::array<bool, 6>, kAgeClasses> first_by_age{};
+  std::array<bool, 6> first_by_exact_age{};
+
+  static TableScope All() {
+    TableScope s;
+    s.ordinary.fill(true);
+    s.first.fill(true);
+    for (auto& b : s.first_by_age) b.fill(true);
+    s.first_by_exact_age.fill(true);
+    return s;
+  }
+};
+
+// What PredictFromShrunk reads when predicting from `init` at
+// `init_age_seconds`: the ordinary sojourns of both up states, the first
+// sojourns of `init` (of both states without a first-sojourn kernel, which
+// pools them into the ordinary rows), the age class of `init` with age
+// conditioning, and its exact-age table with exact_age_first_sojourn. The
+// kernel's ordinary row of a state without ordinary sojourns falls back to
+// that state's first sojourns: PredictFromStats checks for that case.
+TableScope PredictScope(HostState init, const EstimatorOptions& opt, int64_t init_age_seconds) {
+  TableScope s;
+  for (int i = 1; i <= 2; ++i) {
+    s.ordinary[i] = true;
+    s.first[i] = !opt.first_sojourn_kernel;
+  }
+  if (IsFailure(init)) return s;
+  const int i = StateIndex(init);
+  s.first[i] = true;
+  if (opt.recent_age_seconds > 0 && init_age_seconds >= 0) {
+    const int bucket = AgeClassOf(init_age_seconds, opt.recent_age_seconds,
+                                  opt.long_age_seconds > opt.recent_age_seconds
+                                      ? opt.long_age_seconds
+                                      : 0);
+    s.first_by_age[bucket][i] = true;
+  }
+  s.first_by_exact_age[i] = opt.exact_age_first_sojourn;
+  return s;
+}
+
+// Every field of `s` but the sojourn tables and the borrowed windows.
+SojournStats CopyWithoutTables(const SojournStats& s) {
+  SojournStats out;
+  out.step_seconds = s.step_seconds;
+  out.window_steps = s.window_steps;
+  out.num_windows = s.num_windows;
+  out.total_weight = s.total_weight;
+  out.initial = s.initial;
+  out.first_failure = s.first_failure;
+  out.initial_by_age = s.initial_by_age;
+  out.own_up_windows = s.own_up_windows;
+  out.own_up_survived = s.own_up_survived;
+  out.prior_strength = s.prior_strength;
+  out.prior_hazard_ratio = s.prior_hazard_ratio;
+  out.borrow_hazard_ratio = s.borrow_hazard_ratio;
+  return out;
+}
+
+// FlattenBorrowed filling only the tables in `scope`.
+SojournStats FlattenBorrowedIn(const SojournStats& s, double ratio, const TableScope& scope) {
+  if (s.borrowed.empty()) {
+    SojournStats out = CopyWithoutTables(s);
+    for (int i = 0; i < 6; ++i) {
+      if (scope.ordinary[i]) out.ordinary[i] = s.ordinary[i];
+      if (scope.first[i]) out.first[i] = s.first[i];
+      for (int b = 0; b < kAgeClasses; ++b) {
+        if (scope.first_by_age[b][i]) out.first_by_age[b][i] = s.first_by_age[b][i];
+      }
+      if (scope.first_by_exact_age[i]) out.first_by_exact_age[i] = s.first_by_exact_age[i];
+    }
+    return out;
+  }
+  SojournStats out = CopyWithoutTables(s);
+  const SojournStats& b = s.borrowed[0];
+  // The borrowed windows' failure hazards at `ratio` (ScaleFailureHazards
+  // rescales states 1 and 2), merged table by table as they are rescaled
+  // (MergeScaledFailureHazards at scale 1 adds what merging the rescaled
+  // table adds).
+  const auto theta = [ratio](int i) { return i == 1 || i == 2 ? ratio : 1.0; };
+  for (int i = 0; i < 6; ++i) {
+    if (scope.ordinary[i]) {
+      out.ordinary[i] = s.ordinary[i];
+      MergeScaledFailureHazards(b.ordinary[i], theta(i), 1.0, &out.ordinary[i]);
+    }
+    if (scope.first[i]) {
+      out.first[i] = s.first[i];
+      MergeScaledFailureHazards(b.first[i], theta(i), 1.0, &out.first[i]);
+    }
+    for (int a = 0; a < kAgeClasses; ++a) {
+      if (!scope.first_by_age[a][i]) continue;
+      out.first_by_age[a][i] = s.first_by_age[a][i];
+      MergeScaledFailureHazards(b.first_by_age[a][i], theta(i), 1.0, &out.first_by_age[a][i]);
+    }
+    if (scope.first_by_exact_age[i]) {
+      out.first_by_exact_age[i] = s.first_by_exact_age[i];
+      for (const auto& [age, table] : b.first_by_exact_age[i]) {
+        MergeScaledFailureHazards(table, theta(i), 1.0, &out.first_by_exact_age[i][age]);
+      }
+    }
+  }
+  out.Merge(b, 1.0, /*with_exact_age=*/false, /*with_tables=*/false);
   out.num_windows = s.num_windows;
   return out;
 }
 
-SojournStats ShrinkStats(const SojournStats& raw, const EstimatorOptions& opt,
-                         const SojournStats* prior, double* strength) {
+// ShrinkStats filling only the tables in `scope`.
+SojournStats ShrinkStatsIn(const SojournStats& raw, const EstimatorOptions& opt,
+                           const SojournStats* prior, double* strength, const TableScope& scope) {
   *strength = 0;
   const double ratio = opt.level_corrected_borrowing && prior != nullptr &&
                                prior->borrow_hazard_ratio > 0
                            ? prior->borrow_hazard_ratio
                            : 1.0;
-  SojournStats shrunk = FlattenBorrowed(raw, ratio);
+  SojournStats shrunk = FlattenBorrowedIn(raw, ratio, scope);
   if (prior == nullptr || opt.prior_windows <= 0 || prior->total_weight <= 0) return shrunk;
   // Shrinkage towards the prior: pseudo-counts worth `strength` windows.
   *strength = opt.empirical_bayes_prior && prior->prior_strength > 0 ? prior->prior_strength
@@ -116,7 +236,7 @@ SojournStats ShrinkStats(const SojournStats& raw, const EstimatorOptions& opt,
   SojournStats flattened;
   const SojournStats* flat_prior = prior;
   if (!prior->borrowed.empty()) {
-    flattened = FlattenBorrowed(*prior, ratio);
+    flattened = FlattenBorrowedIn(*prior, ratio, scope);
     flat_prior = &flattened;
   }
   const double scale = *strength / prior->total_weight;
@@ -130,9 +250,14 @@ SojournStats ShrinkStats(const SojournStats& raw, const EstimatorOptions& opt,
   const auto theta = [host_ratio](int i) { return i == 1 || i == 2 ? host_ratio : 1.0; };
   shrunk.Merge(*flat_prior, scale, /*with_exact_age=*/false, /*with_tables=*/false);
   for (int i = 0; i < 6; ++i) {
-    MergeScaledFailureHazards(flat_prior->ordinary[i], theta(i), scale, &shrunk.ordinary[i]);
-    MergeScaledFailureHazards(flat_prior->first[i], theta(i), scale, &shrunk.first[i]);
+    if (scope.ordinary[i]) {
+      MergeScaledFailureHazards(flat_prior->ordinary[i], theta(i), scale, &shrunk.ordinary[i]);
+    }
+    if (scope.first[i]) {
+      MergeScaledFailureHazards(flat_prior->first[i], theta(i), scale, &shrunk.first[i]);
+    }
     for (int b = 0; b < kAgeClasses; ++b) {
+      if (!scope.first_by_age[b][i]) continue;
       MergeScaledFailureHazards(flat_prior->first_by_age[b][i], theta(i), scale,
                                 &shrunk.first_by_age[b][i]);
     }
@@ -143,14 +268,28 @@ SojournStats ShrinkStats(const SojournStats& raw, const EstimatorOptions& opt,
         const double w = flat_prior->initial_by_age[b][i];
         if (w <= 0 || flat_prior->initial[i] <= w) continue;
         const double extra = scale * (flat_prior->initial[i] / w - 1);
-        MergeScaledFailureHazards(flat_prior->first_by_age[b][i], theta(i), extra,
-                                  &shrunk.first_by_age[b][i]);
+        if (scope.first_by_age[b][i]) {
+          MergeScaledFailureHazards(flat_prior->first_by_age[b][i], theta(i), extra,
+                                    &shrunk.first_by_age[b][i]);
+        }
         shrunk.initial_by_age[b][i] += extra * w;
       }
     }
   }
   shrunk.num_windows = windows;
   return shrunk;
+}
+
+}  // namespace
+
+SojournStats FlattenBorrowed(const SojournStats& s, double ratio) {
+  if (s.borrowed.empty()) return s;
+  return FlattenBorrowedIn(s, ratio, TableScope::All());
+}
+
+SojournStats ShrinkStats(const SojournStats& raw, const EstimatorOptions& opt,
+                         const SojournStats* prior, double* strength) {
+  return ShrinkStatsIn(raw, opt, prior, strength, TableScope::All());
 }
 
 TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M,
@@ -173,8 +312,11 @@ TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M
     out.mttf_seconds = 0;
     return out;
   }
-  const SojournStats* used = &shrunk;
-  SojournStats aged;
+  // The first sojourns of `init` the kernel is estimated from, and their
+  // windows' weight: the host's age class and load band narrow them down.
+  const StateSojourns* first = &shrunk.first[i];
+  double initial = shrunk.initial[i];
+  StateSojourns narrowed;
   if (opt.recent_age_seconds > 0 && init_age_seconds >= 0) {
     // Age conditioning: the first sojourns of windows whose initial state was
     // as old (recent / settled / long) as the host's now, shrunk towards all first
@@ -183,29 +325,24 @@ TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M
                                   opt.long_age_seconds > opt.recent_age_seconds
                                       ? opt.long_age_seconds
                                       : 0);
-    aged = *used;
-    StateSojourns first = used->first_by_age[bucket][i];
-    const double n_all = used->initial[i];
+    narrowed = shrunk.first_by_age[bucket][i];
+    const double n_all = shrunk.initial[i];
     if (opt.age_prior_windows > 0 && n_all > 0) {
       const double scale = opt.age_prior_windows / n_all;
-      for (const auto& [key, c] : used->first[i].completed) first.completed[key] += scale * c;
-      for (const auto& [len, c] : used->first[i].censored) first.censored[len] += scale * c;
+      for (const auto& [key, c] : shrunk.first[i].completed) narrowed.completed[key] += scale * c;
+      for (const auto& [len, c] : shrunk.first[i].censored) narrowed.censored[len] += scale * c;
     }
-    aged.first[i] = std::move(first);
-    aged.initial[i] = used->initial_by_age[bucket][i] + (n_all > 0 ? opt.age_prior_windows : 0);
-    used = &aged;
+    first = &narrowed;
+    initial = shrunk.initial_by_age[bucket][i] + (n_all > 0 ? opt.age_prior_windows : 0);
   }
   if (opt.load_band_first_sojourn && opt.first_sojourn_kernel && !(band_ratio == FirstSojournRatio{})) {
     // Load band (load_band.h): the first sojourn's cause-specific hazards at
-    // the host's band, proportional to those of all bands (in the age-
-    // conditioned copy when there is one; copied once otherwise).
-    if (used != &aged) {
-      aged = *used;
-      used = &aged;
-    }
-    aged.first[i] = ScaleCauseHazards(aged.first[i], band_ratio.failure, band_ratio.other);
+    // the host's band, proportional to those of all bands (of the age class
+    // when there is one).
+    narrowed = ScaleCauseHazards(*first, band_ratio.failure, band_ratio.other);
+    first = &narrowed;
   }
-  SemiMarkovKernel kernel = EstimateKernel(*used, opt);
+  SemiMarkovKernel kernel = EstimateKernelFrom(shrunk, opt, i, *first, initial);
   if (opt.exact_age_first_sojourn && opt.first_sojourn_kernel && init_age_seconds >= 0 &&
       shrunk.step_seconds > 0) {
     // Exact age: the residual holding time of the sojourn in progress, from
@@ -243,7 +380,7 @@ TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M
   }
   out.tr = TrCurve(kernel, init, M);
   if (opt.frequency_weight > 0) {
-    const std::vector<double> freq = WindowFrequencyCurve(*used, init, M);
+    const std::vector<double> freq = WindowFrequencyCurve(shrunk.first_failure[i], initial, init, M);
     if (!freq.empty()) {
       const double w = std::min(1.0, opt.frequency_weight);
       for (int m = 0; m < M; ++m) out.tr[m] = (1 - w) * out.tr[m] + w * freq[m];
@@ -257,7 +394,21 @@ TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
                               const EstimatorOptions& opt, const SojournStats* prior,
                               int64_t init_age_seconds, const FirstSojournRatio& band_ratio) {
   double strength = 0;
-  const SojournStats shrunk = ShrinkStats(stats, opt, prior, &strength);
+  TableScope scope = PredictScope(init, opt, init_age_seconds);
+  SojournStats shrunk = ShrinkStatsIn(stats, opt, prior, &strength, scope);
+  // An up state without ordinary sojourns: its ordinary row comes from its
+  // first sojourns (EstimateKernel), so those are shrunk too.
+  TableScope missing;
+  bool any_missing = false;
+  for (int j = 1; j <= 2; ++j) {
+    if (!scope.first[j] && shrunk.ordinary[j].empty()) any_missing = missing.first[j] = true;
+  }
+  if (any_missing) {
+    SojournStats more = ShrinkStatsIn(stats, opt, prior, &strength, missing);
+    for (int j = 1; j <= 2; ++j) {
+      if (missing.first[j]) shrunk.first[j] = std::move(more.first[j]);
+    }
+  }
   TrPrediction out =
       PredictFromShrunk(shrunk, init, M, opt, prior, strength, init_age_seconds, band_ratio);
   // Low history is about the host's own data, not the prior's.

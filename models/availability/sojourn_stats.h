@@ -57,6 +57,8 @@ inline int AgeClassOf(int64_t age_steps, int64_t recent_steps, int64_t long_step
   return kAgeSettled;
 }
 
+// A new field must also be copied by CopyWithoutTables (predict.cc) unless it
+// is a sojourn table.
 struct SojournStats {
   // Grid step of the windows (seconds); 0 when unknown. Used for MTTF in seconds.
   int64_t step_seconds = 0;

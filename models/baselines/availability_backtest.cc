@@ -453,16 +453,37 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
         double strength = 0;
       };
       std::vector<std::map<double, Shrunk>> shrunk(n_len);
+      // With the host's ratio at each window start nearly every window has a
+      // ratio of its own, so nothing is cached: each window is predicted as
+      // the service predicts it (PredictFromStats, which shrinks only the
+      // tables that prediction reads; the same numbers as the two steps).
+      std::vector<double> window_curve;
       auto smp_curve = [&](int k, int i, int64_t age_seconds, int band,
                            double theta) -> const std::vector<double>& {
-        const auto key = std::make_tuple(theta, age_seconds, band);
-        auto it = smp_curves[k][i].find(key);
-        if (it == smp_curves[k][i].end()) {
+        auto band_ratio = [&] {
           availability::FirstSojournRatio ratio;
           if (band_exposure != nullptr && band <= 1) {
             ratio = (*band_exposure)[k].RatioOf(dt, static_cast<HostState>(i + 1),
                                                 static_cast<uint8_t>(band));
           }
+          return ratio;
+        };
+        if (!online_theta.empty()) {
+          availability::SojournStats& raw = smp_stats[k][hour];
+          const double trained = raw.prior_hazard_ratio;
+          raw.prior_hazard_ratio = theta;
+          window_curve = availability::PredictFromStats(
+                             raw, static_cast<HostState>(i + 1),
+                             static_cast<int>(lengths[k] * sph), cfg.smp_options, prior[k],
+                             age_seconds, band_ratio())
+                             .tr;
+          raw.prior_hazard_ratio = trained;
+          return window_curve;
+        }
+        const auto key = std::make_tuple(theta, age_seconds, band);
+        auto it = smp_curves[k][i].find(key);
+        if (it == smp_curves[k][i].end()) {
+          const availability::FirstSojournRatio ratio = band_ratio();
           auto sh = shrunk[k].find(theta);
           if (sh == shrunk[k].end()) {
             Shrunk v;

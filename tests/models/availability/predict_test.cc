@@ -484,6 +484,112 @@ TEST(PopulationPriorBuilderTest, LevelsBorrowedWindows) {
             PredictFromStats(a, HostState::kS1, 2, opt).tr[1]);
 }
 
+// PredictFromStats shrinks only the tables its prediction reads; it must give
+// exactly the two-step ShrinkStats + PredictFromShrunk (which shrinks every
+// table) for every initial state, age, load band, host ratio and option set,
+// including borrowed windows, a prior that still holds borrowed windows, and
+// a state seen only as a window's first sojourn (whose ordinary row falls back
+// to its first sojourns).
+TEST(PredictFromStatsTest, EqualsShrinkingEveryTable) {
+  constexpr int64_t kMon = 1704067200;  // Monday 2024-01-01 00:00 UTC
+  std::mt19937 rng(7);
+  auto random_series = [&](double p_leave) {
+    StateSeries s;
+    s.start_unix = kMon;
+    s.step_seconds = 1800;
+    HostState cur = HostState::kS1;
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int k = 0; k < 28 * 48; ++k) {
+      if (u(rng) < p_leave) cur = static_cast<HostState>(1 + static_cast<int>(u(rng) * 4.999));
+      s.states.push_back(cur);
+    }
+    return s;
+  };
+  std::vector<StateSeries> hosts;
+  for (double p : {0.05, 0.1, 0.2, 0.3}) hosts.push_back(random_series(p));
+  // S2 only ever at a window start: S1 all day, S2 for the hour before 9:00.
+  StateSeries only_first;
+  only_first.start_unix = kMon;
+  only_first.step_seconds = 1800;
+  only_first.states.assign(28 * 48, HostState::kS1);
+  for (int d = 0; d < 28; ++d) {
+    only_first.states[d * 48 + 16] = only_first.states[d * 48 + 17] = only_first.states[d * 48 + 18] =
+        HostState::kS2;
+  }
+  hosts.push_back(only_first);
+  const int64_t end = kMon + 21 * 86400;
+  const WindowSpec spec{DayType::kWeekend, 9 * 3600, 4 * 3600, 0, 0};
+
+  std::vector<EstimatorOptions> options(8);
+  options[1].per_class_age_prior = true;
+  options[2].exact_age_first_sojourn = true;
+  options[2].load_band_first_sojourn = false;
+  options[3].first_sojourn_kernel = false;
+  options[4].censoring_aware = false;
+  options[5].frequency_weight = 0.3;
+  options[6].host_frailty = false;
+  options[6].level_corrected_borrowing = false;
+  options[7].recent_age_seconds = 0;
+  int compared = 0;
+  for (const EstimatorOptions& opt : options) {
+    std::vector<SojournStats> stats;
+    PopulationPriorBuilder builder;
+    for (const StateSeries& h : hosts) {
+      stats.push_back(CollectStats(h, spec, end, opt));
+      builder.Add(stats.back());
+    }
+    const SojournStats built = builder.Build();
+    // A prior that still holds borrowed windows (not from the builder).
+    SojournStats unbuilt;
+    for (const SojournStats& st : stats) unbuilt.Merge(st);
+    unbuilt.borrow_hazard_ratio = 0.7;
+    ASSERT_EQ(unbuilt.borrowed.empty(), !opt.level_corrected_borrowing);
+    const std::vector<const SojournStats*> priors = {nullptr, &built, &unbuilt};
+    for (const SojournStats* prior : priors) {
+      for (SojournStats st : stats) {
+        for (double theta : {1.0, 0.4, 2.5}) {
+          st.prior_hazard_ratio = theta;
+          double strength = 0;
+          const SojournStats shrunk = ShrinkStats(st, opt, prior, &strength);
+          for (HostState init : {HostState::kS1, HostState::kS2, HostState::kS3}) {
+            for (int64_t age : {int64_t{-1}, int64_t{1800}, int64_t{8 * 3600}, int64_t{30 * 3600}}) {
+              for (const FirstSojournRatio band : {FirstSojournRatio{}, FirstSojournRatio{1.6, 0.7}}) {
+                const TrPrediction one = PredictFromStats(st, init, 8, opt, prior, age, band);
+                const TrPrediction two =
+                    PredictFromShrunk(shrunk, init, 8, opt, prior, strength, age, band);
+                ASSERT_EQ(one.tr, two.tr) << "options " << (&opt - options.data());
+                ASSERT_EQ(one.mttf_seconds, two.mttf_seconds);
+                ++compared;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 8 * 3 * 5 * 3 * 3 * 4 * 2);
+  const SojournStats s = CollectStats(only_first, spec, end, EstimatorOptions{});
+  EXPECT_TRUE(s.ordinary[2].empty());
+  EXPECT_FALSE(s.first[2].empty());
+
+  // Where that fallback decides the curve: S1 moves to S2 after one step, and
+  // S2, never seen as an ordinary sojourn, fails after two (its first
+  // sojourns), so TR(3) from S1 is 0, not the 1 of an S2 that never leaves.
+  SojournStats hand;
+  hand.step_seconds = 300;
+  hand.first[1].completed[{2, 1}] = 1;
+  hand.first[2].completed[{3, 2}] = 1;
+  hand.initial[1] = hand.initial[2] = 1;
+  hand.num_windows = 2;
+  double strength = 0;
+  const EstimatorOptions opt;
+  EXPECT_EQ(PredictFromStats(hand, HostState::kS1, 3, opt).tr,
+            PredictFromShrunk(ShrinkStats(hand, opt, nullptr, &strength), HostState::kS1, 3, opt,
+                              nullptr, strength, -1)
+                .tr);
+  EXPECT_EQ(PredictFromStats(hand, HostState::kS1, 3, opt).tr, (std::vector<double>{1, 1, 0}));
+}
+
 TEST(ExactAgeTest, StateAgesAndResidualLife) {
   const std::vector<HostState> st = {HostState::kS1, HostState::kS1, HostState::kS5,
                                      HostState::kS1, HostState::kS1, HostState::kS1};
