@@ -172,48 +172,38 @@ SojournStats CopyWithoutTables(const SojournStats& s) {
 
 // FlattenBorrowed filling only the tables in `scope`.
 SojournStats FlattenBorrowedIn(const SojournStats& s, double ratio, const TableScope& scope) {
-  if (s.borrowed.empty()) {
-    SojournStats out = CopyWithoutTables(s);
-    for (int i = 0; i < 6; ++i) {
-      if (scope.ordinary[i]) out.ordinary[i] = s.ordinary[i];
-      if (scope.first[i]) out.first[i] = s.first[i];
-      for (int b = 0; b < kAgeClasses; ++b) {
-        if (scope.first_by_age[b][i]) out.first_by_age[b][i] = s.first_by_age[b][i];
-      }
-      if (scope.first_by_exact_age[i]) out.first_by_exact_age[i] = s.first_by_exact_age[i];
-    }
-    return out;
-  }
   SojournStats out = CopyWithoutTables(s);
-  const SojournStats& b = s.borrowed[0];
-  // The borrowed windows' failure hazards at `ratio` (ScaleFailureHazards
-  // rescales states 1 and 2), merged table by table as they are rescaled
-  // (MergeScaledFailureHazards at scale 1 adds what merging the rescaled
-  // table adds).
+  const SojournStats* b = s.borrowed.empty() ? nullptr : &s.borrowed[0];
+  // Each table in scope, plus the borrowed windows' table with its failure
+  // hazards at `ratio` (ScaleFailureHazards rescales states 1 and 2), merged
+  // as it is rescaled (MergeScaledFailureHazards at scale 1 adds what merging
+  // the rescaled table adds).
   const auto theta = [ratio](int i) { return i == 1 || i == 2 ? ratio : 1.0; };
+  const auto take = [&](bool in_scope, const StateSojourns& own, const StateSojourns* borrowed,
+                        int i, StateSojourns* dst) {
+    if (!in_scope) return;
+    *dst = own;
+    if (borrowed != nullptr) MergeScaledFailureHazards(*borrowed, theta(i), 1.0, dst);
+  };
   for (int i = 0; i < 6; ++i) {
-    if (scope.ordinary[i]) {
-      out.ordinary[i] = s.ordinary[i];
-      MergeScaledFailureHazards(b.ordinary[i], theta(i), 1.0, &out.ordinary[i]);
-    }
-    if (scope.first[i]) {
-      out.first[i] = s.first[i];
-      MergeScaledFailureHazards(b.first[i], theta(i), 1.0, &out.first[i]);
-    }
+    take(scope.ordinary[i], s.ordinary[i], b ? &b->ordinary[i] : nullptr, i, &out.ordinary[i]);
+    take(scope.first[i], s.first[i], b ? &b->first[i] : nullptr, i, &out.first[i]);
     for (int a = 0; a < kAgeClasses; ++a) {
-      if (!scope.first_by_age[a][i]) continue;
-      out.first_by_age[a][i] = s.first_by_age[a][i];
-      MergeScaledFailureHazards(b.first_by_age[a][i], theta(i), 1.0, &out.first_by_age[a][i]);
+      take(scope.first_by_age[a][i], s.first_by_age[a][i], b ? &b->first_by_age[a][i] : nullptr,
+           i, &out.first_by_age[a][i]);
     }
     if (scope.first_by_exact_age[i]) {
       out.first_by_exact_age[i] = s.first_by_exact_age[i];
-      for (const auto& [age, table] : b.first_by_exact_age[i]) {
+      if (b == nullptr) continue;
+      for (const auto& [age, table] : b->first_by_exact_age[i]) {
         MergeScaledFailureHazards(table, theta(i), 1.0, &out.first_by_exact_age[i][age]);
       }
     }
   }
-  out.Merge(b, 1.0, /*with_exact_age=*/false, /*with_tables=*/false);
-  out.num_windows = s.num_windows;
+  if (b != nullptr) {
+    out.Merge(*b, 1.0, /*with_exact_age=*/false, /*with_tables=*/false);
+    out.num_windows = s.num_windows;
+  }
   return out;
 }
 
