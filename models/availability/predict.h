@@ -122,7 +122,9 @@ SojournStats ShrinkStats(const SojournStats& stats, const EstimatorOptions& opt,
                          const SojournStats* prior, double* strength);
 // The rest of PredictFromStats on ShrinkStats' output (so a caller predicting
 // one cell for many ages shrinks once): PredictFromStats(stats, ...) ==
-// PredictFromShrunk(ShrinkStats(stats, opt, prior, &s), init, M, opt, prior, s, age).
+// PredictFromShrunk(ShrinkStats(stats, opt, prior, &s), init, M, opt, prior, s, age),
+// exactly. (PredictFromStats itself shrinks only the tables that one
+// prediction reads, which is cheaper when each call has its own host ratio.)
 TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M,
                                const EstimatorOptions& opt, const SojournStats* prior,
                                double strength, int64_t init_age_seconds,
