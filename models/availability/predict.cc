@@ -384,7 +384,7 @@ TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
                               const EstimatorOptions& opt, const SojournStats* prior,
                               int64_t init_age_seconds, const FirstSojournRatio& band_ratio) {
   double strength = 0;
-  TableScope scope = PredictScope(init, opt, init_age_seconds);
+  const TableScope scope = PredictScope(init, opt, init_age_seconds);
   SojournStats shrunk = ShrinkStatsIn(stats, opt, prior, &strength, scope);
   // An up state without ordinary sojourns: its ordinary row comes from its
   // first sojourns (EstimateKernel), so those are shrunk too.
