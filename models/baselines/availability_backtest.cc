@@ -6,9 +6,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
-#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "models/availability/frailty.h"
@@ -428,9 +428,9 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
       // initial state and length index.
       // With load_band_first_sojourn also by the load band at the window
       // start (key: age, band; band 2 = unknown / not used).
-      // With online host frailty also by the host's ratio at the window start
-      // (key: ratio, age, band).
-      std::vector<std::array<std::map<std::tuple<double, int64_t, int>, std::vector<double>>, 2>>
+      // Only with the training ratio: the host's ratio at each window start
+      // gives nearly every window a curve of its own (see smp_curve).
+      std::vector<std::array<std::map<std::pair<int64_t, int>, std::vector<double>>, 2>>
           smp_curves(n_len);
       std::vector<const availability::SojournStats*> prior(n_len, nullptr);
       std::vector<availability::SojournStats> hours_prior(n_len);
@@ -446,13 +446,14 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
           }
         }
       }
-      // PredictFromStats in two steps (the shrinkage once per cell, length
-      // and host hazard ratio).
+      // With the training ratio (smp_stats' prior_hazard_ratio) PredictFromStats
+      // in two steps: the shrinkage once per cell and length, a curve per age
+      // and band.
       struct Shrunk {
         availability::SojournStats stats;
         double strength = 0;
       };
-      std::vector<std::map<double, Shrunk>> shrunk(n_len);
+      std::vector<std::optional<Shrunk>> shrunk(n_len);
       // With the host's ratio at each window start nearly every window has a
       // ratio of its own, so nothing is cached: each window is predicted as
       // the service predicts it (PredictFromStats, which shrinks only the
@@ -480,28 +481,20 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
           raw.prior_hazard_ratio = trained;
           return window_curve;
         }
-        const auto key = std::make_tuple(theta, age_seconds, band);
+        const auto key = std::make_pair(age_seconds, band);
         auto it = smp_curves[k][i].find(key);
         if (it == smp_curves[k][i].end()) {
-          const availability::FirstSojournRatio ratio = band_ratio();
-          auto sh = shrunk[k].find(theta);
-          if (sh == shrunk[k].end()) {
+          if (!shrunk[k].has_value()) {
             Shrunk v;
-            if (smp_stats[k][hour].prior_hazard_ratio == theta) {
-              v.stats = availability::ShrinkStats(smp_stats[k][hour], cfg.smp_options, prior[k],
-                                                  &v.strength);
-            } else {
-              availability::SojournStats raw = smp_stats[k][hour];
-              raw.prior_hazard_ratio = theta;
-              v.stats = availability::ShrinkStats(raw, cfg.smp_options, prior[k], &v.strength);
-            }
-            sh = shrunk[k].emplace(theta, std::move(v)).first;
+            v.stats = availability::ShrinkStats(smp_stats[k][hour], cfg.smp_options, prior[k],
+                                                &v.strength);
+            shrunk[k] = std::move(v);
           }
           it = smp_curves[k][i]
                    .emplace(key, availability::PredictFromShrunk(
-                                     sh->second.stats, static_cast<HostState>(i + 1),
+                                     shrunk[k]->stats, static_cast<HostState>(i + 1),
                                      static_cast<int>(lengths[k] * sph), cfg.smp_options,
-                                     prior[k], sh->second.strength, age_seconds, ratio)
+                                     prior[k], shrunk[k]->strength, age_seconds, band_ratio())
                                      .tr)
                    .first;
         }
