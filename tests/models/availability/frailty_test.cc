@@ -149,23 +149,49 @@ TEST(ScaleFailureHazardsTest, KeepsSurvivorsOfTheLongestLength) {
   EXPECT_NEAR(out[2].At(3), 0.25, 1e-12);
 }
 
-// EstimateKernel on scaled statistics: K_13(l) = S'(l-1) theta h(l) with
-// S'(l) = prod_{u<=l} (1 - theta h(u)) (S1 only fails or is censored).
-TEST(ScaleFailureHazardsTest, KernelOfScaledStatsHasScaledHazards) {
+// Seven windows whose S1 sojourns (ordinary and first alike) only fail or
+// are censored, and whose S2 sojourns go back to S1 or fail (S4).
+StateSojourns FailingS1() {
   StateSojourns s1;
   s1.completed = {{{3, 1}, 2}, {{3, 2}, 3}, {{3, 4}, 1}};
   s1.censored = {{1, 1}, {3, 2}, {5, 4}};
+  return s1;
+}
+SojournStats SevenWindows() {
   SojournStats stats;
   stats.step_seconds = 300;
   stats.num_windows = 7;
   stats.initial[1] = 7;
-  stats.prior_strength = 3;
-  stats.ordinary[1] = s1;
-  stats.first[1] = s1;
+  stats.ordinary[1] = FailingS1();
+  stats.first[1] = FailingS1();
   stats.ordinary[2].completed = {{{1, 1}, 2}, {{4, 2}, 1}};
   stats.ordinary[2].censored = {{3, 1}};
+  return stats;
+}
+
+// The kernel of SevenWindows with every failure hazard times theta:
+// K_13(l) = S'(l-1) theta h(l) with S'(l) = prod_{u<=l} (1 - theta h(u)) (S1
+// only fails or is censored), the same for the first row, K_21(1) = 2/4
+// unchanged and K_24(2) = (1/2) * theta * (1/2).
+void ExpectSevenWindowsAtRatio(const SemiMarkovKernel& k, double theta) {
+  const auto h = Hazards(FailingS1(), 4);
+  double surv = 1;  // S'(l-1)
+  for (int l = 1; l <= 4; ++l) {
+    const double expected = surv * theta * h[l].At(3);
+    EXPECT_NEAR(k.At(1, 3, l), expected, 1e-12) << "l=" << l;
+    EXPECT_NEAR(k.first_rows.at(1).at(3)[l - 1], expected, 1e-12) << "l=" << l;
+    surv *= 1 - theta * h[l].At(3);
+  }
+  EXPECT_NEAR(k.At(2, 1, 1), 0.5, 1e-12);
+  EXPECT_NEAR(k.At(2, 4, 2), 0.25 * theta, 1e-12);
+}
+
+// EstimateKernel on scaled statistics has the scaled hazards.
+TEST(ScaleFailureHazardsTest, KernelOfScaledStatsHasScaledHazards) {
+  const StateSojourns s1 = FailingS1();
+  SojournStats stats = SevenWindows();
+  stats.prior_strength = 3;
   stats.first_by_exact_age[1][3] = s1;
-  const auto h = Hazards(s1, 4);
   for (double theta : {0.5, 1.7}) {
     SCOPED_TRACE(theta);
     const SojournStats scaled = ScaleFailureHazards(stats, theta);
@@ -174,17 +200,7 @@ TEST(ScaleFailureHazardsTest, KernelOfScaledStatsHasScaledHazards) {
     EXPECT_EQ(scaled.prior_strength, 3);
     const StateSojourns exact = ScaleFailureHazards(s1, theta);
     EXPECT_EQ(scaled.first_by_exact_age[1].at(3).completed, exact.completed);
-    const SemiMarkovKernel k = EstimateKernel(scaled, BasicEstimatorOptions());
-    double surv = 1;  // S'(l-1)
-    for (int l = 1; l <= 4; ++l) {
-      const double expected = surv * theta * h[l].At(3);
-      EXPECT_NEAR(k.At(1, 3, l), expected, 1e-12) << "l=" << l;
-      EXPECT_NEAR(k.first_rows.at(1).at(3)[l - 1], expected, 1e-12) << "l=" << l;
-      surv *= 1 - theta * h[l].At(3);
-    }
-    // S2: K_21(1) = 2/4 unchanged, K_24(2) = (1/2) * theta * (1/2).
-    EXPECT_NEAR(k.At(2, 1, 1), 0.5, 1e-12);
-    EXPECT_NEAR(k.At(2, 4, 2), 0.25 * theta, 1e-12);
+    ExpectSevenWindowsAtRatio(EstimateKernel(scaled, BasicEstimatorOptions()), theta);
   }
 }
 
@@ -194,26 +210,14 @@ TEST(ScaleFailureHazardsTest, KernelOfScaledStatsHasScaledHazards) {
 // with every failure hazard times theta, as above. Without host_frailty the
 // ratio is ignored.
 TEST(ScaleFailureHazardsTest, ShrinkageAtTheHostsRatioScalesThePriorsHazards) {
-  StateSojourns s1;
-  s1.completed = {{{3, 1}, 2}, {{3, 2}, 3}, {{3, 4}, 1}};
-  s1.censored = {{1, 1}, {3, 2}, {5, 4}};
-  SojournStats prior;
-  prior.step_seconds = 300;
-  prior.num_windows = 7;
+  SojournStats prior = SevenWindows();
   prior.total_weight = 7;
-  prior.initial[1] = 7;
-  prior.ordinary[1] = s1;
-  prior.first[1] = s1;
-  prior.ordinary[2].completed = {{{1, 1}, 2}, {{4, 2}, 1}};
-  prior.ordinary[2].censored = {{3, 1}};
-  const auto h = Hazards(s1, 4);
   EstimatorOptions opt = BasicEstimatorOptions();
   opt.prior_windows = 7;  // the prior's own weight: its counts as they are
   for (bool frailty : {true, false}) {
     opt.host_frailty = frailty;
     for (double ratio : {0.5, 1.7}) {
       SCOPED_TRACE(::testing::Message() << "frailty " << frailty << ", ratio " << ratio);
-      const double theta = frailty ? ratio : 1.0;
       SojournStats host;
       host.prior_hazard_ratio = ratio;
       double strength = 0;
@@ -221,16 +225,7 @@ TEST(ScaleFailureHazardsTest, ShrinkageAtTheHostsRatioScalesThePriorsHazards) {
       EXPECT_EQ(strength, 7);
       EXPECT_EQ(shrunk.initial[1], 7);
       EXPECT_EQ(shrunk.num_windows, 0);  // the host's own windows
-      const SemiMarkovKernel k = EstimateKernel(shrunk, opt);
-      double surv = 1;  // S'(l-1)
-      for (int l = 1; l <= 4; ++l) {
-        const double expected = surv * theta * h[l].At(3);
-        EXPECT_NEAR(k.At(1, 3, l), expected, 1e-12) << "l=" << l;
-        EXPECT_NEAR(k.first_rows.at(1).at(3)[l - 1], expected, 1e-12) << "l=" << l;
-        surv *= 1 - theta * h[l].At(3);
-      }
-      EXPECT_NEAR(k.At(2, 1, 1), 0.5, 1e-12);
-      EXPECT_NEAR(k.At(2, 4, 2), 0.25 * theta, 1e-12);
+      ExpectSevenWindowsAtRatio(EstimateKernel(shrunk, opt), frailty ? ratio : 1.0);
     }
   }
 }
