@@ -41,6 +41,21 @@ int FeasibleOrder(int want, size_t n, int extra_lags, int other_coefs) {
   return p;
 }
 
+// Whether x[t] = sum_i a[i] x[t-1-i] + noise is stationary: every eigenvalue
+// of its companion matrix (every inverse root of 1 - sum_i a[i] z^(i+1)) lies
+// strictly inside the unit circle. An empty AR part is stationary.
+bool IsStationary(const std::vector<double>& a) {
+  const int p = static_cast<int>(a.size());
+  if (p == 0) return true;
+  for (double v : a) {
+    if (!std::isfinite(v)) return false;
+  }
+  Eigen::MatrixXd c = Eigen::MatrixXd::Zero(p, p);
+  for (int i = 0; i < p; ++i) c(0, i) = a[i];
+  for (int i = 1; i < p; ++i) c(i, i - 1) = 1;
+  return c.eigenvalues().cwiseAbs().maxCoeff() < 1;
+}
+
 }  // namespace
 
 absl::StatusOr<TsKind> ParseTsKind(const std::string& name) {
@@ -118,8 +133,15 @@ TsModel FitTsModel(const TsSpec& spec, const std::vector<double>& train) {
       break;
     }
     case TsKind::kAr: {
-      const int p = FeasibleOrder(spec.p, n, 0, 0);
-      m.ar_ = FitArCoefficients(train, m.mean_, p);
+      // The largest feasible order whose fit is stationary; none: the mean
+      // forecast (baselines.h, FitTsModel).
+      for (int p = FeasibleOrder(spec.p, n, 0, 0); p > 0; --p) {
+        std::vector<double> a = FitArCoefficients(train, m.mean_, p);
+        if (IsStationary(a)) {
+          m.ar_ = std::move(a);
+          break;
+        }
+      }
       break;
     }
     case TsKind::kMa:
@@ -146,20 +168,26 @@ TsModel FitTsModel(const TsSpec& spec, const std::vector<double>& train) {
         else
           --p;
       }
-      if (p + q == 0) break;
-      const int start = long_order + std::max(p, q);
-      const int rows = static_cast<int>(n) - start;
-      Eigen::MatrixXd x(rows, p + q);
-      Eigen::VectorXd y(rows);
-      for (int r = 0; r < rows; ++r) {
-        const size_t t = static_cast<size_t>(start + r);
-        y(r) = train[t] - m.mean_;
-        for (int i = 0; i < p; ++i) x(r, i) = train[t - 1 - i] - m.mean_;
-        for (int j = 0; j < q; ++j) x(r, p + j) = e[t - 1 - j];
+      // A fit whose AR part is not stationary is replaced by the next smaller
+      // model of the same sequence, down to the mean forecast.
+      for (; p + q > 0; (q >= p && q > 0) ? --q : --p) {
+        const int start = long_order + std::max(p, q);
+        const int rows = static_cast<int>(n) - start;
+        Eigen::MatrixXd x(rows, p + q);
+        Eigen::VectorXd y(rows);
+        for (int r = 0; r < rows; ++r) {
+          const size_t t = static_cast<size_t>(start + r);
+          y(r) = train[t] - m.mean_;
+          for (int i = 0; i < p; ++i) x(r, i) = train[t - 1 - i] - m.mean_;
+          for (int j = 0; j < q; ++j) x(r, p + j) = e[t - 1 - j];
+        }
+        Eigen::VectorXd b = SolveLs(x, y);
+        std::vector<double> ar(b.data(), b.data() + p);
+        if (!IsStationary(ar)) continue;
+        m.ar_ = std::move(ar);
+        m.ma_.assign(b.data() + p, b.data() + p + q);
+        break;
       }
-      Eigen::VectorXd b = SolveLs(x, y);
-      m.ar_.assign(b.data(), b.data() + p);
-      m.ma_.assign(b.data() + p, b.data() + p + q);
       break;
     }
   }

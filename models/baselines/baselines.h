@@ -80,6 +80,14 @@ class TsModel {
 // for the requested orders gets smaller orders (at least 4 rows per
 // coefficient), and one too short for any lag gets the mean forecast.
 // Constant series are handled (ridge-regularised normal equations).
+// AR and ARMA models are stationary: least squares (and Hannan-Rissanen's
+// second stage) can return an AR part with a root on or inside the unit
+// circle, whose multi-step forecasts run away from the series; such a fit is
+// replaced by the next smaller order (ARMA: the same (p, q) sequence as for a
+// short series), down to the mean forecast, as maximum-likelihood fitting in
+// standard packages keeps the AR part stationary (R's arima with
+// transform.pars, statsmodels' ARIMA with enforce_stationarity, both the
+// default).
 TsModel FitTsModel(const TsSpec& spec, const std::vector<double>& train);
 
 // Least-squares AR(p) coefficients of a centred series (exposed for tests):

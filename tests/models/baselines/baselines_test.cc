@@ -3,10 +3,12 @@
 // estimators follow their definitions.
 #include "models/baselines/baselines.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "Eigen/Dense"
 #include "gtest/gtest.h"
 
 namespace sojourn::baselines {
@@ -116,6 +118,67 @@ TEST(BaselinesTest, DegenerateSeriesGiveFiniteForecasts) {
     for (double v : s.Forecast(20)) EXPECT_TRUE(std::isfinite(v)) << TsKindName(k);
     EXPECT_LE(s.p() + s.q(), 1) << TsKindName(k);
   }
+}
+
+// The largest modulus of the inverse roots of 1 - sum_i a[i] z^(i+1): the
+// companion matrix's spectral radius.
+double SpectralRadius(const std::vector<double>& a) {
+  const int p = static_cast<int>(a.size());
+  if (p == 0) return 0;
+  Eigen::MatrixXd c = Eigen::MatrixXd::Zero(p, p);
+  for (int i = 0; i < p; ++i) c(0, i) = a[i];
+  for (int i = 1; i < p; ++i) c(i, i - 1) = 1;
+  return c.eigenvalues().cwiseAbs().maxCoeff();
+}
+
+// Same-clock availability series as the backtest builds them (days of 0/1
+// levels concatenated, with runs of downtime) and short random walks: least
+// squares gives some of them an AR part with a root on or inside the unit
+// circle (checked below, so the test is not vacuous); the fitted AR and ARMA
+// models never have one, and their forecasts do not grow exponentially.
+TEST(BaselinesTest, FittedModelsAreStationary) {
+  std::mt19937_64 rng(20261127);
+  int raw_nonstationary = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<double> x;
+    if (trial % 2 == 0) {
+      std::uniform_int_distribution<int> days(1, 6), run(1, 60);
+      std::bernoulli_distribution down(0.3);
+      for (int d = days(rng); d > 0; --d) {
+        int t = 0;
+        while (t < 121) {
+          const int len = std::min(121 - t, run(rng));
+          x.insert(x.end(), len, down(rng) ? 1.0 : 0.0);
+          t += len;
+        }
+      }
+    } else {
+      std::normal_distribution<double> step(0.0, 1.0);
+      double v = 0;
+      for (int t = 0; t < 121; ++t) x.push_back(v += step(rng));
+    }
+    double mean = 0;
+    for (double v : x) mean += v / x.size();
+    if (SpectralRadius(FitArCoefficients(x, mean, 8)) >= 1) ++raw_nonstationary;
+    for (TsKind k : {TsKind::kAr, TsKind::kArma}) {
+      TsSpec spec;
+      spec.kind = k;
+      const TsModel m = FitTsModel(spec, x);
+      EXPECT_LT(SpectralRadius(m.ar()), 1) << TsKindName(k) << " trial " << trial;
+      // A stationary model's forecast decays towards the mean, after at most
+      // polynomial transient growth (k r^k for a double root of modulus r
+      // near 1); an explosive one's grows exponentially (1.01^600 = 390):
+      // the second 600 steps stay within 4 times the first's extent.
+      const std::vector<double> f = m.Forecast(1200);
+      double early = 0, late = 0;
+      for (int i = 0; i < 1200; ++i) {
+        double& extent = i < 600 ? early : late;
+        extent = std::max(extent, std::abs(f[i] - m.mean()));
+      }
+      EXPECT_LE(late, 4 * early + 1e-9) << TsKindName(k) << " trial " << trial;
+    }
+  }
+  EXPECT_GT(raw_nonstationary, 0);
 }
 
 TEST(BaselinesTest, ForecastSurvivalSteps) {
