@@ -229,6 +229,8 @@ def main():
             fail("hourly canonical trace: protocol %r" % hr["protocol"])
         if not hr["summary"]["smp"]["weekday"]["2"]["n"] > 0:
             fail("hourly canonical trace: no weekday 2 h cell was scored")
+        if "warning:" in q.stderr:
+            fail("hourly canonical trace: unexpected warning %r" % q.stderr[-400:])
 
         # Nothing scored (explicit options that make every grid point S5): the
         # averages are null, not 0, and stderr says why.
@@ -243,6 +245,19 @@ def main():
             fail("all-S5 run: summary entry %r (wanted nulls)" % e)
         if hr["overall"]["smp"]["acc_grand"] is not None:
             fail("all-S5 run: overall %r (wanted null acc_grand)" % hr["overall"]["smp"])
+
+        # Windows scored (Brier) but no cell with enough test windows for a
+        # relative error: the averages are null and stderr says why (the short
+        # trace of session 22 printed only dashes).
+        q = subprocess.run([a.eval, "availability", "--trace", hourly, "--json", hj,
+                            "--min-test-windows", "1000"],
+                           capture_output=True, text=True, timeout=120)
+        hr = json.load(open(hj)) if q.returncode == 0 else {}
+        if q.returncode != 0 or "warning: no cell has 1000 test windows" not in q.stderr:
+            fail("too few test windows: exit %d, stderr %r" % (q.returncode, q.stderr[-400:]))
+        e = hr["summary"]["smp"]["weekday"]["2"]
+        if e["avg_rel_err"] is not None or e["brier"] is None:
+            fail("too few test windows: summary entry %r (wanted a Brier, no error)" % e)
     print("ok: %d cells, %d summary entries recomputed" % (len(rows), checked))
 
 

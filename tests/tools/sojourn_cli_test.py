@@ -73,6 +73,9 @@ CASES = [
     (["jobs", "bogus"], "unknown action 'bogus'"),
     (["jobs", "submit", "--procs", "1"], "--job-id is required"),
     (["jobs", "submit", "--job-id", "0", "--procs", "1"], "--job-id wants an integer in [1, "),
+    # The broker's queue takes at most 100000 hosts; the CLI says so before dialling.
+    (["jobs", "submit", "--job-id", "1", "--procs", "100001"],
+     "--procs wants an integer in [1, 100000]"),
     (["jobs", "submit", "--job-id", "1"], "--procs is required"),
     (["jobs", "start", "--job-id", "1"], "--hosts is required"),
     (["jobs", "start", "--job-id", "1", "--hosts", ",,"], "--hosts names no host"),

@@ -322,7 +322,7 @@ const char kJobsHelp[] =
     "                         the job ended; S = CPU seconds each task used (default unknown)\n"
     "  cancel --job-id N      the job left the queue without finishing (waiting or killed)\n"
     "\n"
-    "submit's job: --job-id an integer >= 1 (required), --procs an integer in [1, 1000000]\n"
+    "submit's job: --job-id an integer >= 1 (required), --procs an integer in [1, 100000]\n"
     "(required), --requested DURATION the run time asked of the scheduler (2h, 90m, 45s,\n"
     "1h30m or seconds; default unknown), --user, --group, --executable and --swf-queue the\n"
     "job's integer ids as in the Standard Workload Format, which the turnaround kernels\n"
@@ -1067,10 +1067,10 @@ std::string Interval(const sojourn::v1::TimeInterval& t) {
 }
 
 // The job options shared by `turnaround` and `jobs submit` (--procs
-// required; --job-id from `min_id`).
-void JobSpecFromArgs(const Args& a, int64_t min_id, sojourn::v1::JobSpec* job) {
+// required, at most `max_procs`; --job-id from `min_id`).
+void JobSpecFromArgs(const Args& a, int64_t min_id, int64_t max_procs, sojourn::v1::JobSpec* job) {
   if (!a.Has("procs")) sojourn::DieUsage(kProgram, "--procs is required");
-  job->set_procs(static_cast<int32_t>(a.GetIntInRange("procs", 1, 1, 1000000)));
+  job->set_procs(static_cast<int32_t>(a.GetIntInRange("procs", 1, 1, max_procs)));
   job->set_job_id(a.GetIntInRange("job-id", 0, min_id, INT64_MAX));
   job->set_user(static_cast<int32_t>(a.GetIntInRange("user", -1, -1, INT32_MAX)));
   job->set_group(static_cast<int32_t>(a.GetIntInRange("group", -1, -1, INT32_MAX)));
@@ -1123,7 +1123,7 @@ int Turnaround(int argc, char** argv) {
                  {"json", "queue"});
   sojourn::v1::EstimateTurnaroundRequest req;
   sojourn::v1::JobSpec* job = req.mutable_job();
-  JobSpecFromArgs(a, 0, job);
+  JobSpecFromArgs(a, 0, 1000000, job);
   if (a.Flag("queue")) {
     if (a.Has("nodes") || a.Has("snapshot")) {
       sojourn::DieUsage(kProgram, "give the cluster with one of --nodes N, --snapshot FILE or --queue");
@@ -1260,7 +1260,9 @@ int Jobs(int argc, char** argv) {
   grpc::Status s;
   if (action == "submit") {
     sojourn::v1::SubmitJobRequest req;
-    JobSpecFromArgs(a, 1, req.mutable_job());
+    // The broker's queue takes jobs of at most kMaxJobHosts (100000) hosts
+    // (services/broker/job_queue.h).
+    JobSpecFromArgs(a, 1, 100000, req.mutable_job());
     s = stub->SubmitJob(&ctx, req, &resp);
   } else if (action == "start") {
     sojourn::v1::StartJobRequest req;

@@ -587,8 +587,21 @@ int RunAvailability(int argc, char** argv) {
   const double t_backtest = Seconds(t1);
   std::fprintf(stderr, "backtest: %zu cells in %.1f s\n", result->cells.size(), t_backtest);
   {
-    int64_t test_windows = 0;
-    for (const backtest::CellResult& c : result->cells) test_windows += c.n_test;
+    int64_t test_windows = 0, scored_cells = 0;
+    for (const backtest::CellResult& c : result->cells) {
+      test_windows += c.n_test;
+      scored_cells += c.n_test >= cfg.min_test_windows && c.n_survived > 0;
+    }
+    if (test_windows > 0 && scored_cells == 0) {
+      // Brier scores exist but every relative error is empty.
+      std::fprintf(stderr,
+                   "warning: no cell has %d test windows with at least one survivor, so every "
+                   "relative error is empty (%lld test windows in %zu cells): the test half "
+                   "holds too few days of each type; give the trace more days, or pass a "
+                   "smaller --min-test-windows or another --train-ratio\n",
+                   cfg.min_test_windows, static_cast<long long>(test_windows),
+                   result->cells.size());
+    }
     if (test_windows == 0) {
       // Every average below is empty ("-" here, null in the JSON): say why
       // that usually happens rather than let it pass for a result.
