@@ -658,7 +658,9 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
             p = std::clamp(p, 0.0, 1.0);
             a.sum_pred[m] += p;
             a.brier[m] += (p - o) * (p - o);
-            const int b = std::min(bins - 1, static_cast<int>(p * bins));
+            // p in [0, 1] (a NaN, which no valid option gives, goes to bin 0
+            // rather than out of range).
+            const int b = p > 0 ? std::min(bins - 1, static_cast<int>(p * bins)) : 0;
             ReliabilityBin& rb = out.reliability[m][b];
             ++rb.n;
             rb.sum_pred += p;

@@ -319,6 +319,7 @@ def trace_cases(ev, tmp):
         check(ev, "usage --utc-offset-hours " + val,
               ["usage", "--trace", good, "--utc-offset-hours", val], 2, "wants -14..14")
     extra_trace_cases(ev, tmp, good)
+    session22_cases(ev, tmp, good)
     # Good but unusual input still runs.
     check(ev, "availability good", ["availability", "--trace", good, "--max-window-hours", "31"],
           0)
@@ -463,6 +464,81 @@ def extra_trace_cases(ev, tmp, good):
     # Fewer hosts than the pool: the scheduling block is empty and says why.
     check(ev, "usage 4 hosts", ["usage", "--trace", good, "--tests", "5"], 0,
           "warning: no scheduling test")
+
+
+def session22_cases(ev, tmp, good):
+    """The second fuzzing pass (session 22): each case crashed, destroyed data or lied."""
+    # Weights and window counts near the double's ends made predictions NaN
+    # and indexed a reliability bin out of range (SIGSEGV).
+    for val in ("other_day_type_weight=1.7e308", "neighbor_window_weight=1.7e308",
+                "age_prior_windows=1.7e308", "prior_windows=1e-310",
+                "other_day_type_weight=4.9e-324"):
+        check(ev, "availability --smp-options " + val,
+              ["availability", "--trace", good, "--smp-options", val], 2,
+              "wants 0 or a number in [1e-06, 1e+06]")
+    check(ev, "availability --smp-options at the bounds",
+          ["availability", "--trace", good, "--smp-options",
+           "other_day_type_weight=1e6,prior_windows=1e-6"], 0)
+    # A GWA trace is a directory: an output inside it replaced a VM's file.
+    gwa = os.path.join(tmp, "gwa")
+    os.mkdir(gwa)
+    header = ("Timestamp [ms];\tCPU cores;\tCPU capacity provisioned [MHZ];\t"
+              "CPU usage [MHZ];\tCPU usage [%];\tMemory capacity provisioned [KB];\t"
+              "Memory usage [KB];\tDisk read throughput [KB/s];\tDisk write throughput [KB/s];\t"
+              "Network received throughput [KB/s];\tNetwork transmitted throughput [KB/s]\n")
+    for vm in (1, 2):
+        with open(os.path.join(gwa, "%d.csv" % vm), "w") as f:
+            f.write(header)
+            for i in range(21 * 288):
+                t = 1372629600 + 300 * i
+                f.write("%d;\t2;\t5000;\t500;\t%s;\t4194304;\t1048576;\t0;\t0;\t0;\t0\n"
+                        % (t, "90" if (i // 12 + vm) % 7 == 0 else "10"))
+    with open(os.path.join(gwa, "1.csv"), "rb") as f:
+        member = f.read()
+    for cmd, opt, out in [("availability", "--json", "1.csv"), ("availability", "--cells", "new.csv"),
+                          ("schedule", "--json", "sub/../x.json"), ("usage", "--json", "x.json")]:
+        check(ev, "%s %s inside the trace directory" % (cmd, opt),
+              [cmd, "--trace", gwa, "--format", "gwa", opt, os.path.join(gwa, out)], 2,
+              "is inside the input directory --trace")
+    with open(os.path.join(gwa, "1.csv"), "rb") as f:
+        if f.read() != member:
+            FAILURES.append("an output inside the GWA directory changed a VM's file")
+    if sorted(os.listdir(gwa)) != ["1.csv", "2.csv"]:
+        FAILURES.append("an output was written into the GWA directory: %r" % os.listdir(gwa))
+    check(ev, "availability gwa directory, --json outside it",
+          ["availability", "--trace", gwa, "--format", "gwa", "--json",
+           os.path.join(tmp, "gwa.json")], 0)
+    # A host name that is not UTF-8: usage aborted in the JSON dump and left
+    # an empty --json; now the name is written with U+FFFD.
+    bad = os.path.join(tmp, "nonutf8.csv")
+    with open(good, "rb") as f:
+        data = f.read().replace(b"vm1,", b"bad\xff\xfehost,")
+    with open(bad, "wb") as f:
+        f.write(data)
+    out = os.path.join(tmp, "nonutf8.json")
+    for cmd in ("usage", "availability", "schedule"):
+        p = check(ev, cmd + " non-UTF-8 host", [cmd, "--trace", bad, "--json", out], 0,
+                  timeout=120)
+        if p is not None and p.returncode == 0:
+            with open(out, encoding="utf-8") as f:
+                text = f.read()
+            json.loads(text)
+            if cmd == "usage" and "bad\ufffd\ufffdhost" not in text:
+                FAILURES.append("usage non-UTF-8 host: name not written with U+FFFD")
+    # A report that cannot be written to stdout is a failure, not exit 0.
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([ev, "availability", "--trace", good], stdout=full,
+                               stderr=subprocess.PIPE, text=True, timeout=120)
+        if p.returncode != 1 or "cannot write the report to standard output" not in p.stderr:
+            FAILURES.append("availability > /dev/full: exit %d, stderr %r" % (p.returncode,
+                                                                              p.stderr[-300:]))
+    # Input far larger than memory: one line and exit 1, not an uncaught bad_alloc.
+    p = subprocess.run("ulimit -v 2000000; exec %s availability --trace /dev/zero" % ev,
+                       shell=True, capture_output=True, text=True, timeout=120)
+    if p.returncode != 1 or "out of memory" not in p.stderr:
+        FAILURES.append("availability /dev/zero under ulimit: exit %d, stderr %r" %
+                        (p.returncode, p.stderr[-300:]))
 
 
 def main():

@@ -104,7 +104,8 @@ options:
                            recent_age_seconds and long_age_seconds integers
                            0..3153600000, borrow_below_windows 0..1000000
                            (default: always borrow; 0 = never),
-                           frequency_weight 0..1, the rest numbers >= 0
+                           frequency_weight 0..1, the rest 0 or a number
+                           in [1e-6, 1e6] (window counts and weights)
   --smp-prior SRC          shrinkage prior when prior_windows > 0: hosts (the same
                            day type and start hour pooled over all hosts, default;
                            with host_frailty, on by default, its failure hazards
@@ -206,9 +207,15 @@ struct SmpOption {
 
 // Longest age or offset an option may give: 100 years (the grid's span limit).
 constexpr double kMaxSmpSeconds = 3153600000;
+// Window counts and weights: 0 or in [kMinSmpNumber, kMaxSmpNumber]. Far
+// outside any use (a window is a day), and inside what the estimator's
+// arithmetic holds: 1.7e308 and subnormals such as 1e-310 made its
+// predictions NaN (a crash, session 22).
+constexpr double kMinSmpNumber = 1e-6;
+constexpr double kMaxSmpNumber = 1e6;
 
 void ApplySmpOptions(const std::string& text, availability::EstimatorOptions* o) {
-  const double kAny = std::numeric_limits<double>::max();
+  const double kAny = kMaxSmpNumber;
   const std::map<std::string, SmpOption> options = {
       {"censoring_aware", {SmpOption::kBool, 1, &o->censoring_aware}},
       {"first_sojourn_kernel", {SmpOption::kBool, 1, &o->first_sojourn_kernel}},
@@ -276,11 +283,12 @@ void ApplySmpOptions(const std::string& text, availability::EstimatorOptions* o)
       if (opt.i64 != nullptr) *opt.i64 = static_cast<int64_t>(v);
       continue;
     }
-    if (!number || v < 0 || v > opt.hi) {
+    if (!number || v < 0 || v > opt.hi || (opt.hi == kAny && v > 0 && v < kMinSmpNumber)) {
       Die(opt.hi < kAny ? absl::StrFormat("--smp-options: %s wants a number in [0, %g], got '%s'",
                                           k, opt.hi, Excerpt(value))
-                        : absl::StrCat("--smp-options: ", k,
-                                       " wants a non-negative number, got '", Excerpt(value), "'"));
+                        : absl::StrFormat("--smp-options: %s wants 0 or a number in [%g, %g], got "
+                                          "'%s'",
+                                          k, kMinSmpNumber, kMaxSmpNumber, Excerpt(value)));
     }
     *opt.d = v;
   }
@@ -707,9 +715,10 @@ int RunAvailability(int argc, char** argv) {
   std::printf("\ntiming: read %.1f s, backtest %.1f s, total %.1f s\n", t_read, t_backtest,
               Seconds(t0));
   if (args.Has("json")) {
+    const std::string text = JsonText(j, 1);
     std::ofstream out(args.Get("json"));
     if (!out) Die(absl::StrCat("cannot write ", args.Get("json")));
-    out << j.dump(1) << "\n";
+    out << text << "\n";
     if (!out) Die(absl::StrCat("write error on ", args.Get("json")));
   }
   return 0;

@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "models/traces/traces.h"
+#include "nlohmann/json.hpp"
 
 namespace sojourn::eval {
 
@@ -72,6 +73,21 @@ inline bool SameFile(const std::string& a, const std::string& b) {
   return pa == pb;
 }
 
+// True when `dir` is an existing directory and `path` lies inside it (at any
+// depth, also through links): a GWA trace is a directory of per-VM files, and
+// `--json DIR/1.csv` replaced one of them (session 22).
+inline bool IsInsideDirectory(const std::string& path, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec) || ec) return false;
+  const fs::path d = fs::weakly_canonical(fs::absolute(dir, ec), ec).lexically_normal();
+  if (ec) return false;
+  const fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec).lexically_normal();
+  if (ec) return false;
+  const fs::path rel = p.lexically_relative(d);
+  return !rel.empty() && *rel.begin() != ".." && rel != ".";
+}
+
 // InvalidArgument when an output option names the same file as an input or
 // as another output: `sojourn-eval availability --trace X --cells X` emptied
 // the trace before reading it, and `--json X` on the trace or SWF log
@@ -89,6 +105,11 @@ inline absl::Status CheckOutputsAreNotInputs(
             absl::StrCat(flag, " ", path, " is the input ", in_flag, " ", in_path,
                          ": writing it would destroy the input; choose another output file"));
       }
+      if (!in_path.empty() && IsInsideDirectory(path, in_path)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            flag, " ", path, " is inside the input directory ", in_flag, " ", in_path,
+            ": it could replace a trace file or be read as one; choose a path outside it"));
+      }
     }
     for (size_t j = 0; j < i; ++j) {
       if (!outputs[j].second.empty() && SameFile(path, outputs[j].second)) {
@@ -99,6 +120,14 @@ inline absl::Status CheckOutputsAreNotInputs(
     }
   }
   return absl::OkStatus();
+}
+
+// The text of a --json report, made before its file is opened (a failure
+// here must not truncate an earlier result): invalid UTF-8 in a string (a
+// host name read from a trace) becomes U+FFFD instead of throwing
+// (`sojourn-eval usage` aborted on one and left an empty file, session 22).
+inline std::string JsonText(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // --start of an availability matrix (availability, schedule): Unix seconds

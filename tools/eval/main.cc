@@ -1,6 +1,8 @@
 // sojourn-eval: backtests sojourn's estimators on traces.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "tools/eval/command.h"
@@ -35,5 +37,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sojourn-eval: unknown command '%s' (try --help)\n", argv[1]);
     return 2;
   }
-  return it->second.run(argc - 1, argv + 1);
+  int rc = 0;
+  try {
+    rc = it->second.run(argc - 1, argv + 1);
+  } catch (const std::bad_alloc&) {
+    // Inputs are read whole: /dev/zero or a multi-gigabyte line aborted with
+    // an uncaught std::bad_alloc (session 22).
+    std::fprintf(stderr, "sojourn-eval %s: out of memory (is the input far larger than a trace?)\n",
+                 argv[1]);
+    return 1;
+  }
+  // The report goes to stdout: a full disk or closed pipe must not exit 0.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "sojourn-eval %s: cannot write the report to standard output: %s\n",
+                 argv[1], std::strerror(errno));
+    return 1;
+  }
+  return rc;
 }

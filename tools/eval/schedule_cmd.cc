@@ -428,9 +428,10 @@ int RunSchedule(int argc, char** argv) {
       j["replicates"].push_back(std::move(jr));
     }
     j["timing_seconds"] = secs;
+    const std::string text = JsonText(j, 1);
     std::ofstream out(args.Get("json"));
     if (!out) Die(absl::StrCat("cannot write ", args.Get("json")));
-    out << j.dump(1) << "\n";
+    out << text << "\n";
     if (!out) Die(absl::StrCat("write error on ", args.Get("json")));
   }
   return 0;

@@ -434,9 +434,10 @@ int RunTurnaround(int argc, char** argv) {
       j["cost_us_per_estimate"][name] = Num(report->cost_us_mean[k]);
       j["cost_us_median"][name] = Num(report->cost_us_median[k]);
     }
+    const std::string text = JsonText(j, 2);
     std::ofstream out(args.json);
     if (!out) Usage(absl::StrCat("--json: cannot write ", args.json));
-    out << j.dump(2) << "\n";
+    out << text << "\n";
     if (!out) Usage(absl::StrCat("--json: cannot write ", args.json));
   }
   return 0;

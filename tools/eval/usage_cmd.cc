@@ -993,12 +993,13 @@ int RunUsage(int argc, char** argv) {
   PrintBlock(matrix ? "summary (= summary_desktops)" : "summary", out["summary"]);
   if (out.contains("summary_active")) PrintBlock("summary_active", out["summary_active"]);
   if (!args.json_out.empty()) {
+    const std::string text = JsonText(out, 2);
     std::ofstream f(args.json_out);
     if (!f) {
       std::fprintf(stderr, "%s: cannot write %s\n", kProgram, args.json_out.c_str());
       return 2;
     }
-    f << out.dump(2) << "\n";
+    f << text << "\n";
     if (!f) {
       std::fprintf(stderr, "%s: write error on %s\n", kProgram, args.json_out.c_str());
       return 1;
