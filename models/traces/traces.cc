@@ -336,8 +336,9 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
                        absl::StrCat("timestamp '", Excerpt(fields[col_ts]),
                                     "' is not an integer number of Unix seconds within +-1e11"));
     }
-    if (!ParseDouble(fields[col_load], &s.cpu_load)) {
-      return LineError(file, ln, absl::StrCat("cpu_load '", Excerpt(fields[col_load]), "' is not a number"));
+    if (!ParseDouble(fields[col_load], &s.cpu_load) || s.cpu_load < 0) {
+      return LineError(file, ln,
+                       absl::StrCat("cpu_load '", Excerpt(fields[col_load]), "' is not a number >= 0"));
     }
     if (col_mem >= 0 && !Trim(fields[col_mem]).empty() &&
         !ParseDouble(fields[col_mem], &s.free_mem_mb)) {
@@ -434,10 +435,10 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
                                     "' is not an integer number of Unix seconds within +-1e11"));
     }
     double pct;
-    if (!ParseDouble(fields[col_cpu_pct], &pct)) {
-      return LineError(
-          file, ln,
-          absl::StrCat("CPU usage [%] '", Excerpt(Trim(fields[col_cpu_pct])), "' is not a number"));
+    if (!ParseDouble(fields[col_cpu_pct], &pct) || pct < 0) {
+      return LineError(file, ln,
+                       absl::StrCat("CPU usage [%] '", Excerpt(Trim(fields[col_cpu_pct])),
+                                    "' is not a number >= 0"));
     }
     s.cpu_load = pct / 100.0;
     if (col_cores >= 0 && !Trim(fields[col_cores]).empty()) {
@@ -451,15 +452,17 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
     }
     if (col_mem_cap >= 0 && col_mem_amount >= 0) {
       double cap, use;
-      if (!ParseDouble(fields[col_mem_cap], &cap)) {
-        return LineError(
-            file, ln,
-            absl::StrCat("memory capacity '", Excerpt(Trim(fields[col_mem_cap])), "' is not a number"));
+      // Usage above the capacity is real (the shared Bitbrains trace has such
+      // rows: memory pressure, free memory < 0); negative amounts are not.
+      if (!ParseDouble(fields[col_mem_cap], &cap) || cap < 0) {
+        return LineError(file, ln,
+                         absl::StrCat("memory capacity '", Excerpt(Trim(fields[col_mem_cap])),
+                                      "' is not a number >= 0"));
       }
-      if (!ParseDouble(fields[col_mem_amount], &use)) {
-        return LineError(
-            file, ln,
-            absl::StrCat("memory usage '", Excerpt(Trim(fields[col_mem_amount])), "' is not a number"));
+      if (!ParseDouble(fields[col_mem_amount], &use) || use < 0) {
+        return LineError(file, ln,
+                         absl::StrCat("memory usage '", Excerpt(Trim(fields[col_mem_amount])),
+                                      "' is not a number >= 0"));
       }
       if (col_mem_pct >= 0) use = cap * use / 100.0;
       s.free_mem_mb = (cap - use) / 1024.0;

@@ -269,6 +269,43 @@ TEST_F(TracesTest, RejectsNonNumericFields) {
   EXPECT_THAT(std::string(traces.status().message()), HasSubstr("m.csv:2: timestamp '1x0'"));
 }
 
+// Negative loads and memory amounts are rejected with file:line; memory usage
+// above the capacity (negative free memory, memory pressure) is kept.
+TEST_F(TracesTest, RejectsNegativeAmounts) {
+  auto neg = ImportTrace(
+      Write("neg.csv", "host,timestamp,cpu_load,free_mem_mb\na,100,0.1,1\na,200,-0.5,1\n"), {});
+  ASSERT_FALSE(neg.ok());
+  EXPECT_THAT(std::string(neg.status().message()),
+              HasSubstr("neg.csv:3: cpu_load '-0.5' is not a number >= 0"));
+  auto low_mem = ImportTrace(
+      Write("lowmem.csv", "host,timestamp,cpu_load,free_mem_mb\na,100,0.1,-100\n"), {});
+  ASSERT_TRUE(low_mem.ok()) << low_mem.status();
+  EXPECT_EQ((*low_mem)[0].samples[0].free_mem_mb, -100);
+
+  const std::string header =
+      "Timestamp [ms];\tCPU cores;\tCPU capacity provisioned [MHZ];\tCPU usage [MHZ];\t"
+      "CPU usage [%];\tMemory capacity provisioned [KB];\tMemory usage [KB];\t"
+      "Disk read throughput [KB/s];\tDisk write throughput [KB/s];\t"
+      "Network received throughput [KB/s];\tNetwork transmitted throughput [KB/s]\n";
+  const std::string ok_row = "1000;\t2;\t5000;\t1;\t10;\t1024;\t512;\t0;\t0;\t0;\t0\n";
+  for (const auto& [row, want] : std::vector<std::pair<std::string, std::string>>{
+           {"1300;\t2;\t5000;\t1;\t-10;\t1024;\t512;\t0;\t0;\t0;\t0\n",
+            "CPU usage [%] '-10' is not a number >= 0"},
+           {"1300;\t2;\t5000;\t1;\t10;\t-1024;\t512;\t0;\t0;\t0;\t0\n",
+            "memory capacity '-1024' is not a number >= 0"},
+           {"1300;\t2;\t5000;\t1;\t10;\t1024;\t-512;\t0;\t0;\t0;\t0\n",
+            "memory usage '-512' is not a number >= 0"}}) {
+    Write("gneg/1.csv", header + ok_row + row);
+    auto gwa = ImportTrace((dir_ / "gneg").string(), Fmt(TraceFormat::kGwa));
+    ASSERT_FALSE(gwa.ok()) << row;
+    EXPECT_THAT(std::string(gwa.status().message()), HasSubstr("1.csv:3: " + want));
+  }
+  Write("gneg/1.csv", header + ok_row + "1300;\t2;\t5000;\t1;\t10;\t1024;\t2048;\t0;\t0;\t0;\t0\n");
+  auto over = ImportTrace((dir_ / "gneg").string(), Fmt(TraceFormat::kGwa));
+  ASSERT_TRUE(over.ok()) << over.status();
+  EXPECT_EQ((*over)[0].samples[1].free_mem_mb, -1.0);
+}
+
 // A header without a host column is rejected.
 TEST_F(TracesTest, RejectsMissingHostColumn) {
   std::string p = Write("h.csv", "machine,timestamp,cpu_load\na,100,0.1\n");
