@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/status.h"
@@ -131,6 +132,14 @@ absl::Status ValidateHostAttributes(absl::string_view host, double cpu_mhz, int6
         total_mem_mb));
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateDialAddress(absl::string_view address, absl::string_view field) {
+  const bool scheme =
+      absl::StartsWith(address, "unix:") || absl::StartsWith(address, "unix-abstract:") ||
+      absl::StartsWith(address, "dns:") || absl::StartsWith(address, "ipv4:") ||
+      absl::StartsWith(address, "ipv6:") || absl::StartsWith(address, "vsock:");
+  return scheme ? ValidateAddress(address, field) : ValidateHostPortAddress(address, field);
 }
 
 absl::Status ValidateHostPortAddress(absl::string_view address, absl::string_view field) {

@@ -61,6 +61,12 @@ absl::Status ValidateAddress(absl::string_view address, absl::string_view field)
 // one. INVALID_ARGUMENT naming `field` otherwise.
 absl::Status ValidateHostPortAddress(absl::string_view address, absl::string_view field);
 
+// An address a user gives a command-line tool to dial: a gRPC target with a
+// scheme ("unix:/path", "dns:///h:7401", "ipv4:...", "ipv6:...", "vsock:...")
+// by ValidateAddress, anything else by ValidateHostPortAddress ("localhost"
+// would be dialled on port 443, "h:7401x" on port 0).
+absl::Status ValidateDialAddress(absl::string_view address, absl::string_view field);
+
 // Host attributes as every service accepts them (PushSamples, RegisterHost):
 // finite, >= 0 (0 = unknown) and below bounds no machine reaches (cpu_mhz <=
 // 1e6, cpu_cores <= 1e6, total_mem_mb <= 1e12). The broker ranks hosts by

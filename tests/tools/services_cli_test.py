@@ -130,6 +130,12 @@ def test_flags(bin_dir, workdir):
         (["statemgr", "--listen=127.0.0.1:0", "--metrics_listen=", "--sync_writes=maybe"],
          "--sync_writes: 'maybe'", ""),
         (["predictor", "--listen"], "flag --listen needs a value", ""),
+        # sojourn-replay dials --statemgr as the sojourn CLI does: HOST:PORT or
+        # a target with a scheme ('localhost' was dialled on port 443, exit 1).
+        (["sojourn-replay", "--trace", trace, "--statemgr", "localhost"],
+         "--statemgr 'localhost' is not HOST:PORT", "no port"),
+        (["sojourn-replay", "--trace", trace, "--statemgr", "bogus:abc"],
+         "--statemgr 'bogus:abc' is not HOST:PORT", "the port must be a number"),
     ]
     for argv, needle, needle2 in cases:
         code, out, err = run([os.path.join(bin_dir, argv[0])] + argv[1:], timeout=30)
@@ -138,6 +144,15 @@ def test_flags(bin_dir, workdir):
               f"{argv}: exit {code}, stderr {err} (wanted exit 2, one line with {needle!r} "
               f"{needle2!r})")
     check(not os.path.exists(db), "statemgr created its database despite a stray argument")
+    # A host name the state manager would refuse (not UTF-8) is named before
+    # any connection, with the trace (it was a libprotobuf error, then "empty stream").
+    bad_host = os.path.join(workdir, "nonutf8.csv")
+    with open(bad_host, "wb") as f:
+        f.write(b"host,timestamp,cpu_load,free_mem_mb\nvm\xff1,1000,0.1,100\n")
+    code, out, err = run([os.path.join(bin_dir, "sojourn-replay"), "--trace", bad_host,
+                          "--statemgr", "127.0.0.1:1", "--follow=false"], timeout=30)
+    check(code == 2 and len(err) == 1 and "nonutf8.csv: host vm\\xff1 is not valid UTF-8" in err[0],
+          f"sojourn-replay non-UTF-8 host: exit {code}, stderr {err}")
 
 
 def write_stale_trace(path, host, now):

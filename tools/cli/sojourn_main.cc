@@ -348,17 +348,10 @@ Args Parse(int argc, char** argv, const std::string& help,
   return sojourn::ParseCommandLine(argc, argv, kProgram, help, with_value, flags);
 }
 
-// A service address given by the user (`field` names where): a gRPC target
-// with a scheme ("unix:/path", "dns:///h:7401", "ipv4:...") as it is;
-// anything else must be HOST:PORT: "localhost" would be dialled on port 443,
-// "h:7401x" on port 0. Exits 2 naming `field` otherwise.
+// A service address given by the user (`field` names where), checked by
+// sojourn::ValidateDialAddress. Exits 2 naming `field` otherwise.
 void CheckAddress(absl::string_view v, const std::string& field) {
-  const bool scheme = absl::StartsWith(v, "unix:") || absl::StartsWith(v, "unix-abstract:") ||
-                      absl::StartsWith(v, "dns:") || absl::StartsWith(v, "ipv4:") ||
-                      absl::StartsWith(v, "ipv6:") || absl::StartsWith(v, "vsock:");
-  if (absl::Status st = scheme ? sojourn::ValidateAddress(v, field)
-                               : sojourn::ValidateHostPortAddress(v, field);
-      !st.ok()) {
+  if (absl::Status st = sojourn::ValidateDialAddress(v, field); !st.ok()) {
     sojourn::DieUsage(kProgram, st.message());
   }
 }

@@ -13,6 +13,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/clock.h"
 #include "common/flags_usage.h"
@@ -66,7 +67,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sojourn-replay: --trace is required\n");
     return 2;
   }
-  if (absl::Status s = sojourn::ValidateAddress(absl::GetFlag(FLAGS_statemgr), "--statemgr");
+  if (absl::Status s = sojourn::ValidateDialAddress(absl::GetFlag(FLAGS_statemgr), "--statemgr");
       !s.ok()) {
     std::fprintf(stderr, "sojourn-replay: %s\n", std::string(s.message()).c_str());
     return 2;
@@ -89,6 +90,21 @@ int main(int argc, char** argv) {
     if (t.samples.empty()) continue;
     if (wanted.empty() || std::find(wanted.begin(), wanted.end(), t.host) != wanted.end()) {
       hosts.push_back(std::move(t));
+    }
+  }
+  // The state manager stores host names as proto strings: refuse one it
+  // would refuse (a non-UTF-8 name failed in libprotobuf and was reported as
+  // an empty stream).
+  for (const auto& h : hosts) {
+    absl::Status st = sojourn::ValidateHostName(h.host);
+    if (st.ok() && !sojourn::IsValidUtf8(h.host)) {
+      st = absl::InvalidArgumentError(
+          absl::StrCat("host ", sojourn::Excerpt(h.host), " is not valid UTF-8"));
+    }
+    if (!st.ok()) {
+      std::fprintf(stderr, "sojourn-replay: %s: %s\n", absl::GetFlag(FLAGS_trace).c_str(),
+                   std::string(st.message()).c_str());
+      return 2;
     }
   }
   if (hosts.empty()) {
