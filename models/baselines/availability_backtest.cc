@@ -301,7 +301,8 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
                         const std::array<double, 2>& hazard_ratio,
                         const std::vector<availability::BandExposure>* band_exposure,
                         const availability::HostFrailtyModel* online_frailty,
-                        const availability::FailureExposure* train_exposure) {
+                        const availability::FailureExposure* train_exposure,
+                        const std::function<void()>& hour_done) {
   HostOutput out;
   const int bins = cfg.reliability_bins;
   out.reliability.assign(kNumMethods, std::vector<ReliabilityBin>(bins));
@@ -381,6 +382,14 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
       if (DayTypeIndex(d, off) == dt) test_days.push_back(d);
     }
     for (int hour = 0; hour < 24; ++hour) {
+      // Progress within the host, however the iteration ends (a trace of one
+      // long host was silent for minutes).
+      struct HourDone {
+        const std::function<void()>& f;
+        ~HourDone() {
+          if (f) f();
+        }
+      } hour_done_on_exit{hour_done};
       struct TestWindow {
         int64_t s, steps;
         bool scored;
@@ -847,21 +856,34 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
 
   std::vector<HostOutput> outputs(grids.hosts.size());
   std::atomic<size_t> next{0};
-  std::atomic<size_t> done{0};
+  // Progress in (host, day type, start hour) units, 48 per host.
+  constexpr size_t kUnitsPerHost = 48;
+  std::atomic<size_t> units_done{0};
   std::mutex progress_mu;
+  auto report = [&](size_t add) {
+    const size_t u = units_done.fetch_add(add) + add;
+    if (config.progress) {
+      std::lock_guard<std::mutex> lock(progress_mu);
+      config.progress(static_cast<double>(u) /
+                      static_cast<double>(kUnitsPerHost * grids.hosts.size()));
+    }
+  };
   auto worker = [&]() {
     while (true) {
       const size_t i = next.fetch_add(1);
       if (i >= grids.hosts.size()) return;
       const bool online = with_frailty && config.smp_online_frailty;
+      size_t counted = 0;
+      const std::function<void()> hour_done = [&] {
+        if (counted + 1 < kUnitsPerHost) {
+          ++counted;
+          report(1);
+        }
+      };
       outputs[i] = EvaluateHost(grids.hosts[i], config, *methods, pooled.get(), hazard_ratio[i],
                                 band_exposure.get(), online ? &frailty : nullptr,
-                                online ? &exposure[i] : nullptr);
-      const size_t d = done.fetch_add(1) + 1;
-      if (config.progress) {
-        std::lock_guard<std::mutex> lock(progress_mu);
-        config.progress(static_cast<double>(d) / static_cast<double>(grids.hosts.size()));
-      }
+                                online ? &exposure[i] : nullptr, hour_done);
+      report(kUnitsPerHost - counted);  // the rest of the host's units: it is done
     }
   };
   const int nthreads = std::max(1, std::min(config.threads, 2));

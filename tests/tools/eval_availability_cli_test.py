@@ -231,6 +231,14 @@ def main():
             fail("hourly canonical trace: no weekday 2 h cell was scored")
         if "warning:" in q.stderr:
             fail("hourly canonical trace: unexpected warning %r" % q.stderr[-400:])
+        # One host reports progress by day type and start hour, not only when
+        # it is done (a long one-host trace was silent for minutes).
+        q = subprocess.run([a.eval, "availability", "--trace", hourly, "--max-hosts", "1"],
+                           capture_output=True, text=True, timeout=120)
+        pcts = [int(l.split()[1].rstrip("%")) for l in q.stderr.splitlines()
+                if l.startswith("  backtest: ") and l.endswith("% done")]
+        if q.returncode != 0 or not any(0 < p < 100 for p in pcts) or pcts[-1:] != [100]:
+            fail("one host: progress %r, stderr %r" % (pcts, q.stderr[-400:]))
 
         # Nothing scored (explicit options that make every grid point S5): the
         # averages are null, not 0, and stderr says why.

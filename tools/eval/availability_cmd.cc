@@ -581,12 +581,18 @@ int RunAvailability(int argc, char** argv) {
   }
 
   int last_pct = -1;
+  auto last_print = std::chrono::steady_clock::now();
   std::string phase = "backtest";
+  // Every 10 % and at least every 30 s while it moves (one long host
+  // reports by day type and start hour).
   cfg.progress = [&](double f) {
     const int pct = static_cast<int>(f * 100);
-    if (pct / 10 != last_pct / 10 || pct == 100) {
-      std::fprintf(stderr, "  %s: %d%% of hosts\n", phase.c_str(), pct);
+    const auto now = std::chrono::steady_clock::now();
+    if (pct / 10 != last_pct / 10 || (pct == 100 && last_pct != 100) ||
+        (pct != last_pct && now - last_print >= std::chrono::seconds(30))) {
+      std::fprintf(stderr, "  %s: %d%% done\n", phase.c_str(), pct);
       last_pct = pct;
+      last_print = now;
     }
   };
   auto t1 = std::chrono::steady_clock::now();
