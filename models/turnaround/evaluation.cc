@@ -63,13 +63,21 @@ class Scorer {
     if (config_.progress && total_ > 0 &&
         (estimated_ % std::max<int64_t>(1, total_ / 20) == 0 ||
          now - last_progress_ >= std::chrono::seconds(10))) {
-      last_progress_ = now;
-      config_.progress(absl::StrFormat(
-          "turnaround: %d/%d jobs estimated, %.0f s", estimated_, total_,
-          std::chrono::duration<double>(now - begin_).count()));
+      Progress(now, "");
     }
     return absl::OkStatus();
   }
+
+  // Simulate: called every few thousand simulation events. Between two
+  // arrivals, and after the last, nothing is estimated while the local load
+  // and the running jobs are simulated; the line every 10 s goes on.
+  void Tick(double sim_seconds) {
+    const auto now = SteadyClock::now();
+    if (config_.progress && total_ > 0 && now - last_progress_ >= std::chrono::seconds(10)) {
+      Progress(now, absl::StrFormat(" (simulating %.0f s of the log)", sim_seconds - first_submit_));
+    }
+  }
+  void set_first_submit(double t) { first_submit_ = t; }
 
   void Observe(size_t index, double wait, double exec) {
     const Prediction& p = predictions_[index];
@@ -106,9 +114,17 @@ class Scorer {
  private:
   std::vector<Prediction> predictions_;
   const EvalConfig& config_;
+  void Progress(SteadyClock::time_point now, const std::string& extra) {
+    last_progress_ = now;
+    config_.progress(absl::StrFormat("turnaround: %d/%d jobs estimated%s, %.0f s", estimated_,
+                                     total_, extra,
+                                     std::chrono::duration<double>(now - begin_).count()));
+  }
+
   int64_t total_;
   SteadyClock::time_point begin_;
   SteadyClock::time_point last_progress_;
+  double first_submit_ = 0;
   std::array<std::array<MetricAccumulator, 3>, kNumKernels> acc_;
   std::array<std::vector<double>, kNumKernels> costs_;
   int64_t estimated_ = 0, scored_ = 0, failures_ = 0;
@@ -310,6 +326,8 @@ absl::StatusOr<EvalReport> RunSimulate(const SwfLog& log, const EvalConfig& conf
   Scorer scorer(jobs.size(), config, static_cast<int64_t>(jobs.size()));
   std::vector<int64_t> start(jobs.size(), -1);
   OfflineHooks hooks;
+  if (!jobs.empty()) scorer.set_first_submit(static_cast<double>(jobs.front().spec.submit_time));
+  hooks.on_tick = [&](double t) { scorer.Tick(t); };
   hooks.on_submit = [&](const JobSpec& job, const ClusterSnapshot& s) -> absl::Status {
     EstimateRequest req{job, s};
     RETURN_IF_ERROR(scorer.EstimateAll(job.job_id, est, req));

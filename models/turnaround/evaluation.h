@@ -27,8 +27,10 @@ enum class EvalMode { kReplay, kSimulate };
 // simulate: most local-load session events (span x nodes x local load / mean
 // session) a run may need. The local-load model steps through every session
 // end even while the cluster is idle, so a log spanning 1e12 s would loop for
-// hours; 5e7 events (about 20 s) are 190 years of log on 64 nodes at 75 % (the
-// shared SDSC-SP2 log needs about 6e5).
+// hours; 5e7 events are 190 years of log on 64 nodes at 75 % (the shared
+// SDSC-SP2 log needs about 6e5). An event costs O(log nodes) since session 22
+// (it was O(nodes)): about 1 us at 100,000 nodes and 2 us at 1,000,000, so 5e7
+// take about 1 to 2 minutes.
 inline constexpr double kMaxLocalLoadEvents = 5e7;
 
 struct EvalConfig {

@@ -17,12 +17,44 @@ const std::vector<LocalProfile>& Table2Profiles() {
 
 LocalLoadModel::LocalLoadModel(int num_nodes, const LocalLoadConfig& config, double start_time)
     : config_(config), rng_(config.seed), cpu_(static_cast<size_t>(std::max(0, num_nodes)), 0.0) {
+  // Every node starts idle: the tree of all-ones flags, built in O(N).
+  const size_t n = cpu_.size();
+  idle_tree_.assign(n + 1, 0);
+  for (size_t i = 1; i <= n; ++i) {
+    idle_tree_[i] += 1;
+    const size_t parent = i + (i & (~i + 1));
+    if (parent <= n) idle_tree_[parent] += idle_tree_[i];
+  }
+  idle_count_ = n;
+  for (size_t bit = 1; bit <= n; bit <<= 1) idle_top_bit_ = bit;
   const int loaded = static_cast<int>(
       std::lround(std::clamp(config_.loaded_fraction, 0.0, 1.0) * cpu_.size()));
   std::vector<int> order(cpu_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   std::shuffle(order.begin(), order.end(), rng_);
   for (int i = 0; i < loaded; ++i) StartSession(order[i], start_time);
+}
+
+void LocalLoadModel::SetIdle(int node, bool idle) {
+  const int delta = idle ? 1 : -1;
+  idle_count_ += delta;
+  for (size_t i = static_cast<size_t>(node) + 1; i < idle_tree_.size(); i += i & (~i + 1)) {
+    idle_tree_[i] += delta;
+  }
+}
+
+int LocalLoadModel::KthIdle(size_t k) const {
+  // Descend the tree: the longest prefix holding at most k idle nodes; the
+  // node after it is the (k + 1)-th idle one.
+  size_t pos = 0;
+  for (size_t bit = idle_top_bit_; bit > 0; bit >>= 1) {
+    const size_t next = pos + bit;
+    if (next < idle_tree_.size() && static_cast<size_t>(idle_tree_[next]) <= k) {
+      pos = next;
+      k -= static_cast<size_t>(idle_tree_[next]);
+    }
+  }
+  return static_cast<int>(pos);
 }
 
 double LocalLoadModel::DrawSession() {
@@ -45,6 +77,7 @@ void LocalLoadModel::StartSession(int node, double now) {
   }
   std::normal_distribution<double> load(profile->cpu_mean, profile->cpu_sd);
   cpu_[node] = std::clamp(load(rng_), 0.01, 1.0);
+  SetIdle(node, false);
   ends_.emplace(now + DrawSession(), node);
 }
 
@@ -57,13 +90,11 @@ std::vector<int> LocalLoadModel::Step() {
   const auto [when, node] = ends_.top();
   ends_.pop();
   cpu_[node] = 0;
-  // The next local user sits at a node without one (possibly the same).
-  std::vector<int> idle;
-  for (size_t n = 0; n < cpu_.size(); ++n) {
-    if (cpu_[n] <= 0) idle.push_back(static_cast<int>(n));
-  }
-  std::uniform_int_distribution<size_t> pick(0, idle.size() - 1);
-  const int next = idle[pick(rng_)];
+  SetIdle(node, true);
+  // The next local user sits at a node without one (possibly the same),
+  // uniformly: the k-th idle node in ascending order.
+  std::uniform_int_distribution<size_t> pick(0, idle_count_ - 1);
+  const int next = KthIdle(pick(rng_));
   StartSession(next, when);
   if (next == node) return {node};
   return {node, next};

@@ -53,11 +53,22 @@ class LocalLoadModel {
   double DrawSession();
 
  private:
+  // `node` must be idle (no local user); it gets one.
   void StartSession(int node, double now);
+  // The idle nodes (cpu_ <= 0) as a Fenwick tree over 0/1 flags, so that a
+  // session end picks "the k-th idle node in ascending order" in O(log N)
+  // rather than by listing all N nodes: the same node for the same draw
+  // (the list was the simulation's main cost, quadratic in the nodes over a
+  // run; session 22).
+  void SetIdle(int node, bool idle);
+  int KthIdle(size_t k) const;  // 0-based, k < idle_count_
 
   LocalLoadConfig config_;
   std::mt19937_64 rng_;
   std::vector<double> cpu_;
+  std::vector<int> idle_tree_;  // 1-based Fenwick tree, size N + 1
+  size_t idle_count_ = 0;
+  size_t idle_top_bit_ = 0;  // largest power of two <= N (0 when N = 0)
   using Event = std::pair<double, int>;  // end time, node
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> ends_;
 };

@@ -50,6 +50,41 @@ absl::StatusOr<OfflineResult> RunOffline(const std::vector<OfflineJob>& jobs,
   std::vector<Run> running;
   std::vector<int> queue;
   size_t next_arrival = 0;
+  // Each running job's CpuMax (equation 8), kept up to date as node loads
+  // change instead of recomputed over all its nodes on every event: that
+  // cost O(nodes) per local-load event, quadratic in the nodes over a run
+  // (session 22). A maximum is one of its operands whatever the order, so
+  // the kept value is the same double CpuMax returns. Per job key: the
+  // maximum, how many of the job's nodes hold it, and whether it must be
+  // recomputed (a job's start or end changes several nodes at once; the
+  // last node at the maximum dropping below it).
+  struct JobMax {
+    double max = 0;
+    int at_max = 0;
+    bool stale = true;
+  };
+  std::vector<JobMax> job_max(jobs.size());
+  auto node_load = [&](int n) { return cluster.node(n).paral_cpu + cluster.node(n).local_cpu; };
+  auto touch_node = [&](int n) {
+    for (int key : cluster.node(n).jobs) job_max[key].stale = true;
+  };
+  // Node n's load went from `before` to its current value.
+  auto node_changed = [&](int n, double before) {
+    const double after = node_load(n);
+    if (after == before) return;
+    for (int key : cluster.node(n).jobs) {
+      JobMax& m = job_max[key];
+      if (m.stale) continue;
+      if (after > m.max) {
+        m.max = after;
+        m.at_max = 1;
+      } else if (after == m.max) {
+        ++m.at_max;  // `before` was below the maximum
+      } else if (before == m.max && --m.at_max == 0) {
+        m.stale = true;
+      }
+    }
+  };
 
   auto snapshot = [&]() {
     ClusterSnapshot s;
@@ -106,6 +141,7 @@ absl::StatusOr<OfflineResult> RunOffline(const std::vector<OfflineJob>& jobs,
     std::vector<char> gone(queue.size(), 0);
     size_t first_new = running.size();
     for (StartDecision& d : started) {
+      for (int n : d.nodes) touch_node(n);  // the new job shares these nodes
       Run r;
       r.job = q[d.queue_index].key;
       r.nodes = std::move(d.nodes);
@@ -135,7 +171,22 @@ absl::StatusOr<OfflineResult> RunOffline(const std::vector<OfflineJob>& jobs,
     size_t finishing = 0;
     for (size_t k = 0; k < running.size(); ++k) {
       Run& r = running[k];
-      r.rate = 1.0 / std::max(1.0, cluster.CpuMax(r.nodes));
+      JobMax& m = job_max[r.job];
+      if (m.stale) {
+        m.max = 0;
+        m.at_max = 0;
+        for (int n : r.nodes) {
+          const double v = node_load(n);
+          if (v > m.max) {
+            m.max = v;
+            m.at_max = 1;
+          } else if (v == m.max) {
+            ++m.at_max;
+          }
+        }
+        m.stale = false;
+      }
+      r.rate = 1.0 / std::max(1.0, m.max);
       const double end = t + r.remaining / r.rate;
       if (end < t_finish) t_finish = end, finishing = k;
     }
@@ -152,11 +203,12 @@ absl::StatusOr<OfflineResult> RunOffline(const std::vector<OfflineJob>& jobs,
       r.cpu_used += jobs[r.job].cpu_fraction * r.rate * dt;  // CPU_feas, eq. (11)
     }
     t = te;
-    ++result.events;
+    if (++result.events % kOfflineTickEvents == 0 && hooks.on_tick) hooks.on_tick(t);
     if (te == t_finish) {
       Run done = std::move(running[finishing]);
       running.erase(running.begin() + finishing);
       cluster.Remove(done.job, done.nodes, jobs[done.job].cpu_fraction);
+      for (int n : done.nodes) touch_node(n);  // the jobs left on them
       result.makespan = t - jobs.front().spec.submit_time;
       ++result.jobs;
       if (hooks.on_finish) {
@@ -172,7 +224,11 @@ absl::StatusOr<OfflineResult> RunOffline(const std::vector<OfflineJob>& jobs,
         RETURN_IF_ERROR(schedule());
       }
     } else {
-      for (int n : local->Step()) cluster.SetLocal(n, local->cpu(n), local->tasks(n));
+      for (int n : local->Step()) {
+        const double before = node_load(n);
+        cluster.SetLocal(n, local->cpu(n), local->tasks(n));
+        node_changed(n, before);
+      }
     }
   }
   return result;

@@ -44,7 +44,11 @@ struct OfflineHooks {
                              const ClusterSnapshot&)>
       on_start;
   std::function<absl::Status(const JobSpec&, int64_t finish, double cpu_time_per_task)> on_finish;
+  // Every kOfflineTickEvents simulation events, with the simulated time (for
+  // progress reports on long runs).
+  std::function<void(double now)> on_tick;
 };
+inline constexpr int64_t kOfflineTickEvents = 4096;
 
 struct OfflineResult {
   int64_t jobs = 0;

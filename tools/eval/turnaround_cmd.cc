@@ -79,8 +79,9 @@ wait and execution time, and the mean cost of one estimate.
 
 Simulate refuses a log whose local-load model would need more than 5e7 session
 events (span x nodes x local load / 5760 s mean session): about 190 years of
-log on 64 nodes at 75 %. Every estimate simulates every node, so a run costs
-about 0.05-1.3 us per job estimated and node, more with long queues (the
+log on 64 nodes at 75 %; an event costs about 1-2 us (up to 2 minutes).
+Every estimate simulates every node, so a run costs about 0.05-1.3 us per job
+estimated and node, more with long queues (the
 header's MaxProcs, else MaxNodes, in replay: a job's size, field 5, counts
 processors, one task per simulated node; --nodes in simulate): above 5e8
 node-estimates (1 to 10 minutes) the run says how long it may take and how --max-jobs shortens it,

@@ -1,6 +1,12 @@
 #include "models/turnaround/offline_sim.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <queue>
+#include <random>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "models/turnaround/local_load.h"
@@ -82,6 +88,26 @@ TEST(OfflineSimTest, RejectsOversizedJob) {
   EXPECT_FALSE(RunOffline({Job(1, 0, 3, 10)}, cfg, {}).ok());
 }
 
+// on_tick comes every kOfflineTickEvents events with the simulated time,
+// which never goes back (progress on long runs with nothing to estimate).
+TEST(OfflineSimTest, TicksEveryFewThousandEvents) {
+  OfflineConfig cfg;
+  cfg.nodes = 200;
+  cfg.policy.mpl_limit = 2;
+  cfg.local.loaded_fraction = 0.75;
+  std::vector<OfflineJob> jobs = {Job(1, 0, 50, 200000), Job(2, 1000, 100, 100000)};
+  OfflineHooks hooks;
+  std::vector<double> ticks;
+  hooks.on_tick = [&](double now) { ticks.push_back(now); };
+  auto r = RunOffline(jobs, cfg, hooks);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // 200 nodes x 75 % over about 2e5 s of 5760 s sessions: thousands of events.
+  ASSERT_GT(r->events, 2 * kOfflineTickEvents);
+  EXPECT_EQ(static_cast<int64_t>(ticks.size()), r->events / kOfflineTickEvents);
+  for (size_t i = 1; i < ticks.size(); ++i) EXPECT_GE(ticks[i], ticks[i - 1]);
+  EXPECT_GT(ticks.front(), 0);
+}
+
 // Local load: the loaded share is constant, sessions follow the
 // hyper-exponential mean 0.4*3600 + 0.6*7200 = 5760 s, and a seed reproduces.
 TEST(LocalLoadTest, Table2SessionsAreSeededAndStationary) {
@@ -111,6 +137,79 @@ TEST(LocalLoadTest, Table2SessionsAreSeededAndStationary) {
   const int n = 40000;
   for (int i = 0; i < n; ++i) sum += m.DrawSession();
   EXPECT_NEAR(sum / n, 5760, 5760 * 0.03);
+}
+
+// The model as it was before session 22: a session end lists every idle node
+// and picks one. LocalLoadModel picks the same node from the same draw with a
+// Fenwick tree; the two must produce the same sessions.
+class ListScanLocalLoad {
+ public:
+  ListScanLocalLoad(int nodes, const LocalLoadConfig& config, double start)
+      : config_(config), rng_(config.seed), cpu_(nodes, 0.0) {
+    const int loaded = static_cast<int>(std::lround(config.loaded_fraction * nodes));
+    std::vector<int> order(nodes);
+    for (int i = 0; i < nodes; ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng_);
+    for (int i = 0; i < loaded; ++i) Start(order[i], start);
+  }
+  double next_event() const { return ends_.top().first; }
+  double cpu(int n) const { return cpu_[n]; }
+  std::vector<int> Step() {
+    const auto [when, node] = ends_.top();
+    ends_.pop();
+    cpu_[node] = 0;
+    std::vector<int> idle;
+    for (size_t n = 0; n < cpu_.size(); ++n) {
+      if (cpu_[n] <= 0) idle.push_back(static_cast<int>(n));
+    }
+    std::uniform_int_distribution<size_t> pick(0, idle.size() - 1);
+    const int next = idle[pick(rng_)];
+    Start(next, when);
+    if (next == node) return {node};
+    return {node, next};
+  }
+
+ private:
+  void Start(int node, double now) {
+    std::uniform_real_distribution<double> u(0, 1);
+    double pick = u(rng_);
+    const LocalProfile* profile = &Table2Profiles().back();
+    for (const LocalProfile& p : Table2Profiles()) {
+      if (pick < p.share) {
+        profile = &p;
+        break;
+      }
+      pick -= p.share;
+    }
+    std::normal_distribution<double> load(profile->cpu_mean, profile->cpu_sd);
+    cpu_[node] = std::clamp(load(rng_), 0.01, 1.0);
+    const double mean = u(rng_) < config_.weight1 ? config_.mean1_s : config_.mean2_s;
+    std::exponential_distribution<double> e(1.0 / mean);
+    ends_.emplace(now + e(rng_), node);
+  }
+  LocalLoadConfig config_;
+  std::mt19937_64 rng_;
+  std::vector<double> cpu_;
+  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>,
+                      std::greater<std::pair<double, int>>>
+      ends_;
+};
+
+TEST(LocalLoadTest, PicksTheNodesTheListScanPicked) {
+  for (const auto& [nodes, fraction] :
+       std::vector<std::pair<int, double>>{{1, 0.75}, {7, 0.75}, {64, 0.5}, {1000, 0.75},
+                                           {1000, 0.999}, {1023, 0.1}, {1024, 0.75}}) {
+    LocalLoadConfig cfg;
+    cfg.seed = 7 + nodes;
+    cfg.loaded_fraction = fraction;
+    LocalLoadModel fast(nodes, cfg, 100);
+    ListScanLocalLoad ref(nodes, cfg, 100);
+    for (int step = 0; step < 3000; ++step) {
+      ASSERT_EQ(fast.next_event(), ref.next_event()) << nodes << " step " << step;
+      ASSERT_EQ(fast.Step(), ref.Step()) << nodes << " step " << step;
+    }
+    for (int i = 0; i < nodes; ++i) ASSERT_EQ(fast.cpu(i), ref.cpu(i)) << nodes << " node " << i;
+  }
 }
 
 }  // namespace
