@@ -186,6 +186,11 @@ absl::StatusOr<OfflineResult> RunOffline(const std::vector<OfflineJob>& jobs,
         }
         m.stale = false;
       }
+      if (config.check_cpu_max && m.max != cluster.CpuMax(r.nodes)) {
+        return absl::InternalError(absl::StrCat("job ", jobs[r.job].spec.job_id, ": kept CPU_max ",
+                                                m.max, ", CpuMax ", cluster.CpuMax(r.nodes),
+                                                " at ", t));
+      }
       r.rate = 1.0 / std::max(1.0, m.max);
       const double end = t + r.remaining / r.rate;
       if (end < t_finish) t_finish = end, finishing = k;

@@ -33,6 +33,9 @@ struct OfflineConfig {
   int nodes = 64;
   SchedulingPolicy policy{JobSelection::kFcfs, NodeSelection::kNormal, 4};
   LocalLoadConfig local;
+  // Tests: on every event, check each running job's kept CPU_max against
+  // ClusterModel::CpuMax over its nodes; a difference is an InternalError.
+  bool check_cpu_max = false;
 };
 
 struct OfflineHooks {

@@ -88,6 +88,32 @@ TEST(OfflineSimTest, RejectsOversizedJob) {
   EXPECT_FALSE(RunOffline({Job(1, 0, 3, 10)}, cfg, {}).ok());
 }
 
+// The CPU_max RunOffline keeps for each running job as node loads change
+// equals ClusterModel::CpuMax over the job's nodes at every event
+// (check_cpu_max): time sharing (MPL 4), jobs starting and ending on shared
+// nodes, local sessions starting and ending, both node selection policies.
+TEST(OfflineSimTest, KeptCpuMaxEqualsTheScan) {
+  for (NodeSelection nsp : {NodeSelection::kNormal, NodeSelection::kUniform}) {
+    OfflineConfig cfg;
+    cfg.nodes = 40;
+    cfg.policy.node_selection = nsp;
+    cfg.policy.mpl_limit = 4;
+    cfg.local.loaded_fraction = 0.6;
+    cfg.check_cpu_max = true;
+    std::vector<OfflineJob> jobs;
+    std::mt19937_64 rng(5);
+    std::uniform_int_distribution<int> procs(1, 30);
+    std::uniform_real_distribution<double> runtime(600, 40000), cpu(0.1, 1.0);
+    for (int i = 0; i < 120; ++i) {
+      jobs.push_back(Job(i, 900 * i, procs(rng), runtime(rng), cpu(rng)));
+    }
+    auto r = RunOffline(jobs, cfg, OfflineHooks{});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->jobs, 120);
+    EXPECT_GT(r->events, 1000);
+  }
+}
+
 // on_tick comes every kOfflineTickEvents events with the simulated time,
 // which never goes back (progress on long runs with nothing to estimate).
 TEST(OfflineSimTest, TicksEveryFewThousandEvents) {
