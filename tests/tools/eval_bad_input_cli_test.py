@@ -479,6 +479,15 @@ def session22_cases(ev, tmp, good):
     check(ev, "availability --smp-options at the bounds",
           ["availability", "--trace", good, "--smp-options",
            "other_day_type_weight=1e6,prior_windows=1e-6"], 0)
+    # A list flag that names nothing was read as "all"; a negative working set.
+    for args, want in [(["--methods", ","], "--methods names nothing"),
+                       (["--day-types", ","], "--day-types names nothing"),
+                       (["--working-set-mb", "-5"], "--working-set-mb must be >= 0")]:
+        check(ev, "availability " + " ".join(args), ["availability", "--trace", good] + args, 2,
+              want)
+    check(ev, "schedule --working-set-mb -5",
+          ["schedule", "--trace", good, "--working-set-mb", "-5"], 2,
+          "--working-set-mb must be >= 0")
     # A GWA trace is a directory: an output inside it replaced a VM's file.
     gwa = os.path.join(tmp, "gwa")
     os.mkdir(gwa)

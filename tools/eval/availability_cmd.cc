@@ -298,6 +298,8 @@ std::vector<std::string> GetList(const CommandLine& a, const std::string& k) {
   std::vector<std::string> out;
   if (!a.Has(k)) return out;
   for (absl::string_view s : absl::StrSplit(a.Get(k), ',', absl::SkipEmpty())) out.emplace_back(s);
+  // "--methods ," read as "every method" (an empty list is the default).
+  if (out.empty()) Die(absl::StrCat("--", k, " names nothing (leave it out for the default)"));
   return out;
 }
 std::vector<double> GetDoubleList(const CommandLine& a, const std::string& k) {
@@ -474,6 +476,7 @@ int RunAvailability(int argc, char** argv) {
       args.GetIntInRange("grace", cfg.classifier.grace_seconds, 0, 31536000);
   cfg.classifier.guest_working_set_mb =
       args.GetDouble("working-set-mb", cfg.classifier.guest_working_set_mb);
+  if (!(cfg.classifier.guest_working_set_mb >= 0)) Die("--working-set-mb must be >= 0");
   if (cfg.min_test_windows < 1) Die("--min-test-windows must be >= 1");
 
   ApplySmpOptions(args.Get("smp-options"), &cfg.smp_options);

@@ -233,6 +233,7 @@ int RunSchedule(int argc, char** argv) {
   }
   cfg.classifier.guest_working_set_mb =
       args.GetDouble("working-set-mb", cfg.classifier.guest_working_set_mb);
+  if (!(cfg.classifier.guest_working_set_mb >= 0)) Die("--working-set-mb must be >= 0");
 
   // The same grid rule as availability: windows start on the hour.
   if (args.Has("step")) {
