@@ -881,6 +881,7 @@ int RunUsage(int argc, char** argv) {
                  100 * kTrainFraction, longest, longest == 1 ? "" : "s");
   }
 
+  absl::Time last_line = absl::Now();
   for (size_t i = 0; i < pairs.size(); ++i) {
     Pair& p = pairs[i];
     std::vector<std::pair<std::string, UsagePatterns>> sweep;
@@ -890,7 +891,11 @@ int RunUsage(int argc, char** argv) {
       sweep.emplace_back(sweep_names[c], sp.ok() ? std::move(*sp) : UsagePatterns());
     }
     RunMatrix(ctx, hosts, &p, sweep);
-    if ((i + 1) % 20 == 0 || i + 1 == pairs.size()) {
+    // Every 20 pairs and at least every 10 s (with --tests 100000 a pair
+    // takes tens of seconds).
+    if ((i + 1) % 20 == 0 || i + 1 == pairs.size() ||
+        absl::Now() - last_line >= absl::Seconds(10)) {
+      last_line = absl::Now();
       std::fprintf(stderr, "%s: availability matrix %zu/%zu pairs (%.1f s)\n", kProgram, i + 1,
                    pairs.size(), absl::ToDoubleSeconds(absl::Now() - start));
     }
