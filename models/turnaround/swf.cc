@@ -265,6 +265,13 @@ absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& op
       begin = nl + 1;
     }
     pending.erase(0, begin);
+    // An SWF line is about 100 bytes; /dev/zero or a binary file has none
+    // (it was read on, searched from the start on every block, until killed).
+    if (pending.size() > kMaxSwfLineBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ":", parser.line_no() + 1, ": a line longer than ", kMaxSwfLineBytes >> 20,
+          " MiB: not an SWF log"));
+    }
   }
   if (stop) return parser.Take();
   int errnum = 0;

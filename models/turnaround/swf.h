@@ -24,6 +24,8 @@ inline constexpr int64_t kSwfMaxSeconds = 1'000'000'000'000;
 // 163,840 processors (ANL Intrepid); the simulators allocate per node, so a
 // corrupt header such as MaxNodes 9223372036854775807 must not get through.
 inline constexpr int64_t kSwfMaxNodes = 1'000'000;
+// Longest line ReadSwf takes (a job line is about 100 bytes).
+inline constexpr size_t kMaxSwfLineBytes = size_t{16} << 20;
 
 // One SWF job line; every field is -1 when unknown.
 struct SwfJob {

@@ -542,6 +542,10 @@ def session22_cases(ev, tmp, good):
         if p.returncode != 1 or "cannot write the report to standard output" not in p.stderr:
             FAILURES.append("availability > /dev/full: exit %d, stderr %r" % (p.returncode,
                                                                               p.stderr[-300:]))
+    # An SWF "log" with no line end was read on until killed (the search for the
+    # newline restarted on every block): a line over 16 MiB is refused.
+    check(ev, "turnaround /dev/zero", ["turnaround", "--swf", "/dev/zero"], 2,
+          "/dev/zero:1: a line longer than 16 MiB: not an SWF log", timeout=60)
     # Input far larger than memory: one line and exit 1, not an uncaught bad_alloc.
     p = subprocess.run("ulimit -v 2000000; exec %s availability --trace /dev/zero" % ev,
                        shell=True, capture_output=True, text=True, timeout=120)
