@@ -62,7 +62,7 @@ std::vector<int> ClusterModel::SelectNormal(int procs, const std::vector<char>* 
     if (HasSlot(n) && (excluded == nullptr || !(*excluded)[n])) eligible.push_back(n);
   }
   if (static_cast<int>(eligible.size()) < procs) return {};
-  auto load = [&](int n) { return nodes_[n].paral_cpu + nodes_[n].local_cpu; };
+  auto load = [&](int n) { return nodes_[n].cpu_load(); };
   std::partial_sort(eligible.begin(), eligible.begin() + procs, eligible.end(), [&](int x, int y) {
     if (load(x) != load(y)) return load(x) < load(y);
     if (nodes_[x].paral_tasks() != nodes_[y].paral_tasks()) {
@@ -135,7 +135,7 @@ int ClusterModel::MplMax(const std::vector<int>& nodes) const {
 
 double ClusterModel::CpuMax(const std::vector<int>& nodes) const {
   double m = 0;
-  for (int n : nodes) m = std::max(m, nodes_[n].paral_cpu + nodes_[n].local_cpu);
+  for (int n : nodes) m = std::max(m, nodes_[n].cpu_load());
   return m;
 }
 

@@ -25,6 +25,8 @@ struct SimNode {
   std::vector<int> jobs;  // keys of the parallel jobs with a task here (MPL_paral = size)
   int cpu_bound_tasks = 0;
   int paral_tasks() const { return static_cast<int>(jobs.size()); }
+  // CPU_paral(n) + CPU_local(n), the node's term of equation (8).
+  double cpu_load() const { return paral_cpu + local_cpu; }
 };
 
 // Not thread-safe; one instance per simulation.

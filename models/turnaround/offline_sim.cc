@@ -64,7 +64,7 @@ absl::StatusOr<OfflineResult> RunOffline(const std::vector<OfflineJob>& jobs,
     bool stale = true;
   };
   std::vector<JobMax> job_max(jobs.size());
-  auto node_load = [&](int n) { return cluster.node(n).paral_cpu + cluster.node(n).local_cpu; };
+  auto node_load = [&](int n) { return cluster.node(n).cpu_load(); };
   auto touch_node = [&](int n) {
     for (int key : cluster.node(n).jobs) job_max[key].stale = true;
   };
