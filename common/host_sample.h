@@ -59,6 +59,10 @@ struct HostTrace {
   // Logical CPUs of the host when the source says it (0 when unknown): the
   // canonical format's optional cpu_cores column, GWA's "CPU cores".
   int cpu_cores = 0;
+  // The samples' times are the local wall clock read as if it were UTC (a GWA
+  // trace that writes date-times, e.g. GWA-T-13 Materna), not Unix time: the
+  // trace's local time is UTC+0, whatever the place it was recorded.
+  bool wall_clock_timestamps = false;
 };
 
 }  // namespace sojourn

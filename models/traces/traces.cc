@@ -31,6 +31,8 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/civil_time.h"
+#include "absl/time/time.h"
 #include "common/status.h"
 #include "common/text.h"
 
@@ -384,14 +386,130 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
 
 // ---------------------------------------------------------------- GWA
 
+// How a GWA file writes its timestamps; the first row decides, and every row
+// of the file must write them the same way.
+enum class GwaTime {
+  kUndecided,
+  // Unix seconds: GWA-T-12 Bitbrains, despite its "Timestamp [ms]" label.
+  kUnixSeconds,
+  // Unix milliseconds, as that label says: a value beyond +-1e11 (after the
+  // year 5138 as seconds, after 1973 as milliseconds).
+  kUnixMillis,
+  // The local wall clock, "DD.MM.YYYY HH:MM:SS" (GWA-T-13 Materna) or
+  // "YYYY-MM-DD HH:MM:SS", read as if it were UTC: the trace's local time is
+  // then UTC+0 (HostTrace::wall_clock_timestamps).
+  kWallClock,
+};
+
+const char* GwaTimeName(GwaTime t) {
+  switch (t) {
+    case GwaTime::kUnixSeconds:
+      return "Unix seconds";
+    case GwaTime::kUnixMillis:
+      return "Unix milliseconds";
+    case GwaTime::kWallClock:
+      return "date-times";
+    case GwaTime::kUndecided:
+      break;
+  }
+  return "undecided";
+}
+
+// Reads a wall-clock date-time "DD.MM.YYYY HH:MM:SS" or "YYYY-MM-DD HH:MM:SS"
+// (seconds optional, 'T' allowed before the time) as Unix seconds of that
+// clock reading in UTC. Fields out of range (31.02., 24:00) are refused, not
+// carried into the next month or day as absl::CivilSecond would.
+bool ParseWallClock(absl::string_view s, int64_t* v) {
+  int f[6] = {0, 0, 0, 0, 0, 0};
+  int n = 0;
+  size_t i = 0;
+  char date_sep = 0;
+  while (i < s.size() && n < 6) {
+    size_t j = i;
+    while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+    if (j == i || j - i > 4) return false;
+    int x = 0;
+    for (size_t k = i; k < j; ++k) x = x * 10 + (s[k] - '0');
+    f[n++] = x;
+    if (j == s.size()) {
+      i = j;
+      break;
+    }
+    const char c = s[j];
+    if (n <= 2) {
+      if (c != '.' && c != '-' && c != '/') return false;
+      if (date_sep == 0) date_sep = c;
+      if (c != date_sep) return false;
+    } else if (n == 3) {
+      if (c != ' ' && c != 'T') return false;
+    } else if (c != ':') {
+      return false;
+    }
+    i = j + 1;
+  }
+  if (i != s.size() || n < 5) return false;
+  int year, month, day;
+  if (date_sep == '-') {  // YYYY-MM-DD
+    year = f[0], month = f[1], day = f[2];
+  } else if (date_sep == '.') {  // DD.MM.YYYY
+    day = f[0], month = f[1], year = f[2];
+  } else {
+    return false;  // D/M/Y or M/D/Y cannot be told apart
+  }
+  const int hour = f[3], minute = f[4], second = n == 6 ? f[5] : 0;
+  if (year < 1970 || year > 2200 || hour > 23 || minute > 59 || second > 59) return false;
+  const absl::CivilSecond cs(year, month, day, hour, minute, second);
+  if (cs.year() != year || cs.month() != month || cs.day() != day) return false;
+  *v = absl::ToUnixSeconds(absl::FromCivil(cs, absl::UTCTimeZone()));
+  return true;
+}
+
+// One GWA timestamp of a file whose rows have so far been `*kind`.
+bool ParseGwaTime(absl::string_view s, GwaTime* kind, int64_t* v) {
+  s = Trim(s);
+  if (*kind == GwaTime::kWallClock) return ParseWallClock(s, v);
+  double d;
+  if (*kind == GwaTime::kUndecided && !ParseDouble(s, &d)) {
+    if (!ParseWallClock(s, v)) return false;
+    *kind = GwaTime::kWallClock;
+    return true;
+  }
+  if (*kind == GwaTime::kUndecided) {
+    *kind = std::fabs(d) > kMaxAbsTimestamp ? GwaTime::kUnixMillis : GwaTime::kUnixSeconds;
+  }
+  if (*kind == GwaTime::kUnixSeconds) return ParseTimestamp(s, v);
+  // Milliseconds: whole seconds are kept (samples are minutes apart).
+  if (!ParseDouble(s, &d) || d != std::floor(d) || std::fabs(d) > 1000.0 * kMaxAbsTimestamp) {
+    return false;
+  }
+  *v = static_cast<int64_t>(std::floor(d / 1000.0));
+  return true;
+}
+
+// A GWA number: "1.05", or "1,05" with a decimal comma (GWA-T-13 Materna
+// writes them so; fields are separated by ';', so a comma is never a field
+// separator there).
+bool ParseGwaNumber(absl::string_view s, double* v) {
+  s = Trim(s);
+  const size_t comma = s.find(',');
+  if (comma == absl::string_view::npos) return ParseDouble(s, v);
+  if (s.find(',', comma + 1) != absl::string_view::npos || s.find('.') != absl::string_view::npos) {
+    return false;
+  }
+  std::string dot(s);
+  dot[comma] = '.';
+  return ParseDouble(dot, v);
+}
+
 struct GwaFile {
   std::vector<HostSample> samples;
   double total_mem_mb = 0;
   int cpu_cores = 0;
+  GwaTime time = GwaTime::kUndecided;
 };
 
 // One GWA per-VM CSV: header line, fields separated by ";\t" (a bare ';' is
-// accepted too). Timestamps are Unix seconds despite the "[ms]" label.
+// accepted too). Timestamps as GwaTime says; numbers may have a decimal comma.
 absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view text) {
   LineReader reader(text);
   absl::string_view line;
@@ -429,13 +547,18 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
           absl::StrFormat("expected at least %d fields, found %d", max_col + 1, fields.size()));
     }
     HostSample s;
-    if (!ParseTimestamp(fields[col_ts], &s.unix_seconds)) {
+    if (const GwaTime before = out.time; !ParseGwaTime(fields[col_ts], &out.time, &s.unix_seconds)) {
+      const std::string what =
+          before == GwaTime::kUndecided
+              ? "is not an integer number of Unix seconds (or milliseconds) within +-1e11 s, "
+                "nor a date-time DD.MM.YYYY HH:MM[:SS] or YYYY-MM-DD HH:MM[:SS] of 1970..2200"
+              : absl::StrCat("is not written as the file's earlier rows are (",
+                             GwaTimeName(before), ")");
       return LineError(file, ln,
-                       absl::StrCat("timestamp '", Trim(fields[col_ts]),
-                                    "' is not an integer number of Unix seconds within +-1e11"));
+                       absl::StrCat("timestamp '", Excerpt(Trim(fields[col_ts])), "' ", what));
     }
     double pct;
-    if (!ParseDouble(fields[col_cpu_pct], &pct) || pct < 0) {
+    if (!ParseGwaNumber(fields[col_cpu_pct], &pct) || pct < 0) {
       return LineError(file, ln,
                        absl::StrCat("CPU usage [%] '", Excerpt(Trim(fields[col_cpu_pct])),
                                     "' is not a number >= 0"));
@@ -454,12 +577,12 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
       double cap, use;
       // Usage above the capacity is real (the shared Bitbrains trace has such
       // rows: memory pressure, free memory < 0); negative amounts are not.
-      if (!ParseDouble(fields[col_mem_cap], &cap) || cap < 0) {
+      if (!ParseGwaNumber(fields[col_mem_cap], &cap) || cap < 0) {
         return LineError(file, ln,
                          absl::StrCat("memory capacity '", Excerpt(Trim(fields[col_mem_cap])),
                                       "' is not a number >= 0"));
       }
-      if (!ParseDouble(fields[col_mem_amount], &use) || use < 0) {
+      if (!ParseGwaNumber(fields[col_mem_amount], &use) || use < 0) {
         return LineError(file, ln,
                          absl::StrCat("memory usage '", Excerpt(Trim(fields[col_mem_amount])),
                                       "' is not a number >= 0"));
@@ -484,6 +607,20 @@ class GwaCollector {
  public:
   absl::Status Add(const std::string& file, const std::string& vm, absl::string_view text) {
     ASSIGN_OR_RETURN(GwaFile f, ParseGwaCsv(file, text));
+    if (f.time != GwaTime::kUndecided) {
+      // Date-times are a local clock, Unix times are not: one trace cannot
+      // mix them, or its hosts' days would start at different instants.
+      const bool wall = f.time == GwaTime::kWallClock;
+      if (first_timed_file_.empty()) {
+        first_timed_file_ = file;
+        wall_clock_ = wall;
+      } else if (wall != wall_clock_) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            file, ":2: timestamps are ", wall ? "date-times" : "Unix times", " but ",
+            first_timed_file_, " writes ", wall_clock_ ? "date-times" : "Unix times",
+            " (local wall clock and Unix time cannot be mixed in one trace)"));
+      }
+    }
     auto it = index_.find(vm);
     if (it == index_.end()) {
       it = index_.emplace(vm, parts_.size()).first;
@@ -502,6 +639,7 @@ class GwaCollector {
       });
       HostTrace t;
       t.host = vm;
+      t.wall_clock_timestamps = wall_clock_;
       for (size_t i = 0; i < files.size(); ++i) {
         const GwaFile& f = files[i].second;
         if (!t.samples.empty() && f.samples.front().unix_seconds < t.samples.back().unix_seconds) {
@@ -521,6 +659,8 @@ class GwaCollector {
  private:
   std::unordered_map<std::string, size_t> index_;
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, GwaFile>>>> parts_;
+  std::string first_timed_file_;  // the first file with a row
+  bool wall_clock_ = false;       // its timestamps are date-times
 };
 
 std::string VmIdOf(const std::string& path) { return fs::path(path).stem().string(); }

@@ -38,7 +38,11 @@ struct ImportOptions {
 // GWA columns are found by header name: load = "CPU usage [%]" / 100, free
 // memory = ("Memory capacity provisioned [KB]" - "Memory usage [KB]") / 1024,
 // or the capacity's share left by "Memory usage [%]" where there is no [KB]
-// column. kAuto picks the format from the path and the first line.
+// column. GWA timestamps are Unix seconds (GWA-T-12, despite "[ms]"), Unix
+// milliseconds (a value beyond 1e11), or local date-times "DD.MM.YYYY
+// HH:MM[:SS]" / "YYYY-MM-DD HH:MM[:SS]" (GWA-T-13 Materna), read as UTC and
+// flagged HostTrace::wall_clock_timestamps; GWA numbers may have a decimal
+// comma. kAuto picks the format from the path and the first line.
 absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
                                                    const ImportOptions& options);
 // The same; `*format_used` (if not null) receives the format that was read

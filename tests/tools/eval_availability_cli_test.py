@@ -266,7 +266,70 @@ def main():
         e = hr["summary"]["smp"]["weekday"]["2"]
         if e["avg_rel_err"] is not None or e["brier"] is None:
             fail("too few test windows: summary entry %r (wanted a Brier, no error)" % e)
+        check_wall_clock_gwa(a, tmp)
     print("ok: %d cells, %d summary entries recomputed" % (len(rows), checked))
+
+
+def write_gwa(canonical, out_dir, materna):
+    """Writes the canonical trace as GWA per-VM CSVs: Bitbrains-style (Unix
+    seconds, ';\t', decimal points) or GWA-T-13 Materna-style (the local wall
+    clock at UTC+2 as DD.MM.YYYY HH:MM:SS, ';', decimal commas)."""
+    import datetime
+    import gzip
+    os.makedirs(out_dir)
+    files = {}
+    sep = ";" if materna else ";\t"
+    header = sep.join(["Timestamp [ms]", "CPU cores", "CPU usage [%]",
+                       "Memory capacity provisioned [KB]", "Memory usage [KB]"]) + "\n"
+    local = datetime.timezone(datetime.timedelta(hours=2))
+    with gzip.open(canonical, "rt") as f:
+        for r in csv.DictReader(f):
+            out = files.get(r["host"])
+            if out is None:
+                out = files[r["host"]] = open(os.path.join(out_dir, r["host"] + ".csv"), "w")
+                out.write(header)
+            t = int(r["timestamp"])
+            cap = float(r["total_mem_mb"]) * 1024
+            nums = ["%.4f" % (float(r["cpu_load"]) * 100), "%.1f" % cap,
+                    "%.1f" % (cap - float(r["free_mem_mb"]) * 1024)]
+            if materna:
+                stamp = datetime.datetime.fromtimestamp(t, local).strftime("%d.%m.%Y %H:%M:%S")
+                nums = [x.replace(".", ",") for x in nums]
+            else:
+                stamp = str(t)
+            out.write(sep.join([stamp, r["cpu_cores"]] + nums) + "\n")
+    for out in files.values():
+        out.close()
+
+
+def check_wall_clock_gwa(a, tmp):
+    """The same trace as a Bitbrains-style GWA directory (Unix time, default
+    --utc-offset 2) and as a Materna-style one (local date-times, decimal
+    commas, default --utc-offset 0) gives the same report: the date-times are
+    read as the local clock they are."""
+    reports = []
+    for materna in (False, True):
+        d = os.path.join(tmp, "materna" if materna else "bitbrains")
+        write_gwa(a.trace, d, materna)
+        js = d + ".json"
+        q = subprocess.run([a.eval, "availability", "--trace", d, "--json", js, "--methods",
+                            "smp,bm,avail_quantile"], capture_output=True, text=True, timeout=300)
+        if q.returncode != 0:
+            fail("GWA %s: exit %d, %r" % (d, q.returncode, q.stderr[-400:]))
+        said = "timestamps are local date-times" in q.stderr
+        if said != materna:
+            fail("GWA %s: the wall-clock note is %s" % (d, "there" if said else "missing"))
+        reports.append(json.load(open(js)))
+    if reports[0]["protocol"]["utc_offset_seconds"] != 7200 or \
+            reports[1]["protocol"]["utc_offset_seconds"] != 0:
+        fail("GWA default UTC offsets %r, %r (wanted 7200 and 0)"
+             % (reports[0]["protocol"]["utc_offset_seconds"],
+                reports[1]["protocol"]["utc_offset_seconds"]))
+    if not reports[0]["summary"]["smp"]["weekday"]["2"]["n"] > 0:
+        fail("GWA: no weekday 2 h cell scored")
+    for key in ("summary", "overall", "reliability"):
+        if reports[0].get(key) != reports[1].get(key):
+            fail("GWA Unix time and local date-times give different %s" % key)
 
 
 if __name__ == "__main__":

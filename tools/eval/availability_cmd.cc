@@ -65,7 +65,9 @@ options:
                            from the first to the last sample, and hold 4e8
                            host-points in all
   --utc-offset HOURS       local time = UTC + HOURS; the grid and the days are
-                           local (default: 2 for gwa (Bitbrains, NL summer), else 0)
+                           local (default: 2 for gwa in Unix time (Bitbrains,
+                           NL summer); 0 for gwa date-times (Materna: the
+                           local wall clock) and the other formats)
   --start T                availability matrix: time of column 0, Unix seconds or
                            UTC YYYY-MM-DD[THH:MM:SS], 1970-01-01..2200-12-31
                            (default 1999-07-06 = 931219200)
@@ -568,7 +570,7 @@ int RunAvailability(int argc, char** argv) {
                      " s) is the grid step and must divide 3600 s; pass --step to choose another"));
   }
   cfg.utc_offset_seconds =
-      static_cast<int>(std::lround(args.GetDouble("utc-offset", gwa ? 2.0 : 0.0) * 3600));
+      static_cast<int>(std::lround(args.GetDouble("utc-offset", DefaultUtcOffsetHours(gwa, *traces)) * 3600));
   cfg.outage_fraction = args.GetDouble("outage-fraction", matrix ? 0.0 : 0.5);
   cfg.classifier.revocation_gap_seconds =
       args.GetInt("revocation-gap", matrix ? std::max<int64_t>(1, cfg.step_seconds / 2)

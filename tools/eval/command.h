@@ -154,6 +154,22 @@ inline absl::StatusOr<int64_t> ParseMatrixStart(const std::string& text) {
   return v;
 }
 
+// Default --utc-offset (hours) of a trace: 2 for a GWA trace in Unix time
+// (GWA-T-12 Bitbrains, the Netherlands in summer), 0 for a GWA trace whose
+// timestamps are the local wall clock (GWA-T-13 Materna's date-times; the
+// importer reads them as UTC) and for the other formats. Said on stderr for
+// the wall clock, where the default differs from the help's "2 for gwa".
+inline double DefaultUtcOffsetHours(bool gwa, const std::vector<HostTrace>& t) {
+  if (!gwa) return 0.0;
+  if (!t.empty() && t.front().wall_clock_timestamps) {
+    std::fprintf(stderr,
+                 "timestamps are local date-times (wall clock): local time is taken as they "
+                 "are (default --utc-offset 0)\n");
+    return 0.0;
+  }
+  return 2.0;
+}
+
 // traces::DefaultSampledGrid of a sampled trace, said on stderr when it is
 // not the 5-minute default and `note` (the user left --step or
 // --revocation-gap to it).

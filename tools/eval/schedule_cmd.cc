@@ -80,7 +80,8 @@ options:
                            The grid may span at most 1e8 steps and 100 years
                            from the first to the last sample, and hold 4e8
                            host-points in all
-  --utc-offset HOURS       local time = UTC + HOURS (default 2 for gwa, else 0)
+  --utc-offset HOURS       local time = UTC + HOURS (default 2 for gwa in Unix
+                           time, else 0; gwa date-times are the local clock)
   --start T                availability matrix: time of column 0, Unix seconds or
                            UTC YYYY-MM-DD[THH:MM:SS], 1970-01-01..2200-12-31
                            (default 1999-07-06 = 931219200)
@@ -279,7 +280,7 @@ int RunSchedule(int argc, char** argv) {
     Die(std::string(st.message()));
   }
   cfg.utc_offset_seconds =
-      static_cast<int>(std::lround(args.GetDouble("utc-offset", gwa ? 2.0 : 0.0) * 3600));
+      static_cast<int>(std::lround(args.GetDouble("utc-offset", DefaultUtcOffsetHours(gwa, *traces)) * 3600));
   cfg.horizon_seconds -= cfg.horizon_seconds % cfg.step_seconds;
   if (cfg.horizon_seconds <= 0) Die("--horizon-hours is shorter than one step");
   cfg.classifier.revocation_gap_seconds =

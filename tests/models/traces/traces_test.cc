@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -536,6 +537,83 @@ TEST_F(TracesTest, GwaMemoryUsageInKilobytesOrPercent) {
     EXPECT_DOUBLE_EQ((*traces)[0].samples[0].free_mem_mb, free_mb) << dir;
     EXPECT_DOUBLE_EQ((*traces)[0].samples[0].cpu_load, 0.1) << dir;
   }
+}
+
+// GWA-T-13 Materna writes its timestamps as local date-times and its numbers
+// with a decimal comma (the format OpenDC's Bitbrains reader also accepts):
+// the date-times are read as the wall clock in UTC, flagged, and the numbers
+// as decimals. Unix milliseconds (what the GWA's "Timestamp [ms]" label says)
+// are told from seconds by their size.
+TEST_F(TracesTest, ReadsGwaDateTimesDecimalCommasAndMilliseconds) {
+  const std::string materna =
+      "Timestamp;CPU cores;CPU capacity provisioned [MHZ];CPU usage [MHZ];CPU usage [%];"
+      "Memory capacity provisioned [KB];Memory usage [KB];Memory usage [%]\n"
+      "31.12.2015 23:55:00;4;10399,99986;109,2;1,05;1048576;786432;75\n"
+      "01.01.2016 00:00:00;4;10399,99986;5200;50,5;1048576;524288,5;50\n";
+  Write("materna/vm7.csv", materna);
+  auto traces = ImportTrace((dir_ / "materna").string(), {});
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  ASSERT_EQ(traces->size(), 1u);
+  const HostTrace& t = (*traces)[0];
+  EXPECT_TRUE(t.wall_clock_timestamps);
+  ASSERT_EQ(t.samples.size(), 2u);
+  EXPECT_EQ(t.samples[0].unix_seconds, 1451606100);  // 2015-12-31 23:55:00 read as UTC
+  EXPECT_EQ(t.samples[1].unix_seconds, 1451606400);
+  EXPECT_DOUBLE_EQ(t.samples[0].cpu_load, 0.0105);
+  EXPECT_DOUBLE_EQ(t.samples[1].cpu_load, 0.505);
+  EXPECT_DOUBLE_EQ(t.samples[1].free_mem_mb, (1048576 - 524288.5) / 1024.0);
+  EXPECT_EQ(t.cpu_cores, 4);
+
+  // ISO date-times, and Unix milliseconds, which are not flagged.
+  Write("iso/1.csv", "Timestamp;CPU usage [%]\n2016-01-01 00:05;10\n2016-01-01T00:10:00;20\n");
+  Write("ms/1.csv", GwaHeader() + GwaRow(1372629804000, 10, 1048576, 786432) +
+                        GwaRow(1372630104000, 20, 1048576, 786432));
+  auto iso = ImportTrace((dir_ / "iso").string(), {});
+  ASSERT_TRUE(iso.ok()) << iso.status();
+  EXPECT_TRUE((*iso)[0].wall_clock_timestamps);
+  ASSERT_EQ((*iso)[0].samples.size(), 2u);
+  EXPECT_EQ((*iso)[0].samples[0].unix_seconds, 1451606700);
+  EXPECT_EQ((*iso)[0].samples[1].unix_seconds, 1451607000);
+  auto ms = ImportTrace((dir_ / "ms").string(), {});
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  EXPECT_FALSE((*ms)[0].wall_clock_timestamps);
+  ASSERT_EQ((*ms)[0].samples.size(), 2u);
+  EXPECT_EQ((*ms)[0].samples[0].unix_seconds, 1372629804);
+  EXPECT_EQ((*ms)[0].samples[1].unix_seconds, 1372630104);
+}
+
+// What is not a date-time, a file that changes how it writes times, and a
+// trace mixing the local clock with Unix time are refused with the file and
+// line.
+TEST_F(TracesTest, RejectsBadGwaDateTimes) {
+  const std::string header = "Timestamp;CPU usage [%]\n";
+  for (const auto& [name, rows, line, reason] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
+           {"feb31", "31.02.2016 00:00:00;1\n", "1.csv:2:", "'31.02.2016 00:00:00'"},
+           {"hour24", "01.01.2016 24:00:00;1\n", "1.csv:2:", "date-time"},
+           {"slash", "01/02/2016 00:00:00;1\n", "1.csv:2:", "DD.MM.YYYY"},
+           {"dateonly", "01.01.2016;1\n", "1.csv:2:", "not an integer"},
+           {"year1900", "01.01.1900 00:00:00;1\n", "1.csv:2:", "1970..2200"},
+           {"switch", "01.01.2016 00:00:00;1\n1451606700;1\n", "1.csv:3:",
+            "as the file's earlier rows are (date-times)"},
+           {"switch_ms", "1372629804;1\n1372629804000;1\n", "1.csv:3:",
+            "(Unix seconds)"},
+           {"comma2", "01.01.2016 00:00:00;1,0,5\n", "1.csv:2:", "'1,0,5'"},
+           {"commadot", "01.01.2016 00:00:00;1.000,5\n", "1.csv:2:", "'1.000,5'"},
+           {"unsorted", "01.01.2016 00:05:00;1\n01.01.2016 00:00:00;1\n", "1.csv:3:",
+            "earlier than the previous row"}}) {
+    Write(name + "/1.csv", header + rows);
+    auto traces = ImportTrace((dir_ / name).string(), {});
+    ASSERT_FALSE(traces.ok()) << name;
+    EXPECT_THAT(std::string(traces.status().message()), HasSubstr(line)) << name;
+    EXPECT_THAT(std::string(traces.status().message()), HasSubstr(reason)) << name;
+  }
+  Write("mixed/1.csv", header + "01.01.2016 00:00:00;1\n");
+  Write("mixed/2.csv", header + "1451606400;1\n");
+  auto mixed = ImportTrace((dir_ / "mixed").string(), {});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_THAT(std::string(mixed.status().message()), HasSubstr("2.csv:2: timestamps are Unix"));
+  EXPECT_THAT(std::string(mixed.status().message()), HasSubstr("cannot be mixed"));
 }
 
 // A non-numeric GWA field names the file and line.
