@@ -592,6 +592,14 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
       out.total_mem_mb = std::max(out.total_mem_mb, cap / 1024.0);
     }
     if (!out.samples.empty() && s.unix_seconds < out.samples.back().unix_seconds) {
+      if (out.time == GwaTime::kWallClock) {
+        // A local clock runs backwards once a year where daylight saving ends.
+        return LineError(
+            file, ln,
+            absl::StrCat("timestamp '", Excerpt(Trim(fields[col_ts])),
+                         "' is earlier than the previous row's (a local clock set back at the end "
+                         "of daylight saving time? write the times as Unix seconds)"));
+      }
       return LineError(file, ln,
                        absl::StrFormat("timestamp %d is earlier than the previous row (%d)",
                                        s.unix_seconds, out.samples.back().unix_seconds));

@@ -600,8 +600,8 @@ TEST_F(TracesTest, RejectsBadGwaDateTimes) {
             "(Unix seconds)"},
            {"comma2", "01.01.2016 00:00:00;1,0,5\n", "1.csv:2:", "'1,0,5'"},
            {"commadot", "01.01.2016 00:00:00;1.000,5\n", "1.csv:2:", "'1.000,5'"},
-           {"unsorted", "01.01.2016 00:05:00;1\n01.01.2016 00:00:00;1\n", "1.csv:3:",
-            "earlier than the previous row"}}) {
+           {"unsorted", "30.10.2016 02:55:00;1\n30.10.2016 02:00:00;1\n", "1.csv:3:",
+            "'30.10.2016 02:00:00' is earlier than the previous row's (a local clock set back"}}) {
     Write(name + "/1.csv", header + rows);
     auto traces = ImportTrace((dir_ / name).string(), {});
     ASSERT_FALSE(traces.ok()) << name;
