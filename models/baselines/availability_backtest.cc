@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -383,11 +384,13 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
     }
     for (int hour = 0; hour < 24; ++hour) {
       // Progress within the host, however the iteration ends (a trace of one
-      // long host was silent for minutes).
+      // long host was silent for minutes); not while an exception unwinds
+      // the loop, and an exception of the callback itself (out of memory)
+      // propagates rather than ending the process from a noexcept destructor.
       struct HourDone {
         const std::function<void()>& f;
-        ~HourDone() {
-          if (f) f();
+        ~HourDone() noexcept(false) {
+          if (f && std::uncaught_exceptions() == 0) f();
         }
       } hour_done_on_exit{hour_done};
       struct TestWindow {
@@ -886,11 +889,27 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
       report(kUnitsPerHost - counted);  // the rest of the host's units: it is done
     }
   };
+  // An exception in a worker (std::bad_alloc on a huge trace) would end the
+  // process with std::terminate; it stops the other workers at their next
+  // host and is rethrown here, where the caller can report it (sojourn-eval:
+  // one line, exit 1).
+  std::exception_ptr failure;
+  std::mutex failure_mu;
+  auto guarded = [&] {
+    try {
+      worker();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mu);
+      if (!failure) failure = std::current_exception();
+      next.store(grids.hosts.size());
+    }
+  };
   const int nthreads = std::max(1, std::min(config.threads, 2));
   std::vector<std::thread> pool;
-  for (int t = 1; t < nthreads; ++t) pool.emplace_back(worker);
-  worker();
+  for (int t = 1; t < nthreads; ++t) pool.emplace_back(guarded);
+  guarded();
   for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
 
   const int bins = config.reliability_bins;
   r.reliability.assign(methods->size(), std::vector<ReliabilityBin>(bins));

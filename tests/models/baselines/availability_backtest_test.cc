@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 #include <set>
+#include <new>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -75,6 +76,27 @@ TEST(AvailabilityBacktestTest, AlwaysUpHostHasPerfectFrequency) {
   EXPECT_DOUBLE_EQ(s.brier, 0.0);
   EXPECT_EQ(s.cells_dropped, 0);
   EXPECT_FALSE(r->busy[0]);
+}
+
+// An exception thrown on a worker thread (std::bad_alloc on a trace too big
+// for memory; here the progress callback throws it) reaches the caller,
+// which can report it, instead of ending the process in std::terminate. Each
+// thread count: with 2, whichever of the two threads meets it.
+TEST(AvailabilityBacktestTest, WorkerExceptionsReachTheCaller) {
+  std::vector<HostTrace> traces;
+  for (int h = 0; h < 6; ++h) {
+    traces.push_back(HourlyHost("h" + std::to_string(h), 28, [h](int k) { return k % 37 == h; }));
+  }
+  for (int threads : {1, 2}) {
+    for (const double at : {0.0, 0.5}) {
+      BacktestConfig c = HourlyConfig();
+      c.threads = threads;
+      c.progress = [at](double done) {
+        if (done > at) throw std::bad_alloc();
+      };
+      EXPECT_THROW((void)RunBacktest(traces, c), std::bad_alloc) << threads << " threads, at " << at;
+    }
+  }
 }
 
 // 28 days from a Monday: the first 14 train, the last 14 test (10 weekdays,
