@@ -84,6 +84,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sojourn-replay: %s\n", std::string(traces.status().message()).c_str());
     return 2;
   }
+  if (!traces->empty() && traces->front().wall_clock_timestamps) {
+    // The statemgr keeps Unix time and its own --utc_offset_seconds.
+    std::fprintf(stderr,
+                 "sojourn-replay: the trace's timestamps are local date-times; they are sent as "
+                 "if they were UTC\n");
+  }
   std::vector<std::string> wanted = absl::StrSplit(absl::GetFlag(FLAGS_hosts), ',', absl::SkipEmpty());
   std::vector<sojourn::HostTrace> hosts;
   for (auto& t : *traces) {
