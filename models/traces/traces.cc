@@ -19,6 +19,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <system_error>
 #include <unordered_map>
 #include <utility>
@@ -160,6 +161,21 @@ absl::string_view Trim(absl::string_view s) {
   return s;
 }
 
+// A trimmed field without one pair of surrounding double quotes ("5" is 5,
+// "CPU usage [%]" a header name): some spreadsheet exports quote every field.
+absl::string_view Unquote(absl::string_view s) {
+  s = Trim(s);
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = Trim(s.substr(1, s.size() - 2));
+  return s;
+}
+
+// A header line holding a CR is a file with CR-only line ends (classic Mac
+// OS): LineReader splits at LF only, so its rows would vanish into the header.
+absl::Status CheckLineEnds(const std::string& file, absl::string_view first_line) {
+  if (first_line.find('\r') == absl::string_view::npos) return absl::OkStatus();
+  return LineError(file, 1, "line ends are CR only (classic Mac OS); convert them to LF or CRLF");
+}
+
 bool ParseDouble(absl::string_view s, double* v) {
   s = Trim(s);
   if (s.empty()) return false;
@@ -296,6 +312,7 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
   LineReader reader(text);
   absl::string_view line;
   if (!reader.Next(&line)) return LineError(file, 1, "empty file: expected a header row");
+  RETURN_IF_ERROR(CheckLineEnds(file, line));
   std::vector<absl::string_view> fields;
   std::deque<std::string> scratch;
   std::string split_error;
@@ -421,20 +438,25 @@ const char* GwaTimeName(GwaTime t) {
 // carried into the next month or day as absl::CivilSecond would.
 bool ParseWallClock(absl::string_view s, int64_t* v) {
   int f[6] = {0, 0, 0, 0, 0, 0};
+  int digits[6] = {0, 0, 0, 0, 0, 0};
   int n = 0;
   size_t i = 0;
   char date_sep = 0;
   while (i < s.size() && n < 6) {
     size_t j = i;
     while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
-    if (j == i || j - i > 4) return false;
+    // Day, month and the time fields have 1 or 2 digits; the year has 4, and
+    // is the first or the third field by the date separator (checked below).
+    if (j == i || j - i > 4 || (j - i > 2 && n != 0 && n != 2)) return false;
     int x = 0;
     for (size_t k = i; k < j; ++k) x = x * 10 + (s[k] - '0');
+    digits[n] = static_cast<int>(j - i);
     f[n++] = x;
     if (j == s.size()) {
       i = j;
       break;
     }
+    if (n == 6) return false;  // something after the seconds
     const char c = s[j];
     if (n <= 2) {
       if (c != '.' && c != '-' && c != '/') return false;
@@ -446,12 +468,13 @@ bool ParseWallClock(absl::string_view s, int64_t* v) {
       return false;
     }
     i = j + 1;
+    if (i == s.size()) return false;  // a trailing separator ("00:05:")
   }
   if (i != s.size() || n < 5) return false;
   int year, month, day;
-  if (date_sep == '-') {  // YYYY-MM-DD
+  if (date_sep == '-' && digits[0] == 4 && digits[2] <= 2) {  // YYYY-MM-DD
     year = f[0], month = f[1], day = f[2];
-  } else if (date_sep == '.') {  // DD.MM.YYYY
+  } else if (date_sep == '.' && digits[2] == 4 && digits[0] <= 2) {  // DD.MM.YYYY
     day = f[0], month = f[1], year = f[2];
   } else {
     return false;  // D/M/Y or M/D/Y cannot be told apart
@@ -466,7 +489,7 @@ bool ParseWallClock(absl::string_view s, int64_t* v) {
 
 // One GWA timestamp of a file whose rows have so far been `*kind`.
 bool ParseGwaTime(absl::string_view s, GwaTime* kind, int64_t* v) {
-  s = Trim(s);
+  s = Unquote(s);
   if (*kind == GwaTime::kWallClock) return ParseWallClock(s, v);
   double d;
   if (*kind == GwaTime::kUndecided && !ParseDouble(s, &d)) {
@@ -490,7 +513,7 @@ bool ParseGwaTime(absl::string_view s, GwaTime* kind, int64_t* v) {
 // writes them so; fields are separated by ';', so a comma is never a field
 // separator there).
 bool ParseGwaNumber(absl::string_view s, double* v) {
-  s = Trim(s);
+  s = Unquote(s);
   const size_t comma = s.find(',');
   if (comma == absl::string_view::npos) return ParseDouble(s, v);
   if (s.find(',', comma + 1) != absl::string_view::npos || s.find('.') != absl::string_view::npos) {
@@ -514,12 +537,13 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
   LineReader reader(text);
   absl::string_view line;
   if (!reader.Next(&line)) return LineError(file, 1, "empty file: expected a header row");
+  RETURN_IF_ERROR(CheckLineEnds(file, line));
   std::vector<absl::string_view> fields;
   SplitInto(line, ';', &fields);
   int col_ts = -1, col_cpu_pct = -1, col_mem_cap = -1, col_mem_use = -1, col_mem_pct = -1,
       col_cores = -1;
   for (size_t i = 0; i < fields.size(); ++i) {
-    std::string name = absl::AsciiStrToLower(std::string(Trim(fields[i])));
+    std::string name = absl::AsciiStrToLower(std::string(Unquote(fields[i])));
     if (absl::StartsWith(name, "timestamp")) col_ts = static_cast<int>(i);
     if (absl::StartsWith(name, "cpu usage [%]")) col_cpu_pct = static_cast<int>(i);
     if (absl::StartsWith(name, "memory capacity provisioned")) col_mem_cap = static_cast<int>(i);
@@ -537,6 +561,7 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
   const int max_col = std::max({col_ts, col_cpu_pct, col_mem_cap, col_mem_amount, col_cores});
   GwaFile out;
   out.samples.reserve(text.size() / 150);
+  absl::string_view previous_ts;  // the previous row's timestamp as written
   while (reader.Next(&line)) {
     if (Trim(line).empty()) continue;
     const size_t ln = reader.line_no();
@@ -547,13 +572,21 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
           absl::StrFormat("expected at least %d fields, found %d", max_col + 1, fields.size()));
     }
     HostSample s;
-    if (const GwaTime before = out.time; !ParseGwaTime(fields[col_ts], &out.time, &s.unix_seconds)) {
+    if (const GwaTime before = out.time;
+        !ParseGwaTime(fields[col_ts], &out.time, &s.unix_seconds)) {
+      // What the value would be on a file's first row says whether it is
+      // written another way than the rows before it, or not a time at all.
+      GwaTime alone = GwaTime::kUndecided;
+      int64_t unused;
+      const bool other_kind = before != GwaTime::kUndecided &&
+                              ParseGwaTime(fields[col_ts], &alone, &unused) && alone != before;
       const std::string what =
-          before == GwaTime::kUndecided
-              ? "is not an integer number of Unix seconds (or milliseconds) within +-1e11 s, "
-                "nor a date-time DD.MM.YYYY HH:MM[:SS] or YYYY-MM-DD HH:MM[:SS] of 1970..2200"
-              : absl::StrCat("is not written as the file's earlier rows are (",
-                             GwaTimeName(before), ")");
+          other_kind ? absl::StrCat("is written as ", GwaTimeName(alone),
+                                    " but the file's earlier rows as ", GwaTimeName(before))
+          : before == GwaTime::kWallClock
+              ? "is not a date-time DD.MM.YYYY HH:MM[:SS] or YYYY-MM-DD HH:MM[:SS] of 1970..2200"
+              : "is not an integer number of Unix seconds (or milliseconds) within +-1e11 s, "
+                "nor a date-time DD.MM.YYYY HH:MM[:SS] or YYYY-MM-DD HH:MM[:SS] of 1970..2200";
       return LineError(file, ln,
                        absl::StrCat("timestamp '", Excerpt(Trim(fields[col_ts])), "' ", what));
     }
@@ -566,11 +599,14 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
     s.cpu_load = pct / 100.0;
     if (col_cores >= 0 && !Trim(fields[col_cores]).empty()) {
       int cores = 0;
-      if (!ParseCpuCores(fields[col_cores], &cores)) {
+      double d;
+      if (!ParseGwaNumber(fields[col_cores], &d) || d != std::floor(d) || d < 0 ||
+          d > kMaxCpuCores) {
         return LineError(file, ln,
-                         absl::StrCat("CPU cores '", Trim(fields[col_cores]),
+                         absl::StrCat("CPU cores '", Excerpt(Trim(fields[col_cores])),
                                       "' is not an integer in [0, ", kMaxCpuCores, "]"));
       }
+      cores = static_cast<int>(d);
       out.cpu_cores = std::max(out.cpu_cores, cores);
     }
     if (col_mem_cap >= 0 && col_mem_amount >= 0) {
@@ -589,6 +625,9 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
       }
       if (col_mem_pct >= 0) use = cap * use / 100.0;
       s.free_mem_mb = (cap - use) / 1024.0;
+      if (!std::isfinite(s.free_mem_mb)) {  // 1e308 KB x 4 %
+        return LineError(file, ln, "memory capacity and usage give no finite free memory");
+      }
       out.total_mem_mb = std::max(out.total_mem_mb, cap / 1024.0);
     }
     if (!out.samples.empty() && s.unix_seconds < out.samples.back().unix_seconds) {
@@ -601,9 +640,11 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
                          "of daylight saving time? write the times as Unix seconds)"));
       }
       return LineError(file, ln,
-                       absl::StrFormat("timestamp %d is earlier than the previous row (%d)",
-                                       s.unix_seconds, out.samples.back().unix_seconds));
+                       absl::StrCat("timestamp '", Excerpt(Trim(fields[col_ts])),
+                                    "' is earlier than the previous row's ('",
+                                    Excerpt(previous_ts), "')"));
     }
+    previous_ts = Trim(fields[col_ts]);
     out.samples.push_back(s);
   }
   return out;
@@ -638,7 +679,13 @@ class GwaCollector {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::vector<HostTrace>> Finish(int max_hosts) {
+  // `source`: the trace (directory, archive or file), for the error of a
+  // trace none of whose files has a data row.
+  absl::StatusOr<std::vector<HostTrace>> Finish(const std::string& source, int max_hosts) {
+    if (first_timed_file_.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": no data rows, only headers (or line ends that are CR only)"));
+    }
     std::vector<HostTrace> out;
     for (auto& [vm, files] : parts_) {
       if (max_hosts > 0 && static_cast<int>(out.size()) >= max_hosts) break;
@@ -671,21 +718,49 @@ class GwaCollector {
   bool wall_clock_ = false;       // its timestamps are date-times
 };
 
-std::string VmIdOf(const std::string& path) { return fs::path(path).stem().string(); }
+// A file name without its compression suffix (.gz, .xz): "vm7.csv.gz" is the
+// CSV "vm7.csv".
+std::string WithoutCompression(const std::string& name) {
+  for (const char* ext : {".gz", ".xz"}) {
+    if (absl::EndsWithIgnoreCase(name, ext)) return name.substr(0, name.size() - 3);
+  }
+  return name;
+}
 
-// A per-VM CSV: a name ending in .csv that is not hidden (".x.csv", and the
-// "._x.csv" AppleDouble files macOS puts into tarballs, are not VMs).
-bool IsGwaCsvName(const std::string& path) {
+// The VM of a per-VM CSV: its file name without ".csv" (and compression).
+std::string VmIdOf(const std::string& path) {
+  return fs::path(WithoutCompression(fs::path(path).filename().string())).stem().string();
+}
+
+// A per-VM CSV: a name ending in .csv (any case; in a directory also .csv.gz
+// or .csv.xz, which ReadWholeFile decompresses) that is not hidden (".x.csv",
+// and the "._x.csv" AppleDouble files macOS puts into tarballs, are not VMs).
+bool IsGwaCsvName(const std::string& path, bool compressed_ok) {
   const std::string base = fs::path(path).filename().string();
-  return absl::EndsWith(base, ".csv") && !absl::StartsWith(base, ".");
+  const std::string plain = compressed_ok ? WithoutCompression(base) : base;
+  return absl::EndsWithIgnoreCase(plain, ".csv") && !absl::StartsWith(base, ".");
 }
 
 absl::StatusOr<std::vector<HostTrace>> ImportGwaDirectory(const std::string& dir, int max_hosts) {
   std::vector<std::string> files;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    if (it->is_regular_file() && IsGwaCsvName(it->path().string())) {
+  // Linked folders are followed (a month folder may be a symlink: it was
+  // skipped, and its VMs lost their month silently), a folder reached twice
+  // (a link cycle, or two links to one folder) only once.
+  std::set<fs::path> seen_dirs;
+  std::error_code canonical_ec;
+  seen_dirs.insert(fs::weakly_canonical(dir, canonical_ec));
+  for (auto it = fs::recursive_directory_iterator(
+           dir, fs::directory_options::follow_directory_symlink, ec);
+       !ec && it != fs::end(it); it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_directory(type_ec)) {
+      if (!seen_dirs.insert(fs::weakly_canonical(it->path(), type_ec)).second) {
+        it.disable_recursion_pending();
+      }
+      continue;
+    }
+    if (it->is_regular_file(type_ec) && IsGwaCsvName(it->path().string(), true)) {
       files.push_back(it->path().string());
     }
   }
@@ -694,10 +769,10 @@ absl::StatusOr<std::vector<HostTrace>> ImportGwaDirectory(const std::string& dir
   std::sort(files.begin(), files.end());
   GwaCollector collector;
   for (const std::string& f : files) {
-    ASSIGN_OR_RETURN(std::string text, ReadPlain(f));
+    ASSIGN_OR_RETURN(std::string text, ReadWholeFile(f));
     RETURN_IF_ERROR(collector.Add(f, VmIdOf(f), text));
   }
-  return collector.Finish(max_hosts);
+  return collector.Finish(dir, max_hosts);
 }
 
 absl::StatusOr<std::vector<HostTrace>> ImportGwaArchive(const std::string& path, int max_hosts) {
@@ -740,9 +815,17 @@ absl::StatusOr<std::vector<HostTrace>> ImportGwaArchive(const std::string& path,
       return absl::DataLossError(absl::StrCat(path, ": ", why != nullptr ? why : "read error"));
     }
     ++headers;
-    if (archive_entry_filetype(entry) != AE_IFREG) continue;
     std::string name = archive_entry_pathname(entry);
-    if (!IsGwaCsvName(name)) continue;
+    if (const char* target = archive_entry_hardlink(entry);
+        target != nullptr && IsGwaCsvName(name, false)) {
+      // The data is stored once, under the first name: reading only regular
+      // entries dropped this VM silently.
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, "/", name, ": a hard link to ", target,
+          " in the archive; unpack it and pass the directory, or archive copies"));
+    }
+    if (archive_entry_filetype(entry) != AE_IFREG) continue;
+    if (!IsGwaCsvName(name, false)) continue;
     int64_t size = archive_entry_size(entry);
     text.clear();
     if (size > 0) text.reserve(static_cast<size_t>(size));
@@ -761,7 +844,7 @@ absl::StatusOr<std::vector<HostTrace>> ImportGwaArchive(const std::string& path,
   }
   if (n == 0)
     return absl::InvalidArgumentError(absl::StrCat(path, ": archive holds no .csv files"));
-  return collector.Finish(max_hosts);
+  return collector.Finish(path, max_hosts);
 }
 
 // ---------------------------------------------------------------- matrix
@@ -833,9 +916,14 @@ bool LooksLikeMatrixLine(absl::string_view line) {
   return any;
 }
 
+// By the file name's ending only: "my.targets/c.csv" is no archive.
 bool IsArchiveName(const std::string& path) {
-  return absl::StrContains(path, ".tar") || absl::EndsWith(path, ".tgz") ||
-         absl::EndsWith(path, ".txz") || absl::EndsWith(path, ".zip");
+  const std::string base = fs::path(path).filename().string();
+  for (const char* ext : {".tar", ".tar.gz", ".tar.xz", ".tar.bz2", ".tar.zst", ".tar.lz",
+                          ".tar.lzma", ".tgz", ".txz", ".tbz2", ".zip"}) {
+    if (absl::EndsWithIgnoreCase(base, ext)) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -956,10 +1044,12 @@ absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
     absl::string_view first;
     if (!reader.Next(&first)) return LineError(path, 1, "empty file");
     std::string lower = absl::AsciiStrToLower(std::string(first));
-    if (absl::StrContains(lower, "host") && absl::StrContains(lower, "timestamp")) {
-      format = TraceFormat::kCanonical;
-    } else if (absl::StrContains(lower, "timestamp") && absl::StrContains(lower, ";")) {
+    // GWA separates its fields with ';', canonical CSV with ',' (a GWA header
+    // may name a host column too).
+    if (absl::StrContains(lower, "timestamp") && absl::StrContains(lower, ";")) {
       format = TraceFormat::kGwa;
+    } else if (absl::StrContains(lower, "host") && absl::StrContains(lower, "timestamp")) {
+      format = TraceFormat::kCanonical;
     } else if (LooksLikeMatrixLine(first)) {
       format = TraceFormat::kAvailabilityMatrix;
     } else {
@@ -975,7 +1065,7 @@ absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
     case TraceFormat::kGwa: {
       GwaCollector collector;
       RETURN_IF_ERROR(collector.Add(path, VmIdOf(path), text));
-      return collector.Finish(options.max_hosts);
+      return collector.Finish(path, options.max_hosts);
     }
     case TraceFormat::kAuto:
       break;

@@ -7,6 +7,7 @@
 #include <lzma.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -549,7 +550,7 @@ TEST_F(TracesTest, ReadsGwaDateTimesDecimalCommasAndMilliseconds) {
       "Timestamp;CPU cores;CPU capacity provisioned [MHZ];CPU usage [MHZ];CPU usage [%];"
       "Memory capacity provisioned [KB];Memory usage [KB];Memory usage [%]\n"
       "31.12.2015 23:55:00;4;10399,99986;109,2;1,05;1048576;786432;75\n"
-      "01.01.2016 00:00:00;4;10399,99986;5200;50,5;1048576;524288,5;50\n";
+      "01.01.2016 00:00:00;4,0;10399,99986;5200;50,5;1048576;524288,5;50\n";
   Write("materna/vm7.csv", materna);
   auto traces = ImportTrace((dir_ / "materna").string(), {});
   ASSERT_TRUE(traces.ok()) << traces.status();
@@ -595,25 +596,140 @@ TEST_F(TracesTest, RejectsBadGwaDateTimes) {
            {"dateonly", "01.01.2016;1\n", "1.csv:2:", "not an integer"},
            {"year1900", "01.01.1900 00:00:00;1\n", "1.csv:2:", "1970..2200"},
            {"switch", "01.01.2016 00:00:00;1\n1451606700;1\n", "1.csv:3:",
-            "as the file's earlier rows are (date-times)"},
+            "'1451606700' is written as Unix seconds but the file's earlier rows as date-times"},
            {"switch_ms", "1372629804;1\n1372629804000;1\n", "1.csv:3:",
-            "(Unix seconds)"},
+            "is written as Unix milliseconds but the file's earlier rows as Unix seconds"},
+           {"later24", "01.01.2016 00:00:00;1\n01.01.2016 24:00:00;1\n", "1.csv:3:",
+            "'01.01.2016 24:00:00' is not a date-time DD.MM.YYYY"},
+           {"laterempty", "1372629600;1\n;1\n", "1.csv:3:", "'' is not an integer number"},
+           {"colon", "01.01.2016 00:05:;1\n", "1.csv:2:", "not an integer"},
+           {"colon2", "01.01.2016 00:10:00:;1\n", "1.csv:2:", "not an integer"},
+           {"wide", "01.01.2016 0023:0005;1\n", "1.csv:2:", "not an integer"},
+           {"ms_then_s", "1372629600000;1\n1372629804;1\n", "1.csv:3:",
+            "'1372629804' is earlier than the previous row's ('1372629600000')"},
+           {"cores", "01.01.2016 00:00:00;1;4\n01.01.2016 00:05:00;1;4,5\n", "1.csv:3:",
+            "CPU cores '4,5'"},
            {"comma2", "01.01.2016 00:00:00;1,0,5\n", "1.csv:2:", "'1,0,5'"},
            {"commadot", "01.01.2016 00:00:00;1.000,5\n", "1.csv:2:", "'1.000,5'"},
            {"unsorted", "30.10.2016 02:55:00;1\n30.10.2016 02:00:00;1\n", "1.csv:3:",
             "'30.10.2016 02:00:00' is earlier than the previous row's (a local clock set back"}}) {
-    Write(name + "/1.csv", header + rows);
+    const bool cores = name == "cores";
+    Write(name + "/1.csv", (cores ? "Timestamp;CPU usage [%];CPU cores\n" : header) + rows);
     auto traces = ImportTrace((dir_ / name).string(), {});
     ASSERT_FALSE(traces.ok()) << name;
     EXPECT_THAT(std::string(traces.status().message()), HasSubstr(line)) << name;
     EXPECT_THAT(std::string(traces.status().message()), HasSubstr(reason)) << name;
   }
+  // Free memory must be finite: 1e308 KB at 4 % overflowed to -inf.
+  Write("inf/1.csv",
+        "Timestamp;CPU usage [%];Memory capacity provisioned [KB];Memory usage [%]\n"
+        "1451606700;7;1e308;4\n");
+  auto inf = ImportTrace((dir_ / "inf").string(), {});
+  ASSERT_FALSE(inf.ok());
+  EXPECT_THAT(std::string(inf.status().message()), HasSubstr("1.csv:2: memory capacity and usage"));
   Write("mixed/1.csv", header + "01.01.2016 00:00:00;1\n");
   Write("mixed/2.csv", header + "1451606400;1\n");
   auto mixed = ImportTrace((dir_ / "mixed").string(), {});
   ASSERT_FALSE(mixed.ok());
   EXPECT_THAT(std::string(mixed.status().message()), HasSubstr("2.csv:2: timestamps are Unix"));
   EXPECT_THAT(std::string(mixed.status().message()), HasSubstr("cannot be mixed"));
+}
+
+// Files as they are found: a quoted header and quoted numbers, a GWA header
+// naming a host column (still GWA: ';'-separated), .CSV and compressed
+// per-VM files in a directory (the VM is the name without .csv.gz), a month
+// folder that is a symlink (followed, and a link cycle read once), and a
+// folder whose name holds ".tar" (no archive).
+TEST_F(TracesTest, ReadsGwaFilesAsFound) {
+  Write("quoted/vm1.csv", "\"Timestamp\";\"CPU usage [%]\"\n\"1451606700\";\"7,5\"\n");
+  auto quoted = ImportTrace((dir_ / "quoted").string(), {});
+  ASSERT_TRUE(quoted.ok()) << quoted.status();
+  ASSERT_EQ((*quoted)[0].samples.size(), 1u);
+  EXPECT_DOUBLE_EQ((*quoted)[0].samples[0].cpu_load, 0.075);
+
+  const std::string hosted = Write("hosted.csv", "Timestamp;Host;CPU usage [%]\n1451606700;a;7\n");
+  TraceFormat used = TraceFormat::kAuto;
+  auto h = ImportTrace(hosted, {}, &used);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(used, TraceFormat::kGwa);
+
+  const std::string row = "Timestamp;CPU usage [%]\n1451606700;7\n";
+  Write("files/A.CSV", row);
+  WriteGz("files/b.csv.gz", row);
+  WriteXz("files/c.csv.xz", row);
+  Write("files/notes.txt", "not a VM");
+  auto files = ImportTrace((dir_ / "files").string(), {});
+  ASSERT_TRUE(files.ok()) << files.status();
+  std::vector<std::string> names;
+  for (const HostTrace& t : *files) names.push_back(t.host);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"A", "b", "c"}));
+  auto one = ImportTrace(WriteGz("vm9.csv.gz", row), Fmt(TraceFormat::kGwa));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ((*one)[0].host, "vm9");
+
+  Write("months/2013-8/a.csv", "Timestamp;CPU usage [%]\n1375315200;8\n");
+  Write("elsewhere/july/a.csv", "Timestamp;CPU usage [%]\n1372636800;7\n");
+  fs::create_directory_symlink(dir_ / "elsewhere" / "july", dir_ / "months" / "2013-7");
+  fs::create_directory_symlink(dir_ / "months", dir_ / "months" / "2013-8" / "loop");
+  auto months = ImportTrace((dir_ / "months").string(), {});
+  ASSERT_TRUE(months.ok()) << months.status();
+  ASSERT_EQ(months->size(), 1u);
+  ASSERT_EQ((*months)[0].samples.size(), 2u);  // July through the link, August once
+  EXPECT_EQ((*months)[0].samples[0].unix_seconds, 1372636800);
+
+  const std::string in_tar_dir = Write("my.targets/c.csv", kCanonical);
+  auto canonical = ImportTrace(in_tar_dir, {});
+  ASSERT_TRUE(canonical.ok()) << canonical.status();
+  EXPECT_EQ(canonical->size(), 2u);
+}
+
+// What would be lost silently is refused: a VM stored as a hard link in a
+// tarball (its data is under the first name), a file with CR-only line ends
+// (its rows would vanish into the header), a trace with headers only.
+TEST_F(TracesTest, RefusesGwaFilesThatWouldLoseRows) {
+  const std::string path = (dir_ / "hl.tar").string();
+  {
+    std::unique_ptr<archive, int (*)(archive*)> w(archive_write_new(), archive_write_free);
+    ASSERT_EQ(archive_write_set_format_pax_restricted(w.get()), ARCHIVE_OK);
+    ASSERT_EQ(archive_write_open_filename(w.get(), path.c_str()), ARCHIVE_OK);
+    const std::string data = "Timestamp;CPU usage [%]\n1451606700;7\n";
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, "t/1.csv");
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, static_cast<la_int64_t>(data.size()));
+    ASSERT_EQ(archive_write_header(w.get(), e), ARCHIVE_OK);
+    ASSERT_EQ(archive_write_data(w.get(), data.data(), data.size()),
+              static_cast<la_ssize_t>(data.size()));
+    archive_entry_free(e);
+    e = archive_entry_new();
+    archive_entry_set_pathname(e, "t/2.csv");
+    archive_entry_set_hardlink(e, "t/1.csv");
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, 0);
+    ASSERT_EQ(archive_write_header(w.get(), e), ARCHIVE_OK);
+    archive_entry_free(e);
+    ASSERT_EQ(archive_write_close(w.get()), ARCHIVE_OK);
+  }
+  auto hl = ImportTrace(path, {});
+  ASSERT_FALSE(hl.ok());
+  EXPECT_THAT(std::string(hl.status().message()), HasSubstr("t/2.csv: a hard link to t/1.csv"));
+
+  Write("cr/1.csv", "Timestamp;CPU usage [%]\r1451606700;7\r1451607000;7\r");
+  auto cr = ImportTrace((dir_ / "cr").string(), {});
+  ASSERT_FALSE(cr.ok());
+  EXPECT_THAT(std::string(cr.status().message()), HasSubstr("1.csv:1: line ends are CR only"));
+  auto cr_canonical = ImportTrace(Write("cr.csv", "host,timestamp,cpu_load\ra,1,0.5\r"), {});
+  ASSERT_FALSE(cr_canonical.ok());
+  EXPECT_THAT(std::string(cr_canonical.status().message()), HasSubstr("CR only"));
+
+  Write("headers/1.csv", "Timestamp;CPU usage [%]\n");
+  Write("headers/2.csv", "Timestamp;CPU usage [%]\n\n");
+  auto headers = ImportTrace((dir_ / "headers").string(), {});
+  ASSERT_FALSE(headers.ok());
+  EXPECT_THAT(std::string(headers.status().message()), HasSubstr("headers: no data rows"));
 }
 
 // A non-numeric GWA field names the file and line.
