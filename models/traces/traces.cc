@@ -948,8 +948,8 @@ absl::Status CheckGridSize(const std::vector<HostTrace>& traces, int64_t step_se
     }
     if (points > limits.host_points) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "host %s spans %.4g s (%.0f to %.0f): %.4g grid points of %d s, above the limit of "
-          "%.4g per host; %s",
+          "host %s spans %.4g s (%.0f to %.0f): %.0f grid points of %d s, above the limit of "
+          "%.0f per host; %s",
           t.host, b - a, a, b, points, step_seconds, limits.host_points, advice));
     }
     total += points;
@@ -967,13 +967,13 @@ absl::Status CheckGridSize(const std::vector<HostTrace>& traces, int64_t step_se
   }
   if (span_points > limits.span_points) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "the trace spans %.4g s (%.0f to %.0f): %.4g grid points of %d s, above the limit of "
-        "%.4g; %s",
+        "the trace spans %.4g s (%.0f to %.0f): %.0f grid points of %d s, above the limit of "
+        "%.0f; %s",
         last - first, first, last, span_points, step_seconds, limits.span_points, advice));
   }
   if (total > limits.total_points) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "the %d hosts' grids hold %.4g points of %d s in all, above the limit of %.4g; %s",
+        "the %d hosts' grids hold %.0f points of %d s in all, above the limit of %.0f; %s",
         traces.size(), total, step_seconds, limits.total_points, advice));
   }
   return absl::OkStatus();

@@ -74,6 +74,8 @@ SampledGridDefaults DefaultSampledGrid(const std::vector<HostTrace>& traces);
 // `total_points` for the hosts' grids together; `span_seconds` bounds the
 // time covered whatever the step (work per day of trace, e.g. the
 // availability backtest's windows, does not shrink with a coarser grid).
+// Point limits count points, not steps: a grid spanning N steps has N + 1
+// points (a limit of "10,000 days of 300 s" is 2,880,001 points).
 struct GridLimits {
   double span_points = 0;
   double host_points = 0;

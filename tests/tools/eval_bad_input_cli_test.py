@@ -320,6 +320,7 @@ def trace_cases(ev, tmp):
               ["usage", "--trace", good, "--utc-offset-hours", val], 2, "wants -14..14")
     extra_trace_cases(ev, tmp, good)
     session22_cases(ev, tmp, good)
+    session23_cases(ev, tmp, good)
     # Good but unusual input still runs.
     check(ev, "availability good", ["availability", "--trace", good, "--max-window-hours", "31"],
           0)
@@ -440,7 +441,7 @@ def extra_trace_cases(ev, tmp, good):
     # schedule: the work estimate, clock rates, the help's ranges.
     check(ev, "schedule 7e8 jobs", ["schedule", "--trace", good, "--submissions", "100000",
                                     "--replicates", "1000"], 2,
-          "--replicates 1000 x --submissions 100000 x 7 --lengths are 7e+08 jobs, above the "
+          "--replicates 1000 x --submissions 100000 x 7 --lengths are 700000000 jobs, above the "
           "limit of 1000000")
     check(ev, "schedule --clock-mhz 1,1e308", ["schedule", "--trace", good, "--clock-mhz",
                                                "1,1e308"], 2, "MAX <= 1000000")
@@ -555,6 +556,41 @@ def session22_cases(ev, tmp, good):
     elif p.returncode != 1 or "out of memory" not in p.stderr:
         FAILURES.append("availability /dev/zero under ulimit: exit %d, stderr %r" %
                         (p.returncode, p.stderr[-300:]))
+
+
+def session23_cases(ev, tmp, good):
+    """The documentation review of session 23: limits the docs state, held."""
+    # The thresholds the state manager accepts: th1 in (0, 1], th2 in [th1, 1]
+    # (th2 1.5 and th1 0 ran, classifying nothing as S3 or as S1).
+    for cmd in ("availability", "schedule"):
+        check(ev, cmd + " --th2 1.5", [cmd, "--trace", good, "--th2", "1.5"], 2,
+              "--th2 must be a number in [--th1, 1] = [0.2, 1], got 1.5")
+        check(ev, cmd + " --th1 0", [cmd, "--trace", good, "--th1", "0"], 2,
+              "--th1 must be a number in (0, 1], got 0")
+    # The job limit is printed as the number it is (1e+06 read as the limit).
+    check(ev, "schedule 1001000 jobs", ["schedule", "--trace", good, "--replicates", "1000",
+                                        "--submissions", "143", "--lengths", "1,2,3,4,5,6,7"], 2,
+          "are 1001000 jobs, above the limit of 1000000")
+    # A span of 10,000 days and 300 s is over the documented 10,000 days
+    # (exactly 10,000 days was refused too: 2,880,001 points, "above the limit
+    # of 2.88e+06"; it is accepted now, a 16 s run, not repeated here).
+    span = os.path.join(tmp, "span.csv")
+    write_csv(span, [("a", 0, 0.1, 100), ("a", 864000300, 0.1, 100)])
+    check(ev, "usage 10,000 days + 300 s", ["usage", "--trace", span], 2,
+          "host a spans 8.64e+08 s (0 to 864000300), above the limit of 8.64e+08 s")
+    # --max-hosts 0 is "all" in every command (usage refused it).
+    check(ev, "usage --max-hosts 0", ["usage", "--trace", good, "--max-hosts", "0", "--tests", "1"],
+          0, timeout=120)
+    # Replay takes the machine and the times from the log: simulate-only flags
+    # were ignored without a word.
+    swf = os.path.join(tmp, "s23.swf")
+    with open(swf, "w") as f:
+        f.write(base_swf())
+    for flag, val in (("--nodes", "64"), ("--local-load", "50"), ("--seed", "3")):
+        check(ev, "turnaround replay " + flag, ["turnaround", "--swf", swf, flag, val], 2,
+              flag + " is for --mode simulate")
+    check(ev, "turnaround simulate --nodes", ["turnaround", "--swf", swf, "--mode", "simulate",
+                                              "--nodes", "16", "--max-jobs", "5"], 0)
 
 
 def main():

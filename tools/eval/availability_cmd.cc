@@ -72,14 +72,15 @@ options:
                            UTC YYYY-MM-DD[THH:MM:SS], 1970-01-01..2200-12-31
                            (default 1999-07-06 = 931219200)
   --period SECONDS         availability matrix: probe period, 1..86400 (default 3600)
-  --max-hosts N            read at most N hosts (default all)
+  --max-hosts N            read at most N hosts (default 0 = all)
   --history-days N         use the N most recent training days of the type, 0..36500
                            (default 0 = all)
   --train-ratio R          fraction of each host's days used for training (default 0.5)
   --max-window-hours H     longest window, 1..31 (default 10)
   --methods LIST           comma-separated subset of the methods (default all)
   --day-types LIST         weekday,weekend (default both)
-  --th1 X / --th2 X        CPU load thresholds (default 0.2 / 0.6)
+  --th1 X / --th2 X        CPU load thresholds, th1 in (0, 1], th2 in [th1, 1]
+                           (default 0.2 / 0.6)
   --grace SECONDS          load above th2 longer than this is S3, 0..31536000 (default 60)
   --working-set-mb X       free memory below this is S4 (default 256)
   --revocation-gap SECONDS no sample for longer than this is S5, 1..31536000
@@ -471,8 +472,8 @@ int RunAvailability(int argc, char** argv) {
   cfg.day_types = GetList(args, "day-types");
   cfg.classifier.th1 = args.GetDouble("th1", cfg.classifier.th1);
   cfg.classifier.th2 = args.GetDouble("th2", cfg.classifier.th2);
-  if (!(cfg.classifier.th1 >= 0 && cfg.classifier.th1 <= cfg.classifier.th2)) {
-    Die("need 0 <= th1 <= th2");
+  if (absl::Status st = CheckThresholds(cfg.classifier.th1, cfg.classifier.th2); !st.ok()) {
+    Die(std::string(st.message()));
   }
   cfg.classifier.grace_seconds =
       args.GetIntInRange("grace", cfg.classifier.grace_seconds, 0, 31536000);

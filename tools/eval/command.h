@@ -45,11 +45,11 @@ struct EvalCommandRegistrar {
 };
 
 // Largest state grids availability and schedule build (traces::CheckGridSize):
-// 1e8 points from the first to the last sample (3 years at 1 s), 4e8
-// host-points in all (about 8 GB; the shared Bitbrains trace, 100 hosts x 3
-// months at 300 s, has 2.6e6; a year of 300 hosts at 300 s 3.2e7), and 100
+// 1e8 steps (1e8 + 1 points) from the first to the last sample (3 years at
+// 1 s), 4e8 host-points in all (about 8 GB; the shared Bitbrains trace, 100
+// hosts x 3 months at 300 s, has 2.6e6; a year of 300 hosts at 300 s 3.2e7), and 100
 // years (3.16e9 s) whatever the step: the backtest's work grows with the days.
-inline constexpr traces::GridLimits kStateGridLimits{1e8, 1e8, 4e8, 3.1536e9};
+inline constexpr traces::GridLimits kStateGridLimits{1e8 + 1, 1e8 + 1, 4e8, 3.1536e9};
 
 // Latest --start of an availability matrix (2201-01-01, exclusive); the
 // earliest is the Unix epoch. Far outside any trace, and far from int64
@@ -152,6 +152,21 @@ inline absl::StatusOr<int64_t> ParseMatrixStart(const std::string& text) {
         absl::StrCat("--start: '", text, "' is outside 1970-01-01..2200-12-31"));
   }
   return v;
+}
+
+// --th1 / --th2 of availability and schedule: the ranges the state manager
+// and the monitor accept (common/server.h ValidateClassifierFlags), th1 in
+// (0, 1] and th2 in [th1, 1] (th2 1.5 and th1 0 ran, classifying nothing as
+// S3 or as S1). A one-line reason otherwise.
+inline absl::Status CheckThresholds(double th1, double th2) {
+  if (!(th1 > 0 && th1 <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("--th1 must be a number in (0, 1], got ", th1));
+  }
+  if (!(th2 >= th1 && th2 <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--th2 must be a number in [--th1, 1] = [", th1, ", 1], got ", th2));
+  }
+  return absl::OkStatus();
 }
 
 // Default --utc-offset (hours) of a trace: 2 for a GWA trace in Unix time

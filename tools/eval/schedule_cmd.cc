@@ -86,8 +86,9 @@ options:
                            UTC YYYY-MM-DD[THH:MM:SS], 1970-01-01..2200-12-31
                            (default 1999-07-06 = 931219200)
   --period SECONDS         availability matrix: probe period, 1..86400 (default 3600)
-  --max-hosts N            read at most N hosts (default all)
-  --th1 X / --th2 X        CPU load thresholds (default 0.2 / 0.6)
+  --max-hosts N            read at most N hosts (default 0 = all)
+  --th1 X / --th2 X        CPU load thresholds, th1 in (0, 1], th2 in [th1, 1]
+                           (default 0.2 / 0.6)
   --working-set-mb X       free memory below this is S4 (default 256)
   --revocation-gap SECONDS no sample for longer is S5, 1..31536000 (default max(900,
                            3 x the median sample period); matrix: half the period)
@@ -205,7 +206,7 @@ int RunSchedule(int argc, char** argv) {
                         static_cast<double>(cfg.lengths_hours.size());
     if (jobs > static_cast<double>(kMaxScheduleJobs)) {
       Die(absl::StrFormat(
-          "--replicates %d x --submissions %d x %d --lengths are %.3g jobs, above the limit of "
+          "--replicates %d x --submissions %d x %d --lengths are %.0f jobs, above the limit of "
           "%d (each placed by 4 policies, about 1 to 5 ms per job on 100 hosts: %.3g to %.3g "
           "hours here); pass fewer --replicates or --submissions",
           cfg.replicates, cfg.submissions, cfg.lengths_hours.size(), jobs, kMaxScheduleJobs,
@@ -229,8 +230,8 @@ int RunSchedule(int argc, char** argv) {
   cfg.retry_seconds = args.GetIntInRange("retry-seconds", 300, 1, 604800);
   cfg.classifier.th1 = args.GetDouble("th1", cfg.classifier.th1);
   cfg.classifier.th2 = args.GetDouble("th2", cfg.classifier.th2);
-  if (!(cfg.classifier.th1 >= 0 && cfg.classifier.th1 <= cfg.classifier.th2)) {
-    Die("need 0 <= th1 <= th2");
+  if (absl::Status st = CheckThresholds(cfg.classifier.th1, cfg.classifier.th2); !st.ok()) {
+    Die(std::string(st.message()));
   }
   cfg.classifier.guest_working_set_mb =
       args.GetDouble("working-set-mb", cfg.classifier.guest_working_set_mb);

@@ -162,6 +162,17 @@ Args ParseArgs(int argc, char** argv) {
   }
   if (a.swf.empty()) Usage("--swf PATH is required (try --help)");
   if (a.mode != "replay" && a.mode != "simulate") Usage("--mode must be replay or simulate");
+  if (a.mode == "replay") {
+    // Replay takes the machine and the times from the log: these were
+    // ignored without a word.
+    for (const char* flag : {"nodes", "local-load", "seed"}) {
+      if (cl.Has(flag)) {
+        Usage(absl::StrCat("--", flag,
+                           " is for --mode simulate (replay takes the machine and the times "
+                           "from the log)"));
+      }
+    }
+  }
   if (a.on_malformed != "reject" && a.on_malformed != "skip") Usage("--on-malformed must be reject or skip");
   if (a.nodes < 1) Usage("--nodes must be >= 1");
   if (a.local_load < 0 || a.local_load > 100) Usage("--local-load must be a percentage 0..100");

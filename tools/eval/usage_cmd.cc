@@ -67,7 +67,7 @@ options:
   --trace PATH          trace file or directory (required)
   --format NAME         auto (default), canonical, gwa, availability-matrix
   --json OUT            write the full results as JSON to OUT
-  --max-hosts N         use only the first N hosts (default all)
+  --max-hosts N         use only the first N hosts (default 0 = all)
   --downtime POLICY     discard | full-use (default: full-use for
                         availability matrices, discard otherwise)
   --clusters K          number of use classes, 1..1000 (default 5)
@@ -107,7 +107,8 @@ at most 1e8 (300 hosts x 3 years); beyond, the run is refused (exit 2).
 // Largest usage grids (traces::CheckGridSize): 10,000 days per host and over
 // the whole trace (the day clustering is quadratic in days: 11,600 days took
 // 25 s), 1e8 bins in all (about 4 GB with the resampling buffers).
-constexpr traces::GridLimits kUsageBinLimits{10000.0 * 288, 10000.0 * 288, 1e8, 10000.0 * 86400};
+constexpr traces::GridLimits kUsageBinLimits{10000.0 * 288 + 1, 10000.0 * 288 + 1, 1e8,
+                                              10000.0 * 86400};
 
 constexpr double kTrainFraction = 0.6;
 constexpr int kPoolSize = 15;
@@ -170,7 +171,7 @@ Args ParseArgs(int argc, char** argv) {
     } else if (key == "--json") {
       a.json_out = value;
     } else if (key == "--max-hosts") {
-      a.max_hosts = static_cast<int>(to_int(1, INT32_MAX));
+      a.max_hosts = static_cast<int>(to_int(0, INT32_MAX));
     } else if (key == "--downtime") {
       auto p = usage::ParseDowntimePolicy(value);
       if (!p.ok()) Usage(std::string(p.status().message()));

@@ -820,6 +820,11 @@ TEST(CheckGridSizeTest, RefusesAbsurdSpans) {
   const GridLimits limits{1e6, 1e6, 1.5e6, 1e9};
   // A year at 300 s: 105,121 points.
   EXPECT_TRUE(CheckGridSize({host("a", {0, 31536000}), host("b", {})}, 300, limits, "x").ok());
+  // Limits count points: N steps are N + 1 points, so a limit of "1e6 steps"
+  // is 1e6 + 1 (usage's 10,000 days refused exactly 10,000 days).
+  const GridLimits steps{1e6 + 1, 1e6 + 1, 1.5e6, 1e9};
+  EXPECT_TRUE(CheckGridSize({host("a", {0, 300000000})}, 300, steps, "x").ok());
+  EXPECT_FALSE(CheckGridSize({host("a", {0, 300000300})}, 300, steps, "x").ok());
   // Above the span limit no step helps: the message says so and does not
   // advise a larger --step.
   absl::Status st = CheckGridSize({host("a", {-100000000000, 100000000000})}, 300, limits,
@@ -836,7 +841,7 @@ TEST(CheckGridSizeTest, RefusesAbsurdSpans) {
   st = CheckGridSize({host("a", {0, 900000000})}, 300, limits, "pass a larger --step");
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(std::string(st.message()),
-              ::testing::HasSubstr("3e+06 grid points of 300 s, above the limit of 1e+06 per "
+              ::testing::HasSubstr("3000001 grid points of 300 s, above the limit of 1000000 per "
                                    "host; pass a larger --step"));
   // Each host is short; together they span 2e11 s (the global outage grid).
   st = CheckGridSize({host("a", {0, 300}), host("b", {200000000000})}, 300, limits, "cut it");
@@ -847,8 +852,9 @@ TEST(CheckGridSizeTest, RefusesAbsurdSpans) {
                      "pass a larger --step");
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(std::string(st.message()),
-              ::testing::HasSubstr("the trace spans 9e+08 s (0 to 900000000): 3e+06 grid points "
-                                   "of 300 s, above the limit of 1e+06; pass a larger --step"));
+              ::testing::HasSubstr("the trace spans 9e+08 s (0 to 900000000): 3000001 grid "
+                                   "points of 300 s, above the limit of 1000000; pass a larger "
+                                   "--step"));
   // A coarse step does not make a 2e9 s span acceptable.
   EXPECT_FALSE(CheckGridSize({host("a", {0, 2000000000})}, 3600, limits, "").ok());
   // Extreme int64 timestamps do not overflow.
