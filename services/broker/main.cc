@@ -42,8 +42,9 @@ ABSL_FLAG(int64_t, horizon_seconds, 86400,
           "days, at most 7 days");
 ABSL_FLAG(int64_t, curve_resolution_seconds, 300, "spacing of the TR curve points requested");
 ABSL_FLAG(std::string, data_dir, "",
-          "RocksDB directory of the job queue (created when missing); empty = the queue is kept "
-          "in memory and lost when the broker stops");
+          "RocksDB directory of the job queue (created when missing; an existing one must be empty "
+          "or hold a RocksDB database); empty = the queue is kept in memory and lost when the "
+          "broker stops");
 ABSL_FLAG(int, max_queued_jobs, sojourn::broker::kDefaultMaxQueuedJobs,
           "SubmitJob refuses a job beyond this many queued (waiting + running) jobs");
 ABSL_FLAG(std::string, job_selection, "fcfs",
@@ -76,6 +77,7 @@ int main(int argc, char** argv) {
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
   options.port_file = absl::GetFlag(FLAGS_port_file);
+  const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
   if (!sojourn::FlagsOk({
           sojourn::IntFlagInRange("--heartbeat_ttl_seconds",
                                   absl::GetFlag(FLAGS_heartbeat_ttl_seconds), 1, kMax),
@@ -103,6 +105,12 @@ int main(int argc, char** argv) {
           sojourn::IntFlagInRange("--history_retry_seconds",
                                   absl::GetFlag(FLAGS_history_retry_seconds), 1, 86400),
           sojourn::ValidateServerOptions(options),
+          // Empty: the queue is kept in memory. Otherwise the state manager's
+          // --db_path checks: RocksDB would fail with an INTERNAL error on a
+          // file or an uncreatable path, and scatter its files among someone
+          // else's in a directory without a database.
+          data_dir.empty() ? absl::OkStatus()
+                           : sojourn::CheckDatabaseDirectory(data_dir, "--data_dir"),
       })) {
     return sojourn::kExitUsage;
   }
@@ -121,8 +129,8 @@ int main(int argc, char** argv) {
     return sojourn::kExitUsage;
   }
   qc.policy.set_mpl_limit(absl::GetFlag(FLAGS_mpl_limit));
-  auto queue = sojourn::broker::JobQueue::Open(absl::GetFlag(FLAGS_data_dir),
-                                               absl::GetFlag(FLAGS_max_queued_jobs));
+  auto queue =
+      sojourn::broker::JobQueue::Open(data_dir, absl::GetFlag(FLAGS_max_queued_jobs));
   if (!queue.ok()) {
     SOJOURN_LOG(ERROR, "--data_dir: %s", queue.status().ToString());
     return 1;

@@ -8,7 +8,9 @@
 # exited 1 with "UNAVAILABLE: cannot open RocksDB", statemgr scattered RocksDB
 # files into a directory of someone else's files, broker --predictor=:99999
 # and predictor --broker=:99999 started, and several checks printed one
-# combined message for many flags.
+# combined message for many flags. A later audit found broker --data_dir
+# unchecked: a file or /proc/nope/db exited 1 with an INTERNAL RocksDB
+# error, and a directory of other files got a RocksDB among them.
 #
 # Accepted: each service still serves on --listen=127.0.0.1:0 (the port it
 # logs is the one in --port_file and accepts a connection), a second instance
@@ -84,6 +86,11 @@ refused broker "^E .*--history_retry_seconds must be in \[1, 86400\], got 0$" --
 refused broker "--predictor '127\.0\.0\.1:99999': the port must be in \[1, 65535\]" \
   --predictor=127.0.0.1:99999
 refused broker "--predictor is required" --predictor=
+refused broker "--data_dir: '$tmp/file' exists and is not a directory" --data_dir="$tmp/file"
+refused broker "--data_dir: '/proc/nope/db' cannot be created: its parent directory '/proc/nope'" \
+  --data_dir=/proc/nope/db
+refused broker "--data_dir: '$tmp/foreign' holds other files but no RocksDB database" \
+  --data_dir="$tmp/foreign"
 
 refused predictor "--broker '127\.0\.0\.1:99999': the port must be in \[1, 65535\]" \
   --broker=127.0.0.1:99999
@@ -119,7 +126,7 @@ refused statemgr "--db_path: '$tmp/missing/db' cannot be created: its parent dir
 refused statemgr "--db_path: '$tmp/foreign' holds other files but no RocksDB database" \
   --db_path="$tmp/foreign"
 if [ "$(ls "$tmp/foreign")" != "notes.txt" ]; then
-  fail "a refused --db_path got files: $(ls "$tmp/foreign" | tr '\n' ' ')"
+  fail "a refused --db_path / --histdb_path / --data_dir got files: $(ls "$tmp/foreign" | tr '\n' ' ')"
 fi
 if [ -e "$tmp/statemgr-db" ] || [ -e "$tmp/histdb" ]; then
   fail "a refused start created a database directory"
@@ -188,6 +195,11 @@ done
 served statemgr --db_path="$tmp/statemgr-db"
 served statemgr --db_path="$tmp/empty/"
 [ -e "$tmp/empty/CURRENT" ] || fail "statemgr did not create its RocksDB in an empty --db_path"
+# The same for the broker's --data_dir: a new directory, then the RocksDB job
+# queue the first run left in it.
+served broker --data_dir="$tmp/broker-jobs"
+[ -e "$tmp/broker-jobs/CURRENT" ] || fail "broker did not create its RocksDB in --data_dir"
+served broker --data_dir="$tmp/broker-jobs"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"
