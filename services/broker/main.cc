@@ -96,9 +96,11 @@ int main(int argc, char** argv) {
           sojourn::IntFlagInRange("--load_history_seconds",
                                   absl::GetFlag(FLAGS_load_history_seconds), 0, kMax,
                                   "(0 = no load forecast)"),
-          // RankHosts cannot work without a predictor: dialing "" or port
-          // 99999 (gRPC: 34463) fails or reaches someone else on every call.
-          sojourn::ValidateAddress(absl::GetFlag(FLAGS_predictor), "--predictor"),
+          // RankHosts cannot work without a predictor: dialing "", port
+          // 99999 (gRPC: 34463) or a bare "localhost" (gRPC: port 443) fails
+          // or reaches someone else on every call. HOST:PORT or a target with
+          // a scheme, as the sojourn CLI dials it.
+          sojourn::ValidateDialAddress(absl::GetFlag(FLAGS_predictor), "--predictor"),
           sojourn::IntFlagInRange("--max_queued_jobs", absl::GetFlag(FLAGS_max_queued_jobs), 1,
                                   1000000),
           sojourn::IntFlagInRange("--mpl_limit", absl::GetFlag(FLAGS_mpl_limit), 1, 1000),

@@ -164,8 +164,11 @@ int main(int argc, char** argv) {
     gethostname(buf, sizeof(buf) - 1);
     host = buf;
   }
-  for (absl::Status s : {sojourn::ValidateHostName(host, "--host"),
-                         sojourn::ValidateAddress(absl::GetFlag(FLAGS_statemgr), "--statemgr")}) {
+  // A bare "localhost" would be dialed on port 443: samples would only pile
+  // up in the buffer.
+  for (absl::Status s :
+       {sojourn::ValidateHostName(host, "--host"),
+        sojourn::ValidateDialAddress(absl::GetFlag(FLAGS_statemgr), "--statemgr")}) {
     if (!s.ok()) {
       SOJOURN_LOG(ERROR, "%s", s.message());
       return 2;

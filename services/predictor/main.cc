@@ -90,8 +90,9 @@ int main(int argc, char** argv) {
                                   absl::GetFlag(FLAGS_max_clock_skew_seconds), 0,
                                   std::numeric_limits<int64_t>::max()),
           // Empty: requests must name their state manager. Port 99999 would
-          // be dialed as 34463 (gRPC takes it modulo 65536).
-          broker.empty() ? absl::OkStatus() : sojourn::ValidateAddress(broker, "--broker"),
+          // be dialed as 34463 (gRPC takes it modulo 65536), a bare
+          // "localhost" on port 443.
+          broker.empty() ? absl::OkStatus() : sojourn::ValidateDialAddress(broker, "--broker"),
           sojourn::ValidateServerOptions(options),
           histdb_path.empty() ? absl::OkStatus()
                               : sojourn::CheckDatabaseDirectory(histdb_path, "--histdb_path"),

@@ -114,7 +114,9 @@ int main(int argc, char** argv) {
                                   absl::GetFlag(FLAGS_silence_check_seconds), 1, 3600),
           sojourn::IntFlagInRange("--max_watch_queue", absl::GetFlag(FLAGS_max_watch_queue), 1,
                                   10'000'000),
-          broker.empty() ? absl::OkStatus() : sojourn::ValidateAddress(broker, "--broker"),
+          // Empty: no broker. A bare "localhost" would be dialed on port 443
+          // and every registration would fail in the background.
+          broker.empty() ? absl::OkStatus() : sojourn::ValidateDialAddress(broker, "--broker"),
           advertise.empty() ? absl::OkStatus()
                             : sojourn::ValidateHostPortAddress(advertise, "--advertise_address"),
           sojourn::ValidateServerOptions(options),

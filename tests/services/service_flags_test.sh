@@ -10,7 +10,9 @@
 # and predictor --broker=:99999 started, and several checks printed one
 # combined message for many flags. A later audit found broker --data_dir
 # unchecked: a file or /proc/nope/db exited 1 with an INTERNAL RocksDB
-# error, and a directory of other files got a RocksDB among them.
+# error, and a directory of other files got a RocksDB among them; and a peer
+# address without a port (statemgr --broker=localhost, broker
+# --predictor=localhost: gRPC dials port 443) started.
 #
 # Accepted: each service still serves on --listen=127.0.0.1:0 (the port it
 # logs is the one in --port_file and accepts a connection), a second instance
@@ -86,6 +88,10 @@ refused broker "^E .*--history_retry_seconds must be in \[1, 86400\], got 0$" --
 refused broker "--predictor '127\.0\.0\.1:99999': the port must be in \[1, 65535\]" \
   --predictor=127.0.0.1:99999
 refused broker "--predictor is required" --predictor=
+# A peer address without a port: gRPC would dial port 443.
+refused broker "--predictor 'localhost' is not HOST:PORT \(no port" --predictor=localhost
+refused broker "--predictor 'predictor:7402x' is not HOST:PORT \(the port must be a number" \
+  --predictor=predictor:7402x
 refused broker "--data_dir: '$tmp/file' exists and is not a directory" --data_dir="$tmp/file"
 refused broker "--data_dir: '/proc/nope/db' cannot be created: its parent directory '/proc/nope'" \
   --data_dir=/proc/nope/db
@@ -94,6 +100,7 @@ refused broker "--data_dir: '$tmp/foreign' holds other files but no RocksDB data
 
 refused predictor "--broker '127\.0\.0\.1:99999': the port must be in \[1, 65535\]" \
   --broker=127.0.0.1:99999
+refused predictor "--broker 'localhost' is not HOST:PORT \(no port" --broker=localhost
 refused predictor "^E .*--utc_offset_seconds must be in \[-50400, 50400\].*got 999999$" \
   --utc_offset_seconds=999999
 refused predictor "^E .*--history_days must be in \[0, 3650\].*got 99999999$" \
@@ -116,6 +123,7 @@ refused statemgr "^E .*--th2 must be a number in \[--th1, 1\] = \[0\.7, 1\], got
 refused statemgr "^E .*--usage_clusters must be in \[1, 100\], got 0$" --usage_clusters=0
 refused statemgr "^E .*--utc_offset_seconds must be in .*got 50401$" --utc_offset_seconds=50401
 refused statemgr "--broker '127\.0\.0\.1:99999': the port must be in" --broker=127.0.0.1:99999
+refused statemgr "--broker 'localhost' is not HOST:PORT \(no port" --broker=localhost
 refused statemgr "--advertise_address 'localhost' is not HOST:PORT" --advertise_address=localhost
 refused statemgr "--db_path is empty" --db_path=
 refused statemgr "--db_path: '$tmp/file' exists and is not a directory" --db_path="$tmp/file"
@@ -137,6 +145,8 @@ fi
 refused monitor "^E .*--th1 must be a number in \(0, 1\], got 0$" --th1=0
 refused monitor "^E .*--th2 must be a number in \[--th1, 1\] = \[0\.2, 1\], got 1\.5$" --th2=1.5
 refused monitor "^E .*--grace_seconds must be in \[0, 31536000\].*got -1$" --grace_seconds=-1
+refused monitor "--statemgr 'localhost' is not HOST:PORT \(no port" --statemgr=localhost
+refused monitor "--statemgr is required" --statemgr=
 
 # Accepted: serve on port 0, refuse a second instance on the port taken.
 # served SERVICE [FLAG...]
@@ -200,6 +210,15 @@ served statemgr --db_path="$tmp/empty/"
 served broker --data_dir="$tmp/broker-jobs"
 [ -e "$tmp/broker-jobs/CURRENT" ] || fail "broker did not create its RocksDB in --data_dir"
 served broker --data_dir="$tmp/broker-jobs"
+
+# Peer addresses as the sojourn CLI dials them: HOST:PORT, or a gRPC target
+# with a scheme (nothing listens there: the services start all the same and
+# retry in the background); empty where it means none.
+served statemgr --broker="dns:///127.0.0.1:1"
+served predictor --broker="unix:$tmp/no-broker.sock"
+served predictor --broker=
+served broker --predictor="unix:$tmp/no-predictor.sock"
+served monitor --statemgr="dns:///localhost:1"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"
