@@ -52,7 +52,8 @@ ABSL_FLAG(int64_t, stable_seconds, 60,
 ABSL_FLAG(int64_t, revocation_gap_seconds, 60,
           "with --adaptive_period: the state manager's --revocation_gap_seconds, which "
           "--max_period_seconds must stay below");
-ABSL_FLAG(std::string, proc_root, "/proc", "where to read /proc from");
+ABSL_FLAG(std::string, proc_root, "/proc",
+          "where to read /proc from (its stat and meminfo must be readable)");
 ABSL_FLAG(bool, gateway, false,
           "act on registered guest processes after each sample, as an FGCS gateway does: "
           "renice to 19 in S2, suspend during a load spike above --th2, resume when it ends, "
@@ -174,6 +175,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // Every sample reads <proc_root>/stat and /meminfo: without them the
+  // monitor would run, serve and only log a sampling error every period.
+  sojourn::monitor::ProcSampler sampler(absl::GetFlag(FLAGS_proc_root));
+  if (absl::StatusOr<sojourn::monitor::ProcCounters> first = sampler.Read({}); !first.ok()) {
+    SOJOURN_LOG(ERROR, "--proc_root: %s", first.status().message());
+    return 2;
+  }
   if (const std::string spool = absl::GetFlag(FLAGS_spool_path); !spool.empty()) {
     // The spool is rewritten through <spool>.tmp and a rename: both the file
     // and its directory must be writable, or samples would be kept in memory
@@ -186,7 +194,6 @@ int main(int argc, char** argv) {
     }
   }
   sojourn::Clock& clock = sojourn::Clock::Real();
-  sojourn::monitor::ProcSampler sampler(absl::GetFlag(FLAGS_proc_root));
   sojourn::monitor::SenderConfig sc;
   sc.host = host;
   sc.statemgr_address = absl::GetFlag(FLAGS_statemgr);

@@ -35,7 +35,9 @@ absl::StatusOr<ProcCounters> ProcSampler::Read(const std::set<int>& guest_pids) 
       // guest/guest_nice are already inside user/nice: sum fields 1..8 only.
       for (size_t i = 1; i < f.size() && i <= 8; ++i) {
         uint64_t v = 0;
-        if (!absl::SimpleAtoi(f[i], &v)) return absl::DataLossError("malformed /proc/stat");
+        if (!absl::SimpleAtoi(f[i], &v)) {
+          return absl::DataLossError(absl::StrCat("malformed ", proc_root_, "/stat"));
+        }
         c.total_ticks += v;
         if (i == 4 || i == 5) c.idle_ticks += v;
       }
@@ -43,7 +45,9 @@ absl::StatusOr<ProcCounters> ProcSampler::Read(const std::set<int>& guest_pids) 
       ++c.cpus;
     }
   }
-  if (c.total_ticks == 0) return absl::DataLossError("no cpu line in /proc/stat");
+  if (c.total_ticks == 0) {
+    return absl::DataLossError(absl::StrCat("no cpu line in ", proc_root_, "/stat"));
+  }
   auto meminfo = ReadFile(proc_root_ + "/meminfo");
   if (!meminfo.ok()) return meminfo.status();
   for (absl::string_view line : absl::StrSplit(*meminfo, '\n')) {

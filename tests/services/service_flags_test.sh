@@ -12,7 +12,8 @@
 # unchecked: a file or /proc/nope/db exited 1 with an INTERNAL RocksDB
 # error, and a directory of other files got a RocksDB among them; and a peer
 # address without a port (statemgr --broker=localhost, broker
-# --predictor=localhost: gRPC dials port 443) started.
+# --predictor=localhost: gRPC dials port 443) started, as did a monitor with
+# --proc_root=/nonexistent (logging a sampling error every period).
 #
 # Accepted: each service still serves on --listen=127.0.0.1:0 (the port it
 # logs is the one in --port_file and accepts a connection), a second instance
@@ -26,8 +27,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 touch "$tmp/file"
-mkdir "$tmp/foreign" "$tmp/empty"
+mkdir "$tmp/foreign" "$tmp/empty" "$tmp/stat-dir" "$tmp/stat-dir/stat" "$tmp/fake-proc"
 echo "not a database" >"$tmp/foreign/notes.txt"
+# A /proc as the monitor reads it (services/monitor/proc_sampler.cc).
+printf 'cpu  100 0 50 800 10 0 0 0 0 0\ncpu0 100 0 50 800 10 0 0 0 0 0\n' >"$tmp/fake-proc/stat"
+printf 'MemTotal: 8388608 kB\nMemAvailable: 4194304 kB\n' >"$tmp/fake-proc/meminfo"
+mkdir "$tmp/no-meminfo" && cp "$tmp/fake-proc/stat" "$tmp/no-meminfo/stat"
 
 fail() {
   echo "FAIL: $*"
@@ -147,6 +152,12 @@ refused monitor "^E .*--th2 must be a number in \[--th1, 1\] = \[0\.2, 1\], got 
 refused monitor "^E .*--grace_seconds must be in \[0, 31536000\].*got -1$" --grace_seconds=-1
 refused monitor "--statemgr 'localhost' is not HOST:PORT \(no port" --statemgr=localhost
 refused monitor "--statemgr is required" --statemgr=
+# Every sample reads <proc_root>/stat and /meminfo: a monitor without them
+# used to serve and log a sampling error every period.
+refused monitor "^E .*--proc_root: cannot read /nonexistent/stat$" --proc_root=/nonexistent
+refused monitor "^E .*--proc_root: cannot read $tmp/foreign/stat$" --proc_root="$tmp/foreign"
+refused monitor "^E .*--proc_root: no cpu line in $tmp/stat-dir/stat$" --proc_root="$tmp/stat-dir"
+refused monitor "^E .*--proc_root: cannot read $tmp/no-meminfo/meminfo$" --proc_root="$tmp/no-meminfo"
 
 # Accepted: serve on port 0, refuse a second instance on the port taken.
 # served SERVICE [FLAG...]
@@ -219,6 +230,8 @@ served predictor --broker="unix:$tmp/no-broker.sock"
 served predictor --broker=
 served broker --predictor="unix:$tmp/no-predictor.sock"
 served monitor --statemgr="dns:///localhost:1"
+# A directory laid out like /proc, as the monitor's tests use.
+served monitor --proc_root="$tmp/fake-proc"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"
