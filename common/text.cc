@@ -135,6 +135,9 @@ absl::Status ValidateHostAttributes(absl::string_view host, double cpu_mhz, int6
 }
 
 absl::Status ValidateDialAddress(absl::string_view address, absl::string_view field) {
+  // dns:///HOST:PORT is HOST:PORT resolved by gRPC's DNS resolver, which
+  // dials port 443 when none is given, as for a bare host.
+  if (absl::StartsWith(address, "dns:///")) return ValidateHostPortAddress(address, field);
   const bool scheme =
       absl::StartsWith(address, "unix:") || absl::StartsWith(address, "unix-abstract:") ||
       absl::StartsWith(address, "dns:") || absl::StartsWith(address, "ipv4:") ||

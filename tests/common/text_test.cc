@@ -82,6 +82,21 @@ TEST(ValidateHostPortAddressTest, HostAndPortOnly) {
   }
 }
 
+// What the CLIs, sojourn-replay and the services' peer flags dial: HOST:PORT
+// or a gRPC target with a scheme; dns:/// needs a port too (gRPC's DNS
+// resolver would dial 443, as for a bare host).
+TEST(ValidateDialAddressTest, PortsWhereGrpcWouldGuessOne) {
+  for (const char* ok : {"127.0.0.1:7401", "dns:///localhost:7401", "unix:/run/sojourn/b.sock",
+                         "ipv4:127.0.0.1:7401"}) {
+    EXPECT_TRUE(ValidateDialAddress(ok, "--broker").ok()) << ok;
+  }
+  for (const char* bad : {"localhost", "dns:///localhost", "dns:///h:", "dns:///h:99999"}) {
+    absl::Status s = ValidateDialAddress(bad, "--broker");
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad;
+    EXPECT_NE(s.message().find("--broker"), std::string::npos) << s.message();
+  }
+}
+
 TEST(ValidateAddressTest, BoundedWithoutWhitespace) {
   EXPECT_TRUE(ValidateAddress("127.0.0.1:7403", "statemgr_address").ok());
   EXPECT_TRUE(ValidateAddress("unix:/run/sojourn/statemgr.sock", "a").ok());
