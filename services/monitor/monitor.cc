@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <map>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -300,6 +302,13 @@ absl::Status Monitor::RegisterGuest(int pid) {
   if (pid == 1 || pid == getpid()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "pid ", pid, pid == 1 ? " is init" : " is this monitor", ", not a guest job"));
+  }
+  // Nor one of the monitor's threads (a thread id is a pid to kill(2)): the
+  // gateway would stop (SIGSTOP), renice or end the monitor itself. The real
+  // /proc, whatever --proc_root samples.
+  if (std::error_code ec; std::filesystem::exists(absl::StrCat("/proc/self/task/", pid), ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pid ", pid, " is a thread of this monitor, not a guest job"));
   }
   // Looked up where the samples read it (--proc_root), so that a guest
   // registered here is one the next sample keeps (PruneGuests).

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -241,6 +243,25 @@ class MonitorGuestsTest : public ::testing::Test {
   std::unique_ptr<GrpcServer> server_;
   std::unique_ptr<v1::Monitor::Stub> stub_;
 };
+
+// The monitor's own threads are no guests: the gateway would SIGSTOP the
+// monitor through one (a gRPC audit froze a --gateway monitor so). This test
+// process is the monitor here; its gRPC server runs threads of its own.
+TEST_F(MonitorGuestsTest, RefusesTheMonitorsOwnThreads) {
+  std::vector<int> threads;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    const int tid = std::stoi(e.path().filename().string());
+    if (tid != getpid()) threads.push_back(tid);
+  }
+  ASSERT_FALSE(threads.empty());
+  for (int tid : threads) {
+    const grpc::Status s = Register(tid);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << tid;
+    EXPECT_THAT(s.error_message(), ::testing::HasSubstr("is a thread of this monitor")) << tid;
+  }
+  EXPECT_EQ(Register(getpid()).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(StatusPids().empty());
+}
 
 // The audit's case with the gateway off: 200 guests registered, then they
 // exit. Before, GetStatus listed all 200 forever; now each sample drops the
