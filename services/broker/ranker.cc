@@ -156,11 +156,16 @@ absl::StatusOr<sojourn::v1::RankHostsResponse> Ranker::Rank(
   if (job.duration_seconds() > kMaxSeconds) {
     return absl::InvalidArgumentError("job duration_seconds must be at most 7 days");
   }
-  if (!(job.cpu_share_ratio() >= 0) || !(job.memory_mb() >= 0) || !(job.min_cpu_mhz() >= 0) ||
-      !std::isfinite(job.cpu_share_ratio()) || !std::isfinite(job.memory_mb()) ||
-      !std::isfinite(job.min_cpu_mhz())) {
-    return absl::InvalidArgumentError(
-        "cpu_share_ratio, memory_mb and min_cpu_mhz must be finite and >= 0");
+  // At most what a registered host can have (ValidateHostAttributes: 1e6
+  // cores, 1e12 MB, 1e6 MHz): cpu_share_ratio 1e308 ranked hosts of unknown
+  // size first with an infinite completion time.
+  if (!(job.cpu_share_ratio() >= 0 && job.cpu_share_ratio() <= 1e6) ||
+      !(job.memory_mb() >= 0 && job.memory_mb() <= 1e12) ||
+      !(job.min_cpu_mhz() >= 0 && job.min_cpu_mhz() <= 1e6)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cpu_share_ratio, memory_mb and min_cpu_mhz must be finite, >= 0 and at most 1e6, 1e12 "
+        "and 1e6; got ",
+        job.cpu_share_ratio(), ", ", job.memory_mb(), ", ", job.min_cpu_mhz()));
   }
   auto policy = scheduling::ParsePolicy(request.policy());
   if (!policy.ok()) return policy.status();

@@ -372,7 +372,18 @@ TEST_F(RankerTest, RejectsMalformedJobs) {
   EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(0), {Host("a")}).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(60, "", -1), {Host("a")}).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(60, "astrology"), {Host("a")}).status()));
+  // Beyond any registrable host (a gRPC audit: 1e308 ranked hosts of unknown
+  // size first with an infinite completion time).
+  EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(60, "", 0, 1e308), {Host("a")}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(60, "", 0, 1e6 + 1), {Host("a")}).status()));
+  auto big_mhz = Job(60);
+  big_mhz.mutable_job()->set_min_cpu_mhz(1e308);
+  EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(big_mhz, {Host("a")}).status()));
+  auto big_mem = Job(60);
+  big_mem.mutable_job()->set_memory_mb(2e12);
+  EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(big_mem, {Host("a")}).status()));
   EXPECT_TRUE(tr_.requests.empty());
+  EXPECT_TRUE(ranker.Rank(Job(60, "", 0, 1e6), {Host("a")}).ok());
 }
 
 // A TrSource whose predictor cannot be reached for the hosts in `down`
