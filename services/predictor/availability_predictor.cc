@@ -256,7 +256,17 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
       host_stats, *init, M, config_.estimator, prior.get(), age_seconds, band_ratio);
   const double tr = p.tr.empty() ? 0.0 : std::clamp(p.tr.back(), 0.0, 1.0);
   out.set_tr_ratio(tr);
-  out.set_mttf_seconds(p.mttf_seconds);
+  // The integral of TR over the window: the curve's last step may end after
+  // the window (a window that is no multiple of the host's grid step, or
+  // shorter than one step), and only its part inside the window counts, or
+  // the MTTF of a 1 h window on a host sampled daily was 24 h.
+  double mttf = p.mttf_seconds;
+  if (const int64_t overshoot = int64_t{M} * step - request.window_seconds(); overshoot > 0) {
+    const double tr_last_step_start =
+        M >= 2 && p.tr.size() >= static_cast<size_t>(M - 1) ? p.tr[M - 2] : 1.0;
+    mttf -= tr_last_step_start * static_cast<double>(overshoot);
+  }
+  out.set_mttf_seconds(std::clamp(mttf, 0.0, static_cast<double>(request.window_seconds())));
   out.set_history_windows(stats_resp.whole_history_fallback() ? 0 : p.windows_used);
   if (!stats_resp.whole_history_fallback()) {
     // Counts of whole windows (the statemgr ships them as doubles).

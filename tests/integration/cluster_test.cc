@@ -460,6 +460,21 @@ TEST_F(ClusterTest, PredictAvailabilityReturnsCurve) {
   // 10 same-clock weekday windows, plus those an hour earlier and later.
   EXPECT_GE(resp.history_windows(), 10);
   EXPECT_FALSE(resp.low_history()) << resp.initial_state();
+  // The MTTF is the integral of TR over the window, also when the window is
+  // no multiple of the 300 s grid step or shorter than one step (it was the
+  // whole last step: 300 s for a 100 s window).
+  for (int64_t window : {100, 1000, 3 * 3600}) {
+    grpc::ClientContext c;
+    req.set_window_seconds(window);
+    req.set_curve_points(100);
+    v1::PredictAvailabilityResponse r;
+    ASSERT_TRUE(predictor_stub_->PredictAvailability(&c, req, &r).ok()) << window;
+    EXPECT_EQ(r.step_seconds(), 300);
+    EXPECT_LE(r.mttf_seconds(), static_cast<double>(window)) << window;
+    EXPECT_GE(r.mttf_seconds(), r.tr_ratio() * static_cast<double>(window)) << window;
+    EXPECT_EQ(r.curve_size(), std::min<int64_t>(100, (window + 299) / 300)) << window;
+    EXPECT_EQ(r.curve(r.curve_size() - 1).offset_seconds(), window) << window;
+  }
 }
 
 // Malformed requests get INVALID_ARGUMENT / NOT_FOUND with a message and the
