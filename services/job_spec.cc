@@ -1,10 +1,24 @@
 #include "services/job_spec.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 
 namespace sojourn {
 
+absl::Status CheckRecordedJobId(int64_t job_id) {
+  if (job_id > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "job_id must be > 0 for a job the queue or the job history keeps, got ", job_id));
+}
+
+absl::Status CheckJobId(int64_t job_id) {
+  if (job_id >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("job_id must be >= 0 (0 = a job without an id), got ", job_id));
+}
+
 absl::Status CheckJobSpec(const v1::JobSpec& p, int64_t latest_unix) {
+  RETURN_IF_ERROR(CheckJobId(p.job_id()));
   if (p.procs() < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("job ", p.job_id(), ": procs must be >= 1, got ", p.procs()));

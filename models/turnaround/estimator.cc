@@ -7,9 +7,11 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "models/turnaround/cluster_model.h"
 
@@ -651,30 +653,67 @@ const char* KernelName(Kernel k) {
   return "?";
 }
 
+absl::Status CheckSelfInSnapshot(const char* what, int64_t job_id,
+                                 const ClusterSnapshot& snapshot, const RunningJob* started) {
+  if (job_id <= 0) return absl::OkStatus();
+  auto listed = [what, job_id, started](const char* where) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job ", job_id, " is the job ", what, " and is also among the snapshot's ", where,
+        started == nullptr ? " jobs (the snapshot must not hold the job itself)"
+                           : " jobs (a job started is no longer waiting)"));
+  };
+  for (const RunningJob& r : snapshot.running) {
+    if (r.spec.job_id != job_id) continue;
+    if (started == nullptr) return listed("running");
+    std::vector<int32_t> listed_nodes = r.nodes, event_nodes = started->nodes;
+    std::sort(listed_nodes.begin(), listed_nodes.end());
+    std::sort(event_nodes.begin(), event_nodes.end());
+    if (r.start_time != started->start_time || listed_nodes != event_nodes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job ", job_id, " is the job ", what, " at ", started->start_time, " on nodes [",
+          absl::StrJoin(started->nodes, ","), "], but the snapshot's running jobs list it started at ",
+          r.start_time, " on nodes [", absl::StrJoin(r.nodes, ","), "]"));
+    }
+  }
+  for (const JobSpec& w : snapshot.waiting) {
+    if (w.job_id == job_id) return listed("waiting");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateRequest(const EstimateRequest& request) {
   const ClusterSnapshot& s = request.snapshot;
   if (request.job.procs < 1) return absl::InvalidArgumentError("job needs at least one task");
   if (s.nodes.empty()) return absl::InvalidArgumentError("cluster snapshot has no nodes");
-  // The job estimated is not in the snapshot yet: listed there too, it would
-  // be simulated twice (or, waiting, dropped from its place in the queue).
-  const int64_t id = request.job.job_id;
-  auto listed = [id](const char* where) {
+  // Subtracted, not added: a submit near INT64_MIN must not overflow.
+  if (request.job.submit_time < s.now && s.now - request.job.submit_time > kMaxWaitSeconds) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "job ", id, " is the job estimated and is also among the snapshot's ", where,
-        " jobs (the snapshot must not hold the job itself)"));
-  };
+        "job ", request.job.job_id, ": submitted at ", request.job.submit_time, ", ",
+        s.now - request.job.submit_time, " s before the snapshot's now ", s.now,
+        "; a job estimated may have waited at most ", kMaxWaitSeconds, " s (a year)"));
+  }
+  RETURN_IF_ERROR(CheckSelfInSnapshot("estimated", request.job.job_id, s));
+  const int64_t nodes = static_cast<int64_t>(s.nodes.size());
   for (const RunningJob& r : s.running) {
-    if (id > 0 && r.spec.job_id == id) return listed("running");
     for (int32_t n : r.nodes) {
-      if (n < 0 || n >= static_cast<int32_t>(s.nodes.size())) {
+      if (n < 0 || n >= nodes) {
         return absl::InvalidArgumentError(
             absl::StrCat("running job ", r.spec.job_id, " is on node ", n, " outside the snapshot"));
       }
     }
   }
   for (const JobSpec& w : s.waiting) {
-    if (id > 0 && w.job_id == id) return listed("waiting");
     if (w.procs < 1) return absl::InvalidArgumentError(absl::StrCat("waiting job ", w.job_id, " has no task"));
+    // What the kernels answer for the job estimated (FailedPrecondition, "can
+    // never start") holds for a waiting job too; in the snapshot it is a
+    // contradiction, not a question: the job would never leave the queue
+    // (under FCFS holding every job behind it), so its queue is not one a
+    // scheduler of these nodes keeps. The broker leaves such jobs out.
+    if (w.procs > nodes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "waiting job ", w.job_id, " needs ", w.procs, " nodes (one task per node) and the "
+          "snapshot has ", nodes, ": it could never start"));
+    }
   }
   return absl::OkStatus();
 }

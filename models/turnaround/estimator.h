@@ -170,10 +170,27 @@ class TurnaroundEstimator {
 };
 
 // Validates a request: procs >= 1, a snapshot with nodes, running jobs' node
-// indices inside it, waiting jobs with procs >= 1, and the job itself
-// (job_id > 0; ids <= 0 name no job) neither running nor waiting in the
-// snapshot. InvalidArgument otherwise.
+// indices inside it, waiting jobs with procs in [1, the snapshot's nodes] (a
+// larger one could never start; the target's own procs beyond the nodes is
+// FailedPrecondition from the kernels: that is the answer), the job
+// submitted at most kMaxWaitSeconds before the snapshot's now, and the job
+// itself not in the snapshot (CheckSelfInSnapshot). InvalidArgument
+// otherwise, naming the job.
 absl::Status ValidateRequest(const EstimateRequest& request);
+
+// The job a request or event is about (`what`: "estimated", "submitted",
+// "started") in the snapshot that goes with it; ids <= 0 name no job and are
+// not looked for. An estimate and a submit see the cluster without the job:
+// listed there too, it would be simulated twice (or, waiting, dropped from
+// its place in the queue) or its own CPU time counted ahead of it. A start's
+// snapshot (`started` not null) may hold the job among the running jobs,
+// where it now is (the broker's does; OnStarted leaves it out of its own
+// SharedTasksCount), but only as the event says: started at
+// started->start_time on the nodes started->nodes; never among the waiting
+// jobs. InvalidArgument naming the job otherwise.
+absl::Status CheckSelfInSnapshot(const char* what, int64_t job_id,
+                                 const ClusterSnapshot& snapshot,
+                                 const RunningJob* started = nullptr);
 
 }  // namespace sojourn::turnaround
 

@@ -92,6 +92,18 @@ struct ClusterSnapshot {
 // read as at most that (see JobRecord::bounded_cpu_time_per_task).
 inline constexpr double kCpuTimeSlackSeconds = 1.0;
 
+// Longest a job estimated may have waited already: its submit is at most
+// this long before the snapshot's now. The kernels' wait counts the time
+// since the submit, but only the simulating kernels see it (the historical
+// kernel learns waits from the history, not from the clock): a submit of 1
+// (1970) with a current snapshot answered 56 years from the simulation and
+// hybrid kernels and 0 from the historical one. No queue the kernels model
+// holds a job that long (the evaluated logs wait hours to days); a year, the
+// longest run time a job may request (kMaxRequestedSeconds in
+// services/job_spec.h), is a bound no real wait reaches, while an unset or
+// wrong clock or a time in the wrong unit lands beyond it.
+inline constexpr int64_t kMaxWaitSeconds = 365 * 86400;
+
 // INVALID_ARGUMENT when a finished job's tasks are said to have used more
 // CPU seconds each than its run of `run_seconds` (finish - start) allows:
 // the job history's check, which the broker applies before a job leaves its

@@ -282,12 +282,12 @@ absl::StatusOr<int64_t> BrokerService::EventTime(int64_t job_id, const char* fie
                                                  int64_t t) const {
   const int64_t now = NowUnix();
   if (t == 0) return now;
-  const int64_t latest = now + queue_config_.max_clock_skew_seconds;
+  const int64_t latest = now + kMaxJobClockSkewSeconds;
   if (t > 0 && t <= latest) return t;
-  return absl::InvalidArgumentError(absl::StrCat("job ", job_id, ": ", field, " ", t,
-                                                 " must be in (0, ", latest,
-                                                 "] (0 = now; at most the broker's clock + ",
-                                                 queue_config_.max_clock_skew_seconds, " s)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "job ", job_id, ": ", field, " ", t, " must be in (0, ", latest,
+      "] (0 = now; at most the broker's clock + ", kMaxJobClockSkewSeconds,
+      " s, as the predictor's job history takes it)"));
 }
 
 sojourn::v1::ClusterSnapshot BrokerService::Snapshot(const sojourn::v1::SchedulingPolicy& policy,
@@ -373,6 +373,7 @@ grpc::ServerUnaryReactor* BrokerService::StartJob(grpc::CallbackServerContext* c
   if (queue_ == nullptr) return FinishNow(context, NoQueue());
   return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
     const int64_t id = request->job_id();
+    RETURN_IF_ERROR(CheckRecordedJobId(id));
     RETURN_IF_ERROR(queue_->Get(id).status());
     ASSIGN_OR_RETURN(const int64_t start,
                      EventTime(id, "start_unix_seconds", request->start_unix_seconds()));
@@ -410,6 +411,7 @@ grpc::ServerUnaryReactor* BrokerService::FinishJob(grpc::CallbackServerContext* 
   if (queue_ == nullptr) return FinishNow(context, NoQueue());
   return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
     const int64_t id = request->job_id();
+    RETURN_IF_ERROR(CheckRecordedJobId(id));
     ASSIGN_OR_RETURN(const sojourn::v1::QueuedJob job, queue_->Get(id));
     sojourn::v1::JobEvent event;
     if (request->cancelled()) {
@@ -474,11 +476,17 @@ grpc::ServerUnaryReactor* BrokerService::EstimateJobTurnaround(
   return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
     sojourn::v1::EstimateTurnaroundRequest req;
     *req.mutable_job() = request->job();
-    if (req.job().submit_unix_seconds() == 0) req.mutable_job()->set_submit_unix_seconds(NowUnix());
+    // The submit times SubmitJob takes, and the job checked as the predictor
+    // checks it (job_id >= 0: 0 = a job not queued), before any snapshot is
+    // built: a job the queue would take is one the predictor estimates.
+    ASSIGN_OR_RETURN(const int64_t submit, EventTime(req.job().job_id(), "submit_unix_seconds",
+                                                     req.job().submit_unix_seconds()));
+    req.mutable_job()->set_submit_unix_seconds(submit);
+    RETURN_IF_ERROR(CheckJobSpec(req.job()));
     std::vector<std::string> hosts;
     *req.mutable_snapshot() =
         Snapshot(request->has_policy() ? request->policy() : queue_config_.policy,
-                 req.job().job_id() > 0 ? req.job().job_id() : 0, &hosts);
+                 req.job().job_id(), &hosts);
     if (req.snapshot().nodes_size() == 0) {
       return absl::FailedPreconditionError(
           "no live host is registered: the turnaround kernels need at least one node");

@@ -92,8 +92,10 @@ struct JobQueueServiceConfig {
   // The cluster's scheduling policy, recorded with each forwarded event and
   // used by estimates and listings that name none.
   sojourn::v1::SchedulingPolicy policy;
-  // Submit and start times may be at most this far after the broker's clock.
-  int64_t max_clock_skew_seconds = 3600;
+  // Job times (submit, start, finish) may be at most kMaxJobClockSkewSeconds
+  // (services/job_spec.h) after the broker's clock: the predictor's limit,
+  // not the broker's --max_clock_skew_seconds (host samples), so that the job
+  // history records every event the queue takes.
 };
 
 class BrokerService final : public sojourn::v1::Broker::CallbackService {
@@ -151,7 +153,8 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
       sojourn::v1::EstimateJobTurnaroundResponse* response) override;
 
  private:
-  // Checks a time a job event carries (0 = now): in (0, now + skew].
+  // Checks a time a job event carries (0 = now): in (0, now +
+  // kMaxJobClockSkewSeconds].
   absl::StatusOr<int64_t> EventTime(int64_t job_id, const char* field, int64_t t) const;
   // Forwards `event` and fills the history fields and queue sizes of `response`.
   void Forward(const sojourn::v1::JobEvent& event, sojourn::v1::JobQueueResponse* response);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "services/job_spec.h"
@@ -175,7 +176,7 @@ absl::Status JobQueue::Persist(int64_t job_id, const Entry* entry) {
 
 absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Submit(const sojourn::v1::JobSpec& spec) {
   const int64_t id = spec.job_id();
-  if (id <= 0) return absl::InvalidArgumentError(absl::StrCat("job_id must be > 0, got ", id));
+  RETURN_IF_ERROR(CheckRecordedJobId(id));
   if (spec.submit_unix_seconds() <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "job ", id, ": submit_unix_seconds must be > 0, got ", spec.submit_unix_seconds()));

@@ -28,7 +28,9 @@ ABSL_FLAG(int64_t, heartbeat_ttl_seconds, 60,
 ABSL_FLAG(int64_t, max_clock_skew_seconds, sojourn::broker::kDefaultMaxSampleSkewSeconds,
           "RegisterHost / Heartbeat may report a last_sample_unix_seconds at most this many seconds "
           "after this broker's clock (later or negative: INVALID_ARGUMENT); the default covers "
-          "the statemgr's own --max_clock_skew_seconds (1 h) plus 1 h between the two clocks");
+          "the statemgr's own --max_clock_skew_seconds (1 h) plus 1 h between the two clocks. Job "
+          "times (SubmitJob, StartJob, FinishJob, EstimateJobTurnaround) may be at most 1 h "
+          "ahead, the predictor's limit, whatever this flag says");
 ABSL_FLAG(int, threads, 4, "worker threads for rankings");
 ABSL_FLAG(int, fanout_threads, 16,
           "concurrent predictor / state manager calls for the cache misses of a ranking "
@@ -116,8 +118,10 @@ int main(int argc, char** argv) {
       })) {
     return sojourn::kExitUsage;
   }
+  // Job times are held to the predictor's limit (kMaxJobClockSkewSeconds),
+  // not to --max_clock_skew_seconds: a job the queue took 1-2 h ahead had its
+  // events refused by the job history for good.
   sojourn::broker::JobQueueServiceConfig qc;
-  qc.max_clock_skew_seconds = absl::GetFlag(FLAGS_max_clock_skew_seconds);
   if (const std::string js = absl::GetFlag(FLAGS_job_selection); js == "easy") {
     qc.policy.set_job_selection(sojourn::v1::JOB_SELECTION_EASY);
   } else if (js != "fcfs") {

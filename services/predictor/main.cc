@@ -15,6 +15,7 @@
 #include "common/server.h"
 #include "common/text.h"
 #include "common/thread_pool.h"
+#include "services/job_spec.h"
 #include "services/predictor/availability_predictor.h"
 #include "services/predictor/predictor_service.h"
 #include "models/turnaround/hist_db_rocksdb.h"
@@ -40,9 +41,10 @@ ABSL_FLAG(bool, paper_estimator, false,
 ABSL_FLAG(int, threads, 4, "worker threads for predictions");
 ABSL_FLAG(std::string, histdb_path, "./predictor-histdb",
           "RocksDB directory of the job history (HistDB) behind EstimateTurnaround (empty = off)");
-ABSL_FLAG(int64_t, max_clock_skew_seconds, 3600,
+ABSL_FLAG(int64_t, max_clock_skew_seconds, sojourn::kMaxJobClockSkewSeconds,
           "job events and turnaround requests may carry times at most this many seconds after "
-          "this predictor's clock (later: INVALID_ARGUMENT)");
+          "this predictor's clock (later: INVALID_ARGUMENT); at least 3600, the broker's limit "
+          "for the job times it queues, so that the job history records every event it sends");
 ABSL_FLAG(int, population_prior_minutes, 10,
           "shrink each host's model towards the same time window pooled over every registered host "
           "(helps hosts with little history); the pooled model of a window (its start taken to "
@@ -86,9 +88,13 @@ int main(int argc, char** argv) {
                                   "(0 = off)"),
           sojourn::IntFlagInRange("--min_history_windows", config.min_history_windows, 0,
                                   std::numeric_limits<int>::max()),
+          // Below the broker's limit, jobs the broker queued would have
+          // their events refused by the history for good.
           sojourn::IntFlagInRange("--max_clock_skew_seconds",
-                                  absl::GetFlag(FLAGS_max_clock_skew_seconds), 0,
-                                  std::numeric_limits<int64_t>::max()),
+                                  absl::GetFlag(FLAGS_max_clock_skew_seconds),
+                                  sojourn::kMaxJobClockSkewSeconds,
+                                  std::numeric_limits<int64_t>::max(),
+                                  "(at least the broker's limit for job times)"),
           // Empty: requests must name their state manager. Port 99999 would
           // be dialed as 34463 (gRPC takes it modulo 65536), a bare
           // "localhost" on port 443.

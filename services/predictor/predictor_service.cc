@@ -11,6 +11,7 @@
 #include "common/reactors.h"
 #include "common/status.h"
 #include "common/text.h"
+#include "services/job_spec.h"
 #include "services/predictor/turnaround_convert.h"
 
 namespace sojourn::predictor {
@@ -108,6 +109,20 @@ grpc::ServerUnaryReactor* PredictorService::EstimateTurnaround(
   });
 }
 
+namespace {
+
+int64_t EventJobId(const sojourn::v1::JobEvent& e) {
+  switch (e.event_case()) {
+    case sojourn::v1::JobEvent::kSubmitted: return e.submitted().job().job_id();
+    case sojourn::v1::JobEvent::kStarted: return e.started().job_id();
+    case sojourn::v1::JobEvent::kFinished: return e.finished().job_id();
+    case sojourn::v1::JobEvent::kCancelled: return e.cancelled().job_id();
+    default: return 0;
+  }
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
     grpc::CallbackServerContext* context, const sojourn::v1::JobEvent* request,
     sojourn::v1::RecordJobEventResponse* response) {
@@ -122,12 +137,19 @@ grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
                                                      " must be in (0, ", latest,
                                                      "] (the predictor's clock + skew)"));
     };
+    // The history keys on the id: with 0 (a client that forgot the field)
+    // all such jobs would be one. The broker's queue refuses it too.
+    if (request->event_case() != sojourn::v1::JobEvent::EVENT_NOT_SET) {
+      RETURN_IF_ERROR(CheckRecordedJobId(EventJobId(*request)));
+    }
     switch (request->event_case()) {
       case sojourn::v1::JobEvent::kSubmitted: {
         ASSIGN_OR_RETURN(turnaround::JobSpec job, FromProto(request->submitted().job(), latest));
         RETURN_IF_ERROR(check_time(job.job_id, "submit_unix_seconds", job.submit_time));
         ASSIGN_OR_RETURN(turnaround::ClusterSnapshot s,
                          FromProto(request->submitted().snapshot(), latest));
+        // The queue at submit, without the job: as for an estimate.
+        RETURN_IF_ERROR(turnaround::CheckSelfInSnapshot("submitted", job.job_id, s));
         RETURN_IF_ERROR(turnaround_->OnSubmitted(job, s));
         break;
       }
@@ -159,8 +181,14 @@ grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
               "job ", e.job_id(), ": nodes lists ", e.nodes_size(), " nodes for the ",
               pending.spec.procs, " procs it was submitted with (one node per task)"));
         }
-        RETURN_IF_ERROR(turnaround_->OnStarted(
-            e.job_id(), e.start_unix_seconds(), {e.nodes().begin(), e.nodes().end()}, s));
+        // The snapshot may hold the job as running (the broker's does), but
+        // then as this event starts it, and never as waiting.
+        turnaround::RunningJob as_started;
+        as_started.start_time = e.start_unix_seconds();
+        as_started.nodes.assign(e.nodes().begin(), e.nodes().end());
+        RETURN_IF_ERROR(turnaround::CheckSelfInSnapshot("started", e.job_id(), s, &as_started));
+        RETURN_IF_ERROR(
+            turnaround_->OnStarted(e.job_id(), e.start_unix_seconds(), as_started.nodes, s));
         break;
       }
       case sojourn::v1::JobEvent::kFinished: {

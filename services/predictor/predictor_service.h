@@ -5,6 +5,7 @@
 
 #include "common/thread_pool.h"
 #include "models/turnaround/estimator.h"
+#include "services/job_spec.h"
 #include "services/predictor/availability_predictor.h"
 #include "sojourn/v1/predictor.grpc.pb.h"
 
@@ -14,8 +15,11 @@ struct PredictorServiceConfig {
   // Job events and turnaround requests may carry times at most this many
   // seconds after the predictor's clock (AvailabilityPredictor::clock());
   // later ones are INVALID_ARGUMENT, so a finish time of INT64_MAX cannot
-  // enter the job history and poison every later estimate. Default 1 h.
-  int64_t max_clock_skew_seconds = 3600;
+  // enter the job history and poison every later estimate. At least
+  // kMaxJobClockSkewSeconds (1 h), the broker's limit for the job times it
+  // takes: less, and the history would refuse events of jobs the broker
+  // queued.
+  int64_t max_clock_skew_seconds = kMaxJobClockSkewSeconds;
 };
 
 class PredictorService final : public sojourn::v1::Predictor::CallbackService {

@@ -334,6 +334,56 @@ TEST_F(BrokerJobsTest, BadEventsAreRefusedAndLeaveTheQueueAlone) {
   EXPECT_EQ(resp.running_jobs(), 0);
 }
 
+// Job times ahead of the broker's clock are held to the predictor's limit
+// (kMaxJobClockSkewSeconds): what the queue takes, the history records at
+// once, and an estimate takes the same submit times as SubmitJob. The broker
+// binary used to apply its 2 h --max_clock_skew_seconds for host samples: a
+// job 1-2 h ahead was queued while the history refused its event for good.
+TEST_F(BrokerJobsTest, JobTimesAheadOfTheClockAreThoseTheHistoryTakes) {
+  ASSERT_TRUE(Register("a", 0.0).ok());
+  const int64_t latest = kStart + kMaxJobClockSkewSeconds;
+  v1::JobQueueResponse resp;
+  ASSERT_TRUE(Submit(Job(1, 1, latest), &resp).ok());
+  EXPECT_TRUE(resp.recorded_in_history()) << resp.history_error();
+  EXPECT_EQ(resp.history_pending(), 0);
+  grpc::Status s = Submit(Job(2, 1, latest + 1), &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("submit_unix_seconds"), std::string::npos) << s.error_message();
+  EXPECT_EQ(List().waiting_size(), 1);
+
+  v1::EstimateJobTurnaroundResponse est;
+  s = Estimate(Job(3, 1, latest), v1::JOB_SELECTION_FCFS, &est);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  // Refused by the broker itself, as SubmitJob refuses it.
+  s = Estimate(Job(3, 1, latest + 1), v1::JOB_SELECTION_FCFS, &est);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("at most the broker's clock + 3600 s"), std::string::npos)
+      << s.error_message();
+  // The predictor takes at least what the broker takes.
+  EXPECT_GE(predictor::PredictorServiceConfig{}.max_clock_skew_seconds, kMaxJobClockSkewSeconds);
+}
+
+// Job ids as the predictor's history takes them: a job the queue keeps has an
+// id > 0 (StartJob and FinishJob of 0 or less are INVALID_ARGUMENT, not "not
+// queued"); the job estimated may be 0 (not queued), never negative.
+TEST_F(BrokerJobsTest, JobIdsAreCheckedAsThePredictorChecksThem) {
+  ASSERT_TRUE(Register("a", 0.0).ok());
+  v1::JobQueueResponse resp;
+  for (int64_t id : {0, -3}) {
+    grpc::Status s = Start(id, {"a"}, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << id << s.error_message();
+    EXPECT_NE(s.error_message().find("job_id must be > 0"), std::string::npos) << s.error_message();
+    s = Finish(id, -1, true, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << id << s.error_message();
+  }
+  v1::EstimateJobTurnaroundResponse est;
+  grpc::Status s = Estimate(Job(-1, 1), v1::JOB_SELECTION_FCFS, &est);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("job_id must be >= 0"), std::string::npos) << s.error_message();
+  s = Estimate(Job(0, 1), v1::JOB_SELECTION_FCFS, &est);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
 // The queue is on disk: a restarted broker lists the same jobs in the same
 // order, and estimates still wait behind them.
 TEST_F(BrokerJobsTest, QueueSurvivesABrokerRestart) {

@@ -110,7 +110,7 @@ TEST(TurnaroundRpcTest, HistorySurvivesRestartAndDrivesEstimates) {
   {
     PredictorUnderTest p(dir.File("histdb"));
     v1::RecordJobEventResponse resp;
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 1; i <= 5; ++i) {  // ids > 0: the history keys on them
       const int64_t submit = t0 + i * 5000;
       v1::JobEvent sub;
       *sub.mutable_submitted()->mutable_job() = Job(i, submit);
@@ -426,6 +426,131 @@ TEST(TurnaroundRpcTest, RefusesImpossibleSnapshots) {
     running(&s, 4, -1);
     EXPECT_TRUE(estimate(s).ok());
   }
+}
+
+// A job estimated was submitted at most turnaround::kMaxWaitSeconds (a year)
+// before the snapshot: a submit of 1 (1970) used to answer OK with a wait of
+// 56 years from the simulating kernels and 0 from the historical one. A
+// waiting job of the snapshot that needs more nodes than it has could never
+// start: INVALID_ARGUMENT naming it, as the job estimated with too many procs
+// is FAILED_PRECONDITION ("can never start"); it used to be skipped silently.
+TEST(TurnaroundRpcTest, RefusesSubmitsLongBeforeTheSnapshotAndJobsThatCouldNeverStart) {
+  TempDir dir;
+  PredictorUnderTest p(dir.File("histdb"));
+  const int64_t now = kNow - 100;
+  auto estimate = [&](const v1::JobSpec& job, const v1::ClusterSnapshot& snapshot,
+                      v1::EstimateTurnaroundResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = job;
+    *req.mutable_snapshot() = snapshot;
+    return p.stub().EstimateTurnaround(&ctx, req, resp);
+  };
+  v1::EstimateTurnaroundResponse resp;
+  for (int64_t submit : {int64_t{1}, now - turnaround::kMaxWaitSeconds - 1}) {
+    grpc::Status s = estimate(Job(1, submit), Cluster(now, 4), &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << submit;
+    EXPECT_NE(s.error_message().find("may have waited at most"), std::string::npos)
+        << s.error_message();
+  }
+  // At the bound, and after it, the time already waited counts.
+  grpc::Status s = estimate(Job(1, now - turnaround::kMaxWaitSeconds), Cluster(now, 4), &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  s = estimate(Job(1, now - 1000), Cluster(now, 4), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_NEAR(resp.estimates(1).wait().point_seconds(), 1000, 1) << resp.ShortDebugString();
+
+  v1::ClusterSnapshot big = Cluster(now, 4);
+  v1::JobSpec wide = Job(9, now - 50);
+  wide.set_procs(5);
+  *big.add_waiting() = wide;
+  s = estimate(Job(1, now), big, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("waiting job 9 needs 5 nodes"), std::string::npos)
+      << s.error_message();
+  wide.set_job_id(1);
+  wide.set_submit_unix_seconds(now);
+  s = estimate(wide, Cluster(now, 4), &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_NE(s.error_message().find("can never start"), std::string::npos) << s.error_message();
+  big.mutable_waiting(0)->set_procs(4);  // all the nodes: it can start
+  EXPECT_TRUE(estimate(Job(1, now), big, &resp).ok());
+}
+
+// One job-id rule: a job the history keeps has an id > 0 (0 is what a client
+// that forgot the field sends; it was recorded), the job estimated and the
+// snapshot's jobs may be 0 (no id), no id is negative. And one rule for the
+// job itself in its snapshot: an estimate's and a submit's snapshot do not
+// hold it; a start's may hold it as running, started as the event says (the
+// broker's does), never as waiting. A JobStarted listing the job running at
+// another time or on other nodes, or a JobSubmitted listing it, was taken.
+TEST(TurnaroundRpcTest, JobIdsAndTheJobItselfInItsSnapshot) {
+  TempDir dir;
+  PredictorUnderTest p(dir.File("histdb"));
+  const int64_t t = kNow - 50000;
+  v1::RecordJobEventResponse resp;
+  auto refused = [&](const v1::JobEvent& e, const std::string& words) {
+    grpc::Status s = Send(p.stub(), e, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << e.ShortDebugString();
+    EXPECT_NE(s.error_message().find(words), std::string::npos) << s.error_message();
+  };
+  for (int64_t id : {0, -1}) {
+    refused(Submitted(id, t), "job_id must be > 0");
+    refused(Started(id, t, {0, 1}), "job_id must be > 0");
+    refused(Finished(id, t, -1), "job_id must be > 0");
+    v1::JobEvent cancel;
+    cancel.mutable_cancelled()->set_job_id(id);
+    refused(cancel, "job_id must be > 0");
+  }
+  v1::EstimateTurnaroundResponse est;
+  auto estimate = [&](const v1::JobSpec& job, const v1::ClusterSnapshot& snapshot) {
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = job;
+    *req.mutable_snapshot() = snapshot;
+    return p.stub().EstimateTurnaround(&ctx, req, &est);
+  };
+  grpc::Status s = estimate(Job(-1, t), Cluster(t, 4));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("job_id must be >= 0"), std::string::npos) << s.error_message();
+  v1::ClusterSnapshot negative = Cluster(t, 4);
+  *negative.add_waiting() = Job(-2, t - 10);
+  s = estimate(Job(0, t), negative);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_TRUE(estimate(Job(0, t), Cluster(t, 4)).ok());
+
+  // A submit's snapshot is the queue without the job.
+  v1::JobEvent submit = Submitted(5, t);
+  *submit.mutable_submitted()->mutable_snapshot()->add_waiting() = Job(5, t);
+  refused(submit, "job 5 is the job submitted and is also among the snapshot's waiting jobs");
+  submit = Submitted(5, t);
+  v1::RunningJob* self = submit.mutable_submitted()->mutable_snapshot()->add_running();
+  *self->mutable_spec() = Job(5, t);
+  self->set_start_unix_seconds(t);
+  self->add_nodes(0);
+  self->add_nodes(1);
+  refused(submit, "job 5 is the job submitted and is also among the snapshot's running jobs");
+  ASSERT_TRUE(Send(p.stub(), Submitted(5, t), &resp).ok());
+
+  // A start's snapshot may hold the job as running, as the event starts it.
+  auto started = [&](int64_t listed_start, const std::vector<int32_t>& listed_nodes) {
+    v1::JobEvent e = Started(5, t + 10, {0, 1});
+    v1::RunningJob* r = e.mutable_started()->mutable_snapshot()->add_running();
+    *r->mutable_spec() = Job(5, t);
+    r->set_start_unix_seconds(listed_start);
+    for (int32_t n : listed_nodes) r->add_nodes(n);
+    return e;
+  };
+  refused(started(t + 5, {0, 1}), "but the snapshot's running jobs list it started at");
+  refused(started(t + 10, {2, 3}), "but the snapshot's running jobs list it started at");
+  v1::JobEvent waiting = Started(5, t + 10, {0, 1});
+  *waiting.mutable_started()->mutable_snapshot()->add_waiting() = Job(5, t);
+  refused(waiting, "job 5 is the job started and is also among the snapshot's waiting jobs");
+  s = Send(p.stub(), started(t + 10, {1, 0}), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  s = Send(p.stub(), Finished(5, t + 1010, -1), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.history_records(), 1);
 }
 
 // Job events that contradict the job's state are refused, naming the job

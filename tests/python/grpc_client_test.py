@@ -459,6 +459,45 @@ class GrpcClientTest(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertIn("INVALID_ARGUMENT", p.stderr)
 
+    def test_07f_broker_takes_job_times_the_history_records(self):
+        """The broker's job queue holds job times to the predictor's limit (1 h ahead).
+
+        It used to take submit times up to its --max_clock_skew_seconds for host
+        samples (2 h): a job submitted 1-2 h ahead was queued (OK) while the
+        predictor refused its history event for good (recorded_in_history false,
+        nothing pending), StartJob failed until then, and EstimateJobTurnaround
+        refused the same submit time.
+        """
+        bp, ta = pb["broker"], pb["turnaround"]
+        now = int(time.time())
+
+        def job(job_id, submit):
+            return ta.JobSpec(job_id=job_id, submit_unix_seconds=submit, user=5, group=1,
+                              executable=9, procs=1, requested_seconds=600)
+
+        err = self.assert_rpc_error(
+            lambda: self.broker.SubmitJob(bp.SubmitJobRequest(job=job(9000001, now + 5400)),
+                                          timeout=self.RPC_TIMEOUT),
+            grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("submit_unix_seconds", err.details())
+        err = self.assert_rpc_error(
+            lambda: self.broker.EstimateJobTurnaround(
+                bp.EstimateJobTurnaroundRequest(job=job(9000001, now + 5400)),
+                timeout=self.RPC_TIMEOUT),
+            grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("submit_unix_seconds", err.details())
+        listed = self.broker.ListJobs(bp.ListJobsRequest(), timeout=self.RPC_TIMEOUT)
+        self.assertNotIn(9000001, [j.spec.job_id for j in listed.waiting])
+
+        # Within the limit: queued, and the history records it at once.
+        q = self.broker.SubmitJob(bp.SubmitJobRequest(job=job(9000002, now + 1800)),
+                                  timeout=self.RPC_TIMEOUT)
+        self.assertTrue(q.recorded_in_history, q.history_error)
+        self.assertEqual(q.history_pending, 0)
+        q = self.broker.FinishJob(bp.FinishJobRequest(job_id=9000002, cancelled=True),
+                                  timeout=self.RPC_TIMEOUT)
+        self.assertTrue(q.recorded_in_history, q.history_error)
+
     def test_08_no_service_crashed(self):
         for name, service in CLUSTER.services.items():
             with self.subTest(service=name):
