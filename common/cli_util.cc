@@ -95,6 +95,17 @@ absl::Status NumberFlagInRange(absl::string_view flag, double value, double lo, 
                                                  value));
 }
 
+absl::Status ValidateThresholdFlags(double th1, double th2) {
+  if (!(th1 > 0 && th1 <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("--th1 must be a number in (0, 1], got ", th1));
+  }
+  if (!(th2 >= th1 && th2 <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--th2 must be a number in [--th1, 1] = [", th1, ", 1], got ", th2));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckDatabaseDirectory(const std::string& path, absl::string_view flag) {
   namespace fs = std::filesystem;
   auto bad = [&](absl::string_view why) {

@@ -53,6 +53,12 @@ absl::Status IntFlagInRange(absl::string_view flag, int64_t value, int64_t lo, i
 absl::Status NumberFlagInRange(absl::string_view flag, double value, double lo, double hi,
                                absl::string_view note = "");
 
+// The CPU load thresholds of the five-state classifier (paper 000 section 4),
+// as every tool that takes them accepts them (the state manager and the
+// monitor's flags, sojourn-eval availability and schedule): --th1 in (0, 1],
+// --th2 in [--th1, 1]. INVALID_ARGUMENT naming the flag otherwise.
+absl::Status ValidateThresholdFlags(double th1, double th2);
+
 // Checks `path`, given by `flag` (e.g. "--db_path"), as the directory of a
 // RocksDB database a service opens with create_if_missing, before opening it:
 // not empty, a directory (or missing, with an existing writable parent

@@ -308,13 +308,7 @@ absl::Status ValidateServerOptions(const ServerOptions& options) {
 
 absl::Status ValidateClassifierFlags(double th1, double th2, int64_t grace_seconds,
                                      double working_set_mb) {
-  if (!(th1 > 0 && th1 <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("--th1 must be a number in (0, 1], got ", th1));
-  }
-  if (!(th2 >= th1 && th2 <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--th2 must be a number in [--th1, 1] = [", th1, ", 1], got ", th2));
-  }
+  if (absl::Status s = ValidateThresholdFlags(th1, th2); !s.ok()) return s;
   constexpr int64_t kYear = 365 * 86400;
   if (absl::Status s = IntFlagInRange("--grace_seconds", grace_seconds, 0, kYear, "(a year)");
       !s.ok()) {

@@ -472,7 +472,7 @@ int RunAvailability(int argc, char** argv) {
   cfg.day_types = GetList(args, "day-types");
   cfg.classifier.th1 = args.GetDouble("th1", cfg.classifier.th1);
   cfg.classifier.th2 = args.GetDouble("th2", cfg.classifier.th2);
-  if (absl::Status st = CheckThresholds(cfg.classifier.th1, cfg.classifier.th2); !st.ok()) {
+  if (absl::Status st = ValidateThresholdFlags(cfg.classifier.th1, cfg.classifier.th2); !st.ok()) {
     Die(std::string(st.message()));
   }
   cfg.classifier.grace_seconds =

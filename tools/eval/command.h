@@ -154,21 +154,6 @@ inline absl::StatusOr<int64_t> ParseMatrixStart(const std::string& text) {
   return v;
 }
 
-// --th1 / --th2 of availability and schedule: the ranges the state manager
-// and the monitor accept (common/server.h ValidateClassifierFlags), th1 in
-// (0, 1] and th2 in [th1, 1] (th2 1.5 and th1 0 ran, classifying nothing as
-// S3 or as S1). A one-line reason otherwise.
-inline absl::Status CheckThresholds(double th1, double th2) {
-  if (!(th1 > 0 && th1 <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("--th1 must be a number in (0, 1], got ", th1));
-  }
-  if (!(th2 >= th1 && th2 <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--th2 must be a number in [--th1, 1] = [", th1, ", 1], got ", th2));
-  }
-  return absl::OkStatus();
-}
-
 // Default --utc-offset (hours) of a trace: 2 for a GWA trace in Unix time
 // (GWA-T-12 Bitbrains, the Netherlands in summer), 0 for a GWA trace whose
 // timestamps are the local wall clock (GWA-T-13 Materna's date-times; the

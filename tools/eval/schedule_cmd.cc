@@ -230,7 +230,7 @@ int RunSchedule(int argc, char** argv) {
   cfg.retry_seconds = args.GetIntInRange("retry-seconds", 300, 1, 604800);
   cfg.classifier.th1 = args.GetDouble("th1", cfg.classifier.th1);
   cfg.classifier.th2 = args.GetDouble("th2", cfg.classifier.th2);
-  if (absl::Status st = CheckThresholds(cfg.classifier.th1, cfg.classifier.th2); !st.ok()) {
+  if (absl::Status st = ValidateThresholdFlags(cfg.classifier.th1, cfg.classifier.th2); !st.ok()) {
     Die(std::string(st.message()));
   }
   cfg.classifier.guest_working_set_mb =
