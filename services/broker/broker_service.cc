@@ -283,11 +283,15 @@ absl::StatusOr<int64_t> BrokerService::EventTime(int64_t job_id, const char* fie
   const int64_t now = NowUnix();
   if (t == 0) return now;
   const int64_t latest = now + kMaxJobClockSkewSeconds;
-  if (t > 0 && t <= latest) return t;
+  // At most a year back (the longest wait the predictor estimates,
+  // turnaround::kMaxWaitSeconds): a job queued as submitted in 1970 recorded a
+  // decades-long wait when it started, and its estimates were refused.
+  const int64_t earliest = std::max<int64_t>(1, now - turnaround::kMaxWaitSeconds);
+  if (t >= earliest && t <= latest) return t;
   return absl::InvalidArgumentError(absl::StrCat(
-      "job ", job_id, ": ", field, " ", t, " must be in (0, ", latest,
-      "] (0 = now; at most the broker's clock + ", kMaxJobClockSkewSeconds,
-      " s, as the predictor's job history takes it)"));
+      "job ", job_id, ": ", field, " ", t, " must be in [", earliest, ", ", latest,
+      "] (0 = now; from a year before the broker's clock to ", kMaxJobClockSkewSeconds,
+      " s after it, as the predictor's job history takes it)"));
 }
 
 sojourn::v1::ClusterSnapshot BrokerService::Snapshot(const sojourn::v1::SchedulingPolicy& policy,

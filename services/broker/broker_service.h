@@ -153,8 +153,8 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
       sojourn::v1::EstimateJobTurnaroundResponse* response) override;
 
  private:
-  // Checks a time a job event carries (0 = now): in (0, now +
-  // kMaxJobClockSkewSeconds].
+  // Checks a time a job event carries (0 = now): in [now -
+  // turnaround::kMaxWaitSeconds, now + kMaxJobClockSkewSeconds].
   absl::StatusOr<int64_t> EventTime(int64_t job_id, const char* field, int64_t t) const;
   // Forwards `event` and fills the history fields and queue sizes of `response`.
   void Forward(const sojourn::v1::JobEvent& event, sojourn::v1::JobQueueResponse* response);
