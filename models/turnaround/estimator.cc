@@ -110,6 +110,25 @@ double WaitSince(const EstimateRequest& req, double start) {
 // ---------------------------------------------------------------------------
 // Historical kernel: Algorithms 1 and 2.
 
+// The wait a record gives runs from the estimated job's submit; a job that
+// has been waiting since before the snapshot (the service estimates queued
+// jobs; replay estimates each at its submit, where this is 0) has that time
+// behind it, as the simulation kernels count it (WaitSince): the wait from
+// the snapshot on comes after it.
+void AddTimeWaited(const EstimateRequest& req, KernelEstimate* e) {
+  const double waited = std::max<double>(0, req.snapshot.now - req.job.submit_time);
+  if (waited == 0) return;
+  for (TimeEstimate* i : {&e->wait, &e->turnaround}) {
+    i->point += waited;
+    // An interval moves with it; none (NaN, or 0 / 0: ApplyInterval's cue)
+    // stays none.
+    if (i->lo != 0 || i->hi != 0) {
+      i->lo += waited;
+      i->hi += waited;
+    }
+  }
+}
+
 absl::StatusOr<KernelEstimate> RunHistorical(const EstimateRequest& req, HistoryView& view,
                                              const EstimatorOptions& opt) {
   KernelEstimate e;
@@ -124,6 +143,7 @@ absl::StatusOr<KernelEstimate> RunHistorical(const EstimateRequest& req, History
     e.exec.point = req.job.requested_time > 0 ? req.job.requested_time : kUnknownRuntime;
     e.turnaround.point = e.wait.point + e.exec.point;
     e.wait.lo = e.wait.hi = kNaN;
+    AddTimeWaited(req, &e);
     return e;
   }
   ASSIGN_OR_RETURN(const std::vector<JobRecord>* recs, view.Records(*key));
@@ -179,6 +199,7 @@ absl::StatusOr<KernelEstimate> RunHistorical(const EstimateRequest& req, History
   e.exec.hi = std::max(e.exec.point, Quantile(x, 1 - a));
   e.turnaround.lo = std::min(e.turnaround.point, Quantile(t, a));
   e.turnaround.hi = std::max(e.turnaround.point, Quantile(t, 1 - a));
+  AddTimeWaited(req, &e);
   return e;
 }
 

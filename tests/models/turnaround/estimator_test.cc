@@ -93,6 +93,38 @@ TEST_F(EstimatorTest, HistoricalFollowsAlgorithms1And2) {
   EXPECT_GE(e.turnaround.hi, e.turnaround.point);
 }
 
+// A job estimated while it waits (the service estimates queued jobs) has the
+// time since its submit behind it: the record's wait runs from the snapshot,
+// as the simulation kernels count it (it was ignored: 0 extra wait for a job
+// queued for hours). With and without history; replay estimates at submit.
+TEST_F(EstimatorTest, HistoricalCountsTheTimeAlreadyWaited) {
+  const JobSpec app = Job(-1, 1, 7, 2);
+  Put(Hist(app, 50, 300, -1, 196, 1000));
+  Put(Hist(app, 70, 200, -1, 205, 400));
+  EstimateRequest req{Job(100, 1, 7, 2), Dedicated(4)};
+  req.snapshot.waiting = {Job(50, 1, 7, 2)};
+  req.job.submit_time = req.snapshot.now;
+  const KernelEstimate at_submit = Run(Kernel::kHistorical, req);
+  req.job.submit_time = req.snapshot.now - 600;
+  const KernelEstimate later = Run(Kernel::kHistorical, req);
+  EXPECT_DOUBLE_EQ(later.wait.point, at_submit.wait.point + 600);
+  EXPECT_DOUBLE_EQ(later.turnaround.point, at_submit.turnaround.point + 600);
+  EXPECT_DOUBLE_EQ(later.exec.point, at_submit.exec.point);
+  EXPECT_DOUBLE_EQ(later.turnaround.lo, at_submit.turnaround.lo + 600);
+  EXPECT_DOUBLE_EQ(later.turnaround.hi, at_submit.turnaround.hi + 600);
+  // The simulation kernel counts it too (WaitSince).
+  req.job.submit_time = req.snapshot.now;
+  const double sim_at_submit = Run(Kernel::kSimulation, req).wait.point;
+  req.job.submit_time = req.snapshot.now - 600;
+  EXPECT_DOUBLE_EQ(Run(Kernel::kSimulation, req).wait.point, sim_at_submit + 600);
+  // No history of the job: the work ahead over the cluster, after the wait.
+  EstimateRequest none{Job(101, 3, 5, 1), Dedicated(4)};
+  none.job.submit_time = none.snapshot.now - 900;
+  const KernelEstimate n = Run(Kernel::kHistorical, none);
+  EXPECT_FALSE(n.from_history);
+  EXPECT_DOUBLE_EQ(n.wait.point, 900);
+}
+
 // With no record of the application, the Historical kernel falls back to the
 // coarser template (same user, any executable).
 TEST_F(EstimatorTest, HistoricalFallsBackToCoarserTemplate) {
