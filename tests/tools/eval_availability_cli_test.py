@@ -9,12 +9,16 @@ Runs the real binary and checks what a researcher relies on:
     JSON's (so the CSV is the data behind the table, not another computation);
   * bad invocations exit 2 with a one-line reason and write nothing;
   * an hourly canonical trace gets a grid and revocation gap from its sample
-    period, and a run that scores nothing says so (null averages, a warning).
+    period, and a run that scores nothing says so (null averages, a warning);
+  * the trace written as Bitbrains-style GWA (Unix time) and as Materna-style
+    GWA (local date-times, decimal commas) gives the same report.
 
 usage: eval_availability_cli_test.py --eval build/bin/sojourn-eval --trace data/demo/...csv.gz
 """
 import argparse
 import csv
+import datetime
+import gzip
 import json
 import os
 import subprocess
@@ -274,8 +278,6 @@ def write_gwa(canonical, out_dir, materna):
     """Writes the canonical trace as GWA per-VM CSVs: Bitbrains-style (Unix
     seconds, ';\t', decimal points) or GWA-T-13 Materna-style (the local wall
     clock at UTC+2 as DD.MM.YYYY HH:MM:SS, ';', decimal commas)."""
-    import datetime
-    import gzip
     os.makedirs(out_dir)
     files = {}
     sep = ";" if materna else ";\t"
