@@ -1,12 +1,16 @@
 #include "models/turnaround/swf.h"
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <filesystem>
 #include <memory>
 #include <system_error>
@@ -21,6 +25,13 @@
 
 namespace sojourn::turnaround {
 namespace {
+
+// Fields (0-based) that may hold a fractional value: submit, wait and run
+// time, average CPU time, used memory, requested time, requested memory and
+// think time.
+constexpr bool kFractionalField[18] = {false, true,  true,  true,  false, true,
+                                       true,  false, true,  true,  false, false,
+                                       false, false, false, false, false, true};
 
 class LineParser {
  public:
@@ -148,15 +159,27 @@ class LineParser {
     int64_t v[18];
     double d[18];
     for (int i = 0; i < 18; ++i) {
-      // Fields 6 and 7 (average CPU time, used memory) may be fractional in
-      // some archive logs; every other field is an integer.
-      bool fractional_ok = (i == 5 || i == 6);
+      // The SWF definition (v2.2, field 4) permits floating-point values in
+      // the time fields, and archive logs have fractional average CPU times
+      // and memory: fields 2, 3, 4, 6, 7, 9, 10 and 18 may be fractional and
+      // are rounded to the nearest second or KB (fields 6 and 7 are also kept
+      // as read). Counts and ids (processors, status, user, ...) must be
+      // whole numbers; "128.0" is read as 128.
+      const bool fractional_ok = kFractionalField[i];
       if (absl::SimpleAtoi(f[i], &v[i])) {
         d[i] = static_cast<double>(v[i]);
-      } else if (fractional_ok && absl::SimpleAtod(f[i], &d[i]) && std::isfinite(d[i])) {
+      } else if (absl::SimpleAtod(f[i], &d[i]) && std::isfinite(d[i]) &&
+                 (fractional_ok || d[i] == std::trunc(d[i]))) {
+        // Beyond int64 the rounding is undefined; the limits below refuse
+        // such a time or size anyway, and no id or memory comes near it.
+        if (std::fabs(d[i]) >= 9e18) {
+          *reason = absl::StrCat("field ", i + 1, " is ", f[i], ", out of range");
+          return false;
+        }
         v[i] = static_cast<int64_t>(std::llround(d[i]));
       } else {
-        *reason = absl::StrCat("field ", i + 1, " '", f[i], "' is not an integer");
+        *reason = absl::StrCat("field ", i + 1, " '", f[i], "' is not ",
+                               fractional_ok ? "a number" : "an integer");
         return false;
       }
       if (d[i] < 0 && d[i] != -1) {
@@ -231,6 +254,117 @@ absl::StatusOr<SwfLog> ParseSwf(const std::string& text, const std::string& name
   return log;
 }
 
+namespace {
+
+// What the first bytes of a file say it is compressed with.
+enum class Compression { kNoneOrGzip, kOther, kZip };
+
+Compression SniffCompression(const std::string& path, std::string* name) {
+  unsigned char magic[10] = {0};
+  size_t n = 0;
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    n = std::fread(magic, 1, sizeof(magic), f);
+    std::fclose(f);
+  }
+  auto starts = [&](std::initializer_list<unsigned char> m) {
+    return n >= m.size() && std::equal(m.begin(), m.end(), magic);
+  };
+  if (starts({0xFD, '7', 'z', 'X', 'Z', 0x00})) *name = "xz";
+  // "BZh", the block size, then a block's or the end's magic number.
+  else if (n >= 10 && starts({'B', 'Z', 'h'}) && magic[3] >= '1' && magic[3] <= '9' &&
+           (std::memcmp(magic + 4, "\x31\x41\x59\x26\x53\x59", 6) == 0 ||
+            std::memcmp(magic + 4, "\x17\x72\x45\x38\x50\x90", 6) == 0)) {
+    *name = "bzip2";
+  }
+  else if (starts({0x28, 0xB5, 0x2F, 0xFD})) *name = "zstd";
+  else if (starts({0x04, 0x22, 0x4D, 0x18})) *name = "lz4";
+  else if (starts({'P', 'K', 0x03, 0x04})) return Compression::kZip;
+  else return Compression::kNoneOrGzip;
+  return Compression::kOther;
+}
+
+// Feeds `read`'s bytes to `parser` line by line. `read` returns the number of
+// bytes read, 0 at the end and -1 on an error (reported by the caller).
+template <typename Read>
+absl::Status FeedLines(const std::string& path, Read read, LineParser* parser, bool* stop,
+                       bool* read_failed) {
+  // Whole blocks rather than line reads (gzgets): a NUL byte inside a line
+  // must not cut it (and join it to the next), and a stream that stops
+  // mid-line must be reported as truncated before its partial last line is
+  // parsed.
+  std::string pending;
+  std::vector<char> buf(1 << 16);
+  *stop = false;
+  *read_failed = false;
+  while (!*stop) {
+    const int64_t n = read(buf.data(), buf.size());
+    if (n < 0) {
+      *read_failed = true;
+      return absl::OkStatus();
+    }
+    if (n == 0) break;
+    pending.append(buf.data(), static_cast<size_t>(n));
+    size_t begin = 0;
+    for (size_t nl = pending.find('\n'); nl != std::string::npos && !*stop;
+         nl = pending.find('\n', begin)) {
+      absl::Status st = parser->Feed(absl::string_view(pending).substr(begin, nl - begin), stop);
+      if (!st.ok()) return st;
+      begin = nl + 1;
+    }
+    pending.erase(0, begin);
+    // An SWF line is about 100 bytes; /dev/zero or a binary file has none
+    // (it was read on, searched from the start on every block, until killed).
+    if (pending.size() > kMaxSwfLineBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ":", parser->line_no() + 1, ": a line longer than ", kMaxSwfLineBytes >> 20,
+          " MiB: not an SWF log"));
+    }
+  }
+  if (*stop || pending.empty()) return absl::OkStatus();
+  // The last line without its newline: parsed only once the stream is known
+  // to have ended whole (the caller checks before calling FinishLines).
+  return parser->Feed(pending, stop);
+}
+
+// xz, bzip2, zstd or lz4 through libarchive's raw format (one stream, no
+// archive): the Parallel Workloads Archive ships gzip, but a user who
+// recompressed a log got "line 1 contains a NUL byte".
+absl::StatusOr<SwfLog> ReadCompressedSwf(const std::string& path, const std::string& kind,
+                                         const SwfReadOptions& options) {
+  std::unique_ptr<archive, int (*)(archive*)> a(archive_read_new(), archive_read_free);
+  archive_read_support_filter_all(a.get());
+  archive_read_support_format_raw(a.get());
+  archive_entry* entry = nullptr;
+  if (archive_read_open_filename(a.get(), path.c_str(), 1 << 17) != ARCHIVE_OK ||
+      archive_read_next_header(a.get(), &entry) != ARCHIVE_OK) {
+    const char* why = archive_error_string(a.get());
+    return absl::DataLossError(absl::StrCat(path, ": truncated or corrupt ", kind, " data (",
+                                            why != nullptr ? why : "unknown error", ")"));
+  }
+  LineParser parser(path, options);
+  bool stop = false;
+  bool failed = false;
+  // The last partial line is parsed by FeedLines only after a clean end, so a
+  // truncated stream is reported as such, not as a short last line.
+  absl::Status st = FeedLines(
+      path,
+      [&](char* buf, size_t cap) -> int64_t {
+        la_ssize_t n = archive_read_data(a.get(), buf, cap);
+        return n < 0 ? -1 : static_cast<int64_t>(n);
+      },
+      &parser, &stop, &failed);
+  if (failed) {
+    const char* why = archive_error_string(a.get());
+    return absl::DataLossError(absl::StrCat(path, ": truncated or corrupt ", kind,
+                                            " data after line ", parser.line_no(), " (",
+                                            why != nullptr ? why : "read error", ")"));
+  }
+  if (!st.ok()) return st;
+  return parser.Take();
+}
+
+}  // namespace
+
 absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& options) {
   {
     // gzopen opens a directory, and its first read failed as "truncated or
@@ -240,6 +374,17 @@ absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& op
       return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not an SWF log"));
     }
   }
+  std::string kind;
+  switch (SniffCompression(path, &kind)) {
+    case Compression::kOther:
+      return ReadCompressedSwf(path, kind, options);
+    case Compression::kZip:
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": a zip archive, not an SWF log: unpack it (plain, gzip, xz, "
+                             "bzip2, zstd or lz4 logs are read)"));
+    case Compression::kNoneOrGzip:
+      break;
+  }
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot open (", std::strerror(errno), ")"));
@@ -247,46 +392,30 @@ absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& op
   std::unique_ptr<gzFile_s, int (*)(gzFile)> closer(file, gzclose);
   gzbuffer(file, 1 << 17);
   LineParser parser(path, options);
-  // gzread rather than gzgets: a NUL byte inside a line must not cut it (and
-  // join it to the next), and a stream that stops mid-line must be reported
-  // as truncated before its partial last line is parsed.
-  std::string pending;
-  std::vector<char> buf(1 << 16);
   bool stop = false;
-  while (!stop) {
-    const int n = gzread(file, buf.data(), static_cast<unsigned>(buf.size()));
-    if (n <= 0) break;
-    pending.append(buf.data(), static_cast<size_t>(n));
-    size_t begin = 0;
-    for (size_t nl = pending.find('\n'); nl != std::string::npos && !stop;
-         nl = pending.find('\n', begin)) {
-      absl::Status st = parser.Feed(absl::string_view(pending).substr(begin, nl - begin), &stop);
-      if (!st.ok()) return st;
-      begin = nl + 1;
-    }
-    pending.erase(0, begin);
-    // An SWF line is about 100 bytes; /dev/zero or a binary file has none
-    // (it was read on, searched from the start on every block, until killed).
-    if (pending.size() > kMaxSwfLineBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ":", parser.line_no() + 1, ": a line longer than ", kMaxSwfLineBytes >> 20,
-          " MiB: not an SWF log"));
-    }
-  }
-  if (stop) return parser.Take();
-  int errnum = 0;
-  const char* msg = gzerror(file, &errnum);
-  if (errnum != Z_OK && errnum != Z_STREAM_END) {
+  bool failed = false;
+  absl::Status st = FeedLines(
+      path,
+      [&](char* buf, size_t cap) -> int64_t {
+        const int n = gzread(file, buf, static_cast<unsigned>(cap));
+        if (n > 0) return n;
+        // gzread returns 0 both at the end of a whole stream and where a
+        // truncated one stops; gzerror tells them apart.
+        int errnum = 0;
+        gzerror(file, &errnum);
+        return (n < 0 || (errnum != Z_OK && errnum != Z_STREAM_END)) ? -1 : 0;
+      },
+      &parser, &stop, &failed);
+  if (failed) {
+    int errnum = 0;
+    const char* msg = gzerror(file, &errnum);
     // zlib prefixes its message with the path.
     absl::string_view why(msg);
     absl::ConsumePrefix(&why, absl::StrCat(path, ": "));
     return absl::DataLossError(absl::StrCat(path, ": truncated or corrupt gzip data after line ",
                                             parser.line_no(), " (", why, ")"));
   }
-  if (!pending.empty()) {
-    absl::Status st = parser.Feed(pending, &stop);
-    if (!st.ok()) return st;
-  }
+  if (!st.ok()) return st;
   return parser.Take();
 }
 

@@ -1,6 +1,9 @@
 // Importer for the Standard Workload Format (SWF v2.2) of the Parallel
-// Workloads Archive: header comments (`; Key: value`) and 18 integer fields
-// per job, -1 meaning unknown. Plain files and .gz are both accepted.
+// Workloads Archive: header comments (`; Key: value`) and 18 numeric fields
+// per job, -1 meaning unknown. Time and memory fields may be fractional (the
+// definition permits floating-point times) and are rounded to whole seconds
+// and KB; counts and ids are whole numbers. Plain files and gzip are read, and
+// xz, bzip2, zstd and lz4 by their magic bytes.
 #ifndef SOJOURN_MODELS_TURNAROUND_SWF_H_
 #define SOJOURN_MODELS_TURNAROUND_SWF_H_
 
@@ -116,9 +119,10 @@ struct SwfReadOptions {
   int64_t max_jobs = 0;
 };
 
-// Reads PATH (plain or gzip). NotFound if it cannot be opened; InvalidArgument
-// if it is a directory; DataLoss naming the last complete line if a gzip
-// stream is truncated or corrupt.
+// Reads PATH (plain, gzip, xz, bzip2, zstd or lz4, told by its first bytes).
+// NotFound if it cannot be opened; InvalidArgument if it is a directory or a
+// zip archive; DataLoss naming the last complete line if a compressed stream
+// is truncated or corrupt.
 absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& options);
 // Parses SWF text already in memory; `name` is used in error messages.
 absl::StatusOr<SwfLog> ParseSwf(const std::string& text, const std::string& name,

@@ -32,11 +32,12 @@ constexpr char kHelp[] = R"(usage: sojourn-eval turnaround --swf PATH [--mode re
 
 Backtests the turnaround kernels of CISNE (paper 002: historical, simulation,
 hybrid) and the baselines user_estimate, last_two (Tsafrir) and template_mean
-(Smith) on a Standard Workload Format log (plain or .gz). Reports D_v
+(Smith) on a Standard Workload Format log. Reports D_v
 (equation 13, percent), adjusted R^2 and interval coverage for turnaround,
 wait and execution time, and the mean cost of one estimate.
 
-  --swf PATH          SWF job log (required)
+  --swf PATH          SWF job log (required): plain, gzip, xz, bzip2, zstd or lz4;
+                      fractional times are rounded to whole seconds
   --mode MODE         replay (default): the log's own waits and runtimes are the
                       truth; each job is estimated at submit time from the jobs
                       finished before it and the queue rebuilt from the log.

@@ -149,6 +149,35 @@ TEST_F(TracesTest, ReadsCompressedCanonicalCsv) {
   }
 }
 
+// Compressed data is read by its first bytes when the name does not say so
+// (a trace renamed, or read through a pipe): gzip, xz, and bzip2 / zstd
+// through libarchive. Each used to fail on its first line as text.
+TEST_F(TracesTest, ReadsCompressedDataWhateverItsName) {
+  std::vector<std::string> paths = {WriteGz("gz.csv", kCanonical), WriteXz("xz.dat", kCanonical)};
+  const std::string plain = Write("plain.csv", kCanonical);
+  for (const char* tool : {"bzip2", "zstd"}) {
+    const std::string out = (dir_ / (std::string(tool) + ".csv")).string();
+    const std::string cmd = std::string(tool) + " -c " + plain + " > " + out + " 2>/dev/null";
+    if (std::system(cmd.c_str()) == 0) paths.push_back(out);
+  }
+  EXPECT_GE(paths.size(), 3u) << "scripts/install-deps installs bzip2 and zstd";
+  for (const std::string& p : paths) {
+    auto traces = ImportTrace(p, {});
+    ASSERT_TRUE(traces.ok()) << p << ": " << traces.status();
+    ASSERT_EQ(traces->size(), 2u) << p;
+    EXPECT_EQ((*traces)[0].samples.size(), 2u) << p;
+    EXPECT_EQ((*traces)[0].samples[1].cpu_load, 0.25) << p;
+    // Cut short: an error naming the compression, not a shorter trace.
+    std::ifstream in(p, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto cut = ImportTrace(Write("cut-" + fs::path(p).filename().string(),
+                                 bytes.substr(0, bytes.size() / 2)),
+                           {});
+    ASSERT_FALSE(cut.ok()) << p;
+    EXPECT_THAT(std::string(cut.status().message()), HasSubstr("truncated or corrupt"));
+  }
+}
+
 // A .gz cut short (a partial download) or with a corrupt body is an error,
 // not a shorter trace, whether the cut falls between rows or inside one.
 TEST_F(TracesTest, RejectsTruncatedGzip) {

@@ -88,7 +88,7 @@ TEST_F(SwfTest, SkipsMalformedLinesWhenAsked) {
                      "21 600000 1 2 1 x -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n"  // line 10
                      "22 600001 1 2 1 1 -1 1 10 -1 1 1 1 1 1 -1 -1 -7\n"  // line 11
                      "23 600002 1 2 1 1.5 -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n"
-                     "24 1.5 1 2 1 1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n";  // line 13
+                     "24 600003 1 2 1.5 1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n";  // line 13
   SwfReadOptions opt;
   opt.on_malformed = SwfReadOptions::OnMalformed::kSkip;
   auto log = ParseSwf(text, "mixed.swf", opt);
@@ -99,8 +99,54 @@ TEST_F(SwfTest, SkipsMalformedLinesWhenAsked) {
   EXPECT_EQ(log->skipped[1].line, 11);
   EXPECT_NE(log->skipped[1].reason.find("field 18"), std::string::npos);
   EXPECT_EQ(log->skipped[2].line, 13);
+  EXPECT_NE(log->skipped[2].reason.find("field 5 '1.5' is not an integer"), std::string::npos)
+      << log->skipped[2].reason;
   ASSERT_EQ(log->jobs.size(), 3u);  // two good lines of kLog + the fractional CPU time
   EXPECT_DOUBLE_EQ(log->jobs[2].avg_cpu_time, 1.5);
+}
+
+// The SWF definition permits floating-point times: time and memory fields
+// may be fractional and are rounded to whole seconds / KB (a real log with
+// "28826.00" run times was refused at its first job). Counts and ids must be
+// whole numbers, which "128.0" is.
+TEST_F(SwfTest, ReadsFractionalTimesAndIntegralDecimals) {
+  const std::string line =
+      "7 600000.4 5.5 28826.00 128.0 27758.25 10.5 128 28800.7 1024.2 1.0 153 75 18180 3 -1 -1 "
+      "2.5\n";
+  auto log = ParseSwf(std::string(kLog) + line, "frac.swf", {});
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_EQ(log->jobs.size(), 3u);
+  const SwfJob& j = log->jobs[2];
+  EXPECT_EQ(j.submit_time, 600000);
+  EXPECT_EQ(j.wait_time, 6);  // 5.5 rounds away from zero
+  EXPECT_EQ(j.run_time, 28826);
+  EXPECT_EQ(j.allocated_procs, 128);
+  EXPECT_DOUBLE_EQ(j.avg_cpu_time, 27758.25);
+  EXPECT_DOUBLE_EQ(j.used_memory_kb, 10.5);
+  EXPECT_EQ(j.requested_time, 28801);
+  EXPECT_EQ(j.requested_memory_kb, 1024);
+  EXPECT_EQ(j.status, 1);
+  EXPECT_EQ(j.think_time, 3);
+  // "-1.00" is unknown, as -1 is.
+  auto unknown = ParseSwf(
+      std::string(kLog) + "8 600001 -1.00 -1.0 4 -1 -1 4 -1 -1 1 1 1 1 1 -1 -1 -1\n", "u.swf", {});
+  ASSERT_TRUE(unknown.ok()) << unknown.status();
+  EXPECT_EQ(unknown->jobs[2].wait_time, -1);
+  EXPECT_EQ(unknown->jobs[2].run_time, -1);
+  // A fraction in a count or id, and text anywhere, are still malformed.
+  const std::pair<const char*, const char*> bad[] = {
+      {"9 1 1 1 2.5 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1", "field 5 '2.5' is not an integer"},
+      {"9 1 1 1 2 -1 -1 1 10 -1 1 7.5 1 1 1 -1 -1 -1", "field 12 '7.5' is not an integer"},
+      {"9 1 1 abc 2 -1 -1 1 10 -1 1 7 1 1 1 -1 -1 -1", "field 4 'abc' is not a number"},
+      {"9 1 -0.5 1 2 -1 -1 1 10 -1 1 7 1 1 1 -1 -1 -1", "field 3 is -0.5 (negative and not -1)"},
+      {"9 1 1 1 2 -1 1e300 1 10 -1 1 7 1 1 1 -1 -1 -1", "field 7 is 1e300, out of range"},
+  };
+  for (const auto& [text, want] : bad) {
+    auto r = ParseSwf(std::string(kLog) + text + "\n", "bad.swf", {});
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(std::string("bad.swf:10: ") + want), std::string::npos)
+        << r.status();
+  }
 }
 
 // max_jobs stops early.
@@ -310,6 +356,53 @@ TEST_F(SwfTest, ReportsTruncatedGzip) {
             std::string::npos)
       << log.status();
   std::filesystem::remove_all(path.parent_path());
+}
+
+// A log recompressed with xz, bzip2 or zstd is read as the plain one (it used
+// to fail at line 1, "contains a NUL byte"); a zip archive and a truncated
+// stream are refused with what they are.
+TEST_F(SwfTest, ReadsOtherCompressions) {
+  std::filesystem::path plain = TempFile("log.swf");
+  std::string text = kLog;
+  for (int i = 0; i < 3000; ++i) {
+    text += std::to_string(100 + i) + " " + std::to_string(600000 + 37 * i) +
+            " 5 28826 1 27758 -1 1 28800 -1 5 153 75 18180 3 -1 -1 -1\n";
+  }
+  std::ofstream(plain) << text;
+  auto want = ReadSwf(plain.string(), {});
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(want->jobs.size(), 3002u);
+  const std::string dir = plain.parent_path().string();
+  struct Tool {
+    const char* command;
+    const char* suffix;
+  };
+  int tried = 0;
+  for (const Tool& t : {Tool{"xz -kc", ".xz"}, Tool{"bzip2 -kc", ".bz2"}, Tool{"zstd -qc", ".zst"}}) {
+    const std::string out = plain.string() + t.suffix;
+    const std::string cmd = std::string(t.command) + " " + plain.string() + " > " + out + " 2>/dev/null";
+    if (std::system(cmd.c_str()) != 0) continue;  // the tool is not installed
+    ++tried;
+    auto log = ReadSwf(out, {});
+    ASSERT_TRUE(log.ok()) << t.suffix << ": " << log.status();
+    ASSERT_EQ(log->jobs.size(), want->jobs.size()) << t.suffix;
+    EXPECT_EQ(log->jobs.back().submit_time, want->jobs.back().submit_time);
+    EXPECT_EQ(log->header.max_procs, 256);
+    // Cut in the middle: a truncated stream, not a short log.
+    std::filesystem::resize_file(out, std::filesystem::file_size(out) / 2);
+    auto cut = ReadSwf(out, {});
+    ASSERT_FALSE(cut.ok()) << t.suffix;
+    EXPECT_EQ(cut.status().code(), absl::StatusCode::kDataLoss) << cut.status();
+    EXPECT_NE(cut.status().message().find("truncated or corrupt"), std::string::npos)
+        << cut.status();
+  }
+  EXPECT_GE(tried, 1) << "xz is a dependency of the build; at least it must be there";
+  std::ofstream(dir + "/log.zip") << std::string("PK\x03\x04", 4) << std::string(100, 'x');
+  auto zip = ReadSwf(dir + "/log.zip", {});
+  ASSERT_FALSE(zip.ok());
+  EXPECT_NE(zip.status().message().find("a zip archive, not an SWF log"), std::string::npos)
+      << zip.status();
+  std::filesystem::remove_all(dir);
 }
 
 // The shared logs: SDSC-SP2 has 59,715 jobs on 128 nodes; NASA iPSC has -1
