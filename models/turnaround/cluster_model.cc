@@ -9,9 +9,12 @@ ClusterModel::ClusterModel(int num_nodes, const SchedulingPolicy& policy)
     : policy_(policy), nodes_(static_cast<size_t>(std::max(num_nodes, 0))) {
   if (policy_.mpl_limit < 1) policy_.mpl_limit = 1;
   free_nodes_ = size();
+  free_bits_.assign((nodes_.size() + 63) / 64, ~uint64_t{0});
+  if (nodes_.size() % 64 != 0) free_bits_.back() = (uint64_t{1} << (nodes_.size() % 64)) - 1;
 }
 
 void ClusterModel::SetLocal(int n, double cpu, int tasks) {
+  local_cpu_nodes_ += (cpu != 0) - (nodes_[n].local_cpu != 0);
   nodes_[n].local_cpu = cpu;
   nodes_[n].local_tasks = tasks;
 }
@@ -24,7 +27,10 @@ void ClusterModel::Place(int key, const std::vector<int>& nodes, double cpu_frac
     node.jobs.push_back(key);
     node.paral_cpu += cpu_fraction;
     node.cpu_bound_tasks += cpu_bound;
-    if (had_slot && !HasSlot(n)) --free_nodes_;
+    if (had_slot && !HasSlot(n)) {
+      --free_nodes_;
+      SetFreeBit(n, false);
+    }
   }
 }
 
@@ -39,7 +45,10 @@ void ClusterModel::Remove(int key, const std::vector<int>& nodes, double cpu_fra
     node.paral_cpu = std::max(0.0, node.paral_cpu - cpu_fraction);
     if (node.jobs.empty()) node.paral_cpu = 0;
     node.cpu_bound_tasks -= cpu_bound;
-    if (!had_slot && HasSlot(n)) ++free_nodes_;
+    if (!had_slot && HasSlot(n)) {
+      ++free_nodes_;
+      SetFreeBit(n, true);
+    }
   }
 }
 
@@ -56,20 +65,69 @@ std::vector<int> ClusterModel::SelectNodes(int procs, double cpu_fraction,
 // Normal: only the resource usage level matters; take the least loaded nodes
 // that still respect the social contract (the MPL limit).
 std::vector<int> ClusterModel::SelectNormal(int procs, const std::vector<char>* excluded) const {
-  std::vector<int> eligible;
-  eligible.reserve(nodes_.size());
-  for (int n = 0; n < size(); ++n) {
-    if (HasSlot(n) && (excluded == nullptr || !(*excluded)[n])) eligible.push_back(n);
-  }
-  if (static_cast<int>(eligible.size()) < procs) return {};
-  auto load = [&](int n) { return nodes_[n].cpu_load(); };
-  std::partial_sort(eligible.begin(), eligible.begin() + procs, eligible.end(), [&](int x, int y) {
-    if (load(x) != load(y)) return load(x) < load(y);
-    if (nodes_[x].paral_tasks() != nodes_[y].paral_tasks()) {
-      return nodes_[x].paral_tasks() < nodes_[y].paral_tasks();
+  // The order is total (load, then parallel tasks, then index), so the
+  // `procs` least loaded nodes are one set. In the common case (a dedicated
+  // cluster, or many equally loaded nodes) they are the first `procs` of the
+  // least key by index: one pass, no sort. Otherwise nth_element picks the
+  // same set in linear time (partial_sort's heap was half of a replay's time
+  // on a 1,024-node machine).
+  auto eligible_node = [&](int n) {
+    return HasSlot(n) && (excluded == nullptr || !(*excluded)[n]);
+  };
+  std::vector<int> chosen;
+  chosen.reserve(static_cast<size_t>(procs));
+  if (policy_.mpl_limit == 1 && local_cpu_nodes_ == 0) {
+    // A dedicated cluster (a replayed log): a node with its one slot free
+    // holds no task, so every eligible node has load 0 and no parallel task,
+    // and the order is the index. The free nodes are visited through
+    // free_bits_, and the scan stops at the `procs`-th.
+    for (size_t w = 0; w < free_bits_.size(); ++w) {
+      for (uint64_t bits = free_bits_[w]; bits != 0; bits &= bits - 1) {
+        const int n = static_cast<int>(w * 64) + __builtin_ctzll(bits);
+        if (excluded != nullptr && (*excluded)[n]) continue;
+        chosen.push_back(n);
+        if (static_cast<int>(chosen.size()) == procs) return chosen;
+      }
     }
-    return x < y;
-  });
+    chosen.clear();
+    return chosen;
+  }
+  auto less_key = [&](int x, int y) {
+    const double lx = nodes_[x].cpu_load(), ly = nodes_[y].cpu_load();
+    if (lx != ly) return lx < ly;
+    return nodes_[x].paral_tasks() < nodes_[y].paral_tasks();
+  };
+  int count = 0;
+  int best = -1;     // a node of the least (load, tasks) key
+  int at_best = 0;   // eligible nodes with that key
+  for (int n = 0; n < size(); ++n) {
+    if (!eligible_node(n)) continue;
+    ++count;
+    if (best < 0 || less_key(n, best)) {
+      best = n;
+      at_best = 1;
+    } else if (!less_key(best, n)) {
+      ++at_best;
+    }
+  }
+  if (count < procs) return {};
+  if (at_best >= procs) {
+    for (int n = best; n < size() && static_cast<int>(chosen.size()) < procs; ++n) {
+      if (eligible_node(n) && !less_key(best, n)) chosen.push_back(n);
+    }
+    return chosen;
+  }
+  std::vector<int> eligible;
+  eligible.reserve(static_cast<size_t>(count));
+  for (int n = 0; n < size(); ++n) {
+    if (eligible_node(n)) eligible.push_back(n);
+  }
+  std::nth_element(eligible.begin(), eligible.begin() + (procs - 1), eligible.end(),
+                   [&](int x, int y) {
+                     if (less_key(x, y)) return true;
+                     if (less_key(y, x)) return false;
+                     return x < y;
+                   });
   eligible.resize(procs);
   std::sort(eligible.begin(), eligible.end());
   return eligible;
@@ -196,16 +254,18 @@ std::vector<StartDecision> SelectJobsToStart(ClusterModel& cluster,
   // currently busy ones first, so the currently free nodes stay "extra".
   std::vector<char> reserved(cluster.size(), 0);
   {
-    std::vector<int> cand;
-    for (int n = 0; n < cluster.size(); ++n) {
-      if (slots[n] > 0) cand.push_back(n);
+    // Busy-now nodes in index order, then free-now ones (a stable partition,
+    // in two passes rather than a stable_sort's allocations).
+    int left = head.procs;
+    for (int pass = 0; pass < 2 && left > 0; ++pass) {
+      const bool want_free = pass == 1;
+      for (int n = 0; n < cluster.size() && left > 0; ++n) {
+        if (slots[n] <= 0) continue;
+        if ((cluster.node(n).paral_tasks() < limit) != want_free) continue;
+        reserved[n] = 1;
+        --left;
+      }
     }
-    std::stable_sort(cand.begin(), cand.end(), [&](int x, int y) {
-      const bool fx = cluster.node(x).paral_tasks() < limit;
-      const bool fy = cluster.node(y).paral_tasks() < limit;
-      return fx < fy;
-    });
-    for (int k = 0; k < static_cast<int>(cand.size()) && k < head.procs; ++k) reserved[cand[k]] = 1;
   }
   for (size_t j = i + 1; j < queue.size(); ++j) {
     const QueuedJob& q = queue[j];

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "models/turnaround/job.h"
 
 namespace sojourn::turnaround {
@@ -22,7 +23,10 @@ struct SimNode {
   double local_cpu = 0;  // CPU_local(n)
   int local_tasks = 0;   // MPL_local(n)
   double paral_cpu = 0;  // CPU_paral(n)
-  std::vector<int> jobs;  // keys of the parallel jobs with a task here (MPL_paral = size)
+  // Keys of the parallel jobs with a task here (MPL_paral = size). Inline
+  // for the usual one or two: each estimate builds a cluster and places
+  // every running job, and a heap vector per node was a third of the time.
+  absl::InlinedVector<int, 2> jobs;
   int cpu_bound_tasks = 0;
   int paral_tasks() const { return static_cast<int>(jobs.size()); }
   // CPU_paral(n) + CPU_local(n), the node's term of equation (8).
@@ -52,6 +56,10 @@ class ClusterModel {
   // null) marks nodes that must not be used.
   std::vector<int> SelectNodes(int procs, double cpu_fraction,
                                const std::vector<char>* excluded) const;
+  // The Normal policy alone (tests compare it with a full sort).
+  std::vector<int> SelectNormalForTest(int procs, const std::vector<char>* excluded) const {
+    return procs <= 0 ? std::vector<int>{} : SelectNormal(procs, excluded);
+  }
 
   // Equation (4): max over nodes(J) of MPL_paral(n) + MPL_local(n), at most
   // INT_MAX (negative MPL_local counts as 0).
@@ -71,6 +79,15 @@ class ClusterModel {
   SchedulingPolicy policy_;
   std::vector<SimNode> nodes_;
   int free_nodes_ = 0;
+  int local_cpu_nodes_ = 0;  // nodes with CPU_local != 0
+  // Bit n set iff node n has a free slot (HasSlot), for SelectNormal's scan
+  // of a dedicated cluster: it visits the free nodes only.
+  std::vector<uint64_t> free_bits_;
+  void SetFreeBit(int n, bool free) {
+    const uint64_t bit = uint64_t{1} << (n & 63);
+    if (free) free_bits_[n >> 6] |= bit;
+    else free_bits_[n >> 6] &= ~bit;
+  }
 };
 
 // A waiting job as the job selection policy sees it.

@@ -1,6 +1,10 @@
 #include "models/turnaround/cluster_model.h"
 
+#include <algorithm>
 #include <limits>
+#include <random>
+#include <tuple>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -122,6 +126,73 @@ TEST(ClusterModelTest, HugeLocalTaskCountsSaturate) {
   cluster.SetLocal(1, 0.5, 1000);
   EXPECT_EQ(cluster.MplMax({1}), 1002);
   EXPECT_EQ(cluster.SharedTasks({1}), 1001);
+}
+
+// SelectNormal as it was written first: every eligible node sorted by (load,
+// parallel tasks, index), the first `procs` taken, in index order. The model
+// now takes a one-pass route on a dedicated cluster (MPL 1, no local CPU;
+// free nodes from a bitmap) and nth_element otherwise; both must choose the
+// same nodes. Random clusters of 1 to 300 nodes, with and without local
+// load, MPL 1 to 3, random placements, removals and exclusions.
+std::vector<int> ReferenceNormal(const ClusterModel& c, int procs, const std::vector<char>* excluded) {
+  std::vector<int> eligible;
+  for (int n = 0; n < c.size(); ++n) {
+    if (c.node(n).paral_tasks() < c.policy().mpl_limit && (excluded == nullptr || !(*excluded)[n])) {
+      eligible.push_back(n);
+    }
+  }
+  if (procs <= 0 || static_cast<int>(eligible.size()) < procs) return {};
+  std::sort(eligible.begin(), eligible.end(), [&](int x, int y) {
+    return std::make_tuple(c.node(x).cpu_load(), c.node(x).paral_tasks(), x) <
+           std::make_tuple(c.node(y).cpu_load(), c.node(y).paral_tasks(), y);
+  });
+  eligible.resize(procs);
+  std::sort(eligible.begin(), eligible.end());
+  return eligible;
+}
+
+TEST(ClusterModelTest, NormalSelectionEqualsTheFullSort) {
+  std::mt19937_64 rng(7);
+  int fast = 0, general = 0;
+  for (int round = 0; round < 400; ++round) {
+    const int size = 1 + static_cast<int>(rng() % 300);
+    const int mpl = 1 + static_cast<int>(rng() % 3);
+    const bool local = rng() % 2 == 0;
+    ClusterModel cluster(size, Policy(JobSelection::kEasyBackfilling, NodeSelection::kNormal, mpl));
+    if (local) {
+      for (int n = 0; n < size; ++n) {
+        if (rng() % 3 == 0) cluster.SetLocal(n, 0.25 * static_cast<double>(rng() % 4), 1);
+      }
+    }
+    std::vector<std::pair<int, std::vector<int>>> placed;
+    for (int step = 0; step < 60; ++step) {
+      if (!placed.empty() && rng() % 3 == 0) {
+        const size_t k = rng() % placed.size();
+        cluster.Remove(placed[k].first, placed[k].second, 0.5);
+        placed.erase(placed.begin() + static_cast<long>(k));
+        continue;
+      }
+      const int procs = 1 + static_cast<int>(rng() % std::max(1, size / 3));
+      std::vector<char> excluded(size, 0);
+      for (int n = 0; n < size; ++n) excluded[n] = rng() % 5 == 0;
+      const std::vector<char>* none = nullptr;
+      const std::vector<char>* some = &excluded;
+      for (const std::vector<char>* ex : {none, some}) {
+        ASSERT_EQ(cluster.SelectNormalForTest(procs, ex), ReferenceNormal(cluster, procs, ex))
+            << "round " << round << " step " << step << " size " << size << " mpl " << mpl;
+      }
+      (mpl == 1 && !local ? fast : general)++;
+      std::vector<int> nodes = cluster.SelectNodes(procs, 0.5, nullptr);
+      if (nodes.empty()) continue;
+      cluster.Place(step + 1, nodes, 0.5);
+      placed.emplace_back(step + 1, nodes);
+    }
+    int free = 0;
+    for (int n = 0; n < size; ++n) free += cluster.node(n).paral_tasks() < mpl;
+    ASSERT_EQ(cluster.free_nodes(), free);
+  }
+  EXPECT_GT(fast, 1000);
+  EXPECT_GT(general, 1000);
 }
 
 }  // namespace
