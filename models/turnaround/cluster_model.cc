@@ -267,13 +267,23 @@ std::vector<StartDecision> SelectJobsToStart(ClusterModel& cluster,
       }
     }
   }
+  // SelectNodes fails only when fewer than `procs` nodes are eligible (the
+  // Uniform policy falls back to Normal, which fails only on the count), and
+  // placing jobs only removes eligible nodes: once a size has failed, every
+  // later job at least as large fails too, with the same exclusion. A queue
+  // of thousands (a burst of submissions) tried each of them on every event.
+  int fails_from[2] = {std::numeric_limits<int>::max(), std::numeric_limits<int>::max()};
   for (size_t j = i + 1; j < queue.size(); ++j) {
     const QueuedJob& q = queue[j];
     if (q.procs > cluster.free_nodes()) continue;
     const bool ends_in_time = now + std::max(0.0, q.requested_time) <= shadow;
+    if (q.procs >= fails_from[ends_in_time]) continue;
     std::vector<int> nodes =
         cluster.SelectNodes(q.procs, q.cpu_fraction, ends_in_time ? nullptr : &reserved);
-    if (nodes.empty()) continue;
+    if (nodes.empty()) {
+      if (q.procs > 0) fails_from[ends_in_time] = q.procs;
+      continue;
+    }
     cluster.Place(q.key, nodes, q.cpu_fraction);
     started.push_back({static_cast<int>(j), std::move(nodes)});
   }
