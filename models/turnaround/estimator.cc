@@ -322,17 +322,8 @@ absl::StatusOr<SimOutcome> SimulateTarget(const EstimateRequest& req, RuntimeMod
       }
       if (!any) return;
     }
-    queue.clear();
     placed.clear();
     const bool fcfs = cluster.policy().job_selection == JobSelection::kFcfs;
-    int fcfs_budget = cluster.free_nodes();
-    for (int k : waiting) {
-      const SimJob& j = jobs[k];
-      const double req_time = j.spec.requested_time > 0 ? j.spec.requested_time : j.exec_total;
-      queue.push_back({k, j.spec.procs, req_time, j.cpu_fraction});
-      // FCFS never looks past the first head that does not fit.
-      if (fcfs && j.spec.procs <= cluster.size() && (fcfs_budget -= j.spec.procs) < 0) break;
-    }
     for (int k : running) {
       if (fcfs) break;  // reservations are for EASY only
       const SimJob& j = jobs[k];
@@ -351,10 +342,24 @@ absl::StatusOr<SimOutcome> SimulateTarget(const EstimateRequest& req, RuntimeMod
     }
     size_t w = 0;
     for (size_t k = 0; k < waiting.size(); ++k) {
-      if (!gone[k]) waiting[w++] = waiting[k];
+      if (!gone[k]) {
+        waiting[w] = waiting[k];
+        queue[w] = queue[k];
+        ++w;
+      }
     }
     waiting.resize(w);
+    queue.resize(w);
   };
+  // The job selection's view of the waiting jobs, kept beside `waiting` (a
+  // job's size, requested time and CPU fraction do not change once
+  // characterized): rebuilding it on every event cost O(queue) from the
+  // scattered SimJobs, most of an estimate's time behind a long queue.
+  for (int k : waiting) {
+    const SimJob& j = jobs[k];
+    const double req_time = j.spec.requested_time > 0 ? j.spec.requested_time : j.exec_total;
+    queue.push_back({k, j.spec.procs, req_time, j.cpu_fraction});
+  }
   schedule();
   std::vector<double> rem;
   for (int guard = 0; guard < 1000000; ++guard) {

@@ -81,11 +81,11 @@ wait and execution time, and the mean cost of one estimate.
 Simulate refuses a log whose local-load model would need more than 5e7 session
 events (span x nodes x local load / 5760 s mean session): about 190 years of
 log on 64 nodes at 75 %; an event costs about 1-2 us (up to 2 minutes).
-Every estimate simulates every node, so a run costs about 0.05-1.3 us per job
+Every estimate simulates every node, so a run costs about 0.3-1.3 us per job
 estimated and node, more with long queues (the
 header's MaxProcs, else MaxNodes, in replay: a job's size, field 5, counts
 processors, one task per simulated node; --nodes in simulate): above 5e8
-node-estimates (1 to 10 minutes) the run says how long it may take and how --max-jobs shortens it,
+node-estimates (2 to 10 minutes) the run says how long it may take and how --max-jobs shortens it,
 then goes on, with progress at least every 10 seconds.
 Jobs without a processor count (fields 5 and 8 both 0 or -1) are skipped with
 a count. A run that scores nothing prints '-' (null in the JSON) and says why.
@@ -216,12 +216,12 @@ std::string Cell(double v, int width, int precision) {
 // warns that it will be long.
 // Every estimate of the simulation-based kernels and baselines rebuilds and
 // scans the whole cluster (models/turnaround: ClusterModel, the snapshot's
-// node list, EASY's reservation), so a run costs about 0.05 us per node and
-// job (0.3 us beyond about 500,000 nodes, when each copy is fresh memory):
-// "MaxNodes: 1000000" took 0.3 s per job. With many jobs running and
-// queued it is more: the SDSC-SP2 log with its job sizes scaled to 16,384
-// and 40,960 processors took 0.7-1.3 us (session 19). 5e8 is about 1 to 10
-// minutes; the shared SDSC-SP2 log needs 7.6e6, a log of ANL Intrepid's
+// node list, EASY's reservation). Measured on the shared SDSC-SP2 log with
+// its job sizes and machine scaled up (session 24): a replay costs about
+// 0.46 us per node and job on 1,024 processors (28 s) and 0.32 us on 16,384
+// (316 s for 9.8e8); the simulate mode's non-dedicated nodes took up to
+// 1.3 us (session 19, before the faster node selection). 5e8 is about 2 to
+// 10 minutes; the shared SDSC-SP2 log needs 7.6e6, a log of ANL Intrepid's
 // size (163,840 processors, 68,936 jobs) 1.1e10: --max-jobs 3000.
 constexpr double kMaxNodeEstimates = 5e8;
 
@@ -350,14 +350,14 @@ int RunTurnaround(int argc, char** argv) {
       std::fprintf(stderr, "%s\n",
                    absl::StrFormat(
                        "warning: %s: %d jobs to estimate on %d nodes (%s) are %.3g "
-                       "node-estimates (each estimate simulates every node: about 0.05-1.3 us "
+                       "node-estimates (each estimate simulates every node: about 0.3-1.3 us "
                        "per node and job, more with long queues; here %.0f-%.0f minutes); "
-                       "--max-jobs %d%s keeps it within about 1-10 minutes",
+                       "--max-jobs %d%s keeps it within about 2-10 minutes",
                        args.swf, jobs, nodes,
                        replay ? (log->header.cluster_size() > 0 ? "the header's MaxProcs / MaxNodes"
                                                                 : "the largest job")
                               : "--nodes",
-                       work, work * 0.05e-6 / 60, work * 1.3e-6 / 60,
+                       work, work * 0.3e-6 / 60, work * 1.3e-6 / 60,
                        static_cast<int64_t>(kMaxNodeEstimates / static_cast<double>(nodes)),
                        replay ? "" : " or fewer --nodes")
                        .c_str());

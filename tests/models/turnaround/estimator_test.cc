@@ -222,6 +222,30 @@ TEST_F(EstimatorTest, SimulationFcfsVersusEasy) {
   }
 }
 
+// FCFS under a multiprogramming limit starts queue heads while they fit: on
+// 4 nodes with MPL 2, A, B and C (2 tasks each) start at once and the target D
+// still finds 2 nodes with a free slot (C shares nodes with A, D with B). The
+// queue handed to the job selection used to be cut where the sizes summed
+// past the free nodes (right for MPL 1, too early above it), so D waited for
+// the first job to end.
+TEST_F(EstimatorTest, SimulationFcfsStartsEveryHeadThatFitsUnderMpl) {
+  const JobSpec a = Job(2, 4, 4, 2, 100, 1.0);
+  const JobSpec b = Job(3, 4, 4, 2, 100, 1.0);
+  const JobSpec c = Job(4, 4, 4, 2, 100, 1.0);
+  const JobSpec d = Job(5, 4, 4, 2, 100, 1.0);
+  Put(Hist(a, 0, 100, 100));
+  EstimateRequest req{d, Dedicated(4, JobSelection::kFcfs, 2)};
+  req.job.submit_time = req.snapshot.now;
+  req.snapshot.waiting = {a, b, c};
+  KernelEstimate e = Run(Kernel::kSimulation, req);
+  EXPECT_NEAR(e.wait.point, 0, 1e-6);
+  // With MPL 1 only two fit; D waits for the first two to end (100 s).
+  EstimateRequest one{d, Dedicated(4, JobSelection::kFcfs, 1)};
+  one.job.submit_time = one.snapshot.now;
+  one.snapshot.waiting = {a, b, c};
+  EXPECT_NEAR(Run(Kernel::kSimulation, one).wait.point, 100, 1e-6);
+}
+
 // Algorithm 4 on a dedicated cluster: R's isolated runs average 400 and it has
 // run 100 s -> RemTime 300; the target's isolated runs average 300 (the
 // shared run of 1000 s is not used).
