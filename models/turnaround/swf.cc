@@ -321,9 +321,30 @@ absl::Status FeedLines(const std::string& path, Read read, LineParser* parser, b
     }
   }
   if (*stop || pending.empty()) return absl::OkStatus();
-  // The last line without its newline: parsed only once the stream is known
-  // to have ended whole (the caller checks before calling FinishLines).
+  // The last line without its newline, reached only at a clean end (a
+  // failed read returned above, so a truncated stream is not taken for a
+  // short last line).
   return parser->Feed(pending, stop);
+}
+
+// Reads a whole log from `read` (see FeedLines). When `read` fails, the log
+// is truncated or corrupt: DataLoss naming the last complete line and
+// `why_failed()`.
+template <typename Read, typename WhyFailed>
+absl::StatusOr<SwfLog> ParseStream(const std::string& path, const std::string& kind,
+                                   const SwfReadOptions& options, Read read,
+                                   WhyFailed why_failed) {
+  LineParser parser(path, options);
+  bool stop = false;
+  bool failed = false;
+  absl::Status st = FeedLines(path, read, &parser, &stop, &failed);
+  if (failed) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated or corrupt ", kind,
+                                            " data after line ", parser.line_no(), " (",
+                                            why_failed(), ")"));
+  }
+  if (!st.ok()) return st;
+  return parser.Take();
 }
 
 // xz, bzip2, zstd or lz4 through libarchive's raw format (one stream, no
@@ -341,26 +362,18 @@ absl::StatusOr<SwfLog> ReadCompressedSwf(const std::string& path, const std::str
     return absl::DataLossError(absl::StrCat(path, ": truncated or corrupt ", kind, " data (",
                                             why != nullptr ? why : "unknown error", ")"));
   }
-  LineParser parser(path, options);
-  bool stop = false;
-  bool failed = false;
   // The last partial line is parsed by FeedLines only after a clean end, so a
   // truncated stream is reported as such, not as a short last line.
-  absl::Status st = FeedLines(
-      path,
+  return ParseStream(
+      path, kind, options,
       [&](char* buf, size_t cap) -> int64_t {
         la_ssize_t n = archive_read_data(a.get(), buf, cap);
         return n < 0 ? -1 : static_cast<int64_t>(n);
       },
-      &parser, &stop, &failed);
-  if (failed) {
-    const char* why = archive_error_string(a.get());
-    return absl::DataLossError(absl::StrCat(path, ": truncated or corrupt ", kind,
-                                            " data after line ", parser.line_no(), " (",
-                                            why != nullptr ? why : "read error", ")"));
-  }
-  if (!st.ok()) return st;
-  return parser.Take();
+      [&]() -> std::string {
+        const char* why = archive_error_string(a.get());
+        return why != nullptr ? why : "read error";
+      });
 }
 
 }  // namespace
@@ -391,11 +404,8 @@ absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& op
   }
   std::unique_ptr<gzFile_s, int (*)(gzFile)> closer(file, gzclose);
   gzbuffer(file, 1 << 17);
-  LineParser parser(path, options);
-  bool stop = false;
-  bool failed = false;
-  absl::Status st = FeedLines(
-      path,
+  return ParseStream(
+      path, "gzip", options,
       [&](char* buf, size_t cap) -> int64_t {
         const int n = gzread(file, buf, static_cast<unsigned>(cap));
         if (n > 0) return n;
@@ -405,18 +415,13 @@ absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& op
         gzerror(file, &errnum);
         return (n < 0 || (errnum != Z_OK && errnum != Z_STREAM_END)) ? -1 : 0;
       },
-      &parser, &stop, &failed);
-  if (failed) {
-    int errnum = 0;
-    const char* msg = gzerror(file, &errnum);
-    // zlib prefixes its message with the path.
-    absl::string_view why(msg);
-    absl::ConsumePrefix(&why, absl::StrCat(path, ": "));
-    return absl::DataLossError(absl::StrCat(path, ": truncated or corrupt gzip data after line ",
-                                            parser.line_no(), " (", why, ")"));
-  }
-  if (!st.ok()) return st;
-  return parser.Take();
+      [&]() -> std::string {
+        int errnum = 0;
+        // zlib prefixes its message with the path.
+        absl::string_view why(gzerror(file, &errnum));
+        absl::ConsumePrefix(&why, absl::StrCat(path, ": "));
+        return std::string(why);
+      });
 }
 
 JobSpec ToJobSpec(const SwfJob& job) {
