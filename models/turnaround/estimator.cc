@@ -256,7 +256,17 @@ absl::StatusOr<SimOutcome> SimulateTarget(const EstimateRequest& req, RuntimeMod
   // Algorithm 3 line 1: dummy copies of the queues and the cluster.
   std::vector<SimJob> jobs;
   jobs.reserve(snap.running.size() + snap.waiting.size() + 1);
-  std::vector<int> running, waiting;
+  std::vector<int> running;
+  // The waiting jobs in queue order, as the job selection sees them (a job's
+  // size, requested time and CPU fraction do not change once characterized;
+  // rebuilding this on every event from the scattered SimJobs was most of an
+  // estimate's time behind a long queue).
+  std::vector<QueuedJob> queue;
+  auto enqueue = [&](SimJob j) {
+    const double req_time = j.spec.requested_time > 0 ? j.spec.requested_time : j.exec_total;
+    queue.push_back({static_cast<int>(jobs.size()), j.spec.procs, req_time, j.cpu_fraction});
+    jobs.push_back(std::move(j));
+  };
   for (const RunningJob& r : snap.running) {
     SimJob j;
     j.spec = r.spec;
@@ -279,16 +289,14 @@ absl::StatusOr<SimOutcome> SimulateTarget(const EstimateRequest& req, RuntimeMod
     SimJob j;
     j.spec = w;
     RETURN_IF_ERROR(model.Init(j));
-    waiting.push_back(static_cast<int>(jobs.size()));
-    jobs.push_back(std::move(j));
+    enqueue(std::move(j));
   }
   const int target = static_cast<int>(jobs.size());
   {
     SimJob j;
     j.spec = req.job;
     RETURN_IF_ERROR(model.Init(j));
-    waiting.push_back(target);
-    jobs.push_back(std::move(j));
+    enqueue(std::move(j));
   }
   SimOutcome out;
   out.from_history = jobs[target].from_history;
@@ -296,25 +304,24 @@ absl::StatusOr<SimOutcome> SimulateTarget(const EstimateRequest& req, RuntimeMod
   if (req.job.procs > cluster.size()) return out;
 
   double t = now;  // Algorithm 3 line 2
-  std::vector<QueuedJob> queue;
   std::vector<PlacedJob> placed;
   auto schedule = [&]() {
     // Algorithm 3 lines 8-13, with the system's job and node selection.
     // Nothing can start when no waiting job fits the free nodes (FCFS: the
     // head; EASY: any job), which is most steps of a saturated cluster.
-    if (waiting.empty() || cluster.free_nodes() == 0) return;
+    if (queue.empty() || cluster.free_nodes() == 0) return;
     {
       const int free = cluster.free_nodes();
       bool any = false;
       if (cluster.policy().job_selection == JobSelection::kFcfs) {
-        for (int k : waiting) {
-          if (jobs[k].spec.procs > cluster.size()) continue;  // skipped by the policy
-          any = jobs[k].spec.procs <= free;
+        for (const QueuedJob& q : queue) {
+          if (q.procs > cluster.size()) continue;  // skipped by the policy
+          any = q.procs <= free;
           break;
         }
       } else {
-        for (int k : waiting) {
-          if (jobs[k].spec.procs <= free) {
+        for (const QueuedJob& q : queue) {
+          if (q.procs <= free) {
             any = true;
             break;
           }
@@ -332,7 +339,7 @@ absl::StatusOr<SimOutcome> SimulateTarget(const EstimateRequest& req, RuntimeMod
     }
     std::vector<StartDecision> started = SelectJobsToStart(cluster, queue, placed, t);
     if (started.empty()) return;
-    std::vector<char> gone(waiting.size(), 0);
+    std::vector<char> gone(queue.size(), 0);
     for (StartDecision& d : started) {
       SimJob& j = jobs[queue[d.queue_index].key];
       j.nodes = std::move(d.nodes);
@@ -341,25 +348,11 @@ absl::StatusOr<SimOutcome> SimulateTarget(const EstimateRequest& req, RuntimeMod
       gone[d.queue_index] = 1;
     }
     size_t w = 0;
-    for (size_t k = 0; k < waiting.size(); ++k) {
-      if (!gone[k]) {
-        waiting[w] = waiting[k];
-        queue[w] = queue[k];
-        ++w;
-      }
+    for (size_t k = 0; k < queue.size(); ++k) {
+      if (!gone[k]) queue[w++] = queue[k];
     }
-    waiting.resize(w);
     queue.resize(w);
   };
-  // The job selection's view of the waiting jobs, kept beside `waiting` (a
-  // job's size, requested time and CPU fraction do not change once
-  // characterized): rebuilding it on every event cost O(queue) from the
-  // scattered SimJobs, most of an estimate's time behind a long queue.
-  for (int k : waiting) {
-    const SimJob& j = jobs[k];
-    const double req_time = j.spec.requested_time > 0 ? j.spec.requested_time : j.exec_total;
-    queue.push_back({k, j.spec.procs, req_time, j.cpu_fraction});
-  }
   schedule();
   std::vector<double> rem;
   for (int guard = 0; guard < 1000000; ++guard) {
