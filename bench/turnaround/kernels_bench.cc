@@ -10,12 +10,14 @@
 // 30 running and 30 waiting jobs (the SDSC-SP2 replay's mean queue).
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
 
 #include "benchmark/benchmark.h"
+#include "models/turnaround/cluster_model.h"
 #include "models/turnaround/estimator.h"
 #include "models/turnaround/hist_db_rocksdb.h"
 
@@ -149,6 +151,52 @@ void Args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Estimate)
     ->Apply(Args)
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
+
+// Normal node selection, the step every simulated job start takes (half of a
+// replay's time on 1,024 processors before session 24), against the full sort
+// of its definition in the same binary. Args: implementation (0 ClusterModel,
+// 1 SelectNormalByFullSort), nodes, dedicated (1: MPL 1 and no local load, as
+// in a replay; 0: MPL 4 and 75 % of the nodes with a local user, as in
+// simulate). Half of the nodes are taken by random 1-8-node jobs; each
+// selection asks for an eighth of the nodes.
+void BM_SelectNormal(benchmark::State& state) {
+  const bool reference = state.range(0) != 0;
+  const int nodes = static_cast<int>(state.range(1));
+  const bool dedicated = state.range(2) != 0;
+  SchedulingPolicy policy;
+  policy.node_selection = NodeSelection::kNormal;
+  policy.mpl_limit = dedicated ? 1 : 4;
+  ClusterModel cluster(nodes, policy);
+  std::mt19937_64 rng(5);
+  if (!dedicated) {
+    for (int n = 0; n < nodes; ++n) {
+      if (rng() % 4 != 0) cluster.SetLocal(n, 0.1 * static_cast<double>(1 + rng() % 9), 1);
+    }
+  }
+  for (int key = 0, used = 0; used < nodes / 2; ++key) {
+    const int procs = 1 + static_cast<int>(rng() % 8);
+    std::vector<int> chosen;
+    for (int k = 0; k < procs; ++k) chosen.push_back(static_cast<int>(rng() % nodes));
+    std::sort(chosen.begin(), chosen.end());
+    chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+    cluster.Place(key, chosen, 0.9);
+    used += static_cast<int>(chosen.size());
+  }
+  const int procs = std::max(1, nodes / 8);
+  for (auto _ : state) {
+    std::vector<int> chosen = reference ? SelectNormalByFullSort(cluster, procs, nullptr)
+                                        : cluster.SelectNodes(procs, 0.9, nullptr);
+    if (static_cast<int>(chosen.size()) != procs) state.SkipWithError("too few free nodes");
+    benchmark::DoNotOptimize(chosen);
+  }
+  state.SetLabel(std::string(reference ? "full-sort" : "sojourn") +
+                 (dedicated ? "/dedicated" : "/shared"));
+}
+BENCHMARK(BM_SelectNormal)
+    ->ArgsProduct({{0, 1}, {128, 1024, 16384}, {1, 0}})
     ->Unit(benchmark::kMicrosecond)
     ->Repetitions(5)
     ->ReportAggregatesOnly(true);

@@ -133,6 +133,27 @@ std::vector<int> ClusterModel::SelectNormal(int procs, const std::vector<char>* 
   return eligible;
 }
 
+std::vector<int> SelectNormalByFullSort(const ClusterModel& c, int procs,
+                                        const std::vector<char>* excluded) {
+  std::vector<int> eligible;
+  for (int n = 0; n < c.size(); ++n) {
+    if (c.node(n).paral_tasks() < c.policy().mpl_limit && (excluded == nullptr || !(*excluded)[n])) {
+      eligible.push_back(n);
+    }
+  }
+  if (procs <= 0 || static_cast<int>(eligible.size()) < procs) return {};
+  std::sort(eligible.begin(), eligible.end(), [&](int x, int y) {
+    const SimNode& a = c.node(x);
+    const SimNode& b = c.node(y);
+    if (a.cpu_load() != b.cpu_load()) return a.cpu_load() < b.cpu_load();
+    if (a.paral_tasks() != b.paral_tasks()) return a.paral_tasks() < b.paral_tasks();
+    return x < y;
+  });
+  eligible.resize(procs);
+  std::sort(eligible.begin(), eligible.end());
+  return eligible;
+}
+
 // Uniform: (a) put tasks of a different resource-bound kind together and
 // (b) give every task of the job the same co-residents, so the tasks progress
 // jointly. Nodes are grouped by the set of parallel jobs they hold.

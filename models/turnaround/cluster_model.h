@@ -90,6 +90,15 @@ class ClusterModel {
   }
 };
 
+// The Normal policy by its definition: every eligible node (a free slot, not
+// excluded) sorted by (CPU load, parallel tasks, index), the first `procs`
+// taken, returned in index order; empty if there are fewer. ClusterModel
+// selects the same nodes faster (a bitmap walk on a dedicated cluster,
+// nth_element otherwise); this is the reference its test and benchmark
+// compare with.
+std::vector<int> SelectNormalByFullSort(const ClusterModel& cluster, int procs,
+                                        const std::vector<char>* excluded);
+
 // A waiting job as the job selection policy sees it.
 struct QueuedJob {
   int key = -1;

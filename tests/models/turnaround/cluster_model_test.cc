@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 #include <random>
-#include <tuple>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -128,29 +127,12 @@ TEST(ClusterModelTest, HugeLocalTaskCountsSaturate) {
   EXPECT_EQ(cluster.SharedTasks({1}), 1001);
 }
 
-// SelectNormal as it was written first: every eligible node sorted by (load,
-// parallel tasks, index), the first `procs` taken, in index order. The model
-// now takes a one-pass route on a dedicated cluster (MPL 1, no local CPU;
+// SelectNormalByFullSort is the Normal policy as it was written first: every
+// eligible node sorted by (load, parallel tasks, index), the first `procs`
+// taken, in index order. The model now takes a one-pass route on a dedicated cluster (MPL 1, no local CPU;
 // free nodes from a bitmap) and nth_element otherwise; both must choose the
 // same nodes. Random clusters of 1 to 300 nodes, with and without local
 // load, MPL 1 to 3, random placements, removals and exclusions.
-std::vector<int> ReferenceNormal(const ClusterModel& c, int procs, const std::vector<char>* excluded) {
-  std::vector<int> eligible;
-  for (int n = 0; n < c.size(); ++n) {
-    if (c.node(n).paral_tasks() < c.policy().mpl_limit && (excluded == nullptr || !(*excluded)[n])) {
-      eligible.push_back(n);
-    }
-  }
-  if (procs <= 0 || static_cast<int>(eligible.size()) < procs) return {};
-  std::sort(eligible.begin(), eligible.end(), [&](int x, int y) {
-    return std::make_tuple(c.node(x).cpu_load(), c.node(x).paral_tasks(), x) <
-           std::make_tuple(c.node(y).cpu_load(), c.node(y).paral_tasks(), y);
-  });
-  eligible.resize(procs);
-  std::sort(eligible.begin(), eligible.end());
-  return eligible;
-}
-
 TEST(ClusterModelTest, NormalSelectionEqualsTheFullSort) {
   std::mt19937_64 rng(7);
   int fast = 0, general = 0;
@@ -178,7 +160,7 @@ TEST(ClusterModelTest, NormalSelectionEqualsTheFullSort) {
       const std::vector<char>* none = nullptr;
       const std::vector<char>* some = &excluded;
       for (const std::vector<char>* ex : {none, some}) {
-        ASSERT_EQ(cluster.SelectNormalForTest(procs, ex), ReferenceNormal(cluster, procs, ex))
+        ASSERT_EQ(cluster.SelectNormalForTest(procs, ex), SelectNormalByFullSort(cluster, procs, ex))
             << "round " << round << " step " << step << " size " << size << " mpl " << mpl;
       }
       (mpl == 1 && !local ? fast : general)++;
