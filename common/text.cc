@@ -204,4 +204,18 @@ absl::Status ValidateHostPortAddress(absl::string_view address, absl::string_vie
   return absl::OkStatus();
 }
 
+const char* CompressionOf(absl::string_view head) {
+  if (absl::StartsWith(head, "\x1f\x8b")) return "gzip";
+  if (absl::StartsWith(head, absl::string_view("\xFD" "7zXZ\x00", 6))) return "xz";
+  if (head.size() >= 10 && absl::StartsWith(head, "BZh") && head[3] >= '1' && head[3] <= '9' &&
+      (head.substr(4, 6) == absl::string_view("\x31\x41\x59\x26\x53\x59", 6) ||
+       head.substr(4, 6) == absl::string_view("\x17\x72\x45\x38\x50\x90", 6))) {
+    return "bzip2";
+  }
+  if (absl::StartsWith(head, "\x28\xB5\x2F\xFD")) return "zstd";
+  if (absl::StartsWith(head, "\x04\x22\x4D\x18")) return "lz4";
+  if (absl::StartsWith(head, "PK\x03\x04")) return "zip";
+  return "";
+}
+
 }  // namespace sojourn

@@ -30,6 +30,15 @@ std::string Excerpt(absl::string_view text, size_t max_bytes = kExcerptBytes);
 // Abseil 20220623 has no public validator and protobuf's is internal.
 bool IsValidUtf8(absl::string_view text);
 
+// Bytes a file must start with for CompressionOf to tell every format.
+inline constexpr size_t kCompressionMagicBytes = 10;
+
+// The compression (or archive) that `head`, a file's first bytes, starts
+// with: "gzip", "xz", "bzip2", "zstd", "lz4" or "zip"; "" for none of them
+// (plain text). bzip2 needs "BZh", the block size and a block's or the
+// end's magic number, so a text that merely starts with "BZh" is text.
+const char* CompressionOf(absl::string_view head);
+
 // Longest host name or address any service accepts (bytes; DNS names are at
 // most 253).
 inline constexpr size_t kMaxNameBytes = 255;

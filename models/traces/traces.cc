@@ -120,26 +120,10 @@ absl::StatusOr<std::string> DecodeXz(const std::string& path, const std::string&
   return out;
 }
 
-// The compression `data` starts with ("" for none known).
-const char* CompressionOf(absl::string_view data) {
-  if (absl::StartsWith(data, "\x1f\x8b")) return "gzip";
-  if (absl::StartsWith(data, absl::string_view("\xFD" "7zXZ\x00", 6))) return "xz";
-  // "BZh", the block size, then a block's or the end's magic number: a text
-  // that merely starts with "BZh" is not taken for bzip2.
-  if (data.size() >= 10 && absl::StartsWith(data, "BZh") && data[3] >= '1' && data[3] <= '9' &&
-      (data.substr(4, 6) == absl::string_view("\x31\x41\x59\x26\x53\x59", 6) ||
-       data.substr(4, 6) == absl::string_view("\x17\x72\x45\x38\x50\x90", 6))) {
-    return "bzip2";
-  }
-  if (absl::StartsWith(data, "\x28\xB5\x2F\xFD")) return "zstd";
-  if (absl::StartsWith(data, "\x04\x22\x4D\x18")) return "lz4";
-  return "";
-}
-
 // `raw` decompressed by libarchive (raw format, every filter), for a
 // compressed file whose name does not say so.
 absl::StatusOr<std::string> DecodeAny(const std::string& path, const std::string& raw,
-                                      const char* kind) {
+                                      absl::string_view kind) {
   std::unique_ptr<archive, int (*)(archive*)> a(archive_read_new(), archive_read_free);
   archive_read_support_filter_all(a.get());
   archive_read_support_format_raw(a.get());
@@ -171,7 +155,10 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   if (absl::EndsWith(path, ".gz")) return ReadGzip(path);
   ASSIGN_OR_RETURN(std::string raw, ReadPlain(path));
   if (absl::EndsWith(path, ".xz")) return DecodeXz(path, raw);
-  if (const char* kind = CompressionOf(raw); *kind != '\0') return DecodeAny(path, raw, kind);
+  // A zip is left to the reader as it was: only stream compressions here.
+  if (const absl::string_view kind = CompressionOf(raw); !kind.empty() && kind != "zip") {
+    return DecodeAny(path, raw, kind);
+  }
   return raw;
 }
 

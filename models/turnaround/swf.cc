@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
-#include <initializer_list>
 #include <filesystem>
 #include <memory>
 #include <system_error>
@@ -22,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
+#include "common/text.h"
 
 namespace sojourn::turnaround {
 namespace {
@@ -256,31 +256,16 @@ absl::StatusOr<SwfLog> ParseSwf(const std::string& text, const std::string& name
 
 namespace {
 
-// What the first bytes of a file say it is compressed with.
-enum class Compression { kNoneOrGzip, kOther, kZip };
-
-Compression SniffCompression(const std::string& path, std::string* name) {
-  unsigned char magic[10] = {0};
+// The compression the file's first bytes say ("" for plain text; gzip is
+// left to zlib, which reads plain text too).
+std::string CompressionOfFile(const std::string& path) {
+  char head[kCompressionMagicBytes] = {0};
   size_t n = 0;
   if (FILE* f = std::fopen(path.c_str(), "rb")) {
-    n = std::fread(magic, 1, sizeof(magic), f);
+    n = std::fread(head, 1, sizeof(head), f);
     std::fclose(f);
   }
-  auto starts = [&](std::initializer_list<unsigned char> m) {
-    return n >= m.size() && std::equal(m.begin(), m.end(), magic);
-  };
-  if (starts({0xFD, '7', 'z', 'X', 'Z', 0x00})) *name = "xz";
-  // "BZh", the block size, then a block's or the end's magic number.
-  else if (n >= 10 && starts({'B', 'Z', 'h'}) && magic[3] >= '1' && magic[3] <= '9' &&
-           (std::memcmp(magic + 4, "\x31\x41\x59\x26\x53\x59", 6) == 0 ||
-            std::memcmp(magic + 4, "\x17\x72\x45\x38\x50\x90", 6) == 0)) {
-    *name = "bzip2";
-  }
-  else if (starts({0x28, 0xB5, 0x2F, 0xFD})) *name = "zstd";
-  else if (starts({0x04, 0x22, 0x4D, 0x18})) *name = "lz4";
-  else if (starts({'P', 'K', 0x03, 0x04})) return Compression::kZip;
-  else return Compression::kNoneOrGzip;
-  return Compression::kOther;
+  return CompressionOf(absl::string_view(head, n));
 }
 
 // Feeds `read`'s bytes to `parser` line by line. `read` returns the number of
@@ -387,17 +372,13 @@ absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& op
       return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not an SWF log"));
     }
   }
-  std::string kind;
-  switch (SniffCompression(path, &kind)) {
-    case Compression::kOther:
-      return ReadCompressedSwf(path, kind, options);
-    case Compression::kZip:
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": a zip archive, not an SWF log: unpack it (plain, gzip, xz, "
-                             "bzip2, zstd or lz4 logs are read)"));
-    case Compression::kNoneOrGzip:
-      break;
+  const std::string kind = CompressionOfFile(path);
+  if (kind == "zip") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": a zip archive, not an SWF log: unpack it (plain, gzip, xz, "
+                           "bzip2, zstd or lz4 logs are read)"));
   }
+  if (!kind.empty() && kind != "gzip") return ReadCompressedSwf(path, kind, options);
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot open (", std::strerror(errno), ")"));

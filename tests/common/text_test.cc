@@ -118,5 +118,22 @@ TEST(ValidateAddressTest, BoundedWithoutWhitespace) {
   }
 }
 
+// The formats the trace and SWF readers tell by their first bytes. A text
+// starting with "BZh" is text; so is anything shorter than a magic number.
+TEST(CompressionOfTest, TellsFormatsByTheirFirstBytes) {
+  using S = absl::string_view;
+  EXPECT_EQ(S(CompressionOf(S("\x1f\x8b\x08\x00", 4))), "gzip");
+  EXPECT_EQ(S(CompressionOf(S("\xFD" "7zXZ\x00\x00\x04", 8))), "xz");
+  EXPECT_EQ(S(CompressionOf(S("BZh91AY&SY", 10))), "bzip2");
+  EXPECT_EQ(S(CompressionOf(S("BZh9\x17\x72\x45\x38\x50\x90", 10))), "bzip2");  // empty stream
+  EXPECT_EQ(S(CompressionOf(S("\x28\xB5\x2F\xFD\x00", 5))), "zstd");
+  EXPECT_EQ(S(CompressionOf(S("\x04\x22\x4D\x18\x00", 5))), "lz4");
+  EXPECT_EQ(S(CompressionOf(S("PK\x03\x04rest", 8))), "zip");
+  EXPECT_EQ(S(CompressionOf("BZhost,100,0.5,1024\n")), "");
+  EXPECT_EQ(S(CompressionOf("BZh9")), "");
+  EXPECT_EQ(S(CompressionOf("host,timestamp,cpu_load\n")), "");
+  EXPECT_EQ(S(CompressionOf("")), "");
+}
+
 }  // namespace
 }  // namespace sojourn
