@@ -260,7 +260,9 @@ void RebuildCohort(const StateSojourns& s, double theta, double theta_other, Reb
     }
     event_rows[n_events - 1].second[key.second] += c;
   }
-  const auto events = absl::MakeConstSpan(event_rows.data(), n_events);
+  // Each row's count at length l is replaced by the rebuilt cohort's once
+  // length l is done (it is not read again).
+  const auto events = absl::MakeSpan(event_rows.data(), n_events);
   for (const auto& [len, c] : s.censored) {
     if (len <= 0) continue;
     ends[len] += c;
@@ -269,6 +271,7 @@ void RebuildCohort(const StateSojourns& s, double theta, double theta_other, Reb
   at_risk.assign(lmax + 2, 0.0);
   for (int l = lmax; l >= 1; --l) at_risk[l] = at_risk[l + 1] + ends[l];
   double risk = at_risk[1];  // the rebuilt cohort at risk at length l
+  int done = 0;              // lengths rebuilt
   for (int l = 1; l <= lmax && risk > 0; ++l) {
     const double r = at_risk[l];
     if (r <= 0) break;
@@ -283,13 +286,17 @@ void RebuildCohort(const StateSojourns& s, double theta, double theta_other, Reb
     const double room = std::max(0.0, 1.0 - other * g - c);
     if (fail * f > room) f = fail > 0 ? room / fail : 0.0;
     double left = risk;
-    for (const auto& [to, e] : events) {
-      if (e[l] <= 0) continue;
+    for (auto& [to, e] : events) {
+      if (e[l] <= 0) {
+        e[l] = 0;
+        continue;
+      }
       const double h = e[l] / r * (IsFailure(static_cast<HostState>(to)) ? f : g);
       const double d = h * risk;
-      if (d > 0) out->completed.push_back({{to, l}, d});
+      e[l] = d;
       left -= d;
     }
+    done = l;
     if (cens[l] > 0) {
       out->censored[l] = c * risk;
       out->censored_set[l] = 1;
@@ -304,6 +311,12 @@ void RebuildCohort(const StateSojourns& s, double theta, double theta_other, Reb
     out->censored[lmax] += risk;
     out->censored_set[lmax] = 1;
   }
+  // In key order (destination, then length), as AddSorted wants them.
+  for (const auto& [to, d] : events) {
+    for (int l = 1; l <= done; ++l) {
+      if (d[l] > 0) out->completed.push_back({{to, l}, d[l]});
+    }
+  }
 }
 
 }  // namespace
@@ -313,7 +326,7 @@ StateSojourns ScaleCauseHazards(const StateSojourns& s, double theta, double the
   RebuiltCohort cohort;
   RebuildCohort(s, theta, theta_other, &cohort);
   StateSojourns out;
-  for (const auto& [key, d] : cohort.completed) out.completed[key] = d;
+  AddSorted(cohort.completed, 1.0, &out.completed);
   for (size_t l = 0; l < cohort.censored.size(); ++l) {
     if (cohort.censored_set[l]) out.censored.emplace_hint(out.censored.end(), l, cohort.censored[l]);
   }
@@ -323,16 +336,19 @@ StateSojourns ScaleCauseHazards(const StateSojourns& s, double theta, double the
 void MergeScaledFailureHazards(const StateSojourns& src, double theta, double scale,
                                StateSojourns* dst) {
   if (theta == 1.0 || src.empty()) {
-    for (const auto& [key, c] : src.completed) dst->completed[key] += scale * c;
-    for (const auto& [len, c] : src.censored) dst->censored[len] += scale * c;
+    dst->Add(src, scale);
     return;
   }
   // One buffer per thread: this runs once per table of every shrinkage.
   thread_local RebuiltCohort cohort;
   RebuildCohort(src, theta, 1.0, &cohort);
-  for (const auto& [key, d] : cohort.completed) dst->completed[key] += scale * d;
+  AddSorted(cohort.completed, scale, &dst->completed);
+  auto hint = dst->censored.begin();
   for (size_t l = 0; l < cohort.censored.size(); ++l) {
-    if (cohort.censored_set[l]) dst->censored[static_cast<int>(l)] += scale * cohort.censored[l];
+    if (!cohort.censored_set[l]) continue;
+    hint = dst->censored.try_emplace(hint, static_cast<int>(l), 0.0);
+    hint->second += scale * cohort.censored[l];
+    ++hint;
   }
 }
 

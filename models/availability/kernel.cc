@@ -64,8 +64,7 @@ KernelRow EstimateRow(const StateSojourns& s, const EstimatorOptions& opt) {
 
 StateSojourns Pooled(const StateSojourns& a, const StateSojourns& b) {
   StateSojourns out = a;
-  for (const auto& [key, c] : b.completed) out.completed[key] += c;
-  for (const auto& [len, c] : b.censored) out.censored[len] += c;
+  out.Add(b);
   return out;
 }
 

@@ -14,7 +14,7 @@ namespace {
 
 // WindowFrequencyCurve from the first failures of the windows that started
 // in `init` (step -> weight) and those windows' total weight.
-std::vector<double> WindowFrequencyCurve(const std::map<int, double>& first_failure, double total,
+std::vector<double> WindowFrequencyCurve(const CountByLength& first_failure, double total,
                                          HostState init, int M) {
   if (total <= 0 || M <= 0) return {};
   std::vector<double> tr(M);
@@ -319,8 +319,7 @@ TrPrediction PredictFromShrunk(const SojournStats& shrunk, HostState init, int M
     const double n_all = shrunk.initial[i];
     if (opt.age_prior_windows > 0 && n_all > 0) {
       const double scale = opt.age_prior_windows / n_all;
-      for (const auto& [key, c] : shrunk.first[i].completed) narrowed.completed[key] += scale * c;
-      for (const auto& [len, c] : shrunk.first[i].censored) narrowed.censored[len] += scale * c;
+      narrowed.Add(shrunk.first[i], scale);
     }
     first = &narrowed;
     initial = shrunk.initial_by_age[bucket][i] + (n_all > 0 ? opt.age_prior_windows : 0);

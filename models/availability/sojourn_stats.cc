@@ -16,36 +16,28 @@ double StateSojourns::total_censored() const {
   return t;
 }
 
+void StateSojourns::Add(const StateSojourns& other, double scale) {
+  AddSorted(other.completed, scale, &completed);
+  AddSorted(other.censored, scale, &censored);
+}
+
 void SojournStats::Merge(const SojournStats& other, double scale, bool with_exact_age,
                          bool with_tables) {
   if (step_seconds == 0) step_seconds = other.step_seconds;
   window_steps = std::max(window_steps, other.window_steps);
   for (int i = 0; i < 6; ++i) {
     if (with_tables) {
-      for (const auto& [key, c] : other.ordinary[i].completed) ordinary[i].completed[key] += scale * c;
-      for (const auto& [len, c] : other.ordinary[i].censored) ordinary[i].censored[len] += scale * c;
-      for (const auto& [key, c] : other.first[i].completed) first[i].completed[key] += scale * c;
-      for (const auto& [len, c] : other.first[i].censored) first[i].censored[len] += scale * c;
+      ordinary[i].Add(other.ordinary[i], scale);
+      first[i].Add(other.first[i], scale);
     }
     initial[i] += scale * other.initial[i];
-    for (const auto& [step, c] : other.first_failure[i]) first_failure[i][step] += scale * c;
+    AddSorted(other.first_failure[i], scale, &first_failure[i]);
     for (int b = 0; b < kAgeClasses; ++b) {
-      if (with_tables) {
-        for (const auto& [key, c] : other.first_by_age[b][i].completed) {
-          first_by_age[b][i].completed[key] += scale * c;
-        }
-        for (const auto& [len, c] : other.first_by_age[b][i].censored) {
-          first_by_age[b][i].censored[len] += scale * c;
-        }
-      }
+      if (with_tables) first_by_age[b][i].Add(other.first_by_age[b][i], scale);
       initial_by_age[b][i] += scale * other.initial_by_age[b][i];
     }
     if (!with_exact_age) continue;
-    for (const auto& [age, src] : other.first_by_exact_age[i]) {
-      StateSojourns& dst = first_by_exact_age[i][age];
-      for (const auto& [key, c] : src.completed) dst.completed[key] += scale * c;
-      for (const auto& [len, c] : src.censored) dst.censored[len] += scale * c;
-    }
+    for (const auto& [age, src] : other.first_by_exact_age[i]) first_by_exact_age[i][age].Add(src, scale);
   }
   if (!other.borrowed.empty()) {
     if (borrowed.empty()) borrowed.emplace_back();

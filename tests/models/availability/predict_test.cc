@@ -209,7 +209,7 @@ TEST_F(CollectStatsTest, CollectsSameClockWindows) {
   EXPECT_EQ(s.num_windows, 7);
   EXPECT_EQ(s.step_seconds, 3600);
   EXPECT_EQ(s.window_steps, 2);
-  EXPECT_EQ(s.first_failure[1], (std::map<int, double>{{1, 1.0}}));
+  EXPECT_EQ(s.first_failure[1], (CountByLength{{1, 1.0}}));
   EXPECT_DOUBLE_EQ(s.first[1].censored.at(2), 6.0);
   // Excluding the newest window's start index removes the failure.
   const size_t jan9 = 8 * 24 + 9;

@@ -2,6 +2,7 @@
 #include "models/availability/sojourn_stats.h"
 
 #include <map>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -21,8 +22,8 @@ void Add(const std::vector<int>& v, SojournStats* s, double weight = 1.0) {
   AccumulateWindow(w.data(), w.size(), weight, s);
 }
 
-using Completed = std::map<std::pair<int, int>, double>;
-using Censored = std::map<int, double>;
+using Completed = CompletedTable;
+using Censored = CountByLength;
 
 // 1 1 2 2 2 1 3 3: first S1 sojourn -> 2 after 2 steps, an S2 sojourn -> 1
 // after 3, an S1 sojourn -> 3 after 1; nothing after the failure.
@@ -109,6 +110,39 @@ TEST(AccumulateWindowTest, AgeBuckets) {
   EXPECT_DOUBLE_EQ(s.initial_by_age[1][1], 1.0);
   EXPECT_DOUBLE_EQ(s.initial_by_age[0][1], 2.0);
   EXPECT_TRUE(s.first_by_age[0][2].empty());  // ordinary sojourns are not filed
+}
+
+// AddSorted's hinted insertions give what adding entry by entry gives: keys
+// interleaved with, equal to, before and after the destination's, into empty
+// and non-empty tables, scaled and not.
+TEST(AddSortedTest, EqualsAddingEachEntry) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> to(1, 5), len(0, 60), size(0, 40);
+  std::uniform_real_distribution<double> count(0.0, 3.0);
+  for (int round = 0; round < 300; ++round) {
+    CompletedTable src, dst;
+    CountByLength src_c, dst_c;
+    for (int k = size(rng); k > 0; --k) src[{to(rng), len(rng)}] = count(rng);
+    for (int k = size(rng); k > 0; --k) dst[{to(rng), len(rng)}] = count(rng);
+    for (int k = size(rng); k > 0; --k) src_c[len(rng)] = count(rng);
+    for (int k = size(rng); k > 0; --k) dst_c[len(rng)] = count(rng);
+    const double scale = round % 3 == 0 ? 1.0 : count(rng);
+    std::map<std::pair<int, int>, double> want(dst.begin(), dst.end());
+    std::map<int, double> want_c(dst_c.begin(), dst_c.end());
+    for (const auto& [key, c] : src) want[key] += scale * c;
+    for (const auto& [key, c] : src_c) want_c[key] += scale * c;
+    AddSorted(src, scale, &dst);
+    AddSorted(src_c, scale, &dst_c);
+    const std::map<std::pair<int, int>, double> got(dst.begin(), dst.end());
+    const std::map<int, double> got_c(dst_c.begin(), dst_c.end());
+    EXPECT_EQ(got, want) << round;
+    EXPECT_EQ(got_c, want_c) << round;
+  }
+  // A sorted vector of pairs is a source too.
+  CountByLength dst{{2, 1.0}, {5, 1.0}};
+  const std::vector<std::pair<int, double>> v = {{1, 1.0}, {2, 2.0}, {3, 3.0}, {9, 9.0}};
+  AddSorted(v, 0.5, &dst);
+  EXPECT_EQ(dst, (CountByLength{{1, 0.5}, {2, 2.0}, {3, 1.5}, {5, 1.0}, {9, 4.5}}));
 }
 
 }  // namespace
