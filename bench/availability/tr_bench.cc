@@ -184,6 +184,48 @@ void BM_PredictFromStatsExactAge(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictFromStatsExactAge)->Unit(benchmark::kMicrosecond);
 
+// One cell of `sojourn-eval availability` on a trace sampled every 5 minutes
+// (Bitbrains): a host's 26 training windows of M = arg steps (24 = 2 h, 120 =
+// 10 h), shrunk towards a prior pooled from 100 hosts' 2,600 windows at the
+// host's hazard ratio 1.3 (host frailty), then TR(1..M). Short windows make
+// the shrinkage, not the TR curve, most of the cost: the prior's tables are
+// rebuilt at the host's ratio and merged into the host's for every prediction.
+void BM_PredictFromStatsBacktestCell(benchmark::State& state) {
+  const int steps = static_cast<int>(state.range(0));
+  std::mt19937_64 rng(11);
+  // Holding times of about an hour in S1 and 20 minutes in S2 (5-min steps).
+  auto window = [&rng, steps] {
+    std::vector<HostState> w;
+    std::geometric_distribution<int> hold1(1.0 / 12), hold2(1.0 / 4);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    HostState s = u(rng) < 0.7 ? HostState::kS1 : HostState::kS2;
+    while (static_cast<int>(w.size()) <= steps) {
+      const int len = 1 + (s == HostState::kS1 ? hold1(rng) : hold2(rng));
+      for (int i = 0; i < len && static_cast<int>(w.size()) <= steps; ++i) w.push_back(s);
+      const double r = u(rng);
+      s = r < 0.03 ? HostState::kS3 : r < 0.04 ? HostState::kS5 : s == HostState::kS1 ? HostState::kS2 : HostState::kS1;
+      if (IsFailure(s)) w.resize(steps + 1, s);
+    }
+    return w;
+  };
+  SojournStats stats, prior;
+  stats.step_seconds = prior.step_seconds = 300;
+  for (int i = 0; i < 26; ++i) {
+    const auto w = window();
+    AccumulateWindow(w.data(), w.size(), 1.0, &stats, i % 3);
+  }
+  for (int i = 0; i < 2600; ++i) {
+    const auto w = window();
+    AccumulateWindow(w.data(), w.size(), 1.0, &prior, i % 3);
+  }
+  stats.prior_hazard_ratio = 1.3;
+  const EstimatorOptions opt;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(PredictFromStats(stats, HostState::kS1, steps, opt, &prior, 2 * 3600));
+  }
+}
+BENCHMARK(BM_PredictFromStatsBacktestCell)->Arg(24)->Arg(120)->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace sojourn::availability
 

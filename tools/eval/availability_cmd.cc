@@ -120,7 +120,7 @@ options:
                            (default: from the host's history up to each test
                            window's start, as the predictor service has it; the
                            population's rates stay fitted on the training
-                           halves; about 10 times slower on Bitbrains) or
+                           halves; about 3 times slower on Bitbrains) or
                            training (from its training half only, as before
                            session 20)
   --train-windows W        training windows of smp, smp_paper and window_frequency:
