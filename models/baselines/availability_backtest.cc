@@ -213,6 +213,40 @@ int DayTypeIndex(int64_t day, int off) {
   return availability::DayTypeOf(day * kDay - off, off) == availability::DayType::kWeekend ? 1 : 0;
 }
 
+std::vector<DayCount> CountDays(const Grids& grids, const BacktestConfig& cfg) {
+  if (grids.hosts.empty()) return {};
+  const int64_t step = cfg.step_seconds;
+  const int off = cfg.utc_offset_seconds;
+  int64_t first = grids.hosts[0].first_day, last = grids.hosts[0].last_day;
+  for (const HostGrid& hg : grids.hosts) {
+    first = std::min(first, hg.first_day);
+    last = std::max(last, hg.last_day);
+  }
+  std::vector<DayCount> days(last - first + 1);
+  for (size_t d = 0; d < days.size(); ++d) {
+    days[d].day = first + static_cast<int64_t>(d);
+    days[d].day_type = DayTypeIndex(days[d].day, off);
+  }
+  std::vector<int64_t> up(days.size());
+  for (const HostGrid& hg : grids.hosts) {
+    std::fill(up.begin(), up.end(), 0);
+    const auto& st = hg.series.states;
+    for (int64_t i = 0; i + 1 < hg.n(); ++i) {
+      if (IsFailure(st[i]) || hg.outage[i] || hg.outage[i + 1]) continue;
+      const int64_t d = FloorDiv(hg.start_unix + i * step + off, kDay) - first;
+      ++up[d];
+      days[d].up_steps += 1;
+      if (IsFailure(st[i + 1])) days[d].failures += 1;
+    }
+    for (size_t d = 0; d < days.size(); ++d) {
+      if (up[d] == 0) continue;
+      ++days[d].hosts;
+      if (days[d].day < hg.split_day) ++days[d].train_hosts;
+    }
+  }
+  return days;
+}
+
 struct TrainWindow {
   int64_t start;
   int64_t steps;  // length in steps (the longest window, M)
@@ -777,6 +811,7 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
   for (const HostGrid& hg : grids.hosts) r.busy[hg.index] = hg.busy;
   r.outage_points = grids.outage_points;
   r.grid_points = grids.grid_points;
+  r.days = CountDays(grids, config);
 
   // Shrinkage prior pooled over all hosts (issue 7), only when it is used.
   // One per window length (WindowLengths).
@@ -1148,7 +1183,57 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
     j["load_band"] = lb;
   }
   j["grid_points"] = r.grid_points;
+  // days: the between-day spread of the population's failure rate by day
+  // type, over all days and over the days that are training (test) days of
+  // every host.
+  nlohmann::json days = nlohmann::json::object();
+  for (int dt = 0; dt < 2; ++dt) {
+    nlohmann::json by_role = nlohmann::json::object();
+    for (int role = 0; role < 3; ++role) {
+      const DayDispersion d = SummarizeDays(r.days, dt, role, config.step_seconds);
+      by_role[role == 0 ? "all" : role == 1 ? "train" : "test"] = {
+          {"days", d.days},
+          {"rate_per_up_hour", d.rate_per_up_hour},
+          {"sd_rate_per_up_hour", d.sd_rate_per_up_hour},
+          {"overdispersion", d.overdispersion}};
+    }
+    days[dt == 0 ? "weekday" : "weekend"] = by_role;
+  }
+  j["population_by_day"] = days;
   return j;
+}
+
+DayDispersion SummarizeDays(const std::vector<DayCount>& days, int day_type, int role,
+                            int64_t step_seconds) {
+  DayDispersion out;
+  std::vector<const DayCount*> used;
+  double up = 0, failures = 0;
+  for (const DayCount& d : days) {
+    if (d.day_type != day_type || d.up_steps <= 0) continue;
+    if (role == 1 && d.train_hosts != d.hosts) continue;
+    if (role == 2 && d.train_hosts != 0) continue;
+    used.push_back(&d);
+    up += d.up_steps;
+    failures += d.failures;
+  }
+  out.days = static_cast<int>(used.size());
+  if (used.empty() || step_seconds <= 0) return out;
+  const double hours_per_step = static_cast<double>(step_seconds) / 3600.0;
+  const double rate = failures / up;  // per up step
+  out.rate_per_up_hour = rate / hours_per_step;
+  if (used.size() < 2) return out;
+  double ss = 0, chi2 = 0;
+  for (const DayCount* d : used) {
+    const double r = d->failures / d->up_steps / hours_per_step - out.rate_per_up_hour;
+    ss += r * r;
+    const double e = d->up_steps * rate;
+    if (e > 0) chi2 += (d->failures - e) * (d->failures - e) / e;
+  }
+  const double dof = static_cast<double>(used.size() - 1);
+  // The daily rates' spread around the pooled rate.
+  out.sd_rate_per_up_hour = std::sqrt(ss / dof);
+  out.overdispersion = rate > 0 ? chi2 / dof : 0;
+  return out;
 }
 
 absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& traces,

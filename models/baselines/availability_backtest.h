@@ -129,6 +129,37 @@ struct ReliabilityBin {
   double sum_outcome = 0;
 };
 
+// The population's failures on one local calendar day (every host, training
+// and test days alike): steps t -> t + 1 whose point t is on that day, spent
+// in S1 or S2 with neither point in a global outage (up_steps), and how many of
+// them ended in S3..S5 (failures). Day-level changes shared by every host (a
+// storm of batch jobs, a maintenance weekend) show as a between-day spread of
+// failures / up_steps far above a Poisson count's: see DayDispersion.
+struct DayCount {
+  int64_t day = 0;   // local day number (days since 1970-01-01, local time)
+  int day_type = 0;  // 0 weekday, 1 weekend
+  int hosts = 0;     // hosts with up steps that day
+  int train_hosts = 0;  // of them, hosts for which the day is a training day
+  double up_steps = 0;
+  double failures = 0;
+};
+
+// Between-day spread of the failure rate on one day type, over the days of
+// `days` with up steps (and only training or only test days of every host
+// with `role` 1 or 2; 0 = all days): the pooled rate per up hour, the
+// standard deviation of the daily rates, and the overdispersion
+// sum_d (O_d - E_d)^2 / E_d / (n - 1) with E_d = the day's up steps times
+// the pooled rate (1 for Poisson counts; Pearson's chi-square over its
+// degrees of freedom).
+struct DayDispersion {
+  int days = 0;
+  double rate_per_up_hour = 0;
+  double sd_rate_per_up_hour = 0;
+  double overdispersion = 0;
+};
+DayDispersion SummarizeDays(const std::vector<DayCount>& days, int day_type, int role,
+                            int64_t step_seconds);
+
 struct BacktestResult {
   std::vector<std::string> methods;
   std::vector<std::string> hosts;
@@ -152,6 +183,8 @@ struct BacktestResult {
   std::vector<availability::BandExposure> band_exposure;
   std::vector<int> band_lengths;
   int64_t grid_points = 0;
+  // Population failures by local day (DayCount), ascending.
+  std::vector<DayCount> days;
 };
 
 // INVALID_ARGUMENT with the reason when `config` cannot run (the checks

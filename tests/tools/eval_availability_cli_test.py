@@ -42,8 +42,10 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         js, cells = os.path.join(tmp, "r.json"), os.path.join(tmp, "cells.csv")
+        days = os.path.join(tmp, "days.csv")
         p = subprocess.run([a.eval, "availability", "--trace", a.trace, "--json", js,
-                            "--cells", cells], capture_output=True, text=True, timeout=300)
+                            "--cells", cells, "--days", days],
+                           capture_output=True, text=True, timeout=300)
         if p.returncode != 0:
             fail("exit %d: %s" % (p.returncode, p.stderr[-500:]))
         if "smp" not in p.stdout or "avail_quantile" not in p.stdout:
@@ -60,6 +62,30 @@ def main():
                     entry = summary.get(m, {}).get(dt, {}).get(str(L))
                     if entry is None or set(entry) < KEYS:
                         fail("summary[%s][%s][%d] lacks %s" % (m, dt, L, KEYS))
+
+        # --days: one row per local day; the JSON's population_by_day["all"]
+        # is the pooled rate over that day type's rows with up steps.
+        day_rows = list(csv.DictReader(open(days)))
+        if not day_rows:
+            fail("--days wrote no rows")
+        dates = [r["date"] for r in day_rows]
+        if dates != sorted(set(dates)):
+            fail("--days dates are not ascending and distinct")
+        step_hours = report["protocol"]["step_seconds"] / 3600.0
+        for dt in ("weekday", "weekend"):
+            used = [r for r in day_rows if r["day_type"] == dt and float(r["up_steps"]) > 0]
+            got = report["population_by_day"][dt]["all"]
+            if got["days"] != len(used):
+                fail("population_by_day %s: %d days, %d in --days" % (dt, got["days"], len(used)))
+            up_hours = sum(float(r["up_steps"]) for r in used) * step_hours
+            rate = sum(float(r["failures"]) for r in used) / up_hours if up_hours else 0
+            if abs(got["rate_per_up_hour"] - rate) > 1e-9 * max(1, rate):
+                fail("population_by_day %s: rate %r, %r from --days" % (dt, got["rate_per_up_hour"], rate))
+            for r in used:
+                if int(r["train_hosts"]) > int(r["hosts"]):
+                    fail("--days %s: more training hosts than hosts" % r["date"])
+        if "population failures per up hour by local day" not in p.stdout:
+            fail("the report lacks the population's failures by day")
 
         rows = list(csv.DictReader(open(cells)))
         if not rows:

@@ -396,7 +396,7 @@ def extra_trace_cases(ev, tmp, good):
     os.symlink(good, link)
     same = os.path.join(os.path.dirname(good), ".", os.path.basename(good))
     for cmd, opt in [("availability", "--cells"), ("availability", "--json"),
-                     ("schedule", "--json"), ("usage", "--json")]:
+                     ("availability", "--days"), ("schedule", "--json"), ("usage", "--json")]:
         for trace, out in [(good, same), (link, good)]:
             check(ev, "%s %s = --trace" % (cmd, opt), [cmd, "--trace", trace, opt, out], 2,
                   "is the input --trace")
@@ -406,6 +406,8 @@ def extra_trace_cases(ev, tmp, good):
     out = os.path.join(tmp, "both.out")
     check(ev, "availability --json = --cells", ["availability", "--trace", good, "--json", out,
                                                 "--cells", out], 2, "is also --json")
+    check(ev, "availability --cells = --days", ["availability", "--trace", good, "--cells", out,
+                                                "--days", out], 2, "is also --cells")
     # A run that fails after the checks leaves an earlier --cells intact.
     cells = os.path.join(tmp, "earlier-cells.csv")
     with open(cells, "w") as f:

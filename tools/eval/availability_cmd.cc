@@ -55,9 +55,13 @@ options:
   --cells OUT              write every scored cell as CSV to OUT (host, day_type,
                            start_hour, window_hours, init_state, n_test,
                            n_survived, emp_tr, then one predicted-TR column per
-                           method), for analyses of your own. OUT and --json are
-                           checked first, written at the end, and may name
-                           neither the --trace file nor each other
+                           method), for analyses of your own. OUT, --json and
+                           --days are checked first, written at the end, and may
+                           name neither the --trace file nor each other
+  --days OUT               write the population's failures by local day as CSV
+                           to OUT (date, day_type, hosts, train_hosts, up_steps,
+                           failures, failures_per_up_hour); the report and the
+                           JSON ("population_by_day") summarise their spread
   --step SECONDS           state grid step, a divisor of 3600 (default: the matrix
                            period; else 300, or for slower sampling the largest
                            divisor of 3600 not above the median sample period).
@@ -163,12 +167,26 @@ void WriteCellsCsv(const backtest::BacktestResult& r, std::ostream& out) {
   }
 }
 
+// --days: one row per local day of the trace.
+void WriteDaysCsv(const backtest::BacktestResult& r, int64_t step_seconds, std::ostream& out) {
+  out << "date,day_type,hosts,train_hosts,up_steps,failures,failures_per_up_hour\n";
+  for (const backtest::DayCount& d : r.days) {
+    const double up_hours = d.up_steps * static_cast<double>(step_seconds) / 3600.0;
+    out << absl::FormatTime("%Y-%m-%d", absl::FromUnixSeconds(d.day * 86400), absl::UTCTimeZone())
+        << "," << (d.day_type == 0 ? "weekday" : "weekend") << "," << d.hosts << ","
+        << d.train_hosts << "," << absl::StrFormat("%.0f", d.up_steps) << ","
+        << absl::StrFormat("%.0f", d.failures) << ","
+        << (up_hours > 0 ? absl::StrFormat("%.6g", d.failures / up_hours) : std::string()) << "\n";
+  }
+}
+
 [[noreturn]] void Die(const std::string& reason) { DieUsage("sojourn-eval availability", reason); }
 
 const std::vector<std::string> kOptions = {"trace",
                                            "format",
                                            "json",
                                            "cells",
+                                           "days",
                                            "step",
                                            "utc-offset",
                                            "start",
@@ -433,6 +451,20 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
     std::printf("host frailty: between-host variance v = %.4g, within-host dispersion phi = %.4g\n",
                 r.frailty_variance, r.frailty_dispersion);
   }
+  std::printf(
+      "\npopulation failures per up hour by local day (all hosts; training / test days: of every "
+      "host):\n%-8s %-6s %5s %10s %10s %15s\n",
+      "day type", "days", "n", "rate", "sd(daily)", "overdispersion");
+  for (int dt = 0; dt < 2; ++dt) {
+    for (int role = 0; role < 3; ++role) {
+      const backtest::DayDispersion d = backtest::SummarizeDays(r.days, dt, role, cfg.step_seconds);
+      std::printf("%-8s %-6s %5d %10s %10s %15s\n", dt == 0 ? "weekday" : "weekend",
+                  role == 0 ? "all" : role == 1 ? "train" : "test", d.days,
+                  Num(d.rate_per_up_hour, d.days > 0, 10, 5).c_str(),
+                  Num(d.sd_rate_per_up_hour, d.days > 1, 10, 5).c_str(),
+                  Num(d.overdispersion, d.days > 1, 15, 2).c_str());
+    }
+  }
 }
 
 int RunAvailability(int argc, char** argv) {
@@ -533,12 +565,12 @@ int RunAvailability(int argc, char** argv) {
   // Fail before the long run, not after it; and write nothing until the end,
   // so that a run that fails leaves an earlier --json or --cells intact.
   if (absl::Status st = CheckOutputsAreNotInputs(
-          {{"--json", args.Get("json")}, {"--cells", args.Get("cells")}},
+          {{"--json", args.Get("json")}, {"--cells", args.Get("cells")}, {"--days", args.Get("days")}},
           {{"--trace", args.Get("trace")}});
       !st.ok()) {
     Die(std::string(st.message()));
   }
-  for (const char* out : {"json", "cells"}) {
+  for (const char* out : {"json", "cells", "days"}) {
     if (!args.Has(out)) continue;
     if (absl::Status st = CheckWritableFile(args.Get(out)); !st.ok()) {
       Die(absl::StrCat("--", out, ": ", st.message()));
@@ -722,6 +754,14 @@ int RunAvailability(int argc, char** argv) {
     WriteCellsCsv(*result, cells_out);
     cells_out.close();
     if (!cells_out) Die(absl::StrCat("write error on ", args.Get("cells")));
+  }
+
+  if (args.Has("days")) {
+    std::ofstream days_out(args.Get("days"));
+    if (!days_out) Die(absl::StrCat("--days: cannot write ", args.Get("days")));
+    WriteDaysCsv(*result, cfg.step_seconds, days_out);
+    days_out.close();
+    if (!days_out) Die(absl::StrCat("write error on ", args.Get("days")));
   }
 
   std::printf("\ntiming: read %.1f s, backtest %.1f s, total %.1f s\n", t_read, t_backtest,

@@ -3,9 +3,9 @@
 #include "models/baselines/availability_backtest.h"
 
 #include <cmath>
+#include <new>
 #include <random>
 #include <set>
-#include <new>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -97,6 +97,63 @@ TEST(AvailabilityBacktestTest, WorkerExceptionsReachTheCaller) {
       EXPECT_THROW((void)RunBacktest(traces, c), std::bad_alloc) << threads << " threads, at " << at;
     }
   }
+}
+
+// The population's failures by local day: steps from an up point, with the
+// step into a failure counted as a failure and steps from a failure point not
+// counted; the day a step belongs to is that of its first point; a day is a
+// training day of a host before its split day (here day 1 of 0..2).
+TEST(AvailabilityBacktestTest, CountsThePopulationsFailuresByDay) {
+  std::vector<HostTrace> traces = {
+      HourlyHost("a", 3, [](int k) { return k == 12; }),
+      HourlyHost("b", 3, [](int k) { return k == 30 || k == 31; })};
+  auto r = RunBacktest(traces, HourlyConfig());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->days.size(), 3u);
+  const int64_t monday = kMonday / 86400;
+  // a: day 0 has 23 up steps (12:00 is down) and the failure 11:00 -> 12:00;
+  // b: day 1 has 22 (06:00 and 07:00 down) and the failure 05:00 -> 06:00;
+  // the last day has no step from its last point (23 each).
+  const double up[3] = {23 + 24, 24 + 22, 23 + 23};
+  const double failures[3] = {1, 1, 0};
+  for (int d = 0; d < 3; ++d) {
+    EXPECT_EQ(r->days[d].day, monday + d);
+    EXPECT_EQ(r->days[d].day_type, 0);
+    EXPECT_EQ(r->days[d].hosts, 2);
+    EXPECT_EQ(r->days[d].train_hosts, d == 0 ? 2 : 0) << d;
+    EXPECT_DOUBLE_EQ(r->days[d].up_steps, up[d]) << d;
+    EXPECT_DOUBLE_EQ(r->days[d].failures, failures[d]) << d;
+  }
+  // The spread over all three days, the training day alone and the two test
+  // days, by the definitions of DayDispersion.
+  auto check = [&](int role, std::vector<int> ds) {
+    double u = 0, f = 0;
+    for (int d : ds) {
+      u += up[d];
+      f += failures[d];
+    }
+    const double rate = f / u;
+    double ss = 0, chi2 = 0;
+    for (int d : ds) {
+      ss += (failures[d] / up[d] - rate) * (failures[d] / up[d] - rate);
+      chi2 += (failures[d] - up[d] * rate) * (failures[d] - up[d] * rate) / (up[d] * rate);
+    }
+    const DayDispersion got = SummarizeDays(r->days, 0, role, 3600);
+    EXPECT_EQ(got.days, static_cast<int>(ds.size())) << role;
+    EXPECT_NEAR(got.rate_per_up_hour, rate, 1e-12) << role;
+    if (ds.size() > 1) {
+      EXPECT_NEAR(got.sd_rate_per_up_hour, std::sqrt(ss / (ds.size() - 1)), 1e-12) << role;
+      EXPECT_NEAR(got.overdispersion, chi2 / (ds.size() - 1), 1e-12) << role;
+    } else {
+      EXPECT_EQ(got.sd_rate_per_up_hour, 0) << role;
+    }
+  };
+  check(0, {0, 1, 2});
+  check(1, {0});
+  check(2, {1, 2});
+  // No weekend day in the trace; a 30-minute step halves the hours.
+  EXPECT_EQ(SummarizeDays(r->days, 1, 0, 3600).days, 0);
+  EXPECT_NEAR(SummarizeDays(r->days, 0, 0, 1800).rate_per_up_hour, 2 * 2.0 / 139, 1e-12);
 }
 
 // 28 days from a Monday: the first 14 train, the last 14 test (10 weekdays,
