@@ -208,6 +208,25 @@ double HostFrailtyModel::Theta(const FailureExposure& host) const {
   return std::max(0.0, 1.0 + z * (host.total_failures() / e - 1.0));
 }
 
+void PopulationLevelModel::Fit(const std::vector<LevelPair>& pairs) {
+  double sxy = 0, sxx = 0;
+  pairs_ = 0;
+  for (const LevelPair& p : pairs) {
+    if (p.e_recent <= 0 || p.e_day <= 0) continue;
+    const double x = p.o_recent / p.e_recent - 1.0;
+    const double y = p.o_day / p.e_day - 1.0;
+    sxy += p.e_day * x * y;
+    sxx += p.e_day * x * x;
+    ++pairs_;
+  }
+  beta_ = pairs_ >= 2 && sxx > 0 ? std::clamp(sxy / sxx, 0.0, 1.0) : 0.0;
+}
+
+double PopulationLevelModel::Ratio(double o_recent, double e_recent) const {
+  if (e_recent <= 0 || beta_ == 0) return 1.0;
+  return std::max(0.0, 1.0 + beta_ * (o_recent / e_recent - 1.0));
+}
+
 StateSojourns ScaleFailureHazards(const StateSojourns& s, double theta) {
   return ScaleCauseHazards(s, theta, 1.0);
 }

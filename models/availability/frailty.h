@@ -137,6 +137,40 @@ class HostFrailtyModel {
   bool built_ = false;
 };
 
+// The population's level (session 25; sojourn-eval's --smp-population-days):
+// failures come in calendar days shared by every host (a busy or a quiet
+// week moves all hosts at once; docs/EVALUATION.md, "one-month slices and
+// day-level shifts"), which no same-clock estimator fitted on the training
+// days can see. The population's standardised failure ratio over the last
+// K days, O_K / E_K (every host's failures against the population's rates
+// at the day types and hours it was up, as HostFrailtyModel::Expected),
+// predicts the next day's ratio O_d / E_d by the best linear predictor
+// through (1, 1):
+//   ratio = 1 + beta (O_K / E_K - 1),
+//   beta  = sum_d E_d x_d y_d / sum_d E_d x_d^2, clamped to [0, 1],
+// x_d = O_K / E_K - 1 before day d and y_d = O_d / E_d - 1, over the training
+// days with K days before them (Buhlmann's credibility factor Cov / Var, here
+// between a day and the days before it rather than between hosts). beta = 0
+// (days that do not carry over, or fewer than two pairs) leaves every
+// prediction unchanged; the ratio multiplies every failure hazard of the
+// host's kernel.
+struct LevelPair {
+  double o_recent = 0, e_recent = 0;  // the K days before
+  double o_day = 0, e_day = 0;        // the day
+};
+class PopulationLevelModel {
+ public:
+  void Fit(const std::vector<LevelPair>& pairs);
+  double beta() const { return beta_; }
+  int pairs() const { return pairs_; }
+  // 1 + beta (o / e - 1), at least 0; 1 when e <= 0.
+  double Ratio(double o_recent, double e_recent) const;
+
+ private:
+  double beta_ = 0;
+  int pairs_ = 0;
+};
+
 // `s` with the discrete cause-specific hazards towards failure states
 // (S3, S4, S5) multiplied by theta >= 0, the hazards towards S1/S2 and the
 // censoring unchanged: the counts are rebuilt as the same cohort (same number

@@ -213,6 +213,91 @@ int DayTypeIndex(int64_t day, int off) {
   return availability::DayTypeOf(day * kDay - off, off) == availability::DayType::kWeekend ? 1 : 0;
 }
 
+// The population's level (BacktestConfig::smp_population_days): the ratio
+// at the start of every hour of the trace, hours counted from `start`, a
+// local hour boundary.
+struct PopulationLevel {
+  int64_t start = 0;
+  std::vector<double> ratio;
+  availability::PopulationLevelModel model;
+};
+
+PopulationLevel BuildPopulationLevel(const Grids& grids, const BacktestConfig& cfg,
+                                     const availability::HostFrailtyModel& rates) {
+  PopulationLevel out;
+  const int64_t step = cfg.step_seconds;
+  const int off = cfg.utc_offset_seconds;
+  int64_t gs = grids.hosts[0].start_unix, ge = gs;
+  for (const HostGrid& hg : grids.hosts) {
+    gs = std::min(gs, hg.start_unix);
+    ge = std::max(ge, hg.start_unix + hg.n() * step);
+  }
+  // Local hours: [start + 3600 g, start + 3600 (g + 1)).
+  out.start = FloorDiv(gs + off, 3600) * 3600 - off;
+  const int64_t hours = (ge - out.start) / 3600 + 1;
+  // The population's rate per up step at each day type and local hour.
+  double rate[2][24];
+  for (int dt = 0; dt < 2; ++dt) {
+    for (int h = 0; h < 24; ++h) {
+      availability::FailureExposure one;
+      one.up_steps[0][dt][h] = 1;
+      rate[dt][h] = rates.Expected(one, -1, dt);
+    }
+  }
+  // Observed and expected failures by hour, over the steps CountDays counts:
+  // of every host (the history a window start sees), and of the hosts'
+  // training halves only (the fit).
+  std::vector<double> o(hours + 1, 0), e(hours + 1, 0), o_train(hours + 1, 0),
+      e_train(hours + 1, 0);
+  for (const HostGrid& hg : grids.hosts) {
+    const auto& st = hg.series.states;
+    for (int64_t i = 0; i + 1 < hg.n(); ++i) {
+      if (IsFailure(st[i]) || hg.outage[i] || hg.outage[i + 1]) continue;
+      const int64_t t = hg.start_unix + i * step;
+      const int64_t g = (t - out.start) / 3600;
+      const int64_t day = FloorDiv(t + off, kDay);
+      const int h = static_cast<int>((t + off - day * kDay) / 3600);
+      const double expected = rate[DayTypeIndex(day, off)][h];
+      const double failed = IsFailure(st[i + 1]) ? 1.0 : 0.0;
+      e[g] += expected;
+      o[g] += failed;
+      if (i + 1 < hg.split_idx) {
+        e_train[g] += expected;
+        o_train[g] += failed;
+      }
+    }
+  }
+  // Prefix sums: po[g] = sum of o over hours < g.
+  auto prefix = [hours](const std::vector<double>& v) {
+    std::vector<double> p(hours + 2, 0);
+    for (int64_t g = 0; g <= hours; ++g) p[g + 1] = p[g] + v[g];
+    return p;
+  };
+  const std::vector<double> po = prefix(o), pe = prefix(e), pot = prefix(o_train),
+                            pet = prefix(e_train);
+  const int64_t span = int64_t{cfg.smp_population_days} * 24;
+  // Training pairs: each local day with a full span of hours before it, both
+  // counted over the hosts' training halves (a day late in the training
+  // period weighs by the exposure of the hosts still training then).
+  std::vector<availability::LevelPair> pairs;
+  for (int64_t g = span; g + 24 <= hours; ++g) {
+    if ((out.start + g * 3600 + off) % kDay != 0) continue;  // local midnight only
+    availability::LevelPair p;
+    p.o_recent = pot[g] - pot[g - span];
+    p.e_recent = pet[g] - pet[g - span];
+    p.o_day = pot[g + 24] - pot[g];
+    p.e_day = pet[g + 24] - pet[g];
+    if (p.e_recent > 0 && p.e_day > 0) pairs.push_back(p);
+  }
+  out.model.Fit(pairs);
+  out.ratio.assign(hours + 1, 1.0);
+  for (int64_t g = 0; g <= hours; ++g) {
+    const int64_t from = std::max<int64_t>(0, g - span);
+    out.ratio[g] = out.model.Ratio(po[g] - po[from], pe[g] - pe[from]);
+  }
+  return out;
+}
+
 std::vector<DayCount> CountDays(const Grids& grids, const BacktestConfig& cfg) {
   if (grids.hosts.empty()) return {};
   const int64_t step = cfg.step_seconds;
@@ -337,6 +422,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
                         const std::vector<availability::BandExposure>* band_exposure,
                         const availability::HostFrailtyModel* online_frailty,
                         const availability::FailureExposure* train_exposure,
+                        const PopulationLevel* population_level,
                         const std::function<void()>& hour_done) {
   HostOutput out;
   const int bins = cfg.reliability_bins;
@@ -505,8 +591,8 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
       // the service predicts it (PredictFromStats, which shrinks only the
       // tables that prediction reads; the same numbers as the two steps).
       std::vector<double> window_curve;
-      auto smp_curve = [&](int k, int i, int64_t age_seconds, int band,
-                           double theta) -> const std::vector<double>& {
+      auto smp_curve = [&](int k, int i, int64_t age_seconds, int band, double theta,
+                           double level) -> const std::vector<double>& {
         auto band_ratio = [&] {
           availability::FirstSojournRatio ratio;
           if (band_exposure != nullptr && band <= 1) {
@@ -515,10 +601,18 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
           }
           return ratio;
         };
-        if (!online_theta.empty()) {
-          availability::SojournStats& raw = smp_stats[k][hour];
+        if (!online_theta.empty() || population_level != nullptr) {
+          // The population's level scales every failure hazard: the host's
+          // own tables (and those it borrowed) here, the prior's through its
+          // hazard ratio.
+          availability::SojournStats leveled;
+          if (level != 1.0) {
+            leveled = availability::ScaleFailureHazards(smp_stats[k][hour], level);
+            for (auto& b : leveled.borrowed) b = availability::ScaleFailureHazards(b, level);
+          }
+          availability::SojournStats& raw = level != 1.0 ? leveled : smp_stats[k][hour];
           const double trained = raw.prior_hazard_ratio;
-          raw.prior_hazard_ratio = theta;
+          raw.prior_hazard_ratio = theta * level;
           window_curve = availability::PredictFromStats(
                              raw, static_cast<HostState>(i + 1),
                              static_cast<int>(lengths[k] * sph), cfg.smp_options, prior[k],
@@ -630,6 +724,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
         const int i = static_cast<int>(hg.series.states[t.s]) - 1;
         int64_t smp_age_seconds = -1;
         double smp_theta = hazard_ratio[dt];
+        double smp_level = 1.0;  // the population's level at the window start
         if (want[kSmp]) {
           // How long the host has been in its initial state (capped; -1 =
           // unknown), as the predictor service passes it.
@@ -667,6 +762,12 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
               smp_theta = online_theta[j][dt];
             }
           }
+          if (population_level != nullptr) {
+            const int64_t g = (hg.start_unix + t.s * step - population_level->start) / 3600;
+            if (g >= 0 && g < static_cast<int64_t>(population_level->ratio.size())) {
+              smp_level = population_level->ratio[g];
+            }
+          }
         }
         const int smp_band = band_exposure != nullptr && !hg.series.load_band.empty()
                                  ? std::min<int>(2, hg.series.load_band[t.s])
@@ -682,8 +783,8 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
             double p = 0;
             switch (m) {
               case kSmp:
-                p = smp_curve(n_len == 1 ? 0 : L - 1, i, smp_age_seconds, smp_band,
-                              smp_theta)[m_steps - 1];
+                p = smp_curve(n_len == 1 ? 0 : L - 1, i, smp_age_seconds, smp_band, smp_theta,
+                              smp_level)[m_steps - 1];
                 break;
               case kSmpPaper:
                 p = paper_curve[n_len == 1 ? 0 : L - 1][i][m_steps - 1];
@@ -771,6 +872,9 @@ absl::Status ValidateBacktestConfig(const BacktestConfig& c) {
     return absl::InvalidArgumentError("the training ratio must be in (0, 1)");
   }
   if (c.history_days < 0) return absl::InvalidArgumentError("history days must be >= 0");
+  if (c.smp_population_days < 0 || c.smp_population_days > 28) {
+    return absl::InvalidArgumentError("the population level's days must be 0..28");
+  }
   if (c.reliability_bins < 1 || c.reliability_bins > 1000) {
     return absl::InvalidArgumentError("reliability bins must be 1..1000");
   }
@@ -892,6 +996,25 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
     r.band_lengths = lengths;
   }
 
+  // The population's level (BacktestConfig::smp_population_days), at the
+  // population's rates by day type and hour: those of host frailty, or the
+  // same model built here when host frailty is off.
+  std::unique_ptr<PopulationLevel> population_level;
+  if (want_smp && config.smp_population_days > 0 && !grids.hosts.empty()) {
+    availability::HostFrailtyModel own_rates;
+    if (!with_frailty) {
+      for (const HostGrid& hg : grids.hosts) {
+        own_rates.Add(availability::CountFailureExposure(
+            hg.series, SplitUnix(hg, config), config.utc_offset_seconds, OutageExclude(hg, 1)));
+      }
+      own_rates.Build();
+    }
+    population_level = std::make_unique<PopulationLevel>(
+        BuildPopulationLevel(grids, config, with_frailty ? frailty : own_rates));
+    r.population_level_beta = population_level->model.beta();
+    r.population_level_pairs = population_level->model.pairs();
+  }
+
   std::vector<HostOutput> outputs(grids.hosts.size());
   std::atomic<size_t> next{0};
   // Progress in (host, day type, start hour) units, 48 per host.
@@ -920,7 +1043,8 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
       };
       outputs[i] = EvaluateHost(grids.hosts[i], config, *methods, pooled.get(), hazard_ratio[i],
                                 band_exposure.get(), online ? &frailty : nullptr,
-                                online ? &exposure[i] : nullptr, hour_done);
+                                online ? &exposure[i] : nullptr, population_level.get(),
+                                hour_done);
       report(kUnitsPerHost - counted);  // the rest of the host's units: it is done
     }
   };
@@ -1200,6 +1324,11 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
     days[dt == 0 ? "weekday" : "weekend"] = by_role;
   }
   j["population_by_day"] = days;
+  if (config.smp_population_days > 0) {
+    j["population_level"] = {{"days", config.smp_population_days},
+                             {"beta", r.population_level_beta},
+                             {"pairs", r.population_level_pairs}};
+  }
   return j;
 }
 

@@ -76,6 +76,12 @@ struct BacktestConfig {
   // as the time-series baselines are applied). false: from the training
   // half only (one ratio per host and day type).
   bool smp_online_frailty = true;
+  // The population's level over the last this many days (0 = off, the
+  // default; 1..28): every failure hazard of smp's kernel for a window is
+  // multiplied by availability::PopulationLevelModel's ratio at the window
+  // start, fitted on the training days (frailty.h). An experiment of session
+  // 25, off by default: the predictor service does not compute it.
+  int smp_population_days = 0;
   // The methods that learn from windows (smp, smp_paper, window_frequency)
   // predict a window of L hours from the same-clock training windows of L
   // hours, one estimate per length: paper 000 section 5 cuts windows of the
@@ -185,6 +191,10 @@ struct BacktestResult {
   int64_t grid_points = 0;
   // Population failures by local day (DayCount), ascending.
   std::vector<DayCount> days;
+  // With smp_population_days: the fitted beta and the number of training
+  // (day, days before) pairs it came from.
+  double population_level_beta = 0;
+  int population_level_pairs = 0;
 };
 
 // INVALID_ARGUMENT with the reason when `config` cannot run (the checks

@@ -127,6 +127,14 @@ options:
                            halves; about 3 times slower on Bitbrains) or
                            training (from its training half only, as before
                            session 20)
+  --smp-population-days K  multiply every failure hazard of smp's kernel by the
+                           population's level over the K days before each
+                           window (its failures against the population's rates
+                           at those clock times, credibility-weighted by how
+                           much a day's level carries over to the next in the
+                           training days; frailty.h), 1..28; default 0 = off.
+                           An experiment (docs/EVALUATION.md, "one-month
+                           slices"): the predictor service does not compute it
   --train-windows W        training windows of smp, smp_paper and window_frequency:
                            per-length (default: a window of L hours is predicted
                            from the same-clock windows of L hours, as the
@@ -210,6 +218,7 @@ const std::vector<std::string> kOptions = {"trace",
                                            "smp-prior",
                                            "smp-age",
                                            "smp-frailty",
+                                           "smp-population-days",
                                            "train-windows",
                                            "sweep-train-ratios",
                                            "noise",
@@ -451,6 +460,10 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
     std::printf("host frailty: between-host variance v = %.4g, within-host dispersion phi = %.4g\n",
                 r.frailty_variance, r.frailty_dispersion);
   }
+  if (cfg.smp_population_days > 0) {
+    std::printf("population level over %d days: beta = %.4g from %d training days\n",
+                cfg.smp_population_days, r.population_level_beta, r.population_level_pairs);
+  }
   std::printf(
       "\npopulation failures per up hour by local day (all hosts; training / test days: of every "
       "host):\n%-8s %-6s %5s %10s %10s %15s\n",
@@ -527,6 +540,7 @@ int RunAvailability(int argc, char** argv) {
     Die("--smp-frailty must be training or online, got '" + frailty + "'");
   }
   cfg.smp_online_frailty = frailty == "online";
+  cfg.smp_population_days = static_cast<int>(args.GetIntInRange("smp-population-days", 0, 0, 28));
   const std::string windows = args.Get("train-windows", "per-length");
   if (windows != "per-length" && windows != "longest") {
     Die("--train-windows must be per-length or longest, got '" + windows + "'");

@@ -616,5 +616,70 @@ TEST(HostFrailtyModelTest, DayTypeRatiosMatchPooledWhenDaysAlike) {
   EXPECT_LT(worst, 0.1);
 }
 
+// PopulationLevelModel: beta is the exposure-weighted least-squares slope
+// of a day's ratio deviation on the deviation of the days before it, through
+// (1, 1), clamped to [0, 1].
+TEST(PopulationLevelModelTest, SlopeOfTheDayOnTheDaysBefore) {
+  // y = 0.5 x exactly, at different exposures: beta = 0.5.
+  std::vector<LevelPair> pairs;
+  for (double x : {-0.6, -0.2, 0.3, 0.8, 1.5}) {
+    LevelPair p;
+    p.e_recent = 700;
+    p.o_recent = 700 * (1 + x);
+    p.e_day = 100 + 50 * x;
+    p.o_day = p.e_day * (1 + 0.5 * x);
+    pairs.push_back(p);
+  }
+  PopulationLevelModel m;
+  m.Fit(pairs);
+  EXPECT_NEAR(m.beta(), 0.5, 1e-12);
+  EXPECT_EQ(m.pairs(), 5);
+  EXPECT_NEAR(m.Ratio(140, 100), 1.2, 1e-12);
+  EXPECT_NEAR(m.Ratio(0, 100), 0.5, 1e-12);
+  EXPECT_EQ(m.Ratio(5, 0), 1.0);  // no exposure: no evidence
+  // Days that move against the days before them: clamped to 0, no change.
+  for (LevelPair& p : pairs) p.o_day = p.e_day * (2 - p.o_day / p.e_day);
+  m.Fit(pairs);
+  EXPECT_EQ(m.beta(), 0.0);
+  EXPECT_EQ(m.Ratio(300, 100), 1.0);
+  // Fewer than two usable pairs (zero exposure is skipped): no fit.
+  m.Fit({pairs[0], LevelPair{}});
+  EXPECT_EQ(m.beta(), 0.0);
+  EXPECT_EQ(m.pairs(), 1);
+}
+
+// Simulated population counts: a level that persists over two-week regimes
+// is picked up (beta well above 0); independent daily levels are not.
+TEST(PopulationLevelModelTest, PersistentLevelsOnlyCarryOver) {
+  std::mt19937_64 rng(5);
+  auto fit = [&rng](bool persistent) {
+    const int days = 200, k = 7;
+    std::vector<double> o(days), e(days, 400.0);
+    std::uniform_real_distribution<double> u(0.4, 1.6);
+    double regime = u(rng);
+    for (int d = 0; d < days; ++d) {
+      if (d % 14 == 0) regime = u(rng);
+      const double level = persistent ? regime : u(rng);
+      o[d] = std::poisson_distribution<int>(e[d] * level)(rng);
+    }
+    std::vector<LevelPair> pairs;
+    for (int d = k; d < days; ++d) {
+      LevelPair p;
+      for (int j = d - k; j < d; ++j) {
+        p.o_recent += o[j];
+        p.e_recent += e[j];
+      }
+      p.o_day = o[d];
+      p.e_day = e[d];
+      pairs.push_back(p);
+    }
+    PopulationLevelModel m;
+    m.Fit(pairs);
+    return m.beta();
+  };
+  EXPECT_GT(fit(true), 0.5);
+  EXPECT_LT(fit(false), 0.15);
+}
+
 }  // namespace
 }  // namespace sojourn::availability

@@ -462,6 +462,49 @@ TEST(AvailabilityBacktestTest, RejectsBadConfig) {
   c = HourlyConfig();
   c.step_seconds = 7;
   EXPECT_FALSE(RunBacktest(traces, c).ok());
+  c = HourlyConfig();
+  c.smp_population_days = 29;
+  EXPECT_FALSE(RunBacktest(traces, c).ok());
+}
+
+// The population's level (smp_population_days): 8 hosts, 8 weeks from a
+// Monday; quiet (no failure) in weeks 0-1, busy (each host down one hour a
+// day) from week 2 on. The training days (weeks 0-3) show a level that
+// carries over from the days before, so beta > 0; the test days all follow
+// busy weeks, so smp predicts lower survival than without the level, and its
+// Brier score is lower (the test windows do fail). Off by default: the
+// default run fits nothing.
+TEST(AvailabilityBacktestTest, PopulationLevelFollowsBusyWeeks) {
+  std::vector<HostTrace> traces;
+  for (int h = 0; h < 8; ++h) {
+    traces.push_back(HourlyHost("h" + std::to_string(h), 56, [h](int k) {
+      const int day = k / 24;
+      return day >= 14 && k % 24 == (day * 7 + h * 5) % 24;
+    }));
+  }
+  BacktestConfig c = HourlyConfig();
+  c.methods = {"smp"};
+  EXPECT_EQ(BacktestConfig{}.smp_population_days, 0);
+  auto off = RunBacktest(traces, c);
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(off->population_level_beta, 0);
+  EXPECT_EQ(off->population_level_pairs, 0);
+  c.smp_population_days = 7;
+  auto on = RunBacktest(traces, c);
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_GT(on->population_level_beta, 0.2);
+  EXPECT_GE(on->population_level_pairs, 20);
+  ASSERT_EQ(off->cells.size(), on->cells.size());
+  double pred_off = 0, pred_on = 0, brier_off = 0, brier_on = 0;
+  for (size_t k = 0; k < on->cells.size(); ++k) {
+    if (on->cells[k].hours < 2) continue;
+    pred_off += off->cells[k].pred[0];
+    pred_on += on->cells[k].pred[0];
+    brier_off += off->cells[k].brier_sum[0];
+    brier_on += on->cells[k].brier_sum[0];
+  }
+  EXPECT_LT(pred_on, pred_off);
+  EXPECT_LT(brier_on, brier_off);
 }
 
 // Noise injection changes nothing with zero injections and something with
