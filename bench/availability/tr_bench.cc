@@ -74,20 +74,23 @@ BENCHMARK(BM_TrCurveDirect)->Arg(600)->Arg(6000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TrCurveDirect)->Arg(60000)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // Synthetic host: S1/S2 sojourns of a few minutes to hours with rare failures,
-// sampled every 6 s as in paper 000 (a 10 h window is 6000 steps).
-std::vector<HostState> SyntheticWindow(std::mt19937_64& rng, int steps) {
+// sampled every 6 s as in paper 000 (a 10 h window is 6000 steps): geometric
+// holding times of mean_s1 / mean_s2 steps, and at each exit S3 with
+// probability p_s3, S5 with 0.01, else the other up state.
+std::vector<HostState> SyntheticWindow(std::mt19937_64& rng, int steps, double mean_s1 = 600,
+                                       double mean_s2 = 150, double p_s3 = 0.02) {
   std::vector<HostState> w;
   w.reserve(steps + 1);
-  std::geometric_distribution<int> hold1(1.0 / 600), hold2(1.0 / 150);
+  std::geometric_distribution<int> hold1(1.0 / mean_s1), hold2(1.0 / mean_s2);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   HostState s = u(rng) < 0.7 ? HostState::kS1 : HostState::kS2;
   while (static_cast<int>(w.size()) <= steps) {
     const int len = 1 + (s == HostState::kS1 ? hold1(rng) : hold2(rng));
     for (int i = 0; i < len && static_cast<int>(w.size()) <= steps; ++i) w.push_back(s);
     const double r = u(rng);
-    if (r < 0.02) {
+    if (r < p_s3) {
       s = HostState::kS3;
-    } else if (r < 0.03) {
+    } else if (r < p_s3 + 0.01) {
       s = HostState::kS5;
     } else {
       s = s == HostState::kS1 ? HostState::kS2 : HostState::kS1;
@@ -194,20 +197,7 @@ void BM_PredictFromStatsBacktestCell(benchmark::State& state) {
   const int steps = static_cast<int>(state.range(0));
   std::mt19937_64 rng(11);
   // Holding times of about an hour in S1 and 20 minutes in S2 (5-min steps).
-  auto window = [&rng, steps] {
-    std::vector<HostState> w;
-    std::geometric_distribution<int> hold1(1.0 / 12), hold2(1.0 / 4);
-    std::uniform_real_distribution<double> u(0.0, 1.0);
-    HostState s = u(rng) < 0.7 ? HostState::kS1 : HostState::kS2;
-    while (static_cast<int>(w.size()) <= steps) {
-      const int len = 1 + (s == HostState::kS1 ? hold1(rng) : hold2(rng));
-      for (int i = 0; i < len && static_cast<int>(w.size()) <= steps; ++i) w.push_back(s);
-      const double r = u(rng);
-      s = r < 0.03 ? HostState::kS3 : r < 0.04 ? HostState::kS5 : s == HostState::kS1 ? HostState::kS2 : HostState::kS1;
-      if (IsFailure(s)) w.resize(steps + 1, s);
-    }
-    return w;
-  };
+  auto window = [&rng, steps] { return SyntheticWindow(rng, steps, 12, 4, 0.03); };
   SojournStats stats, prior;
   stats.step_seconds = prior.step_seconds = 300;
   for (int i = 0; i < 26; ++i) {
