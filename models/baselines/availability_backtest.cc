@@ -213,6 +213,18 @@ int DayTypeIndex(int64_t day, int off) {
   return availability::DayTypeOf(day * kDay - off, off) == availability::DayType::kWeekend ? 1 : 0;
 }
 
+// Calls f(i, failed) for every step i -> i + 1 of `hg` from an up point
+// (S1/S2) with neither point in a global outage, failed = whether it ended in
+// S3..S5: the steps CountDays and the population's level count.
+template <typename F>
+void ForEachUpStep(const HostGrid& hg, F f) {
+  const auto& st = hg.series.states;
+  for (int64_t i = 0; i + 1 < hg.n(); ++i) {
+    if (IsFailure(st[i]) || hg.outage[i] || hg.outage[i + 1]) continue;
+    f(i, IsFailure(st[i + 1]));
+  }
+}
+
 // The population's level (BacktestConfig::smp_population_days): the ratio
 // at the start of every hour of the trace, hours counted from `start`, a
 // local hour boundary.
@@ -250,22 +262,19 @@ PopulationLevel BuildPopulationLevel(const Grids& grids, const BacktestConfig& c
   std::vector<double> o(hours + 1, 0), e(hours + 1, 0), o_train(hours + 1, 0),
       e_train(hours + 1, 0);
   for (const HostGrid& hg : grids.hosts) {
-    const auto& st = hg.series.states;
-    for (int64_t i = 0; i + 1 < hg.n(); ++i) {
-      if (IsFailure(st[i]) || hg.outage[i] || hg.outage[i + 1]) continue;
+    ForEachUpStep(hg, [&](int64_t i, bool failed) {
       const int64_t t = hg.start_unix + i * step;
       const int64_t g = (t - out.start) / 3600;
       const int64_t day = FloorDiv(t + off, kDay);
       const int h = static_cast<int>((t + off - day * kDay) / 3600);
       const double expected = rate[DayTypeIndex(day, off)][h];
-      const double failed = IsFailure(st[i + 1]) ? 1.0 : 0.0;
       e[g] += expected;
-      o[g] += failed;
+      o[g] += failed ? 1.0 : 0.0;
       if (i + 1 < hg.split_idx) {
         e_train[g] += expected;
-        o_train[g] += failed;
+        o_train[g] += failed ? 1.0 : 0.0;
       }
-    }
+    });
   }
   // Prefix sums: po[g] = sum of o over hours < g.
   auto prefix = [hours](const std::vector<double>& v) {
@@ -315,14 +324,12 @@ std::vector<DayCount> CountDays(const Grids& grids, const BacktestConfig& cfg) {
   std::vector<int64_t> up(days.size());
   for (const HostGrid& hg : grids.hosts) {
     std::fill(up.begin(), up.end(), 0);
-    const auto& st = hg.series.states;
-    for (int64_t i = 0; i + 1 < hg.n(); ++i) {
-      if (IsFailure(st[i]) || hg.outage[i] || hg.outage[i + 1]) continue;
+    ForEachUpStep(hg, [&](int64_t i, bool failed) {
       const int64_t d = FloorDiv(hg.start_unix + i * step + off, kDay) - first;
       ++up[d];
       days[d].up_steps += 1;
-      if (IsFailure(st[i + 1])) days[d].failures += 1;
-    }
+      if (failed) days[d].failures += 1;
+    });
     for (size_t d = 0; d < days.size(); ++d) {
       if (up[d] == 0) continue;
       ++days[d].hosts;
