@@ -1320,9 +1320,9 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
   nlohmann::json days = nlohmann::json::object();
   for (int dt = 0; dt < 2; ++dt) {
     nlohmann::json by_role = nlohmann::json::object();
-    for (int role = 0; role < 3; ++role) {
+    for (DayRole role : kDayRoles) {
       const DayDispersion d = SummarizeDays(r.days, dt, role, config.step_seconds);
-      by_role[role == 0 ? "all" : role == 1 ? "train" : "test"] = {
+      by_role[DayRoleName(role)] = {
           {"days", d.days},
           {"rate_per_up_hour", d.rate_per_up_hour},
           {"sd_rate_per_up_hour", d.sd_rate_per_up_hour},
@@ -1339,15 +1339,26 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
   return j;
 }
 
-DayDispersion SummarizeDays(const std::vector<DayCount>& days, int day_type, int role,
+const char* DayRoleName(DayRole role) {
+  switch (role) {
+    case DayRole::kTrain:
+      return "train";
+    case DayRole::kTest:
+      return "test";
+    default:
+      return "all";
+  }
+}
+
+DayDispersion SummarizeDays(const std::vector<DayCount>& days, int day_type, DayRole role,
                             int64_t step_seconds) {
   DayDispersion out;
   std::vector<const DayCount*> used;
   double up = 0, failures = 0;
   for (const DayCount& d : days) {
     if (d.day_type != day_type || d.up_steps <= 0) continue;
-    if (role == 1 && d.train_hosts != d.hosts) continue;
-    if (role == 2 && d.train_hosts != 0) continue;
+    if (role == DayRole::kTrain && d.train_hosts != d.hosts) continue;
+    if (role == DayRole::kTest && d.train_hosts != 0) continue;
     used.push_back(&d);
     up += d.up_steps;
     failures += d.failures;

@@ -150,9 +150,15 @@ struct DayCount {
   double failures = 0;
 };
 
+// Which days SummarizeDays takes: all, or only those that are training (test)
+// days of every host with up steps that day. DayRoleName: "all", "train",
+// "test" (the JSON's and the report's names).
+enum class DayRole { kAll, kTrain, kTest };
+inline constexpr DayRole kDayRoles[] = {DayRole::kAll, DayRole::kTrain, DayRole::kTest};
+const char* DayRoleName(DayRole role);
+
 // Between-day spread of the failure rate on one day type, over the days of
-// `days` with up steps (and only training or only test days of every host
-// with `role` 1 or 2; 0 = all days): the pooled rate per up hour, the
+// `days` with up steps and of `role`: the pooled rate per up hour, the
 // standard deviation of the daily rates, and the overdispersion
 // sum_d (O_d - E_d)^2 / E_d / (n - 1) with E_d = the day's up steps times
 // the pooled rate (1 for Poisson counts; Pearson's chi-square over its
@@ -163,7 +169,7 @@ struct DayDispersion {
   double sd_rate_per_up_hour = 0;
   double overdispersion = 0;
 };
-DayDispersion SummarizeDays(const std::vector<DayCount>& days, int day_type, int role,
+DayDispersion SummarizeDays(const std::vector<DayCount>& days, int day_type, DayRole role,
                             int64_t step_seconds);
 
 struct BacktestResult {

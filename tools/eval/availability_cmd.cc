@@ -124,7 +124,7 @@ options:
                            (default: from the host's history up to each test
                            window's start, as the predictor service has it; the
                            population's rates stay fitted on the training
-                           halves; about 3 times slower on Bitbrains) or
+                           halves; about 3.5 times slower on Bitbrains) or
                            training (from its training half only, as before
                            session 20)
   --smp-population-days K  multiply every failure hazard of smp's kernel by the
@@ -469,10 +469,10 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
       "host):\n%-8s %-6s %5s %10s %10s %15s\n",
       "day type", "days", "n", "rate", "sd(daily)", "overdispersion");
   for (int dt = 0; dt < 2; ++dt) {
-    for (int role = 0; role < 3; ++role) {
+    for (backtest::DayRole role : backtest::kDayRoles) {
       const backtest::DayDispersion d = backtest::SummarizeDays(r.days, dt, role, cfg.step_seconds);
       std::printf("%-8s %-6s %5d %10s %10s %15s\n", dt == 0 ? "weekday" : "weekend",
-                  role == 0 ? "all" : role == 1 ? "train" : "test", d.days,
+                  backtest::DayRoleName(role), d.days,
                   Num(d.rate_per_up_hour, d.days > 0, 10, 5).c_str(),
                   Num(d.sd_rate_per_up_hour, d.days > 1, 10, 5).c_str(),
                   Num(d.overdispersion, d.days > 1, 15, 2).c_str());

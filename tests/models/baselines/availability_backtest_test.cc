@@ -126,7 +126,7 @@ TEST(AvailabilityBacktestTest, CountsThePopulationsFailuresByDay) {
   }
   // The spread over all three days, the training day alone and the two test
   // days, by the definitions of DayDispersion.
-  auto check = [&](int role, std::vector<int> ds) {
+  auto check = [&](DayRole role, std::vector<int> ds) {
     double u = 0, f = 0;
     for (int d : ds) {
       u += up[d];
@@ -139,21 +139,22 @@ TEST(AvailabilityBacktestTest, CountsThePopulationsFailuresByDay) {
       chi2 += (failures[d] - up[d] * rate) * (failures[d] - up[d] * rate) / (up[d] * rate);
     }
     const DayDispersion got = SummarizeDays(r->days, 0, role, 3600);
-    EXPECT_EQ(got.days, static_cast<int>(ds.size())) << role;
-    EXPECT_NEAR(got.rate_per_up_hour, rate, 1e-12) << role;
+    SCOPED_TRACE(DayRoleName(role));
+    EXPECT_EQ(got.days, static_cast<int>(ds.size()));
+    EXPECT_NEAR(got.rate_per_up_hour, rate, 1e-12);
     if (ds.size() > 1) {
-      EXPECT_NEAR(got.sd_rate_per_up_hour, std::sqrt(ss / (ds.size() - 1)), 1e-12) << role;
-      EXPECT_NEAR(got.overdispersion, chi2 / (ds.size() - 1), 1e-12) << role;
+      EXPECT_NEAR(got.sd_rate_per_up_hour, std::sqrt(ss / (ds.size() - 1)), 1e-12);
+      EXPECT_NEAR(got.overdispersion, chi2 / (ds.size() - 1), 1e-12);
     } else {
-      EXPECT_EQ(got.sd_rate_per_up_hour, 0) << role;
+      EXPECT_EQ(got.sd_rate_per_up_hour, 0);
     }
   };
-  check(0, {0, 1, 2});
-  check(1, {0});
-  check(2, {1, 2});
+  check(DayRole::kAll, {0, 1, 2});
+  check(DayRole::kTrain, {0});
+  check(DayRole::kTest, {1, 2});
   // No weekend day in the trace; a 30-minute step halves the hours.
-  EXPECT_EQ(SummarizeDays(r->days, 1, 0, 3600).days, 0);
-  EXPECT_NEAR(SummarizeDays(r->days, 0, 0, 1800).rate_per_up_hour, 2 * 2.0 / 139, 1e-12);
+  EXPECT_EQ(SummarizeDays(r->days, 1, DayRole::kAll, 3600).days, 0);
+  EXPECT_NEAR(SummarizeDays(r->days, 0, DayRole::kAll, 1800).rate_per_up_hour, 2 * 2.0 / 139, 1e-12);
 }
 
 // 28 days from a Monday: the first 14 train, the last 14 test (10 weekdays,
