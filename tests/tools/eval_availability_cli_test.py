@@ -34,6 +34,50 @@ def fail(msg):
     sys.exit(1)
 
 
+def check_days_carryover(tmp, tool):
+    """tools/eval/days_carryover.py on a --days CSV built to have a level that
+    carries over on the training days (busy and quiet weeks) and turns over
+    every day on the test days: yesterday's level fits the training days and
+    misleads on the test days, which the tool must report."""
+    path = os.path.join(tmp, "carry.csv")
+    with open(path, "w") as f:
+        f.write("date,day_type,hosts,train_hosts,up_steps,failures,failures_per_up_hour\n")
+        day = datetime.date(2013, 7, 1)
+        for d in range(70):
+            if d < 35:
+                busy = (d // 5) % 2 == 0  # five busy days, five quiet ones
+            else:
+                busy = d % 2 == 0  # busy and quiet days alternate
+            fails = 30 if busy else 10
+            f.write("%s,%s,10,%d,1000,%d,0\n" % (
+                day + datetime.timedelta(days=d),
+                "weekend" if (day + datetime.timedelta(days=d)).weekday() >= 5 else "weekday",
+                10 if d < 35 else 0, fails))
+    q = subprocess.run([sys.executable, tool, "--days", path, "--max-k", "3"],
+                       capture_output=True, text=True, timeout=60)
+    if q.returncode != 0:
+        fail("days_carryover.py: exit %d, %r" % (q.returncode, q.stderr))
+    rows = {}
+    for line in q.stdout.splitlines():
+        cols = [c.strip() for c in line.strip("|").split("|")]
+        if len(cols) == 6 and cols[0].split(" ")[0].isdigit():
+            rows[int(cols[0].split(" ")[0])] = (cols[0], [float(c) for c in cols[1:5]])
+    if sorted(rows) != [1, 2, 3]:
+        fail("days_carryover.py printed rows %r: %r" % (sorted(rows), q.stdout))
+    label, (beta, beta_test, train, test) = rows[1]
+    if not (beta > 0.5 and train < 0.8 and test > 1.0 and beta_test == 0.0
+            and "selected" in label):
+        fail("days_carryover.py K = 1: %r (wanted a training slope that fails on the test days)"
+             % q.stdout)
+    # Bad input: exit 2 with one line naming the file.
+    with open(path, "w") as f:
+        f.write("date,day_type\n2013-07-01,weekday\n")
+    q = subprocess.run([sys.executable, tool, "--days", path],
+                       capture_output=True, text=True, timeout=60)
+    if q.returncode != 2 or "carry.csv" not in q.stderr or q.stderr.count("\n") != 1:
+        fail("days_carryover.py on a bad CSV: exit %d, %r" % (q.returncode, q.stderr))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--eval", required=True)
@@ -86,6 +130,8 @@ def main():
                     fail("--days %s: more training hosts than hosts" % r["date"])
         if "population failures per up hour by local day" not in p.stdout:
             fail("the report lacks the population's failures by day")
+        check_days_carryover(tmp, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                               "..", "tools", "eval", "days_carryover.py"))
 
         rows = list(csv.DictReader(open(cells)))
         if not rows:
