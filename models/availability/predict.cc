@@ -66,37 +66,62 @@ double BetaBinomialConcentration(const std::vector<std::pair<double, double>>& n
   return std::clamp(1.0 / rho - 1.0, 1.0, N);
 }
 
-void PopulationPriorBuilder::Add(const SojournStats& host) {
-  pooled_.Merge(host);
-  if (host.own_up_windows > 0) per_host_.emplace_back(host.own_up_windows, host.own_up_survived);
-  if (!host.borrowed.empty()) {
-    // Counted in windows of average weight (own and neighbouring windows
-    // weigh 1 and neighbor_window_weight, borrowed ones other_day_type_weight),
-    // so that the 0.5 of Build is half a failure on either side.
-    const SojournStats& b = host.borrowed[0];
-    const int64_t own_windows = host.num_windows - b.num_windows;
-    if (own_windows > 0 && host.total_weight > 0 && b.num_windows > 0 && b.total_weight > 0) {
-      double f = 0, e = 0;
-      CountFailures(host, &f, &e);
-      const double own_unit = static_cast<double>(own_windows) / host.total_weight;
-      own_failures_ += f * own_unit;
-      own_exposure_ += e * own_unit;
-      CountFailures(b, &f, &e);
-      const double borrowed_unit = static_cast<double>(b.num_windows) / b.total_weight;
-      borrowed_failures_ += f * borrowed_unit;
-      borrowed_exposure_ += e * borrowed_unit;
-    }
+void PopulationPriorBuilder::Add(const SojournStats& host) { AddTo(hosts_.size(), host); }
+
+void PopulationPriorBuilder::AddTo(size_t host, const SojournStats& more) {
+  if (host >= hosts_.size()) hosts_.resize(host + 1);
+  pooled_.Merge(more);
+  Host& h = hosts_[host];
+  h.up_windows += more.own_up_windows;
+  h.up_survived += more.own_up_survived;
+  h.windows += more.num_windows;
+  h.weight += more.total_weight;
+  double f = 0, e = 0;
+  CountFailures(more, &f, &e);
+  h.failures += f;
+  h.exposure += e;
+  if (!more.borrowed.empty()) {
+    const SojournStats& b = more.borrowed[0];
+    h.borrowed_windows += b.num_windows;
+    h.borrowed_weight += b.total_weight;
+    CountFailures(b, &f, &e);
+    h.borrowed_failures += f;
+    h.borrowed_exposure += e;
   }
 }
 
+int PopulationPriorBuilder::hosts() const {
+  int n = 0;
+  for (const Host& h : hosts_) n += h.up_windows > 0 ? 1 : 0;
+  return n;
+}
+
 SojournStats PopulationPriorBuilder::Build(bool level_borrowed) const {
+  std::vector<std::pair<double, double>> per_host;
+  // Failures and exposure of the own and the borrowed windows of the hosts
+  // that borrowed, counted in windows of average weight (own and
+  // neighbouring windows weigh 1 and neighbor_window_weight, borrowed ones
+  // other_day_type_weight), so that the 0.5 below is half a failure on
+  // either side.
+  double own_failures = 0, own_exposure = 0, borrowed_failures = 0, borrowed_exposure = 0;
+  for (const Host& h : hosts_) {
+    if (h.up_windows > 0) per_host.emplace_back(h.up_windows, h.up_survived);
+    const int64_t own_windows = h.windows - h.borrowed_windows;
+    if (own_windows > 0 && h.weight > 0 && h.borrowed_windows > 0 && h.borrowed_weight > 0) {
+      const double own_unit = static_cast<double>(own_windows) / h.weight;
+      own_failures += h.failures * own_unit;
+      own_exposure += h.exposure * own_unit;
+      const double borrowed_unit = static_cast<double>(h.borrowed_windows) / h.borrowed_weight;
+      borrowed_failures += h.borrowed_failures * borrowed_unit;
+      borrowed_exposure += h.borrowed_exposure * borrowed_unit;
+    }
+  }
   double ratio = 0;
-  if (own_exposure_ > 0 && borrowed_exposure_ > 0) {
-    ratio = ((own_failures_ + 0.5) / own_exposure_) /
-            ((borrowed_failures_ + 0.5) / borrowed_exposure_);
+  if (own_exposure > 0 && borrowed_exposure > 0) {
+    ratio = ((own_failures + 0.5) / own_exposure) / ((borrowed_failures + 0.5) / borrowed_exposure);
   }
   SojournStats out = FlattenBorrowed(pooled_, level_borrowed && ratio > 0 ? ratio : 1.0);
-  out.prior_strength = BetaBinomialConcentration(per_host_);
+  out.prior_strength = BetaBinomialConcentration(per_host);
   out.borrow_hazard_ratio = ratio;
   return out;
 }
@@ -410,7 +435,7 @@ TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
 
 SojournStats CollectStats(const StateSeries& series, const WindowSpec& spec, int64_t end_unix,
                           const EstimatorOptions& opt,
-                          const std::function<bool(size_t start)>& exclude) {
+                          const std::function<bool(size_t start)>& exclude, int64_t after_unix) {
   SojournStats stats;
   stats.step_seconds = series.step_seconds;
   const int steps = WindowSteps(series, spec);
@@ -458,14 +483,14 @@ SojournStats CollectStats(const StateSeries& series, const WindowSpec& spec, int
     }
     return used;
   };
-  const int same = add(HistoryWindowStarts(series, spec, end_unix), 1.0, true);
+  const int same = add(HistoryWindowStarts(series, spec, end_unix, after_unix), 1.0, true);
   if (opt.neighbor_window_weight > 0 && opt.neighbor_offset_seconds > 0) {
     for (int sign : {-1, 1}) {
       WindowSpec nb = spec;
       nb.start_second_of_day += sign * opt.neighbor_offset_seconds;
       // Keep the start day (and so the day type) of the window itself.
       if (nb.start_second_of_day < 0 || nb.start_second_of_day >= 86400) continue;
-      add(HistoryWindowStarts(series, nb, end_unix), opt.neighbor_window_weight, false);
+      add(HistoryWindowStarts(series, nb, end_unix, after_unix), opt.neighbor_window_weight, false);
     }
   }
   if (same < opt.borrow_below_windows && opt.other_day_type_weight > 0) {
@@ -476,14 +501,14 @@ SojournStats CollectStats(const StateSeries& series, const WindowSpec& spec, int
       SojournStats borrowed;
       borrowed.step_seconds = series.step_seconds;
       target = &borrowed;
-      add(HistoryWindowStarts(series, other, end_unix), opt.other_day_type_weight, false);
+      add(HistoryWindowStarts(series, other, end_unix, after_unix), opt.other_day_type_weight, false);
       target = &stats;
       if (borrowed.num_windows > 0) {
         stats.num_windows += borrowed.num_windows;
         stats.borrowed.push_back(std::move(borrowed));
       }
     } else {
-      add(HistoryWindowStarts(series, other, end_unix), opt.other_day_type_weight, false);
+      add(HistoryWindowStarts(series, other, end_unix, after_unix), opt.other_day_type_weight, false);
     }
   }
   return stats;

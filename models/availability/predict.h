@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -55,9 +56,16 @@ TrPrediction PredictFromStats(const SojournStats& stats, HostState init, int M,
 // other-day-type borrowing of `opt`.
 // `exclude`, if set, drops windows by start index (e.g. windows touching a
 // global monitoring outage).
+//
+// `after_unix`: only the windows that also end after it (the windows added
+// between two moments; summed over consecutive moments they are the windows
+// up to the last, exactly when opt.recency_half_life_windows is 0,
+// spec.history_days is 0 and opt.borrow_below_windows is 0 or kAlwaysBorrow,
+// the cases where a window's weight does not depend on the others).
 SojournStats CollectStats(const StateSeries& series, const WindowSpec& spec, int64_t end_unix,
                           const EstimatorOptions& opt,
-                          const std::function<bool(size_t start)>& exclude = nullptr);
+                          const std::function<bool(size_t start)>& exclude = nullptr,
+                          int64_t after_unix = std::numeric_limits<int64_t>::min());
 
 // Empirical-Bayes concentration kappa = alpha + beta (in windows) of a beta
 // prior on the per-host probability that a window survives, from the hosts'
@@ -90,19 +98,34 @@ double BetaBinomialConcentration(const std::vector<std::pair<double, double>>& n
 // prior with their failure hazards scaled by it (FlattenBorrowed) when
 // `level_borrowed` (EstimatorOptions::level_corrected_borrowing), as they are
 // otherwise.
+//
+// As the hosts' histories grow (sojourn-eval's prior as of each window start,
+// as the service pools it then): AddTo(host, more) adds windows of a host
+// already added (or a new one at index hosts()), `more` being that host's
+// windows since its last call (CollectStats with after_unix). Build then gives
+// what Add-ing each host's whole statistics would give (the host's counts and
+// its failure and exposure sums add up; equal up to the order of the
+// floating-point sums).
 class PopulationPriorBuilder {
  public:
   void Add(const SojournStats& host);
+  void AddTo(size_t host, const SojournStats& more);
   SojournStats Build(bool level_borrowed = true) const;
-  int hosts() const { return static_cast<int>(per_host_.size()); }
+  // Hosts with a window that started in S1 or S2 (those the strength counts).
+  int hosts() const;
 
  private:
+  // A host's sums: its full-window survival (own windows starting in S1 or
+  // S2), its windows and their weight, and the failures and exposure of its
+  // own (with the neighbouring) and of its borrowed windows.
+  struct Host {
+    double up_windows = 0, up_survived = 0;
+    int64_t windows = 0, borrowed_windows = 0;
+    double weight = 0, borrowed_weight = 0;
+    double failures = 0, exposure = 0, borrowed_failures = 0, borrowed_exposure = 0;
+  };
   SojournStats pooled_;
-  std::vector<std::pair<double, double>> per_host_;
-  // Failures and exposure of the own and the borrowed windows of the hosts
-  // that borrowed.
-  double own_failures_ = 0, own_exposure_ = 0;
-  double borrowed_failures_ = 0, borrowed_exposure_ = 0;
+  std::vector<Host> hosts_;
 };
 
 // `s` with its borrowed windows (SojournStats::borrowed) merged in, their

@@ -44,7 +44,7 @@ int WindowSteps(const StateSeries& series, const WindowSpec& spec) {
 }
 
 std::vector<size_t> HistoryWindowStarts(const StateSeries& series, const WindowSpec& spec,
-                                        int64_t end_unix) {
+                                        int64_t end_unix, int64_t after_unix) {
   std::vector<size_t> out;
   if (series.step_seconds <= 0 || series.states.empty()) return out;
   const int64_t step = series.step_seconds;
@@ -68,6 +68,7 @@ std::vector<size_t> HistoryWindowStarts(const StateSeries& series, const WindowS
     const int64_t idx = -FloorDiv(series.start_unix - start, step);
     if (idx < 0) break;
     const int64_t grid_start = series.start_unix + idx * step;
+    if (grid_start + steps * step <= after_unix) break;  // so did every earlier one
     if (grid_start + steps * step > end_unix) continue;
     if (grid_start + steps * step > series_end) continue;
     out.push_back(static_cast<size_t>(idx));

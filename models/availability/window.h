@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "models/availability/state.h"
@@ -41,8 +42,11 @@ struct WindowSpec {
 // start that is not on the grid uses the first grid point after it. Days whose
 // window does not fit inside the series are skipped and not counted. Takes
 // time in the days the series spans, for any `end_unix` (INT64_MAX included).
+// With `after_unix`, only the windows that also end after it (the walk back
+// stops there, so consecutive moments cost a day each).
 std::vector<size_t> HistoryWindowStarts(const StateSeries& series, const WindowSpec& spec,
-                                        int64_t end_unix);
+                                        int64_t end_unix,
+                                        int64_t after_unix = std::numeric_limits<int64_t>::min());
 
 // Number of steps L of a window of spec.length_seconds on `series`' grid.
 int WindowSteps(const StateSeries& series, const WindowSpec& spec);

@@ -398,6 +398,21 @@ struct HostOutput {
 // Pooled prior statistics [day type][hour] (may be null).
 using PooledStats = std::array<std::array<availability::SojournStats, 24>, 2>;
 
+// The prior as of each window start (BacktestConfig::smp_pool_at):
+// prior[k][dt][hour][d - first_day[dt]] for the days d of type dt from
+// first_day[dt] (the first test day of any host) on; empty on the days of
+// the other type.
+struct OnlinePriors {
+  std::array<int64_t, 2> first_day{};
+  std::vector<std::array<std::array<std::vector<availability::SojournStats>, 24>, 2>> prior;
+
+  const availability::SojournStats* At(size_t k, int dt, int hour, int64_t day) const {
+    const auto& v = prior[k][dt][hour];
+    const int64_t i = day - first_day[dt];
+    return i >= 0 && i < static_cast<int64_t>(v.size()) ? &v[i] : nullptr;
+  }
+};
+
 // The window lengths (hours) smp, smp_paper and window_frequency estimate
 // from: each length on its own, or only the longest (every length read off
 // its curve).
@@ -423,6 +438,172 @@ std::array<availability::SojournStats, 24> HourStats(const HostGrid& hg, int dt,
   return out;
 }
 
+// Calls f(i) for i = 0..n-1 on up to `threads` threads (at most 2), each
+// taking the next i. An exception in f (std::bad_alloc on a huge trace) would
+// end the process with std::terminate; it stops the other threads at their
+// next i and is rethrown here, where the caller can report it (sojourn-eval:
+// one line, exit 1).
+template <typename F>
+void ParallelFor(size_t n, int threads, F f) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mu;
+  auto work = [&] {
+    try {
+      for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) f(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mu);
+      if (!failure) failure = std::current_exception();
+      next.store(n);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::max(1, std::min(threads, 2)); ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// Whether the prior can be built as of each window start by adding each
+// day's windows (CollectStats' after_unix): see BacktestConfig.
+bool OnlinePriorExact(const BacktestConfig& cfg) {
+  const availability::EstimatorOptions& o = cfg.smp_options;
+  return cfg.history_days == 0 && o.recency_half_life_windows == 0 &&
+         (o.borrow_below_windows == 0 ||
+          o.borrow_below_windows == availability::EstimatorOptions::kAlwaysBorrow);
+}
+
+// The prior of every (length, day type, start hour) as of the window start of
+// every day from the first test day on: the hosts' windows that ended by then,
+// added day by day (PopulationPriorBuilder::AddTo), as the predictor service
+// pools its hosts at a request. Work over the (length, day type) pairs on up
+// to cfg.threads threads.
+OnlinePriors BuildOnlinePriors(const Grids& grids, const BacktestConfig& cfg,
+                               const std::vector<int>& lengths) {
+  OnlinePriors out;
+  const int off = cfg.utc_offset_seconds;
+  int64_t first = grids.hosts[0].first_day, last = grids.hosts[0].last_day;
+  int64_t first_test = grids.hosts[0].split_day;
+  for (const HostGrid& hg : grids.hosts) {
+    first = std::min(first, hg.first_day);
+    last = std::max(last, hg.last_day);
+    first_test = std::min(first_test, hg.split_day);
+  }
+  out.first_day = {first_test, first_test};
+  out.prior.resize(lengths.size());
+  const int64_t sph = 3600 / cfg.step_seconds;
+  ParallelFor(lengths.size() * 2, cfg.threads, [&](size_t j) {
+    const size_t k = j / 2;
+    const int dt = static_cast<int>(j % 2);
+    for (int hour = 0; hour < 24; ++hour) {
+      const availability::WindowSpec spec = SpecOf(dt, hour, cfg, lengths[k]);
+      const int64_t steps = int64_t{lengths[k]} * sph;
+      std::vector<std::function<bool(size_t)>> exclude;
+      for (const HostGrid& hg : grids.hosts) exclude.push_back(OutageExclude(hg, steps));
+      availability::PopulationPriorBuilder growing;
+      std::vector<availability::SojournStats>& by_day = out.prior[k][dt][hour];
+      by_day.resize(last - first_test + 1);
+      int64_t before = std::numeric_limits<int64_t>::min();
+      for (int64_t d = first; d <= last; ++d) {
+        if (DayTypeIndex(d, off) != dt) continue;
+        const int64_t at = d * kDay - off + int64_t{hour} * 3600;
+        for (size_t h = 0; h < grids.hosts.size(); ++h) {
+          growing.AddTo(h, availability::CollectStats(grids.hosts[h].series, spec, at,
+                                                      cfg.smp_options, exclude[h], before));
+        }
+        before = at;
+        if (d >= first_test) {
+          by_day[d - first_test] = growing.Build(cfg.smp_options.level_corrected_borrowing);
+        }
+      }
+    }
+  });
+  return out;
+}
+
+// Host frailty's population as of each hour (BacktestConfig::
+// smp_pool_at kWindow): theta[g][i] is host grids.hosts[i]'s ratio on each
+// day type at the local hour start_unix + g * 3600, from its exposure up to
+// then, against the HostFrailtyModel of every host's exposure up to then
+// (CountFailureExposure with that end, halves at each host's middle day so
+// far), as the predictor service builds it from its hosts at a request.
+struct OnlineFrailty {
+  int64_t start_unix = 0;
+  std::vector<std::vector<std::array<double, 2>>> theta;
+
+  const std::array<double, 2>* At(size_t host, int64_t t) const {
+    if (t < start_unix || (t - start_unix) % 3600 != 0) return nullptr;
+    const int64_t g = (t - start_unix) / 3600;
+    return g < static_cast<int64_t>(theta.size()) ? &theta[g][host] : nullptr;
+  }
+};
+
+OnlineFrailty BuildOnlineFrailty(const Grids& grids, const BacktestConfig& cfg) {
+  OnlineFrailty out;
+  const int64_t step = cfg.step_seconds;
+  const int off = cfg.utc_offset_seconds;
+  int64_t first_test = grids.hosts[0].split_day, end = 0;
+  for (const HostGrid& hg : grids.hosts) {
+    first_test = std::min(first_test, hg.split_day);
+    end = std::max(end, hg.start_unix + hg.n() * step);
+  }
+  out.start_unix = first_test * kDay - off;
+  // Each host's up steps and failures by local hour (both halves of each
+  // hour's count: the halves are assigned below, as of each moment), hours
+  // counted from the local midnight of its first grid point.
+  struct Hourly {
+    int64_t first_day = 0, end_unix = 0;
+    std::vector<double> up, failures;
+  };
+  std::vector<Hourly> hosts(grids.hosts.size());
+  for (size_t i = 0; i < grids.hosts.size(); ++i) {
+    const HostGrid& hg = grids.hosts[i];
+    Hourly& h = hosts[i];
+    h.first_day = FloorDiv(hg.start_unix + off, kDay);
+    h.end_unix = hg.start_unix + hg.n() * step;
+    const auto exclude = OutageExclude(hg, 1);
+    for (int64_t t = h.first_day * kDay - off; t < h.end_unix; t += 3600) {
+      const availability::FailureExposure e =
+          availability::CountFailureExposure(hg.series, t, t + 3600, off, exclude);
+      h.up.push_back(e.total_up_steps());
+      h.failures.push_back(e.total_failures());
+    }
+  }
+  for (int64_t t = out.start_unix; t < end; t += 3600) {
+    std::vector<availability::FailureExposure> exposure(hosts.size());
+    availability::HostFrailtyModel model;
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      const Hourly& h = hosts[i];
+      // As CountFailureExposure(series, t): the halves split the local days
+      // from the first grid point's to that of the last counted point.
+      const int64_t last_day = FloorDiv(std::min(t, h.end_unix) - 1 + off, kDay);
+      const int64_t mid_day = h.first_day + (last_day - h.first_day + 1) / 2;
+      const int64_t hours =
+          std::min<int64_t>(static_cast<int64_t>(h.up.size()), (t - (h.first_day * kDay - off)) / 3600);
+      availability::FailureExposure& e = exposure[i];
+      for (int64_t day = h.first_day; (day - h.first_day) * 24 < hours; ++day) {
+        const int half = day < mid_day ? 0 : 1;
+        const int dt = DayTypeIndex(day, off);
+        const int64_t g0 = (day - h.first_day) * 24;
+        for (int64_t g = g0; g < std::min(hours, g0 + 24); ++g) {
+          e.up_steps[half][dt][g - g0] += h.up[g];
+          e.failures[half][dt][g - g0] += h.failures[g];
+        }
+      }
+      model.Add(e);
+    }
+    model.Build();
+    std::vector<std::array<double, 2>>& theta = out.theta.emplace_back(hosts.size());
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      for (int dt = 0; dt < 2; ++dt) {
+        theta[i][dt] = cfg.smp_options.frailty_by_day_type ? model.Theta(exposure[i], dt)
+                                                           : model.Theta(exposure[i]);
+      }
+    }
+  }
+  return out;
+}
+
 HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
                         const std::vector<int>& methods, const std::vector<PooledStats>* pooled,
                         const std::array<double, 2>& hazard_ratio,
@@ -430,6 +611,8 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
                         const availability::HostFrailtyModel* online_frailty,
                         const availability::FailureExposure* train_exposure,
                         const PopulationLevel* population_level,
+                        const OnlinePriors* online_prior,
+                        const OnlineFrailty* online_population_frailty, size_t position,
                         const std::function<void()>& hour_done) {
   HostOutput out;
   const int bins = cfg.reliability_bins;
@@ -459,7 +642,14 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
   // at grid point online_base + j * sph (test windows start on the hour).
   std::vector<std::array<double, 2>> online_theta;
   const int64_t online_base = hg.MidnightIdx(hg.split_day, step, off);
-  if (online_frailty != nullptr && train_exposure != nullptr) {
+  if (online_population_frailty != nullptr) {
+    // Against the population as of each hour too (smp_pool_at kWindow).
+    for (int64_t s = online_base; s < hg.n(); s += sph) {
+      const std::array<double, 2>* theta =
+          online_population_frailty->At(position, hg.start_unix + s * step);
+      online_theta.push_back(theta != nullptr ? *theta : hazard_ratio);
+    }
+  } else if (online_frailty != nullptr && train_exposure != nullptr) {
     availability::FailureExposure cur = *train_exposure;
     const auto exclude = OutageExclude(hg, 1);
     for (int64_t s = online_base; s < hg.n(); s += sph) {
@@ -608,7 +798,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
           }
           return ratio;
         };
-        if (!online_theta.empty() || population_level != nullptr) {
+        if (!online_theta.empty() || population_level != nullptr || online_prior != nullptr) {
           // The population's level scales every failure hazard: the host's
           // own tables (and those it borrowed) here, the prior's through its
           // hazard ratio.
@@ -768,6 +958,11 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
             if (j >= 0 && j < static_cast<int64_t>(online_theta.size())) {
               smp_theta = online_theta[j][dt];
             }
+          }
+          if (online_prior != nullptr) {
+            // The prior as the service would pool it at this window's start.
+            const int64_t day = FloorDiv(hg.start_unix + t.s * step + off, kDay);
+            for (int k = 0; k < n_len; ++k) prior[k] = online_prior->At(k, dt, hour, day);
           }
           if (population_level != nullptr) {
             const int64_t g = (hg.start_unix + t.s * step - population_level->start) / 3600;
@@ -951,6 +1146,15 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
     }
   }
 
+  // The prior as of each window start (BacktestConfig::smp_pool_at).
+  std::unique_ptr<OnlinePriors> online_prior;
+  if (pooled != nullptr && config.smp_pool_at != BacktestConfig::PoolAt::kTraining &&
+      OnlinePriorExact(config)) {
+    online_prior = std::make_unique<OnlinePriors>(
+        BuildOnlinePriors(grids, config, WindowLengths(config)));
+    r.smp_pool_at = config.smp_pool_at;
+  }
+
   // Host frailty (EstimatorOptions::host_frailty): each host's hazard ratio
   // against all hosts' training halves, as the predictor computes it over its
   // registered hosts.
@@ -979,6 +1183,13 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
       for (int b = 0; b < 2; ++b) r.frailty_covariance[a][b] = frailty.covariance(a, b);
     }
     r.frailty_dispersion = frailty.dispersion();
+  }
+  // Host frailty's population as of each hour (smp_pool_at kWindow, with
+  // the online host frailty).
+  std::unique_ptr<OnlineFrailty> online_frailty;
+  if (with_frailty && config.smp_online_frailty && online_prior != nullptr &&
+      config.smp_pool_at == BacktestConfig::PoolAt::kWindow) {
+    online_frailty = std::make_unique<OnlineFrailty>(BuildOnlineFrailty(grids, config));
   }
 
   // Load band of the first sojourn (EstimatorOptions::load_band_first_sojourn):
@@ -1023,7 +1234,6 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
   }
 
   std::vector<HostOutput> outputs(grids.hosts.size());
-  std::atomic<size_t> next{0};
   // Progress in (host, day type, start hour) units, 48 per host.
   constexpr size_t kUnitsPerHost = 48;
   std::atomic<size_t> units_done{0};
@@ -1036,46 +1246,22 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
                       static_cast<double>(kUnitsPerHost * grids.hosts.size()));
     }
   };
-  auto worker = [&]() {
-    while (true) {
-      const size_t i = next.fetch_add(1);
-      if (i >= grids.hosts.size()) return;
-      const bool online = with_frailty && config.smp_online_frailty;
-      size_t counted = 0;
-      const std::function<void()> hour_done = [&] {
-        if (counted + 1 < kUnitsPerHost) {
-          ++counted;
-          report(1);
-        }
-      };
-      outputs[i] = EvaluateHost(grids.hosts[i], config, *methods, pooled.get(), hazard_ratio[i],
-                                band_exposure.get(), online ? &frailty : nullptr,
-                                online ? &exposure[i] : nullptr, population_level.get(),
-                                hour_done);
-      report(kUnitsPerHost - counted);  // the rest of the host's units: it is done
-    }
-  };
-  // An exception in a worker (std::bad_alloc on a huge trace) would end the
-  // process with std::terminate; it stops the other workers at their next
-  // host and is rethrown here, where the caller can report it (sojourn-eval:
-  // one line, exit 1).
-  std::exception_ptr failure;
-  std::mutex failure_mu;
-  auto guarded = [&] {
-    try {
-      worker();
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(failure_mu);
-      if (!failure) failure = std::current_exception();
-      next.store(grids.hosts.size());
-    }
-  };
-  const int nthreads = std::max(1, std::min(config.threads, 2));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < nthreads; ++t) pool.emplace_back(guarded);
-  guarded();
-  for (std::thread& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  const bool online = with_frailty && config.smp_online_frailty;
+  ParallelFor(grids.hosts.size(), config.threads, [&](size_t i) {
+    size_t counted = 0;
+    const std::function<void()> hour_done = [&] {
+      if (counted + 1 < kUnitsPerHost) {
+        ++counted;
+        report(1);
+      }
+    };
+    outputs[i] = EvaluateHost(grids.hosts[i], config, *methods, pooled.get(), hazard_ratio[i],
+                              band_exposure.get(), online ? &frailty : nullptr,
+                              online ? &exposure[i] : nullptr, population_level.get(),
+                              online_prior.get(), online ? online_frailty.get() : nullptr, i,
+                              hour_done);
+    report(kUnitsPerHost - counted);  // the rest of the host's units: it is done
+  });
 
   const int bins = config.reliability_bins;
   r.reliability.assign(methods->size(), std::vector<ReliabilityBin>(bins));

@@ -76,6 +76,22 @@ struct BacktestConfig {
   // as the time-series baselines are applied). false: from the training
   // half only (one ratio per host and day type).
   bool smp_online_frailty = true;
+  // When smp's population is pooled. kTraining (the default): the shrinkage
+  // prior ("hosts") from every host's training windows, host frailty's
+  // rates and moments from every host's training half (one prior per cell;
+  // fit, then filter). kWindow: as of each test window's start, as the
+  // predictor service pools its registered hosts' histories at the moment of
+  // a request: the prior from every host's same-clock windows that ended by
+  // then and, with the online host frailty, host frailty's rates and moments
+  // from every host's failure exposure up to then (training and test days
+  // alike, nothing after the start). kPrior: only the prior as of the window
+  // start. The load band's exit ratios stay fitted on the training halves.
+  // kPrior and kWindow need history_days 0, no recency weighting and
+  // borrow_below_windows 0 or always (a window's weight must not depend on
+  // the later ones); otherwise kTraining is used and the report says so
+  // (BacktestResult::smp_pool_at).
+  enum class PoolAt { kTraining, kPrior, kWindow };
+  PoolAt smp_pool_at = PoolAt::kTraining;
   // The population's level over the last this many days (0 = off, the
   // default; 1..28): every failure hazard of smp's kernel for a window is
   // multiplied by availability::PopulationLevelModel's ratio at the window
@@ -201,6 +217,9 @@ struct BacktestResult {
   // (day, days before) pairs it came from.
   double population_level_beta = 0;
   int population_level_pairs = 0;
+  // When smp's population was pooled (BacktestConfig::smp_pool_at, or
+  // kTraining when its conditions do not hold).
+  BacktestConfig::PoolAt smp_pool_at = BacktestConfig::PoolAt::kTraining;
 };
 
 // INVALID_ARGUMENT with the reason when `config` cannot run (the checks

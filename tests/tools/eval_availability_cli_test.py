@@ -99,6 +99,8 @@ def main():
         # The host's frailty from its history up to each window, as the service has it.
         if report.get("smp_frailty") != "online":
             fail("smp_frailty is %r, wanted the default 'online'" % report.get("smp_frailty"))
+        if report.get("smp_pool_at") != "training":
+            fail("smp_pool_at is %r, wanted the default 'training'" % report.get("smp_pool_at"))
         min_test = report["protocol"]["min_test_windows"]
         for m in METHODS:
             for dt in ("weekday", "weekend"):
@@ -276,6 +278,8 @@ def main():
             ([a.eval, "availability", "--trace", a.trace, "--utc-offset", "1000"], "-14..14"),
             ([a.eval, "availability", "--trace", a.trace, "--smp-frailty", "weekly"],
              "--smp-frailty must be training or online"),
+            ([a.eval, "availability", "--trace", a.trace, "--smp-pool-at", "now"],
+             "--smp-pool-at must be training, prior or window"),
             ([a.eval, "availability", "--trace", a.trace, "--reliability-bins", "100000000"],
              "--reliability-bins wants an integer in [1, 1000]"),
         ]

@@ -127,6 +127,19 @@ options:
                            halves; about 3.5 times slower on Bitbrains) or
                            training (from its training half only, as before
                            session 20)
+  --smp-pool-at P          when smp's population is pooled: training (the
+                           shrinkage prior from every host's training windows,
+                           host frailty's rates and moments from every host's
+                           training half; default), window (both from every
+                           host's history up to each test window's start,
+                           training and test days alike, as the predictor
+                           service pools its hosts at a request) or prior
+                           (only the prior as of the window start). An
+                           experiment (docs/EVALUATION.md, "the population as
+                           of each window start"); prior and window need
+                           --history-days 0 and no recency_half_life_windows,
+                           else training is used (the JSON's "smp_pool_at"
+                           says which)
   --smp-population-days K  multiply every failure hazard of smp's kernel by the
                            population's level over the K days before each
                            window (its failures against the population's rates
@@ -218,6 +231,7 @@ const std::vector<std::string> kOptions = {"trace",
                                            "smp-prior",
                                            "smp-age",
                                            "smp-frailty",
+                                           "smp-pool-at",
                                            "smp-population-days",
                                            "train-windows",
                                            "sweep-train-ratios",
@@ -540,6 +554,16 @@ int RunAvailability(int argc, char** argv) {
     Die("--smp-frailty must be training or online, got '" + frailty + "'");
   }
   cfg.smp_online_frailty = frailty == "online";
+  const std::string pool_at = args.Get("smp-pool-at", "training");
+  if (pool_at == "training") {
+    cfg.smp_pool_at = backtest::BacktestConfig::PoolAt::kTraining;
+  } else if (pool_at == "prior") {
+    cfg.smp_pool_at = backtest::BacktestConfig::PoolAt::kPrior;
+  } else if (pool_at == "window") {
+    cfg.smp_pool_at = backtest::BacktestConfig::PoolAt::kWindow;
+  } else {
+    Die("--smp-pool-at must be training, prior or window, got '" + pool_at + "'");
+  }
   cfg.smp_population_days = static_cast<int>(args.GetIntInRange("smp-population-days", 0, 0, 28));
   const std::string windows = args.Get("train-windows", "per-length");
   if (windows != "per-length" && windows != "longest") {
@@ -698,6 +722,10 @@ int RunAvailability(int argc, char** argv) {
   j["smp_prior"] = cfg.smp_prior;
   j["smp_age"] = cfg.smp_pass_age;
   j["smp_frailty"] = cfg.smp_online_frailty ? "online" : "training";
+  j["smp_pool_at"] =
+      result->smp_pool_at == backtest::BacktestConfig::PoolAt::kWindow  ? "window"
+      : result->smp_pool_at == backtest::BacktestConfig::PoolAt::kPrior ? "prior"
+                                                                          : "training";
   j["timing_seconds"] = {{"read", t_read}, {"backtest", t_backtest}};
 
   if (!sweep.empty()) {

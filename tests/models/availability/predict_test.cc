@@ -2,6 +2,7 @@
 #include "models/availability/predict.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <vector>
@@ -482,6 +483,83 @@ TEST(PopulationPriorBuilderTest, LevelsBorrowedWindows) {
   // The lower failure level of the cell raises the TR above the unlevelled one.
   EXPECT_GT(PredictFromStats(a, HostState::kS1, 2, opt, &prior).tr[1],
             PredictFromStats(a, HostState::kS1, 2, opt).tr[1]);
+}
+
+// A history that grows (sojourn-eval's prior as of each window start): the
+// windows collected between consecutive moments (CollectStats' after_unix)
+// add up to those up to the last moment, and a builder fed each host's new
+// windows (AddTo) builds the prior of the hosts' whole statistics. Checked on
+// random hosts with the default options, without borrowing's level
+// correction, without the neighbouring start times and with exact ages.
+TEST(PopulationPriorBuilderTest, GrowingHistoriesEqualWholeOnes) {
+  constexpr int64_t kMon = 1704067200;  // Monday 2024-01-01 00:00 UTC
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<StateSeries> hosts;
+  for (double p_leave : {0.03, 0.1, 0.25}) {
+    StateSeries s;
+    s.start_unix = kMon + static_cast<int64_t>(u(rng) * 3) * 86400;  // different first days
+    s.step_seconds = 1800;
+    HostState cur = HostState::kS1;
+    for (int k = 0; k < 35 * 48; ++k) {
+      if (u(rng) < p_leave) cur = static_cast<HostState>(1 + static_cast<int>(u(rng) * 4.999));
+      s.states.push_back(cur);
+    }
+    hosts.push_back(s);
+  }
+  std::vector<EstimatorOptions> options(4);
+  options[1].level_corrected_borrowing = false;
+  options[2].neighbor_window_weight = 0;
+  options[3].exact_age_first_sojourn = true;
+  int checked = 0;
+  for (const EstimatorOptions& opt : options) {
+    for (const DayType dt : {DayType::kWeekday, DayType::kWeekend}) {
+      const WindowSpec spec{dt, 9 * 3600, 5 * 3600, 0, 0};
+      PopulationPriorBuilder growing;
+      std::vector<SojournStats> summed(hosts.size());
+      int64_t before = std::numeric_limits<int64_t>::min();
+      // A moment a day, at 09:00, 11:30 or 14:00 (where the 09:00 windows
+      // end: a window ending at a moment belongs to the step up to it).
+      for (int d = 0; d < 38; ++d) {
+        const int64_t at = kMon + d * 86400 + 9 * 3600 + (d % 3) * 9000;
+        for (size_t h = 0; h < hosts.size(); ++h) {
+          const SojournStats more = CollectStats(hosts[h], spec, at, opt, nullptr, before);
+          summed[h].Merge(more, 1.0, true);
+          growing.AddTo(h, more);
+        }
+        before = at;
+        PopulationPriorBuilder whole;
+        std::vector<SojournStats> upto;
+        for (size_t h = 0; h < hosts.size(); ++h) {
+          upto.push_back(CollectStats(hosts[h], spec, at, opt));
+          ASSERT_EQ(summed[h], upto.back()) << "host " << h << " at " << at;
+          whole.Add(upto.back());
+        }
+        if (upto[0].num_windows == 0) continue;
+        const SojournStats a = growing.Build(opt.level_corrected_borrowing);
+        const SojournStats b = whole.Build(opt.level_corrected_borrowing);
+        ASSERT_NEAR(a.prior_strength, b.prior_strength, 1e-9 * std::max(1.0, b.prior_strength));
+        ASSERT_NEAR(a.borrow_hazard_ratio, b.borrow_hazard_ratio, 1e-12);
+        ASSERT_EQ(a.num_windows, b.num_windows);
+        EstimatorOptions eb = opt;
+        eb.empirical_bayes_prior = true;  // the strength matters too
+        for (const EstimatorOptions& o : {opt, eb}) {
+          for (HostState init : {HostState::kS1, HostState::kS2}) {
+            const auto pa = PredictFromStats(upto[0], init, 10, o, &a, 3600).tr;
+            const auto pb = PredictFromStats(upto[0], init, 10, o, &b, 3600).tr;
+            for (size_t m = 0; m < pa.size(); ++m) ASSERT_NEAR(pa[m], pb[m], 1e-12);
+          }
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 150);
+  // Without after_unix nothing changes; an after_unix at the end gives nothing.
+  const WindowSpec spec{DayType::kWeekday, 9 * 3600, 5 * 3600, 0, 0};
+  const int64_t end = kMon + 20 * 86400;
+  EXPECT_EQ(CollectStats(hosts[1], spec, end, EstimatorOptions{}, nullptr, end).num_windows, 0);
+  EXPECT_GT(CollectStats(hosts[1], spec, end, EstimatorOptions{}).num_windows, 10);
 }
 
 // PredictFromStats shrinks only the tables its prediction reads; it must give

@@ -11,6 +11,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "models/availability/frailty.h"
+#include "models/availability/predict.h"
+#include "models/availability/state.h"
+#include "models/availability/window.h"
 
 namespace sojourn::backtest {
 namespace {
@@ -451,6 +455,121 @@ TEST(AvailabilityBacktestTest, OnlineFrailtyFollowsTheHostsHistory) {
   ASSERT_EQ(off_training->cells.size(), off_online->cells.size());
   for (size_t k = 0; k < off_online->cells.size(); ++k) {
     EXPECT_EQ(off_training->cells[k].pred[0], off_online->cells[k].pred[0]);
+  }
+}
+
+// smp's population as of each window start (smp_pool_at kWindow): each
+// test window's smp prediction is the library's, as the predictor service
+// computes it at a request: the host's training windows shrunk towards the
+// pool of every host's windows that ended by the window start
+// (PopulationPriorBuilder over CollectStats with that end), with host frailty
+// the prior's failure hazards at the host's ratio from its exposure up to the
+// start, against the HostFrailtyModel of every host's exposure up to the
+// start. The hosts turn flaky in the test half, so the population as of the
+// window start predicts lower survival than the training population.
+TEST(AvailabilityBacktestTest, OnlinePopulationIsThePoolAtTheWindowStart) {
+  constexpr int kDays = 42;
+  std::mt19937_64 rng(5);
+  std::vector<HostTrace> traces;
+  std::vector<availability::StateSeries> series;
+  const double flaky[] = {0.05, 0.08, 0.12, 0.2};
+  for (int h = 0; h < 4; ++h) {
+    std::vector<bool> down(kDays * 24);
+    for (size_t k = 1; k + 1 < down.size(); ++k) {
+      down[k] = std::bernoulli_distribution(k < down.size() / 2 ? 0.02 : flaky[h])(rng);
+    }
+    traces.push_back(HourlyHost("h" + std::to_string(h), kDays, [down](int k) { return down[k]; }));
+    availability::StateSeries st;
+    st.start_unix = kMonday;
+    st.step_seconds = 3600;
+    for (bool d : down) st.states.push_back(d ? availability::HostState::kS5 : availability::HostState::kS1);
+    series.push_back(st);
+  }
+  EXPECT_EQ(BacktestConfig{}.smp_pool_at, BacktestConfig::PoolAt::kTraining);
+  const int64_t split = kMonday + int64_t{kDays / 2} * 86400;
+  // Host frailty's population as of the split (kPrior, and the training
+  // population) or of the window start (kWindow).
+  availability::HostFrailtyModel trained;
+  for (const auto& st : series) trained.Add(availability::CountFailureExposure(st, split, 0));
+  trained.Build();
+  using PoolAt = BacktestConfig::PoolAt;
+  for (const auto& [frailty, pool_at] : {std::pair{false, PoolAt::kWindow},
+                                         std::pair{true, PoolAt::kPrior},
+                                         std::pair{true, PoolAt::kWindow}}) {
+    SCOPED_TRACE(std::string(frailty ? "host frailty, " : "no host frailty, ") +
+                 (pool_at == PoolAt::kWindow ? "window" : "prior"));
+    BacktestConfig c = HourlyConfig();
+    c.methods = {"smp"};
+    c.max_window_hours = 3;
+    c.smp_options.host_frailty = frailty;
+    c.smp_options.recent_age_seconds = 0;
+    c.smp_options.load_band_first_sojourn = false;
+    auto training = RunBacktest(traces, c);
+    ASSERT_TRUE(training.ok()) << training.status();
+    EXPECT_EQ(training->smp_pool_at, BacktestConfig::PoolAt::kTraining);
+    c.smp_pool_at = pool_at;
+    auto online = RunBacktest(traces, c);
+    ASSERT_TRUE(online.ok()) << online.status();
+    EXPECT_EQ(online->smp_pool_at, pool_at);
+    ASSERT_EQ(training->cells.size(), online->cells.size());
+
+    // The library pipeline for every scored test window of hosts 0 and 3.
+    int compared = 0;
+    for (const CellResult& cell : online->cells) {
+      if (cell.host != 0 && cell.host != 3) continue;
+      const availability::DayType dt =
+          cell.day_type == 0 ? availability::DayType::kWeekday : availability::DayType::kWeekend;
+      const availability::WindowSpec spec{dt, int64_t{cell.hour} * 3600,
+                                          int64_t{cell.hours} * 3600, 0, 0};
+      availability::SojournStats own =
+          availability::CollectStats(series[cell.host], spec, split, c.smp_options);
+      double sum = 0;
+      int n = 0;
+      for (int64_t day = kDays / 2; day < kDays; ++day) {
+        const int64_t at = kMonday + day * 86400 + int64_t{cell.hour} * 3600;
+        if (availability::DayTypeOf(at, 0) != dt) continue;
+        const size_t s = static_cast<size_t>(day * 24 + cell.hour);
+        if (s + cell.hours >= series[cell.host].states.size()) continue;
+        if (static_cast<int>(series[cell.host].states[s]) != cell.init) continue;
+        availability::PopulationPriorBuilder pool;
+        availability::HostFrailtyModel model;
+        std::vector<availability::FailureExposure> exposure;
+        for (const auto& st : series) {
+          pool.Add(availability::CollectStats(st, spec, at, c.smp_options));
+          exposure.push_back(availability::CountFailureExposure(st, at, 0));
+          model.Add(exposure.back());
+        }
+        model.Build();
+        const availability::SojournStats prior = pool.Build(c.smp_options.level_corrected_borrowing);
+        const availability::HostFrailtyModel& population = pool_at == PoolAt::kWindow ? model : trained;
+        own.prior_hazard_ratio =
+            frailty ? population.Theta(exposure[cell.host], cell.day_type) : 1.0;
+        sum += availability::PredictFromStats(own, static_cast<availability::HostState>(cell.init),
+                                              cell.hours, c.smp_options, &prior)
+                   .tr.back();
+        ++n;
+      }
+      ASSERT_EQ(n, cell.n_test) << cell.day_type << " " << cell.hour << " " << cell.hours;
+      EXPECT_NEAR(cell.pred[0], sum / n, 1e-12)
+          << cell.host << " " << cell.day_type << " " << cell.hour << " " << cell.hours;
+      ++compared;
+    }
+    EXPECT_GT(compared, 200);
+
+    // The flakier test days pull the population down.
+    double pred_training = 0, pred_online = 0;
+    for (size_t k = 0; k < online->cells.size(); ++k) {
+      pred_training += training->cells[k].pred[0];
+      pred_online += online->cells[k].pred[0];
+    }
+    EXPECT_LT(pred_online, pred_training - 0.001 * online->cells.size());
+
+    // Not exact with recency weighting: the training population, and the
+    // report says so.
+    c.smp_options.recency_half_life_windows = 4;
+    auto recency = RunBacktest(traces, c);
+    ASSERT_TRUE(recency.ok()) << recency.status();
+    EXPECT_EQ(recency->smp_pool_at, BacktestConfig::PoolAt::kTraining);
   }
 }
 
