@@ -137,9 +137,10 @@ options:
                            (only the prior as of the window start). An
                            experiment (docs/EVALUATION.md, "the population as
                            of each window start"); prior and window need
-                           --history-days 0 and no recency_half_life_windows,
-                           else training is used (the JSON's "smp_pool_at"
-                           says which)
+                           --history-days 0, no recency_half_life_windows and
+                           borrow_below_windows at its default or 0, else
+                           training is used (the JSON's "smp_pool_at" says
+                           which)
   --smp-population-days K  multiply every failure hazard of smp's kernel by the
                            population's level over the K days before each
                            window (its failures against the population's rates
