@@ -1190,6 +1190,8 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
   if (with_frailty && config.smp_online_frailty && online_prior != nullptr &&
       config.smp_pool_at == BacktestConfig::PoolAt::kWindow) {
     online_frailty = std::make_unique<OnlineFrailty>(BuildOnlineFrailty(grids, config));
+  } else if (with_frailty && r.smp_pool_at == BacktestConfig::PoolAt::kWindow) {
+    r.smp_pool_at = BacktestConfig::PoolAt::kPrior;  // frailty from the training half only
   }
 
   // Load band of the first sojourn (EstimatorOptions::load_band_first_sojourn):

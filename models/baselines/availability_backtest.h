@@ -89,7 +89,8 @@ struct BacktestConfig {
   // kPrior and kWindow need history_days 0, no recency weighting and
   // borrow_below_windows 0 or always (a window's weight must not depend on
   // the later ones); otherwise kTraining is used and the report says so
-  // (BacktestResult::smp_pool_at).
+  // (BacktestResult::smp_pool_at; kPrior when kWindow meets a host frailty
+  // from the training half only, smp_online_frailty false).
   enum class PoolAt { kTraining, kPrior, kWindow };
   PoolAt smp_pool_at = PoolAt::kTraining;
   // The population's level over the last this many days (0 = off, the

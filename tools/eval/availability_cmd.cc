@@ -134,7 +134,8 @@ options:
                            host's history up to each test window's start,
                            training and test days alike, as the predictor
                            service pools its hosts at a request) or prior
-                           (only the prior as of the window start). An
+                           (only the prior as of the window start; also what
+                           window does with --smp-frailty training). An
                            experiment (docs/EVALUATION.md, "the population as
                            of each window start"); prior and window need
                            --history-days 0, no recency_half_life_windows and

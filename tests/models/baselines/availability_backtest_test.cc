@@ -564,6 +564,15 @@ TEST(AvailabilityBacktestTest, OnlinePopulationIsThePoolAtTheWindowStart) {
     }
     EXPECT_LT(pred_online, pred_training - 0.001 * online->cells.size());
 
+    // Host frailty from the training half only: only the prior is pooled
+    // as of the window start, and the report says so.
+    if (frailty && pool_at == PoolAt::kWindow) {
+      BacktestConfig t = c;
+      t.smp_online_frailty = false;
+      auto trained_frailty = RunBacktest(traces, t);
+      ASSERT_TRUE(trained_frailty.ok()) << trained_frailty.status();
+      EXPECT_EQ(trained_frailty->smp_pool_at, PoolAt::kPrior);
+    }
     // Not exact with recency weighting: the training population, and the
     // report says so.
     c.smp_options.recency_half_life_windows = 4;
