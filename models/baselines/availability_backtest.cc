@@ -399,16 +399,15 @@ struct HostOutput {
 using PooledStats = std::array<std::array<availability::SojournStats, 24>, 2>;
 
 // The prior as of each window start (BacktestConfig::smp_pool_at):
-// prior[k][dt][hour][d - first_day[dt]] for the days d of type dt from
-// first_day[dt] (the first test day of any host) on; empty on the days of
-// the other type.
+// prior[k][dt][hour][d - first_day] for the days d from first_day (the first
+// test day of any host) on; empty on the days of the other type.
 struct OnlinePriors {
-  std::array<int64_t, 2> first_day{};
+  int64_t first_day = 0;
   std::vector<std::array<std::array<std::vector<availability::SojournStats>, 24>, 2>> prior;
 
   const availability::SojournStats* At(size_t k, int dt, int hour, int64_t day) const {
     const auto& v = prior[k][dt][hour];
-    const int64_t i = day - first_day[dt];
+    const int64_t i = day - first_day;
     return i >= 0 && i < static_cast<int64_t>(v.size()) ? &v[i] : nullptr;
   }
 };
@@ -489,7 +488,7 @@ OnlinePriors BuildOnlinePriors(const Grids& grids, const BacktestConfig& cfg,
     last = std::max(last, hg.last_day);
     first_test = std::min(first_test, hg.split_day);
   }
-  out.first_day = {first_test, first_test};
+  out.first_day = first_test;
   out.prior.resize(lengths.size());
   const int64_t sph = 3600 / cfg.step_seconds;
   ParallelFor(lengths.size() * 2, cfg.threads, [&](size_t j) {
@@ -784,7 +783,8 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
       };
       std::vector<std::optional<Shrunk>> shrunk(n_len);
       // With the host's ratio at each window start nearly every window has a
-      // ratio of its own, so nothing is cached: each window is predicted as
+      // ratio of its own (and with smp_pool_at a prior of its day), so
+      // nothing is cached: each window is predicted as
       // the service predicts it (PredictFromStats, which shrinks only the
       // tables that prediction reads; the same numbers as the two steps).
       std::vector<double> window_curve;
