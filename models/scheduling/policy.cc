@@ -134,6 +134,22 @@ std::optional<double> SolveJctf(double task_length_seconds, const TrCurve& tr, d
   return hi;
 }
 
+double MedianClockRate(const std::vector<HostInput>& hosts) {
+  std::vector<double> usable, all;
+  for (const HostInput& h : hosts) {
+    if (!(h.cpu_mhz > 0)) continue;
+    all.push_back(h.cpu_mhz);
+    if (h.unusable_reason.empty()) usable.push_back(h.cpu_mhz);
+  }
+  std::vector<double>& v = usable.empty() ? all : usable;
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  const double upper = v[mid];
+  return (*std::max_element(v.begin(), v.begin() + mid) + upper) / 2;
+}
+
 HostFigures ComputeFigures(const Job& job, const HostInput& h, double reference_mhz) {
   HostFigures f;
   f.relative_speed = (h.cpu_mhz > 0 && reference_mhz > 0) ? h.cpu_mhz / reference_mhz : 1.0;
@@ -168,17 +184,7 @@ absl::StatusOr<Ranking> RankHosts(Policy policy, const Job& job,
     return absl::InvalidArgumentError("cpu share, memory and minimum clock rate must be >= 0");
   }
   double reference = options.reference_mhz;
-  if (!(reference > 0)) {
-    double sum = 0;
-    int n = 0;
-    for (const HostInput& h : hosts) {
-      if (h.cpu_mhz > 0) {
-        sum += h.cpu_mhz;
-        ++n;
-      }
-    }
-    reference = n > 0 ? sum / n : 0;
-  }
+  if (!(reference > 0)) reference = MedianClockRate(hosts);
   const double cpu = job.cpu_share > 0 ? job.cpu_share : 1.0;
   const std::set<std::string> only(job.only_hosts.begin(), job.only_hosts.end());
   const bool needs_tr = policy == Policy::kProactive || policy == Policy::kTr;

@@ -101,8 +101,8 @@ struct HostInput {
 };
 
 struct RankOptions {
-  // Clock rate (MHz) at which TL is measured. 0 = the mean clock rate of the
-  // input hosts that report one (the paper's "average CPU speed").
+  // Clock rate (MHz) at which TL is measured. 0 = MedianClockRate of the
+  // input hosts (the paper's "average CPU speed").
   double reference_mhz = 0;
   // round_robin: rotation of the usable hosts.
   uint64_t round_robin_offset = 0;
@@ -141,6 +141,14 @@ struct Ranking {
   // Number of usable hosts (hosts[0..usable) ).
   int usable = 0;
 };
+
+// The median clock rate of the hosts that report one and are not marked
+// unusable (of all that report one when none is usable; 0 when none does).
+// The paper takes the average CPU speed; the median keeps one host that
+// reports an absurd rate (registration accepts up to 1e6 MHz), or hosts long
+// gone, from changing every other host's JCT. Equal to the mean for one or
+// two hosts.
+double MedianClockRate(const std::vector<HostInput>& hosts);
 
 // Figures of one host for a job (no eligibility checks).
 HostFigures ComputeFigures(const Job& job, const HostInput& host, double reference_mhz);

@@ -102,7 +102,8 @@ absl::StatusOr<UsageForecast> UsageModel::PredictUsage(Resource r, double hours)
     return absl::InvalidArgumentError(
         absl::StrFormat("hours must be in (0, %g], got %g", options_.max_hours, hours));
   }
-  const int bins = static_cast<int>(std::ceil(hours * kBinsPerHour - 1e-9));
+  // At least one 5-minute step (hours = 1e-300 answered an empty forecast).
+  const int bins = std::max(1, static_cast<int>(std::ceil(hours * kBinsPerHour - 1e-9)));
   Prediction p = Predict(r, bins);
   if (!p.ok) {
     return absl::FailedPreconditionError(
@@ -121,6 +122,12 @@ absl::Status UsageModel::CheckFree(double free_cpu, double free_ram) const {
     return absl::InvalidArgumentError(absl::StrFormat(
         "free_cpu and free_ram are fractions in [0, 1], got %g and %g", free_cpu, free_ram));
   }
+  if (free_cpu == 0 && free_ram == 0) {
+    // 0 means "not checked"; with both unchecked the answer would be a
+    // trivial yes / 72 h with no forecast behind it (and no history needed).
+    return absl::InvalidArgumentError(
+        "nothing to check: ask for some CPU or memory to stay free (both are 0)");
+  }
   return absl::OkStatus();
 }
 
@@ -131,7 +138,8 @@ absl::StatusOr<CanRunAnswer> UsageModel::CanRun(double free_cpu, double free_ram
     return absl::InvalidArgumentError(
         absl::StrFormat("hours must be in (0, %g], got %g", options_.max_hours, hours));
   }
-  const int bins = static_cast<int>(std::ceil(hours * kBinsPerHour - 1e-9));
+  // At least one 5-minute step (hours = 1e-300 answered an empty forecast).
+  const int bins = std::max(1, static_cast<int>(std::ceil(hours * kBinsPerHour - 1e-9)));
   CanRunAnswer a;
   a.can_run = true;
   std::vector<std::string> methods, notes;
@@ -168,6 +176,12 @@ absl::StatusOr<CanRunAnswer> UsageModel::CanRun(double free_cpu, double free_ram
       }
     }
   }
+  if (methods.empty()) {
+    // Only memory was asked for and the host has no memory data: nothing
+    // was checked, so there is no answer (as PredictUsage for memory).
+    return absl::FailedPreconditionError(
+        "not enough history yet: no mem data in the last 24 hours");
+  }
   a.method = absl::StrJoin(methods, " ");
   if (a.can_run) {
     notes.insert(notes.begin(), absl::StrFormat("predicted free capacity holds for %gh", hours));
@@ -203,6 +217,10 @@ absl::StatusOr<HowLongAnswer> UsageModel::HowLong(double free_cpu, double free_r
         break;
       }
     }
+  }
+  if (methods.empty()) {  // only memory asked for, and no memory data
+    return absl::FailedPreconditionError(
+        "not enough history yet: no mem data in the last 24 hours");
   }
   a.hours = static_cast<double>(limit) / kBinsPerHour;
   a.capped = limit == max_bins;

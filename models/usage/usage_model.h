@@ -92,13 +92,15 @@ class UsageModel {
   // 5-minute step of the next `hours`. For a resource whose history is a 0/1
   // state (IsBinaryUse) the forecast is the probability of state 1 and each
   // step is answered with the more likely state (ToThresholdAnswer). A zero
-  // request is not checked; memory is not checked (and the reason says so)
-  // when the host has no memory data. FailedPrecondition ("not enough history
+  // request is not checked (InvalidArgument when both are zero: nothing to
+  // check); memory is not checked (and the reason says so) when the host has
+  // no memory data. FailedPrecondition ("not enough history
   // yet: ...") when CPU is asked for and the host has no CPU data in the last
   // day, as PredictUsage and HowLong.
   absl::StatusOr<CanRunAnswer> CanRun(double free_cpu, double free_ram, double hours) const;
   // howLongCanRunGridApplication: for how long both requests are predicted
-  // to hold, capped at max_hours (0/1 resources as in CanRun).
+  // to hold, capped at max_hours (0/1 resources and zero requests as in
+  // CanRun).
   // FailedPrecondition ("not enough history yet: ...") when CPU is asked for
   // and the host has no CPU data in the last day, as PredictUsage.
   absl::StatusOr<HowLongAnswer> HowLong(double free_cpu, double free_ram) const;

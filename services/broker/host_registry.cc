@@ -28,6 +28,25 @@ absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& requ
   }
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   absl::MutexLock l(&mu_);
+  if (hosts_.size() >= static_cast<size_t>(max_hosts_) && hosts_.find(request.host()) == hosts_.end()) {
+    // Full: the expired host silent the longest makes room (its history
+    // stays with its state manager); with every host live, refuse.
+    auto oldest = hosts_.end();
+    for (auto h = hosts_.begin(); h != hosts_.end(); ++h) {
+      if (!WithLiveness(h->second).live() &&
+          (oldest == hosts_.end() || h->second.last_heartbeat_unix_seconds() <
+                                         oldest->second.last_heartbeat_unix_seconds())) {
+        oldest = h;
+      }
+    }
+    if (oldest == hosts_.end()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the broker holds ", hosts_.size(), " live hosts, its limit (--max_hosts); host '",
+          Excerpt(request.host()), "' was not registered"));
+    }
+    hosts_.erase(oldest);
+    ++forgotten_;
+  }
   auto [it, inserted] = hosts_.try_emplace(request.host());
   sojourn::v1::RegisteredHost& h = it->second;
   if (inserted) h.set_registered_unix_seconds(now);
@@ -80,6 +99,11 @@ absl::StatusOr<sojourn::v1::RegisteredHost> HostRegistry::Get(const std::string&
   auto it = hosts_.find(host);
   if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
   return WithLiveness(it->second);
+}
+
+int64_t HostRegistry::forgotten() const {
+  absl::MutexLock l(&mu_);
+  return forgotten_;
 }
 
 std::vector<sojourn::v1::RegisteredHost> HostRegistry::List() const {

@@ -21,6 +21,9 @@ namespace sojourn::broker {
 // statemgr's clock may itself be ahead of the broker's, so the broker allows
 // both: 2 h.
 inline constexpr int64_t kDefaultMaxSampleSkewSeconds = 2 * 3600;
+// Default of --max_hosts: far more hosts than one broker's cluster has; its
+// ListHosts answer is then about 3 MB.
+inline constexpr int kDefaultMaxHosts = 10000;
 
 // Thread-safe. Liveness is judged against the injected clock.
 class HostRegistry {
@@ -28,15 +31,22 @@ class HostRegistry {
   // A host whose last heartbeat is older than `ttl` is expired (kept, listed,
   // but not ranked). A last_sample_unix_seconds more than
   // `max_clock_skew_seconds` (>= 0) after the clock is refused. `clock` must
-  // outlive the registry.
+  // outlive the registry. At most `max_hosts` (>= 1) hosts are kept: a new
+  // host beyond them takes the place of the expired host whose heartbeat is
+  // oldest, and is refused (RESOURCE_EXHAUSTED) when every host is live.
   HostRegistry(Clock& clock, absl::Duration ttl,
-               int64_t max_clock_skew_seconds = kDefaultMaxSampleSkewSeconds)
-      : clock_(clock), ttl_(ttl), max_clock_skew_seconds_(max_clock_skew_seconds) {}
+               int64_t max_clock_skew_seconds = kDefaultMaxSampleSkewSeconds,
+               int max_hosts = kDefaultMaxHosts)
+      : clock_(clock),
+        ttl_(ttl),
+        max_clock_skew_seconds_(max_clock_skew_seconds),
+        max_hosts_(max_hosts < 1 ? 1 : max_hosts) {}
 
   // Adds or refreshes a host. INVALID_ARGUMENT (nothing stored) for a
   // malformed host, a statemgr_address that is not HOST:PORT
   // (ValidateHostPortAddress), bad attributes or a bad
-  // last_sample_unix_seconds (see Heartbeat).
+  // last_sample_unix_seconds (see Heartbeat); RESOURCE_EXHAUSTED for a new
+  // host when max_hosts live hosts are registered.
   absl::Status Register(const sojourn::v1::RegisterHostRequest& request);
   // NOT_FOUND for a host never registered. A `last_sample_unix_seconds`
   // newer than the one known marks new history (the ranker's cache key); 0 =
@@ -49,6 +59,9 @@ class HostRegistry {
   // Every host, sorted by name, with `live` computed now.
   std::vector<sojourn::v1::RegisteredHost> List() const;
   absl::Duration ttl() const { return ttl_; }
+  int max_hosts() const { return max_hosts_; }
+  // Expired hosts forgotten to make room for new ones, since the start.
+  int64_t forgotten() const;
 
  private:
   sojourn::v1::RegisteredHost WithLiveness(const sojourn::v1::RegisteredHost& h) const;
@@ -56,8 +69,10 @@ class HostRegistry {
   Clock& clock_;
   const absl::Duration ttl_;
   const int64_t max_clock_skew_seconds_;
+  const int max_hosts_;
   mutable absl::Mutex mu_;
   std::map<std::string, sojourn::v1::RegisteredHost> hosts_ ABSL_GUARDED_BY(mu_);
+  int64_t forgotten_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace sojourn::broker

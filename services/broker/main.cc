@@ -31,6 +31,10 @@ ABSL_FLAG(int64_t, max_clock_skew_seconds, sojourn::broker::kDefaultMaxSampleSke
           "the statemgr's own --max_clock_skew_seconds (1 h) plus 1 h between the two clocks. Job "
           "times (SubmitJob, StartJob, FinishJob, EstimateJobTurnaround) may be at most 1 h "
           "ahead, the predictor's limit, whatever this flag says");
+ABSL_FLAG(int, max_hosts, sojourn::broker::kDefaultMaxHosts,
+          "hosts kept in the registry (1..1000000): a new host beyond them takes the place of the "
+          "expired host silent the longest, and is refused (RESOURCE_EXHAUSTED) when every host is "
+          "live");
 ABSL_FLAG(int, threads, 4, "worker threads for rankings");
 ABSL_FLAG(int, fanout_threads, 16,
           "concurrent predictor / state manager calls for the cache misses of a ranking "
@@ -85,6 +89,7 @@ int main(int argc, char** argv) {
                                   absl::GetFlag(FLAGS_heartbeat_ttl_seconds), 1, kMax),
           sojourn::IntFlagInRange("--max_clock_skew_seconds",
                                   absl::GetFlag(FLAGS_max_clock_skew_seconds), 0, kMax),
+          sojourn::IntFlagInRange("--max_hosts", absl::GetFlag(FLAGS_max_hosts), 1, 1000000),
           sojourn::IntFlagInRange("--threads", absl::GetFlag(FLAGS_threads), 1,
                                   sojourn::kMaxServiceThreads),
           sojourn::IntFlagInRange("--fanout_threads", absl::GetFlag(FLAGS_fanout_threads), 0,
@@ -143,7 +148,8 @@ int main(int argc, char** argv) {
   }
   sojourn::broker::HostRegistry registry(sojourn::Clock::Real(),
                                          absl::Seconds(absl::GetFlag(FLAGS_heartbeat_ttl_seconds)),
-                                         absl::GetFlag(FLAGS_max_clock_skew_seconds));
+                                         absl::GetFlag(FLAGS_max_clock_skew_seconds),
+                                         absl::GetFlag(FLAGS_max_hosts));
   sojourn::broker::GrpcTrSource tr_source(absl::GetFlag(FLAGS_predictor));
   sojourn::broker::GrpcLoadSource load_source;
   sojourn::broker::RankerConfig rc;

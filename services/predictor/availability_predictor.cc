@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/status.h"
 #include "common/text.h"
 #include "models/availability/predict.h"
 #include "models/availability/window.h"
@@ -83,14 +84,23 @@ std::optional<AvailabilityPredictor::Population> AvailabilityPredictor::BuildPop
   auto ask = [&] {
     for (size_t i = next++; i < hosts->size(); i = next++) {
       const auto& [host, address] = (*hosts)[i];
+      // A state manager that let a call run into its deadline is left out
+      // while in its backoff (a machine that accepts connections and never
+      // answers stalled every build, and the requests waiting on it, for
+      // the whole timeout); the others get kPriorCallTimeout at most.
+      auto timeout = directory_.Admit(address, host);
+      if (!timeout.ok()) continue;
       auto stub = directory_.Find(host, address);
       if (!stub.ok()) continue;
       sojourn::v1::GetWindowStatsRequest req = request;
       req.set_host(host);
       sojourn::v1::GetWindowStatsResponse resp;
       grpc::ClientContext ctx;
-      ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
-      if ((*stub)->GetWindowStats(&ctx, req, &resp).ok()) answers[i] = std::move(resp);
+      ctx.set_deadline(
+          absl::ToChronoTime(absl::Now() + std::min(*timeout, kPriorCallTimeout)));
+      const grpc::Status status = (*stub)->GetWindowStats(&ctx, req, &resp);
+      directory_.Record(address, status);
+      if (status.ok()) answers[i] = std::move(resp);
     }
   };
   {
@@ -142,9 +152,10 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
                                                    kMaxWindowSeconds, "], got ",
                                                    request.window_seconds()));
   }
-  if (request.history_days() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("history_days must be >= 0 (0 = the default), got ", request.history_days()));
+  // At most 100 years, as the sojourn CLI's --history-days.
+  if (request.history_days() < 0 || request.history_days() > 36500) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "history_days must be in [0, 36500] (0 = the default), got ", request.history_days()));
   }
   if (request.curve_points() < 0 || request.curve_points() > 100000) {
     return absl::InvalidArgumentError(
@@ -187,9 +198,11 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
                           config_.estimator.load_band_first_sojourn);
   stats_req.set_deployed_estimates(request.deployed_estimates());
   sojourn::v1::GetWindowStatsResponse stats_resp;
+  ASSIGN_OR_RETURN(const absl::Duration timeout, directory_.Admit(address, request.host()));
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   grpc::Status gs = (*stub)->GetWindowStats(&ctx, stats_req, &stats_resp);
+  directory_.Record(address, gs);
   if (!gs.ok()) return StatemgrCallError(address, request.host(), gs);
   auto stats = FromProto(stats_resp.stats());
   if (!stats.ok()) return stats.status();

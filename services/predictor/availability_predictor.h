@@ -77,6 +77,9 @@ class AvailabilityPredictor {
   std::optional<Population> BuildPopulation(const sojourn::v1::GetWindowStatsRequest& request);
   static constexpr int64_t kPriorStartQuantumSeconds = 60;
   static constexpr size_t kPriorFanout = 16;
+  // A state manager's answer for the prior takes milliseconds (the
+  // statistics of months of history at 6 s, docs/EVALUATION.md "Speed").
+  static constexpr absl::Duration kPriorCallTimeout = absl::Seconds(3);
 
   const AvailabilityPredictorConfig config_;
   StatemgrDirectory& directory_;

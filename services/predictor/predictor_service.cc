@@ -35,9 +35,11 @@ grpc::ServerUnaryReactor* PredictorService::Forward(grpc::CallbackServerContext*
                      directory_.Find(request->host(), request->statemgr_address(), &address));
     Req forwarded = *request;
     forwarded.clear_statemgr_address();
+    ASSIGN_OR_RETURN(const absl::Duration timeout, directory_.Admit(address, request->host()));
     grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + directory_.timeout()));
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     grpc::Status s = call(stub.get(), &ctx, forwarded, response);
+    directory_.Record(address, s);
     if (s.ok()) return absl::OkStatus();
     // As PredictAvailability: the state manager's verdicts pass through, any
     // other failure (e.g. UNIMPLEMENTED from a peer that is not a state

@@ -49,14 +49,64 @@ absl::Status StatemgrCallError(const std::string& address, const std::string& ho
 }
 
 StatemgrDirectory::StatemgrDirectory(const std::string& broker_address, absl::Duration timeout,
-                                     size_t max_channels)
+                                     size_t max_channels, Clock* clock)
     : broker_address_(broker_address),
       timeout_(timeout),
-      max_channels_(std::max<size_t>(1, max_channels)) {
+      max_channels_(std::max<size_t>(1, max_channels)),
+      clock_(clock != nullptr ? *clock : Clock::Real()) {
   if (!broker_address_.empty()) {
-    broker_ = sojourn::v1::Broker::NewStub(
-        grpc::CreateChannel(broker_address_, grpc::InsecureChannelCredentials()));
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(kMaxBrokerMessageBytes);
+    broker_ = sojourn::v1::Broker::NewStub(grpc::CreateCustomChannel(
+        broker_address_, grpc::InsecureChannelCredentials(), args));
   }
+}
+
+absl::StatusOr<absl::Duration> StatemgrDirectory::Admit(const std::string& address,
+                                                        const std::string& host) {
+  absl::MutexLock l(&mu_);
+  auto it = silent_.find(address);
+  if (it == silent_.end()) return timeout_;
+  const absl::Time now = clock_.Now();
+  if (now >= it->second.until) return std::min(timeout_, kProbeTimeout);
+  return absl::UnavailableError(absl::StrCat(
+      "state manager ", Excerpt(address), " of host ", Excerpt(host),
+      ": did not answer within its deadline (silent since ",
+      absl::FormatTime("%H:%M:%S UTC", it->second.since, absl::UTCTimeZone()),
+      "); not asked again until ",
+      absl::FormatTime("%H:%M:%S UTC", it->second.until, absl::UTCTimeZone())));
+}
+
+void StatemgrDirectory::Record(const std::string& address, const grpc::Status& status) {
+  absl::MutexLock l(&mu_);
+  if (status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+    silent_.erase(address);
+    return;
+  }
+  const absl::Time now = clock_.Now();
+  auto [it, added] = silent_.try_emplace(address, Silence{now, now, kSilentBackoff});
+  if (!added) {
+    // Calls admitted before the first deadline was recorded end in theirs
+    // too: only a deadline after the backoff (a failed probe) doubles it.
+    if (now < it->second.until) return;
+    it->second.backoff = std::min(2 * it->second.backoff, kMaxSilentBackoff);
+  }
+  it->second.until = now + it->second.backoff;
+  // Bounded like the channels: requests may name any address.
+  while (silent_.size() > 4 * max_channels_) {
+    auto oldest = std::min_element(silent_.begin(), silent_.end(), [](const auto& a, const auto& b) {
+      return a.second.since < b.second.since;
+    });
+    silent_.erase(oldest);
+  }
+}
+
+size_t StatemgrDirectory::silent() const {
+  absl::MutexLock l(&mu_);
+  const absl::Time now = clock_.Now();
+  size_t n = 0;
+  for (const auto& [address, s] : silent_) n += now < s.until;
+  return n;
 }
 
 StatemgrDirectory::StubPtr StatemgrDirectory::StubFor(const std::string& address) {

@@ -2,7 +2,9 @@
 // registry) and keeps one channel per state manager address, for the most
 // recently used kDefaultMaxChannels addresses (requests may name any
 // address: without a bound, 3000 distinct ones grew the predictor's RSS
-// from 25 to 91 MB).
+// from 25 to 91 MB). Remembers the state managers that let a call run into
+// its deadline (Admit / Record), so that one silent peer -- a machine that
+// accepts connections and never answers -- does not stall every request.
 #ifndef SOJOURN_SERVICES_PREDICTOR_STATEMGR_DIRECTORY_H_
 #define SOJOURN_SERVICES_PREDICTOR_STATEMGR_DIRECTORY_H_
 
@@ -17,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "sojourn/v1/broker.grpc.pb.h"
 #include "sojourn/v1/statemgr.grpc.pb.h"
 
@@ -46,11 +49,23 @@ class StatemgrDirectory {
   // Channels kept by default: far more state managers than a cluster has.
   static constexpr size_t kDefaultMaxChannels = 256;
 
+  // A silent state manager is not called for this long after its first
+  // deadline, twice as long after each further one, up to kMaxSilentBackoff;
+  // then calls go through again with kProbeTimeout until one is answered.
+  static constexpr absl::Duration kSilentBackoff = absl::Seconds(30);
+  static constexpr absl::Duration kMaxSilentBackoff = absl::Minutes(10);
+  static constexpr absl::Duration kProbeTimeout = absl::Seconds(2);
+  // The broker's host list may be long (RankHosts answers are larger still):
+  // far above gRPC's default 4 MB.
+  static constexpr int kMaxBrokerMessageBytes = 64 << 20;
+
   // `broker_address` may be empty: then requests must name the state manager.
   // At most `max_channels` (>= 1) channels are kept; the least recently used
-  // is closed when a new address needs one.
+  // is closed when a new address needs one. `clock` (Clock::Real() when
+  // null) times the silent state managers' backoff; deadlines of calls are
+  // on the wall clock.
   StatemgrDirectory(const std::string& broker_address, absl::Duration timeout,
-                    size_t max_channels = kDefaultMaxChannels);
+                    size_t max_channels = kDefaultMaxChannels, Clock* clock = nullptr);
 
   // The stub for `host`: `explicit_address` when non-empty, else the broker's
   // record. The stub stays valid while the caller holds it, even if its
@@ -66,6 +81,18 @@ class StatemgrDirectory {
   // FAILED_PRECONDITION without a broker.
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ListHosts();
   absl::Duration timeout() const { return timeout_; }
+
+  // How long a call to the state manager at `address` (of `host`, named in
+  // the error) may take: timeout(), or kProbeTimeout after a backoff ended;
+  // UNAVAILABLE ("... did not answer within ...; not asked again until
+  // ...") while the address is in its backoff. Call Record with the result.
+  absl::StatusOr<absl::Duration> Admit(const std::string& address, const std::string& host);
+  // The outcome of a call to `address`: DEADLINE_EXCEEDED starts (or
+  // doubles) its backoff; any other status -- an answer, or a refusal that
+  // gRPC reports at once -- clears it.
+  void Record(const std::string& address, const grpc::Status& status);
+  // State managers in their backoff now.
+  size_t silent() const;
   // Channels currently kept.
   size_t channels() const;
 
@@ -75,12 +102,20 @@ class StatemgrDirectory {
   const std::string broker_address_;
   const absl::Duration timeout_;
   const size_t max_channels_;
+  Clock& clock_;
   std::unique_ptr<sojourn::v1::Broker::Stub> broker_;
   mutable absl::Mutex mu_;
   // Most recently used first; `stubs_` indexes it by address.
   std::list<std::pair<std::string, StubPtr>> lru_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::list<std::pair<std::string, StubPtr>>::iterator> stubs_
       ABSL_GUARDED_BY(mu_);
+  struct Silence {
+    absl::Time since;     // the first deadline of this run of them
+    absl::Time until;     // not called before
+    absl::Duration backoff;
+  };
+  // At most 4 max_channels_ entries (the oldest go first).
+  std::map<std::string, Silence> silent_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sojourn::predictor

@@ -32,6 +32,15 @@ constexpr char kPersisted[] = "sojourn_statemgr_samples_persisted_total";
 constexpr char kPersistedHelp[] = "Samples written to RocksDB";
 constexpr char kDuplicates[] = "sojourn_statemgr_samples_duplicate_total";
 constexpr char kDuplicatesHelp[] = "Samples received again and not stored";
+// Duplicates that are not repeats: a sample stamped ahead of this state
+// manager's clock (accepted within --max_clock_skew_seconds) makes every
+// later real sample of the host up to its time "not after the last
+// persisted", and those are lost.
+constexpr char kShadowed[] = "sojourn_statemgr_samples_shadowed_total";
+constexpr char kShadowedHelp[] =
+    "Duplicate samples (not stored) of hosts whose newest stored sample is ahead of this state "
+    "manager's clock (a sender whose clock is ahead, or one bad sample): new samples among them "
+    "are lost";
 constexpr char kUsageAnswers[] = "sojourn_statemgr_usage_answers_total";
 constexpr char kUsageAnswersHelp[] = "Usage questions answered";
 constexpr int64_t kMaxUtcOffsetSeconds = 14 * 3600;
@@ -182,6 +191,9 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
                  static_cast<double>(book_.size()));
     metrics_.Increment(kPersisted, kPersistedHelp, {}, static_cast<double>(result->persisted));
     metrics_.Increment(kDuplicates, kDuplicatesHelp, {}, static_cast<double>(result->duplicates));
+    if (result->duplicates > 0 && result->last_persisted_unix > now) {
+      metrics_.Increment(kShadowed, kShadowedHelp, {}, static_cast<double>(result->duplicates));
+    }
     return absl::OkStatus();
   }
 
@@ -372,6 +384,7 @@ StateManagerService::StateManagerService(HostBook& book, UsageKeeper& usage, Thr
   metrics_.DeclareCounter(kRejectedBatches, kRejectedBatchesHelp, {});
   metrics_.DeclareCounter(kPersisted, kPersistedHelp, {});
   metrics_.DeclareCounter(kDuplicates, kDuplicatesHelp, {});
+  metrics_.DeclareCounter(kShadowed, kShadowedHelp, {});
   metrics_.DeclareCounter(kWatchersDropped, kWatchersDroppedHelp, {});
   metrics_.Set(kWatchers, kWatchersHelp, {}, 0);
   // Every forecaster that may answer (kAllForecasters; kUpaPaper is for

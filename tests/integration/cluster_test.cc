@@ -515,6 +515,7 @@ TEST_F(ClusterTest, MalformedRequestsAreRejected) {
   for (const auto& [field, set] :
        std::vector<std::pair<std::string, std::function<void(v1::PredictAvailabilityRequest*)>>>{
            {"history_days", [](auto* r) { r->set_history_days(-1); }},
+           {"history_days", [](auto* r) { r->set_history_days(36501); }},
            {"curve_points", [](auto* r) { r->set_curve_points(100001); }},
            {"start_unix_seconds", [](auto* r) { r->set_start_unix_seconds(-1); }},
            {"start_unix_seconds",
@@ -769,6 +770,17 @@ TEST_F(ClusterTest, PushSamplesRejectsPoisonAtomically) {
   with_period.set_period_seconds(86400);
   ASSERT_TRUE(push({with_period}, &ok).ok());
   EXPECT_EQ(stored("h"), 3);
+  // But a real sample of now is "not after the last persisted" (now + 1900):
+  // dropped as a duplicate, and counted as shadowed (its loss is visible).
+  const std::string shadowed = "sojourn_statemgr_samples_shadowed_total{service=\"statemgr\"} ";
+  EXPECT_NE(sm_metrics_.Render().find(shadowed + "0\n"), std::string::npos);
+  v1::PushSamplesResponse dup;
+  ASSERT_TRUE(push({batch("h", {now + 60, now + 120})}, &dup).ok());
+  EXPECT_EQ(dup.persisted_samples(), 0);
+  EXPECT_EQ(dup.duplicate_samples(), 2);
+  EXPECT_EQ(stored("h"), 3);
+  EXPECT_NE(sm_metrics_.Render().find(shadowed + "2\n"), std::string::npos)
+      << sm_metrics_.Render();
 
   // A later message fails: the earlier ones are stored, and the error says so.
   v1::PushSamplesResponse partial;
@@ -827,6 +839,23 @@ TEST_F(ClusterTest, UsageForecastsNameTheirMethod) {
     EXPECT_FALSE(no.can_run());
     EXPECT_EQ(no.reason().rfind("mem: needs 1e+308 MiB free, the host has ", 0), 0u) << no.reason();
     EXPECT_LT(no.reason().size(), 80u) << no.reason();
+  }
+
+  {
+    // Nothing asked for: INVALID_ARGUMENT, not a trivial yes / 72 h.
+    grpc::ClientContext ctx;
+    v1::CanRunRequest nothing = cr;
+    nothing.set_free_cpu_ratio(0);
+    v1::CanRunResponse no;
+    const grpc::Status s = predictor_stub_->CanRun(&ctx, nothing, &no);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_NE(s.error_message().find("nothing to check"), std::string::npos) << s.error_message();
+    grpc::ClientContext ctx2;
+    v1::HowLongRequest how;
+    how.set_host("fresh");
+    v1::HowLongResponse resp;
+    EXPECT_EQ(predictor_stub_->HowLong(&ctx2, how, &resp).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
   }
 
   grpc::ClientContext c3;
@@ -1117,6 +1146,43 @@ TEST_F(ClusterTest, NewHostLeansOnThePopulation) {
   EXPECT_LT(fresh->tr_ratio(), 0.9);
   EXPECT_GT(fresh->tr_ratio(), stormy->tr_ratio() + 0.1);
   EXPECT_LT(fresh->tr_ratio(), calm->tr_ratio() - 0.1);
+}
+
+// A registered host whose state manager accepts connections and never
+// answers is left out of the population prior: the prediction is the one
+// made without it, and the host is marked silent, so the next builds do not
+// wait on it (each used to wait the whole 10 s timeout, for every host
+// like it and every request waiting on the build).
+TEST_F(ClusterTest, SilentStatemgrIsLeftOutOfThePrior) {
+  Push("calm", 21, 0.3);
+  Push("stormy", 21, 0.95);
+  statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
+  statemgr::Registrar registrar(rc, *book_, clock_);
+  ASSERT_EQ(registrar.RegisterAll(), 2);
+  const int64_t start = kMonday + 18 * 86400 + 9 * 3600;
+  clock_.Set(absl::FromUnixSeconds(start));
+  v1::PredictAvailabilityRequest req;
+  req.set_host("calm");
+  req.set_window_seconds(3 * 3600);
+  req.set_start_unix_seconds(start);
+  predictor::AvailabilityPredictorConfig pc;
+  auto before = predictor::AvailabilityPredictor(pc, *directory_, clock_).Predict(req);
+  ASSERT_THAT(before.status(), IsOk());
+
+  sojourn::testing::SilentListener ghost;
+  ASSERT_FALSE(ghost.address().empty());
+  grpc::ClientContext ctx;
+  v1::RegisterHostRequest reg;
+  reg.set_host("ghost");
+  reg.set_statemgr_address(ghost.address());
+  v1::RegisterHostResponse reg_resp;
+  ASSERT_TRUE(broker_stub_->RegisterHost(&ctx, reg, &reg_resp).ok());
+  for (int build = 0; build < 2; ++build) {
+    auto with_ghost = predictor::AvailabilityPredictor(pc, *directory_, clock_).Predict(req);
+    ASSERT_THAT(with_ghost.status(), IsOk()) << build;
+    EXPECT_EQ(with_ghost->tr_ratio(), before->tr_ratio()) << build;
+    EXPECT_EQ(directory_->silent(), 1u) << build;
+  }
 }
 
 void WriteFakeProc(const std::string& root, uint64_t busy, uint64_t idle) {

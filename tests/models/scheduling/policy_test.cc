@@ -130,7 +130,8 @@ TEST(ProactiveTest, LargestEtlWhenEveryJobOutlivesItsHost) {
   EXPECT_NE(r->hosts[0].reason.find("ETL"), std::string::npos);
 }
 
-// The reference defaults to the mean clock rate of the hosts (2000 here).
+// The reference defaults to the hosts' average clock rate (2000 here: the
+// median of two is their mean).
 TEST(ProactiveTest, ReferenceIsTheMeanClockRate) {
   std::vector<HostInput> hosts = {Host("a", 1000, Curve({1})), Host("b", 3000, Curve({1}))};
   auto r = RankHosts(Policy::kProactive, JobOf(600), hosts);
@@ -138,6 +139,30 @@ TEST(ProactiveTest, ReferenceIsTheMeanClockRate) {
   EXPECT_EQ(r->hosts[0].host, "b");
   EXPECT_DOUBLE_EQ(r->hosts[0].figures.relative_speed, 1.5);
   EXPECT_DOUBLE_EQ(r->hosts[1].figures.relative_speed, 0.5);
+}
+
+// The median of the usable hosts: one host claiming 1e6 MHz (accepted at
+// registration), or an expired one, used to make every other host's JCT
+// hundreds of times longer through the mean.
+TEST(ProactiveTest, ReferenceIgnoresOutliersAndUnusableHosts) {
+  std::vector<HostInput> hosts = {Host("a", 1000, Curve({1})), Host("b", 2000, Curve({1})),
+                                  Host("fake", 1e6, Curve({1}))};
+  EXPECT_DOUBLE_EQ(MedianClockRate(hosts), 2000);
+  auto r = RankHosts(Policy::kProactive, JobOf(600), hosts);
+  ASSERT_TRUE(r.ok());
+  for (const RankedHost& h : r->hosts) {
+    if (h.host == "b") {
+      EXPECT_DOUBLE_EQ(h.figures.relative_speed, 1.0);
+    }
+  }
+  hosts[2].unusable_reason = "heartbeat expired";
+  hosts.push_back(Host("c", 3000, Curve({1})));
+  EXPECT_DOUBLE_EQ(MedianClockRate(hosts), 2000);  // of 1000, 2000, 3000
+  hosts.pop_back();
+  EXPECT_DOUBLE_EQ(MedianClockRate(hosts), 1500);  // of 1000, 2000
+  for (HostInput& h : hosts) h.unusable_reason = "down";
+  EXPECT_DOUBLE_EQ(MedianClockRate(hosts), 2000);  // none usable: all of them
+  EXPECT_DOUBLE_EQ(MedianClockRate({}), 0);
 }
 
 // Every policy lists every host; unusable ones with the reason.

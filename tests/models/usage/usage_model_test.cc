@@ -182,12 +182,25 @@ TEST(UsageModelTest, MissingMemoryAndBadArguments) {
   ASSERT_TRUE(a.ok());
   EXPECT_TRUE(a->can_run);
   EXPECT_NE(a->reason.find("mem: no memory data"), std::string::npos) << a->reason;
+  // Memory alone, with no memory data: nothing could be checked, so no answer.
+  for (const absl::Status& s : {m.CanRun(0, 0.5, 2).status(), m.HowLong(0, 0.5).status()}) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(s.message().find("no mem data"), std::string::npos) << s;
+  }
   EXPECT_EQ(m.PredictUsage(Resource::kMemory, 1).status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(m.PredictUsage(Resource::kCpu, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  // A positive horizon shorter than a step is one step, not an empty answer.
+  EXPECT_EQ(m.PredictUsage(Resource::kCpu, 1e-300)->use.size(), 1u);
   EXPECT_EQ(m.PredictUsage(Resource::kCpu, 73).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(m.CanRun(1.5, 0, 1).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(m.HowLong(0.2, -1).status().code(), absl::StatusCode::kInvalidArgument);
+  // Nothing asked for: refused, not a trivial yes / 72 h with no forecast.
+  const auto nothing = m.CanRun(0, 0, 1);
+  EXPECT_EQ(nothing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(nothing.status().message().find("nothing to check"), std::string::npos)
+      << nothing.status();
+  EXPECT_EQ(m.HowLong(0, 0).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(m.PredictUsage(Resource::kCpu, 72).ok());
 }
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -31,6 +33,34 @@ TEST(HostRegistryTest, ExpiresWithoutHeartbeat) {
   ASSERT_THAT(registry.Heartbeat("a"), IsOk());
   EXPECT_TRUE(registry.Get("a")->live());
   EXPECT_EQ(registry.List().size(), 1u);
+}
+
+// At most max_hosts hosts: a new one replaces the expired host silent the
+// longest, and is refused while every host is live (20,000 registrations
+// used to make ListHosts too large for a default gRPC client, forever).
+TEST(HostRegistryTest, KeepsAtMostMaxHosts) {
+  FakeClock clock;
+  HostRegistry registry(clock, absl::Seconds(60), kDefaultMaxSampleSkewSeconds, /*max_hosts=*/3);
+  for (const char* h : {"a", "b", "c"}) {
+    ASSERT_THAT(registry.Register(Req(h, "127.0.0.1:1")), IsOk());
+    clock.Advance(absl::Seconds(10));
+  }
+  absl::Status full = registry.Register(Req("d", "127.0.0.1:1"));
+  EXPECT_TRUE(absl::IsResourceExhausted(full)) << full;
+  EXPECT_NE(full.message().find("--max_hosts"), std::string::npos) << full;
+  EXPECT_EQ(registry.List().size(), 3u);
+  EXPECT_THAT(registry.Register(Req("b", "127.0.0.1:2")), IsOk());  // known hosts re-register
+  // a expires first (heartbeat at 0 s), then c (20 s); b re-registered at 30 s.
+  clock.Advance(absl::Seconds(55));  // now 85 s: a and c expired
+  ASSERT_THAT(registry.Register(Req("d", "127.0.0.1:1")), IsOk());
+  EXPECT_TRUE(absl::IsNotFound(registry.Get("a").status()));
+  EXPECT_TRUE(registry.Get("c").ok());
+  ASSERT_THAT(registry.Register(Req("e", "127.0.0.1:1")), IsOk());
+  EXPECT_TRUE(absl::IsNotFound(registry.Get("c").status()));
+  EXPECT_EQ(registry.forgotten(), 2);
+  std::vector<std::string> names;
+  for (const auto& h : registry.List()) names.push_back(h.host());
+  EXPECT_EQ(names, (std::vector<std::string>{"b", "d", "e"}));
 }
 
 // Bad registrations and heartbeats of unknown hosts are refused with a reason.

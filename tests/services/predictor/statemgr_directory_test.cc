@@ -30,6 +30,7 @@ namespace sojourn::predictor {
 namespace {
 
 using sojourn::testing::IsOk;
+using sojourn::testing::SilentListener;
 
 // Requests naming thousands of addresses keep at most max_channels channels;
 // the most recently used survive, the others are rebuilt on demand, and a
@@ -81,6 +82,96 @@ TEST(StatemgrDirectoryTest, RefusesMalformedNames) {
 }
 
 constexpr int64_t kNow = 1'700'000'000;
+
+// A state manager that let a call run into its deadline is not called again
+// for 30 s, then with a short deadline, its backoff doubling with every
+// further deadline up to 10 minutes; any other outcome clears it. Other
+// addresses are not affected.
+TEST(StatemgrDirectoryTest, SilentStatemgrIsNotCalledDuringItsBackoff) {
+  FakeClock clock(absl::FromUnixSeconds(kNow));
+  StatemgrDirectory directory("", absl::Seconds(10), 2, &clock);
+  const std::string silent = "10.0.0.1:7403", other = "10.0.0.2:7403";
+  const grpc::Status deadline(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded");
+  ASSERT_THAT(directory.Admit(silent, "h").status(), IsOk());
+  EXPECT_EQ(*directory.Admit(silent, "h"), absl::Seconds(10));
+  directory.Record(silent, deadline);
+  EXPECT_EQ(directory.silent(), 1u);
+  absl::StatusOr<absl::Duration> a = directory.Admit(silent, "h");
+  ASSERT_TRUE(absl::IsUnavailable(a.status())) << a.status();
+  EXPECT_NE(a.status().message().find("state manager 10.0.0.1:7403 of host h: did not answer"),
+            std::string::npos)
+      << a.status();
+  EXPECT_NE(a.status().message().find("not asked again until 22:13:50 UTC"), std::string::npos)
+      << a.status();  // kNow = 22:13:20 UTC
+  EXPECT_EQ(*directory.Admit(other, "h2"), absl::Seconds(10));
+  // A call admitted before the deadline was recorded, ending in its own:
+  // the backoff does not grow.
+  clock.Advance(absl::Seconds(5));
+  directory.Record(silent, deadline);
+  clock.Advance(absl::Seconds(24));
+  EXPECT_FALSE(directory.Admit(silent, "h").ok());
+  // After 30 s: a probe with the short deadline; it fails, so 60 s now.
+  clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(*directory.Admit(silent, "h"), StatemgrDirectory::kProbeTimeout);
+  directory.Record(silent, deadline);
+  clock.Advance(absl::Seconds(59));
+  EXPECT_FALSE(directory.Admit(silent, "h").ok());
+  clock.Advance(absl::Seconds(1));
+  EXPECT_TRUE(directory.Admit(silent, "h").ok());
+  // Doubling stops at 10 minutes.
+  for (int i = 0; i < 8; ++i) {
+    directory.Record(silent, deadline);
+    clock.Advance(StatemgrDirectory::kMaxSilentBackoff);
+    ASSERT_TRUE(directory.Admit(silent, "h").ok()) << i;
+  }
+  directory.Record(silent, deadline);
+  clock.Advance(StatemgrDirectory::kMaxSilentBackoff - absl::Seconds(1));
+  EXPECT_FALSE(directory.Admit(silent, "h").ok());
+  // Answered (even with an error of the state manager's own): cleared.
+  clock.Advance(absl::Seconds(1));
+  directory.Record(silent, grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown host"));
+  EXPECT_EQ(directory.silent(), 0u);
+  EXPECT_EQ(*directory.Admit(silent, "h"), absl::Seconds(10));
+  // At most 4 x max_channels addresses are remembered.
+  for (int i = 0; i < 20; ++i) {
+    directory.Record(absl::StrCat("10.0.1.", i, ":7403"), deadline);
+    clock.Advance(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(directory.silent(), 8u);
+  EXPECT_TRUE(directory.Admit("10.0.1.0:7403", "h").ok());    // the oldest went
+  EXPECT_FALSE(directory.Admit("10.0.1.19:7403", "h").ok());  // the newest stay
+}
+
+// A state manager that never answers costs its deadline once; until its
+// backoff ends the predictor answers UNAVAILABLE at once, saying so (one
+// such host used to stall every ranking for the whole timeout).
+TEST(SilentStatemgrTest, AnsweredAtOnceAfterTheFirstDeadline) {
+  SilentListener silent;
+  ASSERT_FALSE(silent.address().empty());
+  FakeClock clock(absl::FromUnixSeconds(kNow));
+  StatemgrDirectory directory("", absl::Milliseconds(300), StatemgrDirectory::kDefaultMaxChannels,
+                              &clock);
+  AvailabilityPredictor predictor(AvailabilityPredictorConfig{}, directory, clock);
+  v1::PredictAvailabilityRequest req;
+  req.set_host("h1");
+  req.set_window_seconds(3600);
+  req.set_statemgr_address(silent.address());
+  absl::Status first = predictor.Predict(req).status();
+  ASSERT_TRUE(absl::IsUnavailable(first)) << first;
+  EXPECT_NE(first.message().find("DEADLINE_EXCEEDED"), std::string::npos) << first;
+  EXPECT_EQ(directory.silent(), 1u);
+  absl::Status second = predictor.Predict(req).status();
+  ASSERT_TRUE(absl::IsUnavailable(second)) << second;
+  EXPECT_NE(second.message().find("did not answer within its deadline"), std::string::npos)
+      << second;
+  EXPECT_NE(second.message().find(absl::StrCat("state manager ", silent.address(), " of host h1")),
+            std::string::npos)
+      << second;
+  // After the backoff it is tried again (and times out again).
+  clock.Advance(StatemgrDirectory::kSilentBackoff);
+  absl::Status third = predictor.Predict(req).status();
+  EXPECT_NE(third.message().find("DEADLINE_EXCEEDED"), std::string::npos) << third;
+}
 
 // A state manager whose answers are fixed: window statistics and CanRun for
 // an unknown host (NOT_FOUND), PredictUsage without enough history
