@@ -219,6 +219,10 @@ CommandLine ParseCommandLine(int argc, char** argv, absl::string_view program,
     if (!known(valued, key)) {
       DieUsage(program, absl::StrCat("unknown option --", key, " (try --help)"));
     }
+    // The last of two used to win silently (`--hosts a --hosts b` dropped a).
+    if (out.values_.count(key) != 0) {
+      DieUsage(program, absl::StrCat("option --", key, " is given twice"));
+    }
     if (!has_value) {
       if (i + 1 >= argc) DieUsage(program, absl::StrCat("option --", key, " needs a value"));
       value = argv[++i];

@@ -84,7 +84,8 @@ class CommandLine {
   // "--key wants an integer in [lo, hi], got 'value'". Use it rather than
   // static_cast<int>(GetInt(...)), which wraps 4294967297 to 1.
   int64_t GetIntInRange(const std::string& key, int64_t def, int64_t lo, int64_t hi) const;
-  // Valued options in command-line order (repeated keys appear each time).
+  // Valued options in command-line order (each at most once: a repeated
+  // option exits with kExitUsage, "option --key is given twice").
   const std::vector<std::pair<std::string, std::string>>& ordered() const { return ordered_; }
 
  private:

@@ -1,5 +1,6 @@
 #include "models/availability/model_json.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "models/availability/tr.h"
 
 namespace sojourn::availability {
@@ -33,7 +35,7 @@ absl::StatusOr<long long> ParseKey(const std::string& key, const std::string& wh
                          key.find_first_not_of("0123456789") == std::string::npos;
   const long long v = canonical ? std::stoll(key) : 0;
   if (!canonical || v >= kMaxLength) {
-    return Bad(absl::StrCat(what, " key \"", key,
+    return Bad(absl::StrCat(what, " key \"", Excerpt(key),
                             "\" is not a positive integer (digits only, no sign, space or "
                             "leading zero, below 2^31)"));
   }
@@ -157,6 +159,24 @@ absl::StatusOr<std::map<int, KernelRow>> ParseQH(const json& q, const json& h, i
 
 absl::StatusOr<TrModel> ParseJson(const json& doc) {
   if (!doc.is_object()) return Bad("model must be a JSON object");
+  // Other fields are ignored (a comment, a name), but not one that differs
+  // from a field of the format only in case or '_' / '-' ("K_First", "k"):
+  // the model would be solved without what it meant to give.
+  auto normal = [](const std::string& key) {
+    std::string out;
+    for (char c : key) {
+      if (c != '_' && c != '-') out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    }
+    return out;
+  };
+  for (const auto& [key, value] : doc.items()) {
+    for (const char* known : {"format", "M", "d", "init", "K", "Q", "H", "K_first"}) {
+      if (key != known && normal(key) == normal(known)) {
+        return Bad(absl::StrCat("field \"", Excerpt(key), "\" is not part of the format: did you "
+                                "mean \"", known, "\"?"));
+      }
+    }
+  }
   auto field = [&](const char* name) -> const json* {
     auto it = doc.find(name);
     return it == doc.end() ? nullptr : &*it;
@@ -257,7 +277,7 @@ absl::StatusOr<TrModel> ParseTrModelJson(const std::string& text) {
     return Bad(absl::StrCat("invalid JSON: ", e.what()));
   }
   if (!duplicate.empty()) {
-    return Bad(absl::StrCat("duplicate key \"", duplicate, "\" in an object"));
+    return Bad(absl::StrCat("duplicate key \"", Excerpt(duplicate), "\" in an object"));
   }
   try {
     return ParseJson(doc);

@@ -354,14 +354,23 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
   int col_host = -1, col_ts = -1, col_load = -1, col_mem = -1, col_total = -1, col_cores = -1;
   for (size_t i = 0; i < fields.size(); ++i) {
     std::string name = absl::AsciiStrToLower(std::string(Trim(fields[i])));
-    if (name == "host") col_host = static_cast<int>(i);
-    if (name == "timestamp") col_ts = static_cast<int>(i);
-    if (name == "cpu_load") col_load = static_cast<int>(i);
-    if (name == "free_mem_mb") col_mem = static_cast<int>(i);
+    int* col = nullptr;
+    if (name == "host") col = &col_host;
+    if (name == "timestamp") col = &col_ts;
+    if (name == "cpu_load") col = &col_load;
+    if (name == "free_mem_mb") col = &col_mem;
     // Optional extra column: the host's memory capacity (kept as HostTrace::total_mem_mb).
-    if (name == "total_mem_mb") col_total = static_cast<int>(i);
+    if (name == "total_mem_mb") col = &col_total;
     // Optional extra column: the host's logical CPUs (kept as HostTrace::cpu_cores).
-    if (name == "cpu_cores") col_cores = static_cast<int>(i);
+    if (name == "cpu_cores") col = &col_cores;
+    if (col == nullptr) continue;
+    // The last of two used to win silently (another export's column of the
+    // same name).
+    if (*col >= 0) {
+      return LineError(file, 1, absl::StrCat("duplicate column '", name, "' (columns ", *col + 1,
+                                             " and ", i + 1, ")"));
+    }
+    *col = static_cast<int>(i);
   }
   if (col_host < 0) {
     return LineError(file, 1,

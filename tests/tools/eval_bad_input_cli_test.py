@@ -229,6 +229,64 @@ def tr_model_cases(ev, tmp):
     check(ev, "tr-model FILE --bogus", ["tr-model", ok, "--bogus"], 2, "unknown option '--bogus'")
 
 
+def direct_tr(model):
+    """TR(1..M) of an smp-tr-v1 model by the direct recursion (paper 000
+    eq. 3), written here independently of the C++ code: R_i(m) = P(the sojourn
+    in i outlasts m) + sum over up states j and l <= m of K_ij(l) R_j(m - l)."""
+    M = model["M"]
+
+    def pmf(p):
+        out = [0.0] * (M + 1)
+        items = enumerate(p, 1) if isinstance(p, list) else ((int(k), v) for k, v in p.items())
+        for l, v in items:
+            if l <= M:
+                out[l] = v
+        return out
+
+    if "K" in model:
+        K = {int(i): {int(j): pmf(p) for j, p in row.items()} for i, row in model["K"].items()}
+    else:
+        K = {int(i): {int(j): [q * x for x in pmf(model["H"][i][j])] for j, q in row.items()}
+             for i, row in model["Q"].items()}
+    up = (1, 2)  # S1, S2; S3..S5 end the window
+    R = {i: [1.0] * (M + 1) for i in up}
+    for m in range(1, M + 1):
+        for i in up:
+            row = K.get(i, {})
+            left = 1.0 - sum(sum(k[1:m + 1]) for k in row.values())
+            cont = sum(k[l] * R[j][m - l] for j, k in row.items() if j in up
+                       for l in range(1, m + 1))
+            R[i][m] = left + cont
+    return R[model["init"]][1:]
+
+
+def tr_model_examples(ev):
+    """The examples in examples/tr-model run and print the right curves."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                        "tr-model")
+    files = sorted(f for f in os.listdir(root) if f.endswith(".json"))
+    if files != ["geometric.json", "lab-desktop.json"]:
+        FAILURES.append("examples/tr-model holds %s" % files)
+    for f in files:
+        path = os.path.join(root, f)
+        p = check(ev, "tr-model example " + f, ["tr-model", path], 0)
+        if p is None or p.returncode != 0:
+            continue
+        with open(path) as fh:
+            model = json.load(fh)
+        out = json.loads(p.stdout)
+        want = direct_tr(model)
+        if f == "geometric.json":
+            closed = [0.95 ** m for m in range(1, model["M"] + 1)]
+            if max(abs(a - b) for a, b in zip(want, closed)) > 1e-12:
+                FAILURES.append("the test's own recursion misses 0.95^m")
+        if len(out["tr"]) != len(want) or max(abs(a - b) for a, b in zip(out["tr"], want)) > 1e-9:
+            FAILURES.append("tr-model %s: curve differs from the direct recursion" % f)
+        mttf = sum([1.0] + want[:-1])
+        if abs(out["mttf_steps"] - mttf) > 1e-6:
+            FAILURES.append("tr-model %s: mttf_steps %g, wanted %g" % (f, out["mttf_steps"], mttf))
+
+
 def write_csv(path, rows):
     with open(path, "w") as f:
         f.write("host,timestamp,cpu_load,free_mem_mb\n")
@@ -595,6 +653,65 @@ def session23_cases(ev, tmp, good):
                                               "--nodes", "16", "--max-jobs", "5"], 0)
 
 
+def session27_cases(ev, tmp, good):
+    """The command-line audit of session 27."""
+    # The replicates' seeds seed..seed+N-1 overflowed int64 (UBSan; seeds
+    # printed as 9223372036854775807..-9223372036854775807).
+    check(ev, "schedule seed overflow", ["schedule", "--trace", good, "--seed",
+                                         "9223372036854775807", "--replicates", "2"], 2,
+          "must stay within 0..2^63-1")
+    check(ev, "schedule seed at the edge", ["schedule", "--trace", good, "--seed",
+                                            "9223372036854775806", "--replicates", "2",
+                                            "--submissions", "2", "--lengths", "1"], 0)
+    # Two lengths with one JSON key ("1") lost one's results.
+    check(ev, "schedule lengths twice", ["schedule", "--trace", good, "--lengths",
+                                         "1.0000001,1.0000002"], 2, "--lengths names 1 hours twice")
+    check(ev, "schedule lengths 1,1", ["schedule", "--trace", good, "--lengths", "1,1"], 2,
+          "twice")
+    # A repeated option: the last one used to win silently.
+    check(ev, "availability --methods twice", ["availability", "--trace", good, "--methods",
+                                               "smp", "--methods", "bm"], 2,
+          "option --methods is given twice")
+    # A repeated header column: the last one used to win silently.
+    dup = os.path.join(tmp, "dupcol.csv")
+    with open(dup, "w") as f:
+        f.write("host,timestamp,cpu_load,free_mem_mb,cpu_load\nvm1,1000,0.1,100,0.95\n")
+    check(ev, "duplicate column", ["availability", "--trace", dup], 2,
+          "dupcol.csv:1: duplicate column 'cpu_load' (columns 3 and 5)")
+    # The default noise windows stop at --max-window-hours (10 h failed after
+    # the whole backtest, and no JSON was written).
+    out = os.path.join(tmp, "noise4.json")
+    check(ev, "noise with 4 h windows", ["availability", "--trace", good, "--max-window-hours",
+                                         "4", "--noise", "1", "--methods", "smp",
+                                         "--json", out], 0, timeout=180)
+    if os.path.exists(out):
+        with open(out) as f:
+            windows = sorted(int(w) for w in json.load(f)["noise_injection"]["smp"]["1"])
+        if windows != [1, 2, 3]:
+            FAILURES.append("noise windows with --max-window-hours 4: %s" % windows)
+    else:
+        FAILURES.append("noise with 4 h windows: no JSON")
+    # --histdb follows the services' rule: RocksDB's files went in among
+    # unrelated ones with --histdb-reuse.
+    swf = os.path.join(tmp, "s27.swf")
+    with open(swf, "w") as f:
+        f.write(base_swf())
+    other = os.path.join(tmp, "notes-dir")
+    os.makedirs(other)
+    with open(os.path.join(other, "notes.txt"), "w") as f:
+        f.write("keep\n")
+    check(ev, "histdb among other files", ["turnaround", "--swf", swf, "--histdb", other,
+                                           "--histdb-reuse"], 2, "--histdb")
+    if sorted(os.listdir(other)) != ["notes.txt"]:
+        FAILURES.append("--histdb wrote into %s: %s" % (other, os.listdir(other)))
+    # A misspelt field of a model is named (K_First was ignored: TR 0.9, not 0.1).
+    model = os.path.join(tmp, "kfirst.json")
+    with open(model, "w") as f:
+        f.write('{"format":"smp-tr-v1","M":3,"d":6,"init":1,"K":{"1":{"3":[0.1]}},'
+                '"K_First":{"1":{"3":[0.9]}}}')
+    check(ev, "tr-model K_First", ["tr-model", model], 2, 'did you mean "K_first"?')
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--eval", required=True)
@@ -602,7 +719,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         turnaround_cases(a.eval, tmp)
         tr_model_cases(a.eval, tmp)
+        tr_model_examples(a.eval)
         trace_cases(a.eval, tmp)
+        session27_cases(a.eval, tmp, os.path.join(tmp, "good.csv"))
     if FAILURES:
         for f in FAILURES:
             print("FAIL: " + f)

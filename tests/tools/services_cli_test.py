@@ -153,6 +153,17 @@ def test_flags(bin_dir, workdir):
                           "--statemgr", "127.0.0.1:1", "--follow=false"], timeout=30)
     check(code == 2 and len(err) == 1 and "nonutf8.csv: host vm\\xff1 is not valid UTF-8" in err[0],
           f"sojourn-replay non-UTF-8 host: exit {code}, stderr {err}")
+    # --hosts names only hosts of the trace (a misspelt one was skipped unsaid,
+    # and "," replayed every host).
+    two = os.path.join(workdir, "two.csv")
+    with open(two, "w") as f:
+        f.write("host,timestamp,cpu_load,free_mem_mb\nvm1,1000,0.1,100\nvm2,1000,0.1,100\n")
+    for hosts, needle in (("vm1,vmX", "--hosts: no host 'vmX' in"), (",", "--hosts lists no host")):
+        code, out, err = run([os.path.join(bin_dir, "sojourn-replay"), "--trace", two,
+                              "--hosts", hosts, "--statemgr", "127.0.0.1:1", "--follow=false"],
+                             timeout=30)
+        check(code == 2 and len(err) == 1 and needle in err[0],
+              f"sojourn-replay --hosts {hosts}: exit {code}, stderr {err}")
 
 
 def write_stale_trace(path, host, now):

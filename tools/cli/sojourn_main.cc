@@ -196,7 +196,8 @@ const char kCanRunHelp[] =
     "  --hours N              how long, a number in (0, 72] (required)\n"
     "  --cpu FREE             fraction of the host's CPU that must stay free, in [0, 1]\n"
     "                         (default 0 = not checked). Not the same as rank's --cpu.\n"
-    "  --memory-mb MB         MiB of memory that must stay free (default 0 = not checked)\n";
+    "  --memory-mb MB         MiB of memory that must stay free (default 0 = not checked)\n"
+    "At least one of --cpu and --memory-mb must be above 0.\n";
 
 const char kHowLongHelp[] =
     "usage: sojourn how-long --host H [options]\n"
@@ -208,7 +209,8 @@ const char kHowLongHelp[] =
     "  --host H               the host (required)\n"
     "  --cpu FREE             fraction of the host's CPU that must stay free, in [0, 1]\n"
     "                         (default 0 = not checked). Not the same as rank's --cpu.\n"
-    "  --memory-mb MB         MiB of memory that must stay free (default 0 = not checked)\n";
+    "  --memory-mb MB         MiB of memory that must stay free (default 0 = not checked)\n"
+    "At least one of --cpu and --memory-mb must be above 0.\n";
 
 const char kGuestHelp[] =
     "usage: sojourn guest [--pid N [--unregister]] [options]\n"
@@ -477,6 +479,12 @@ std::string HostArg(absl::string_view host, const std::string& flag) {
 absl::Duration DurationArg(const Args& a, const std::string& key) {
   auto d = sojourn::ParsePositiveDuration(Required(a, key));
   if (!d.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--", key, ": ", d.status().message()));
+  // The services take whole seconds: 0.5s became 0 (then refused by the
+  // service as "must be > 0") and 90.7s became 90.
+  if (absl::Trunc(*d, absl::Seconds(1)) != *d) {
+    sojourn::DieUsage(kProgram, absl::StrCat("--", key, ": '", sojourn::Excerpt(a.Get(key)),
+                                             "' is not a whole number of seconds"));
+  }
   return *d;
 }
 
@@ -500,8 +508,10 @@ std::vector<std::string> With(std::vector<std::string> s) {
 int ListBrokerHosts(const Args& a, const std::string& what,
                     sojourn::v1::BrokerListHostsResponse* resp) {
   const std::string broker = BrokerAddress(a);
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(256 << 20);  // as rank: many thousands of hosts
   auto stub = sojourn::v1::Broker::NewStub(
-      grpc::CreateChannel(broker, grpc::InsecureChannelCredentials()));
+      grpc::CreateCustomChannel(broker, grpc::InsecureChannelCredentials(), channel_args));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   grpc::Status s = stub->ListHosts(&ctx, {}, resp);
@@ -594,7 +604,7 @@ int Availability(int argc, char** argv) {
   ctx.set_deadline(Deadline(a));
   sojourn::v1::PredictAvailabilityResponse resp;
   grpc::Status s = stub->PredictAvailability(&ctx, req, &resp);
-  if (!s.ok()) return Fail(s, "predicting availability of " + req.host(), "predictor", predictor);
+  if (!s.ok()) return Fail(s, "predicting availability of " + sojourn::Excerpt(req.host()), "predictor", predictor);
   if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
@@ -753,6 +763,18 @@ double FreeCpuArg(const Args& a) {
   return v;
 }
 
+// can-run / how-long's --memory-mb, after --cpu: at least one of them must
+// ask for something (0 = not checked; with neither the answer would be a
+// trivial yes / 72 h).
+double FreeMemoryArg(const Args& a, double free_cpu) {
+  const double mb = NumberArg(a, "memory-mb", 0);
+  if (free_cpu == 0 && mb == 0) {
+    sojourn::DieUsage(kProgram,
+                      "nothing to check: give --cpu FREE or --memory-mb MB (both are 0, 'not "
+                      "checked')");
+  }
+  return mb;
+}
 
 int Usage(int argc, char** argv) {
   Args a = Parse(argc, argv, CommandHelp(kUsageHelp, kPredictorHelp),
@@ -772,7 +794,7 @@ int Usage(int argc, char** argv) {
   ctx.set_deadline(Deadline(a));
   sojourn::v1::PredictUsageResponse resp;
   grpc::Status s = PredictorStub(predictor)->PredictUsage(&ctx, req, &resp);
-  if (!s.ok()) return Fail(s, "predicting usage of " + req.host(), "predictor", predictor);
+  if (!s.ok()) return Fail(s, "predicting usage of " + sojourn::Excerpt(req.host()), "predictor", predictor);
   if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
@@ -794,14 +816,14 @@ int CanRun(int argc, char** argv) {
   sojourn::v1::CanRunRequest req;
   req.set_host(HostArg(Required(a, "host"), "--host"));
   req.set_free_cpu_ratio(FreeCpuArg(a));
-  req.set_free_mem_mb(NumberArg(a, "memory-mb", 0));
+  req.set_free_mem_mb(FreeMemoryArg(a, req.free_cpu_ratio()));
   req.set_hours(HoursArg(a));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::CanRunResponse resp;
   grpc::Status s = PredictorStub(predictor)->CanRun(&ctx, req, &resp);
   if (!s.ok()) {
-    return Fail(s, "asking whether " + req.host() + " can run the job", "predictor", predictor);
+    return Fail(s, "asking whether " + sojourn::Excerpt(req.host()) + " can run the job", "predictor", predictor);
   }
   if (a.Flag("json")) {
     PrintJson(resp);
@@ -819,13 +841,13 @@ int HowLong(int argc, char** argv) {
   sojourn::v1::HowLongRequest req;
   req.set_host(HostArg(Required(a, "host"), "--host"));
   req.set_free_cpu_ratio(FreeCpuArg(a));
-  req.set_free_mem_mb(NumberArg(a, "memory-mb", 0));
+  req.set_free_mem_mb(FreeMemoryArg(a, req.free_cpu_ratio()));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::HowLongResponse resp;
   grpc::Status s = PredictorStub(predictor)->HowLong(&ctx, req, &resp);
   if (!s.ok()) {
-    return Fail(s, "asking how long " + req.host() + " can run the job", "predictor", predictor);
+    return Fail(s, "asking how long " + sojourn::Excerpt(req.host()) + " can run the job", "predictor", predictor);
   }
   if (a.Flag("json")) {
     PrintJson(resp);

@@ -165,7 +165,7 @@ options:
   --noise L                also run the noise-injection test (paper 000 Fig. 14) for
                            each number of injections in L, each 0..1000 (e.g. 0,1,2,4,10)
   --noise-windows L        window lengths (h) of the noise test, each 1..--max-window-hours
-                           (default 1,2,3,5,10)
+                           (default 1,2,3,5,10, those up to --max-window-hours)
   --seed N                 seed of the noise injection (default 1)
   --help                   this text
 )";
@@ -578,8 +578,14 @@ int RunAvailability(int argc, char** argv) {
     if (!(r > 0 && r < 1)) Die(absl::StrCat("--sweep-train-ratios: ", r, " is outside (0, 1)"));
   }
   std::vector<int> noise = GetIntList(args, "noise", {}, 0, 1000);
+  // The default lengths up to --max-window-hours (10 h failed after the
+  // whole backtest when the windows were shorter).
+  std::vector<int> default_noise_windows;
+  for (int h : {1, 2, 3, 5, 10}) {
+    if (h <= cfg.max_window_hours) default_noise_windows.push_back(h);
+  }
   std::vector<int> noise_windows =
-      GetIntList(args, "noise-windows", {1, 2, 3, 5, 10}, 1, cfg.max_window_hours);
+      GetIntList(args, "noise-windows", default_noise_windows, 1, cfg.max_window_hours);
   const int64_t seed = args.GetIntInRange("seed", 1, 0, INT64_MAX);
 
   // Explicit values are checked before the (possibly long) read; the defaults

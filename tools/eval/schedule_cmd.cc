@@ -186,12 +186,26 @@ int RunSchedule(int argc, char** argv) {
   cfg.submissions = static_cast<int>(args.GetIntInRange("submissions", 60, 1, 100000));
   cfg.pool_size = static_cast<int>(args.GetIntInRange("pool", 20, 0, 1000000));
   if (args.Has("lengths")) cfg.lengths_hours = NumList("lengths", args.Get("lengths"));
-  for (double l : cfg.lengths_hours) {
+  for (size_t i = 0; i < cfg.lengths_hours.size(); ++i) {
+    const double l = cfg.lengths_hours[i];
     if (!(l > 0 && l <= 8760)) Die("--lengths must be hours in (0, 8760]");
+    // The JSON keys lengths by their shortest text (by_length["1"]): two
+    // lengths with one key would lose one's results.
+    for (size_t k = 0; k < i; ++k) {
+      if (LengthKey(cfg.lengths_hours[k]) == LengthKey(l)) {
+        Die(absl::StrFormat("--lengths names %g hours twice (lengths must differ in their "
+                            "first 6 significant digits)", l));
+      }
+    }
   }
   const int64_t seed = args.GetIntInRange("seed", 1, 0, INT64_MAX);
   cfg.seed = static_cast<uint64_t>(seed);
   cfg.replicates = static_cast<int>(args.GetIntInRange("replicates", 10, 1, 1000));
+  if (seed > INT64_MAX - (cfg.replicates - 1)) {
+    Die(absl::StrFormat("--seed %d with --replicates %d: the replicates' seeds seed..seed+%d "
+                        "must stay within 0..2^63-1",
+                        seed, cfg.replicates, cfg.replicates - 1));
+  }
   if (args.Has("clock-mhz")) {
     auto c = NumList("clock-mhz", args.Get("clock-mhz"));
     if (c.size() != 2 || !(c[0] > 0) || c[1] < c[0] || c[1] > kMaxClockMhz) {

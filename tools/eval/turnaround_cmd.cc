@@ -192,6 +192,13 @@ Args ParseArgs(int argc, char** argv) {
       Usage(absl::StrCat("--json: ", st.message()));
     }
   }
+  if (!a.histdb.empty()) {
+    // The services' rule: a directory, empty or holding a RocksDB database
+    // (with --histdb-reuse, RocksDB's files went in among unrelated ones).
+    if (absl::Status st = CheckDatabaseDirectory(a.histdb, "--histdb"); !st.ok()) {
+      Usage(std::string(st.message()));
+    }
+  }
   if (!a.histdb.empty() && !a.histdb_reuse) {
     std::error_code ec;
     if (std::filesystem::is_directory(a.histdb, ec) &&

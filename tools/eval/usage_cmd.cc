@@ -444,7 +444,9 @@ std::vector<SchedTest> RunScheduling(const Context& ctx, const std::vector<Host>
     t0 = std::min(t0, hosts[h].series.UnixOfBin(hosts[h].train_end));
     t1 = std::max(t1, hosts[h].series.UnixOfBin(hosts[h].series.bins()));
   }
-  t0 = (t0 + 3599) / 3600 * 3600;
+  // The first whole hour at or after t0 (a ceiling that also holds before
+  // 1970: (t0 + 3599) / 3600 truncated towards zero and lost an hour).
+  if (const int64_t past = ((t0 % 3600) + 3600) % 3600; past != 0) t0 += 3600 - past;
   std::vector<double> pred;
   for (int64_t tu = t0; tu < t1; tu += 3600) {
     for (int hours : kSchedHours) {

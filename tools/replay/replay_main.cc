@@ -90,7 +90,21 @@ int main(int argc, char** argv) {
                  "sojourn-replay: the trace's timestamps are local date-times; they are sent as "
                  "if they were UTC\n");
   }
-  std::vector<std::string> wanted = absl::StrSplit(absl::GetFlag(FLAGS_hosts), ',', absl::SkipEmpty());
+  const std::string hosts_flag = absl::GetFlag(FLAGS_hosts);
+  std::vector<std::string> wanted = absl::StrSplit(hosts_flag, ',', absl::SkipEmpty());
+  // "--hosts ," replayed every host; a misspelt name was skipped unsaid.
+  if (!hosts_flag.empty() && wanted.empty()) {
+    std::fprintf(stderr, "sojourn-replay: --hosts lists no host (give comma-separated names)\n");
+    return 2;
+  }
+  for (const std::string& w : wanted) {
+    if (std::none_of(traces->begin(), traces->end(),
+                     [&](const sojourn::HostTrace& t) { return t.host == w; })) {
+      std::fprintf(stderr, "sojourn-replay: --hosts: no host '%s' in %s\n",
+                   sojourn::Excerpt(w).c_str(), absl::GetFlag(FLAGS_trace).c_str());
+      return 2;
+    }
+  }
   std::vector<sojourn::HostTrace> hosts;
   for (auto& t : *traces) {
     if (t.samples.empty()) continue;

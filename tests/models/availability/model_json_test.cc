@@ -82,6 +82,15 @@ TEST(ModelJsonTest, RejectsInvalidModels) {
       {Model(R"("K":{"1":{"3":{"01":0.5}}})"), "not a positive integer"},
       {Model(R"("K":{"1":{"3":[0.6]},"1":{"3":[0.6]}})"), "duplicate key \"1\""},
       {Model(R"("K":{"1":{"3":[0.6],"3":[0.6]}})"), "duplicate key \"3\""},
+      // A misspelt field used to be ignored: "K_First" solved without the
+      // first-sojourn kernel.
+      {Model(R"("K":{"1":{"3":[0.1]}},"K_First":{"1":{"3":[0.9]}})"),
+       "field \"K_First\" is not part of the format: did you mean \"K_first\"?"},
+      {Model(R"("k":{"1":{"3":[0.1]}})"), "did you mean \"K\"?"},
+      // Keys are quoted on one line, shortened.
+      {Model(R"("K":{"1\nX":{"3":[0.5]}})"), "key \"1\\nX\" is not a positive integer"},
+      {Model(R"("K":{")" + std::string(100000, '7') + R"(":{"3":[0.5]}})"),
+       "is not a positive integer"},
       // Work the solver could not finish: 20 transient states at M = 1e6
       // (crashed in the FFT allocation) and 5 states at M = 1e7.
       {R"({"format":"smp-tr-v1","M":1000000,"d":6,"init":1,"K":{)" + [] {
@@ -104,7 +113,10 @@ TEST(ModelJsonTest, RejectsInvalidModels) {
     EXPECT_NE(m.status().message().find(c.reason), std::string::npos)
         << c.json << " -> " << m.status().message();
     EXPECT_EQ(m.status().message().find('\n'), std::string::npos);
+    EXPECT_LT(m.status().message().size(), 300u);
   }
+  // Other fields are ignored.
+  EXPECT_TRUE(ParseTrModelJson(Model(R"("K":{"1":{"3":[0.5]}},"comment":"two states")")).ok());
 }
 
 // The budget still admits the largest realistic models: two transient states
