@@ -87,8 +87,9 @@ std::optional<AvailabilityPredictor::Population> AvailabilityPredictor::BuildPop
       // A state manager that let a call run into its deadline is left out
       // while in its backoff (a machine that accepts connections and never
       // answers stalled every build, and the requests waiting on it, for
-      // the whole timeout); the others get kPriorCallTimeout at most.
-      auto timeout = directory_.Admit(address, host);
+      // the whole timeout); the others get kPriorCallTimeout at most. Too
+      // slow for that, it is left out of the prior only (Use::kPrior).
+      auto timeout = directory_.Admit(address, host, StatemgrDirectory::Use::kPrior);
       if (!timeout.ok()) continue;
       auto stub = directory_.Find(host, address);
       if (!stub.ok()) continue;
@@ -99,7 +100,7 @@ std::optional<AvailabilityPredictor::Population> AvailabilityPredictor::BuildPop
       ctx.set_deadline(
           absl::ToChronoTime(absl::Now() + std::min(*timeout, kPriorCallTimeout)));
       const grpc::Status status = (*stub)->GetWindowStats(&ctx, req, &resp);
-      directory_.Record(address, status);
+      directory_.Record(address, status, StatemgrDirectory::Use::kPrior);
       if (status.ok()) answers[i] = std::move(resp);
     }
   };

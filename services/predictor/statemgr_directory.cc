@@ -63,10 +63,10 @@ StatemgrDirectory::StatemgrDirectory(const std::string& broker_address, absl::Du
 }
 
 absl::StatusOr<absl::Duration> StatemgrDirectory::Admit(const std::string& address,
-                                                        const std::string& host) {
+                                                        const std::string& host, Use use) {
   absl::MutexLock l(&mu_);
   auto it = silent_.find(address);
-  if (it == silent_.end()) return timeout_;
+  if (it == silent_.end() || (use == Use::kRequest && !it->second.requests)) return timeout_;
   const absl::Time now = clock_.Now();
   if (now >= it->second.until) return std::min(timeout_, kProbeTimeout);
   return absl::UnavailableError(absl::StrCat(
@@ -77,7 +77,8 @@ absl::StatusOr<absl::Duration> StatemgrDirectory::Admit(const std::string& addre
       absl::FormatTime("%H:%M:%S UTC", it->second.until, absl::UTCTimeZone())));
 }
 
-void StatemgrDirectory::Record(const std::string& address, const grpc::Status& status) {
+void StatemgrDirectory::Record(const std::string& address, const grpc::Status& status,
+                               Use use) {
   absl::MutexLock l(&mu_);
   if (status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
     silent_.erase(address);
@@ -85,7 +86,12 @@ void StatemgrDirectory::Record(const std::string& address, const grpc::Status& s
   }
   const absl::Time now = clock_.Now();
   auto [it, added] = silent_.try_emplace(address, Silence{now, now, kSilentBackoff});
-  if (!added) {
+  if (use == Use::kRequest && !it->second.requests) {
+    // A request's whole timeout passed: from now on requests wait too.
+    it->second.requests = true;
+    it->second.since = now;
+    it->second.backoff = kSilentBackoff;
+  } else if (!added) {
     // Calls admitted before the first deadline was recorded end in theirs
     // too: only a deadline after the backoff (a failed probe) doubles it.
     if (now < it->second.until) return;

@@ -82,15 +82,22 @@ class StatemgrDirectory {
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ListHosts();
   absl::Duration timeout() const { return timeout_; }
 
+  // What a call is for: a request about the host itself (with timeout()),
+  // or the population prior (a shorter deadline of the caller's; a state
+  // manager too slow for it is left out of the prior only, and requests
+  // about its hosts still wait their whole timeout).
+  enum class Use { kRequest, kPrior };
   // How long a call to the state manager at `address` (of `host`, named in
-  // the error) may take: timeout(), or kProbeTimeout after a backoff ended;
-  // UNAVAILABLE ("... did not answer within ...; not asked again until
-  // ...") while the address is in its backoff. Call Record with the result.
-  absl::StatusOr<absl::Duration> Admit(const std::string& address, const std::string& host);
+  // the error) may take: timeout(), or kProbeTimeout after a backoff of a
+  // request ended; UNAVAILABLE ("... did not answer within ...; not asked
+  // again until ...") while the address is in its backoff (for kRequest:
+  // one a request's deadline started). Call Record with the result.
+  absl::StatusOr<absl::Duration> Admit(const std::string& address, const std::string& host,
+                                       Use use = Use::kRequest);
   // The outcome of a call to `address`: DEADLINE_EXCEEDED starts (or
   // doubles) its backoff; any other status -- an answer, or a refusal that
   // gRPC reports at once -- clears it.
-  void Record(const std::string& address, const grpc::Status& status);
+  void Record(const std::string& address, const grpc::Status& status, Use use = Use::kRequest);
   // State managers in their backoff now.
   size_t silent() const;
   // Channels currently kept.
@@ -113,6 +120,7 @@ class StatemgrDirectory {
     absl::Time since;     // the first deadline of this run of them
     absl::Time until;     // not called before
     absl::Duration backoff;
+    bool requests = false;  // a request's deadline, not only the prior's
   };
   // At most 4 max_channels_ entries (the oldest go first).
   std::map<std::string, Silence> silent_ ABSL_GUARDED_BY(mu_);

@@ -132,6 +132,20 @@ TEST(StatemgrDirectoryTest, SilentStatemgrIsNotCalledDuringItsBackoff) {
   directory.Record(silent, grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown host"));
   EXPECT_EQ(directory.silent(), 0u);
   EXPECT_EQ(*directory.Admit(silent, "h"), absl::Seconds(10));
+  // Too slow for the prior's shorter deadline: left out of the prior only;
+  // requests about its hosts still get the whole timeout, until one of them
+  // runs into it.
+  using Use = StatemgrDirectory::Use;
+  const std::string slow = "10.0.0.3:7403";
+  directory.Record(slow, deadline, Use::kPrior);
+  EXPECT_FALSE(directory.Admit(slow, "h3", Use::kPrior).ok());
+  EXPECT_EQ(*directory.Admit(slow, "h3"), absl::Seconds(10));
+  directory.Record(slow, deadline);
+  EXPECT_FALSE(directory.Admit(slow, "h3").ok());
+  clock.Advance(StatemgrDirectory::kSilentBackoff);
+  EXPECT_EQ(*directory.Admit(slow, "h3"), StatemgrDirectory::kProbeTimeout);
+  directory.Record(slow, grpc::Status::OK);
+  EXPECT_EQ(*directory.Admit(slow, "h3", Use::kPrior), absl::Seconds(10));
   // At most 4 x max_channels addresses are remembered.
   for (int i = 0; i < 20; ++i) {
     directory.Record(absl::StrCat("10.0.1.", i, ":7403"), deadline);
