@@ -115,7 +115,15 @@ absl::StatusOr<std::string> DecodeXz(const std::string& path, const std::string&
   }
   lzma_end(&strm);
   if (ret != LZMA_STREAM_END) {
-    return absl::DataLossError(absl::StrCat(path, ": xz decoding failed (code ", ret, ")"));
+    // The causes by name, as the other decompressors give them.
+    const char* why = ret == LZMA_BUF_ERROR    ? "truncated (the input ends inside the stream)"
+                      : ret == LZMA_DATA_ERROR ? "corrupt data"
+                      : ret == LZMA_FORMAT_ERROR ? "not in the xz format"
+                      : ret == LZMA_MEM_ERROR  ? "out of memory"
+                      : ret == LZMA_OPTIONS_ERROR ? "unsupported options"
+                                                  : "decoder error";
+    return absl::DataLossError(
+        absl::StrCat(path, ": xz decoding failed: ", why, " (lzma code ", ret, ")"));
   }
   return out;
 }

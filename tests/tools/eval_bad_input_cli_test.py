@@ -710,6 +710,18 @@ def session27_cases(ev, tmp, good):
         f.write('{"format":"smp-tr-v1","M":3,"d":6,"init":1,"K":{"1":{"3":[0.1]}},'
                 '"K_First":{"1":{"3":[0.9]}}}')
     check(ev, "tr-model K_First", ["tr-model", model], 2, 'did you mean "K_first"?')
+    # --start / --period of a trace that is not a matrix were ignored unsaid.
+    for cmd in ("availability", "schedule"):
+        check(ev, cmd + " --period canonical", [cmd, "--trace", good, "--period", "7"], 2,
+              "--period applies to availability matrices only")
+    # A truncated .xz is named as such (it was "xz decoding failed (code 10)").
+    import lzma
+    with open(good, "rb") as f:
+        packed = lzma.compress(f.read())
+    cut = os.path.join(tmp, "cut.csv.xz")
+    with open(cut, "wb") as f:
+        f.write(packed[:len(packed) // 2])
+    check(ev, "truncated xz", ["availability", "--trace", cut], 2, "truncated")
 
 
 def main():

@@ -500,20 +500,7 @@ int RunAvailability(int argc, char** argv) {
   const CommandLine args =
       ParseCommandLine(argc - 1, argv + 1, "sojourn-eval availability", kUsage, kOptions);
   if (!args.Has("trace")) Die("--trace PATH is required (try --help)");
-  traces::ImportOptions io;
-  {
-    auto f = traces::ParseTraceFormat(args.Get("format", "auto"));
-    if (!f.ok()) Die(std::string(f.status().message()));
-    io.format = *f;
-  }
-  if (args.Has("start")) {
-    // Unix seconds, or a UTC date / date-time.
-    absl::StatusOr<int64_t> start = ParseMatrixStart(args.Get("start"));
-    if (!start.ok()) Die(std::string(start.status().message()));
-    io.start_unix_seconds = *start;
-  }
-  io.period_seconds = args.GetIntInRange("period", io.period_seconds, 1, 86400);
-  io.max_hosts = static_cast<int>(args.GetIntInRange("max-hosts", 0, 0, INT32_MAX));
+  const traces::ImportOptions io = TraceImportOptions(args, "sojourn-eval availability");
 
   backtest::BacktestConfig cfg;
   cfg.max_window_hours = static_cast<int>(args.GetIntInRange("max-window-hours", 10, 1, 31));
@@ -629,6 +616,7 @@ int RunAvailability(int argc, char** argv) {
   auto traces = traces::ImportTrace(args.Get("trace"), io, &format_used);
   if (!traces.ok()) Die(std::string(traces.status().message()));
   if (traces->empty()) Die("the trace has no hosts");
+  CheckMatrixOnlyOptions(args, format_used, "sojourn-eval availability");
   const double t_read = Seconds(t0);
   size_t samples = 0;
   for (const HostTrace& t : *traces) samples += t.samples.size();

@@ -25,6 +25,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/cli_util.h"
 #include "models/traces/traces.h"
 #include "nlohmann/json.hpp"
 
@@ -152,6 +153,40 @@ inline absl::StatusOr<int64_t> ParseMatrixStart(const std::string& text) {
         absl::StrCat("--start: '", text, "' is outside 1970-01-01..2200-12-31"));
   }
   return v;
+}
+
+// The trace options of availability and schedule: --format, --start and
+// --period (of an availability matrix), --max-hosts. A bad value exits 2
+// with `program`'s one-line reason.
+inline traces::ImportOptions TraceImportOptions(const CommandLine& args,
+                                                const std::string& program) {
+  traces::ImportOptions io;
+  auto f = traces::ParseTraceFormat(args.Get("format", "auto"));
+  if (!f.ok()) DieUsage(program, f.status().message());
+  io.format = *f;
+  if (args.Has("start")) {
+    // Unix seconds, or a UTC date / date-time.
+    absl::StatusOr<int64_t> start = ParseMatrixStart(args.Get("start"));
+    if (!start.ok()) DieUsage(program, start.status().message());
+    io.start_unix_seconds = *start;
+  }
+  io.period_seconds = args.GetIntInRange("period", io.period_seconds, 1, 86400);
+  io.max_hosts = static_cast<int>(args.GetIntInRange("max-hosts", 0, 0, INT32_MAX));
+  return io;
+}
+
+// --start and --period describe an availability matrix's columns: with a
+// trace of another format (read as `used`) they would be ignored unsaid.
+inline void CheckMatrixOnlyOptions(const CommandLine& args, traces::TraceFormat used,
+                                   const std::string& program) {
+  if (used == traces::TraceFormat::kAvailabilityMatrix) return;
+  for (const char* option : {"start", "period"}) {
+    if (args.Has(option)) {
+      DieUsage(program, absl::StrCat("--", option,
+                                     " applies to availability matrices only; this trace has "
+                                     "its own timestamps"));
+    }
+  }
 }
 
 // Default --utc-offset (hours) of a trace: 2 for a GWA trace in Unix time

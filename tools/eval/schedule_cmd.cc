@@ -167,20 +167,7 @@ int RunSchedule(int argc, char** argv) {
   const CommandLine args =
       ParseCommandLine(argc - 1, argv + 1, "sojourn-eval schedule", kUsage, kOptions);
   if (!args.Has("trace")) Die("--trace PATH is required (try --help)");
-  traces::ImportOptions io;
-  {
-    auto f = traces::ParseTraceFormat(args.Get("format", "auto"));
-    if (!f.ok()) Die(std::string(f.status().message()));
-    io.format = *f;
-  }
-  // Unix seconds or a UTC date, as availability takes it.
-  if (args.Has("start")) {
-    absl::StatusOr<int64_t> start = ParseMatrixStart(args.Get("start"));
-    if (!start.ok()) Die(std::string(start.status().message()));
-    io.start_unix_seconds = *start;
-  }
-  io.period_seconds = args.GetIntInRange("period", io.period_seconds, 1, 86400);
-  io.max_hosts = static_cast<int>(args.GetIntInRange("max-hosts", 0, 0, INT32_MAX));
+  const traces::ImportOptions io = TraceImportOptions(args, "sojourn-eval schedule");
 
   scheduling::ScheduleConfig cfg;
   cfg.submissions = static_cast<int>(args.GetIntInRange("submissions", 60, 1, 100000));
@@ -279,6 +266,7 @@ int RunSchedule(int argc, char** argv) {
   auto traces = traces::ImportTrace(args.Get("trace"), io, &used);
   if (!traces.ok()) Die(std::string(traces.status().message()));
   if (traces->empty()) Die("the trace has no hosts");
+  CheckMatrixOnlyOptions(args, used, "sojourn-eval schedule");
   const bool matrix = used == traces::TraceFormat::kAvailabilityMatrix;
   const bool gwa = used == traces::TraceFormat::kGwa;
   const traces::SampledGridDefaults grid =
@@ -336,7 +324,7 @@ int RunSchedule(int argc, char** argv) {
               r->hosts, cfg.pool_size, r->days, static_cast<long long>(cfg.step_seconds),
               cfg.utc_offset_seconds / 3600.0, static_cast<long long>(r->jobs), cfg.replicates,
               cfg.submissions, cfg.lengths_hours.size(), static_cast<long long>(cfg.seed),
-              static_cast<long long>(cfg.seed) + cfg.replicates - 1, horizon_hours,
+              static_cast<long long>(cfg.seed) + (cfg.replicates - 1), horizon_hours,
               proactive_tr.c_str(), cfg.clock_min_mhz, cfg.clock_max_mhz);
   for (scheduling::Policy p : cfg.policies) {
     const auto& s = r->summary.at(scheduling::PolicyName(p));
