@@ -18,6 +18,17 @@ std::string Offset(int bins) {
   return absl::StrFormat("+%dh%02dm", minutes / 60, minutes % 60);
 }
 
+// "FREE < NEED" with two decimals, or as many more as it takes to tell them
+// apart ("0.0999 < 0.1000", not "0.10 < 0.10").
+std::string FreeBelowNeed(double free, double need) {
+  int digits = 2;
+  while (digits < 6 && absl::StrFormat("%.*f", digits, free) ==
+                           absl::StrFormat("%.*f", digits, need)) {
+    ++digits;
+  }
+  return absl::StrFormat("%.*f < %.*f", digits, free, digits, need);
+}
+
 }  // namespace
 
 UsageModel::UsageModel(UsageSeries series, HostPatterns patterns, const UsageModelOptions& options,
@@ -169,8 +180,8 @@ absl::StatusOr<CanRunAnswer> UsageModel::CanRun(double free_cpu, double free_ram
             binary ? absl::StrFormat("%s: predicted in use (probability %.2f) at %s (%s)",
                                      ResourceName(r), p.use[i], Offset(i),
                                      ForecasterName(p.method.method))
-                   : absl::StrFormat("%s: predicted free %.2f < %.2f at %s (%s)", ResourceName(r),
-                                     1.0 - p.use[i], need, Offset(i),
+                   : absl::StrFormat("%s: predicted free %s at %s (%s)", ResourceName(r),
+                                     FreeBelowNeed(1.0 - p.use[i], need), Offset(i),
                                      ForecasterName(p.method.method)));
         break;
       }

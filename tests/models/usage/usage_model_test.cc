@@ -40,6 +40,13 @@ TEST(UsageModelTest, ShortHistoryGetsPersistence) {
   ASSERT_TRUE(no.ok());
   EXPECT_FALSE(no->can_run);
   EXPECT_NE(no->reason.find("cpu: predicted free 0.70 < 0.80"), std::string::npos) << no->reason;
+  // Free 0.7 against a need just above it: the digits that tell them apart
+  // (it said "0.70 < 0.70").
+  auto close = m.CanRun(0.7001, 0.3, 4);
+  ASSERT_TRUE(close.ok());
+  EXPECT_FALSE(close->can_run);
+  EXPECT_NE(close->reason.find("cpu: predicted free 0.7000 < 0.7001"), std::string::npos)
+      << close->reason;
   // Constant forecast that satisfies the request: capped at 72 h.
   auto how = m.HowLong(0.5, 0.2);
   ASSERT_TRUE(how.ok());
