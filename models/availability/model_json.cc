@@ -165,7 +165,8 @@ absl::StatusOr<TrModel> ParseJson(const json& doc) {
   auto normal = [](const std::string& key) {
     std::string out;
     for (char c : key) {
-      if (c != '_' && c != '-') out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+      if (c == '_' || c == '-') continue;
+      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
     }
     return out;
   };

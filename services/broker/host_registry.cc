@@ -28,7 +28,8 @@ absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& requ
   }
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   absl::MutexLock l(&mu_);
-  if (hosts_.size() >= static_cast<size_t>(max_hosts_) && hosts_.find(request.host()) == hosts_.end()) {
+  if (hosts_.size() >= static_cast<size_t>(max_hosts_) &&
+      hosts_.find(request.host()) == hosts_.end()) {
     // Full: the expired host silent the longest makes room (its history
     // stays with its state manager); with every host live, refuse.
     auto oldest = hosts_.end();

@@ -100,9 +100,9 @@ void StatemgrDirectory::Record(const std::string& address, const grpc::Status& s
   it->second.until = now + it->second.backoff;
   // Bounded like the channels: requests may name any address.
   while (silent_.size() > 4 * max_channels_) {
-    auto oldest = std::min_element(silent_.begin(), silent_.end(), [](const auto& a, const auto& b) {
-      return a.second.since < b.second.since;
-    });
+    auto oldest = std::min_element(
+        silent_.begin(), silent_.end(),
+        [](const auto& a, const auto& b) { return a.second.since < b.second.since; });
     silent_.erase(oldest);
   }
 }

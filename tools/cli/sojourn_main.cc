@@ -604,7 +604,10 @@ int Availability(int argc, char** argv) {
   ctx.set_deadline(Deadline(a));
   sojourn::v1::PredictAvailabilityResponse resp;
   grpc::Status s = stub->PredictAvailability(&ctx, req, &resp);
-  if (!s.ok()) return Fail(s, "predicting availability of " + sojourn::Excerpt(req.host()), "predictor", predictor);
+  if (!s.ok()) {
+    return Fail(s, "predicting availability of " + sojourn::Excerpt(req.host()), "predictor",
+                predictor);
+  }
   if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
@@ -794,7 +797,9 @@ int Usage(int argc, char** argv) {
   ctx.set_deadline(Deadline(a));
   sojourn::v1::PredictUsageResponse resp;
   grpc::Status s = PredictorStub(predictor)->PredictUsage(&ctx, req, &resp);
-  if (!s.ok()) return Fail(s, "predicting usage of " + sojourn::Excerpt(req.host()), "predictor", predictor);
+  if (!s.ok()) {
+    return Fail(s, "predicting usage of " + sojourn::Excerpt(req.host()), "predictor", predictor);
+  }
   if (a.Flag("json")) {
     PrintJson(resp);
     return 0;
@@ -823,7 +828,8 @@ int CanRun(int argc, char** argv) {
   sojourn::v1::CanRunResponse resp;
   grpc::Status s = PredictorStub(predictor)->CanRun(&ctx, req, &resp);
   if (!s.ok()) {
-    return Fail(s, "asking whether " + sojourn::Excerpt(req.host()) + " can run the job", "predictor", predictor);
+    return Fail(s, "asking whether " + sojourn::Excerpt(req.host()) + " can run the job",
+                "predictor", predictor);
   }
   if (a.Flag("json")) {
     PrintJson(resp);
@@ -847,7 +853,8 @@ int HowLong(int argc, char** argv) {
   sojourn::v1::HowLongResponse resp;
   grpc::Status s = PredictorStub(predictor)->HowLong(&ctx, req, &resp);
   if (!s.ok()) {
-    return Fail(s, "asking how long " + sojourn::Excerpt(req.host()) + " can run the job", "predictor", predictor);
+    return Fail(s, "asking how long " + sojourn::Excerpt(req.host()) + " can run the job",
+                "predictor", predictor);
   }
   if (a.Flag("json")) {
     PrintJson(resp);
