@@ -1,7 +1,9 @@
 #include "services/monitor/sample_sender.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <vector>
 
@@ -145,14 +147,43 @@ void SampleSender::RewriteSpool() {
   {
     std::ofstream out(tmp, std::ios::trunc);
     for (const HostSample& s : buffer_) out << SpoolLine(s);
-    if (!out) {
-      SOJOURN_LOG(WARNING, "cannot write spool %s", tmp);
+    // A full disk shows only when the data leave the stream's buffer (at
+    // close): an empty file was renamed over a good spool.
+    out.close();
+    if (out.fail()) {
+      SpoolWriteFailed(absl::StrCat("cannot write ", tmp, " (", std::strerror(errno),
+                                    "); the old spool is kept"));
+      std::remove(tmp.c_str());
       return;
     }
   }
   if (std::rename(tmp.c_str(), config_.spool_path.c_str()) != 0) {
-    SOJOURN_LOG(WARNING, "cannot replace spool %s", config_.spool_path);
+    SpoolWriteFailed(absl::StrCat("cannot replace ", config_.spool_path, " (",
+                                  std::strerror(errno), ")"));
+    return;
   }
+  SpoolWriteSucceeded();
+}
+
+void SampleSender::SpoolWriteFailed(const std::string& what) {
+  ++spool_write_errors_;
+  if (!spool_failing_) {
+    SOJOURN_LOG(WARNING,
+                "spool %s: %s; unacknowledged samples are kept in memory only until it can be "
+                "written (a restart now loses them)",
+                config_.spool_path, what);
+  }
+  spool_failing_ = true;
+}
+
+void SampleSender::SpoolWriteSucceeded() {
+  if (spool_failing_) SOJOURN_LOG(INFO, "spool %s: written again", config_.spool_path);
+  spool_failing_ = false;
+}
+
+size_t SampleSender::spool_write_errors() const {
+  absl::MutexLock l(&mu_);
+  return spool_write_errors_;
 }
 
 void SampleSender::Add(const HostSample& sample) {
@@ -169,6 +200,12 @@ void SampleSender::Add(const HostSample& sample) {
   if (!config_.spool_path.empty()) {
     std::ofstream out(config_.spool_path, std::ios::app);
     out << SpoolLine(sample);
+    out.close();
+    if (out.fail()) {
+      SpoolWriteFailed(absl::StrCat("cannot append to it (", std::strerror(errno), ")"));
+    } else {
+      SpoolWriteSucceeded();
+    }
   }
   if (buffer_.size() > config_.max_buffer) {
     // Full (the state manager has been away for days): drop the oldest

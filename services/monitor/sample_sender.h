@@ -66,6 +66,9 @@ class SampleSender {
   size_t rejected() const { return rejected_; }
   int64_t acknowledged() const;
   bool connected() const;
+  // Spool writes that failed (a full or read-only disk): logged once per run
+  // of failures, the samples kept in memory.
+  size_t spool_write_errors() const;
   const SenderConfig& config() const { return config_; }
 
  private:
@@ -73,6 +76,8 @@ class SampleSender {
   void RewriteSpool() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads the spool into buffer_ (constructor).
   void LoadSpool() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SpoolWriteFailed(const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SpoolWriteSucceeded() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const SenderConfig config_;
   size_t restored_ = 0;
   size_t rejected_ = 0;
@@ -81,6 +86,8 @@ class SampleSender {
   absl::Mutex flush_mu_;  // one stream at a time
   mutable absl::Mutex mu_;
   std::deque<HostSample> buffer_ ABSL_GUARDED_BY(mu_);
+  size_t spool_write_errors_ ABSL_GUARDED_BY(mu_) = 0;
+  bool spool_failing_ ABSL_GUARDED_BY(mu_) = false;
   int64_t acknowledged_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t dropped_full_ ABSL_GUARDED_BY(mu_) = 0;  // dropped because the buffer was full
   bool connected_ ABSL_GUARDED_BY(mu_) = false;

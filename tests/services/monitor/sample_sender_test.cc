@@ -2,8 +2,10 @@
 // content never costs the good samples around it.
 #include "services/monitor/sample_sender.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,11 +21,13 @@ using sojourn::testing::TempDir;
 
 constexpr int64_t kNow = 1'700'000'000;
 
+// At most 1 MB (a spool replaced by a link to /dev/full reads without end).
 std::string Read(const std::string& path) {
   std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string out(1 << 20, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(in.gcount()));
+  return out;
 }
 
 // Timestamps of the spool's lines.
@@ -146,6 +150,42 @@ TEST_F(SampleSenderSpoolTest, FullBufferDropsASixteenthAtOnce) {
   want.push_back(kNow - 100 + 34);
   EXPECT_EQ(sender.unacknowledged(), 31u);
   EXPECT_EQ(SpoolTimes(dir_.File("spool")), want);
+}
+
+// A spool that cannot be written (here: /dev/full, a full disk) is said in
+// the log and counted, never replaced by what failed to be written: the
+// rewrite after a drop used to rename an empty file over the good spool
+// (the failure showed only at close), and appends failed unsaid.
+TEST_F(SampleSenderSpoolTest, FailedSpoolWritesKeepTheOldSpool) {
+  SenderConfig c = Config();
+  c.max_buffer = 4;
+  SampleSender sender(c, clock_);
+  auto add = [&](int64_t t) {
+    HostSample s;
+    s.unix_seconds = t;
+    s.cpu_load = 0.1;
+    sender.Add(s);
+  };
+  for (int64_t t = 1; t <= 4; ++t) add(kNow - 100 + t);
+  ASSERT_EQ(SpoolTimes(dir_.File("spool")).size(), 4u);
+  EXPECT_EQ(sender.spool_write_errors(), 0u);
+  // The rewrite's temporary file lands on a full disk.
+  ASSERT_EQ(symlink("/dev/full", dir_.File("spool.tmp").c_str()), 0);
+  add(kNow - 100 + 5);  // 5 > 4: drop and rewrite, which fails
+  EXPECT_EQ(sender.spool_write_errors(), 1u);
+  EXPECT_EQ(SpoolTimes(dir_.File("spool")),
+            (std::vector<int64_t>{kNow - 99, kNow - 98, kNow - 97, kNow - 96, kNow - 95}));
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("spool.tmp")));
+  // Appends to a full disk are counted too.
+  std::filesystem::remove(dir_.File("spool"));
+  ASSERT_EQ(symlink("/dev/full", dir_.File("spool").c_str()), 0);
+  add(kNow - 100 + 6);
+  EXPECT_EQ(sender.spool_write_errors(), 2u);
+  EXPECT_EQ(sender.unacknowledged(), 4u);  // in memory (max_buffer)
+  // The next rewrite (this drop's) goes to a writable file again and
+  // replaces the link: the spool holds the buffer.
+  EXPECT_EQ(SpoolTimes(dir_.File("spool")),
+            (std::vector<int64_t>{kNow - 97, kNow - 96, kNow - 95, kNow - 94}));
 }
 
 }  // namespace
