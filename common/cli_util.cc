@@ -1,6 +1,7 @@
 #include "common/cli_util.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace sojourn {
 
@@ -185,6 +187,27 @@ int64_t CommandLine::GetIntInRange(const std::string& key, int64_t def, int64_t 
   absl::StatusOr<int64_t> v = ParseIntInRange(absl::StrCat("--", key), it->second, lo, hi);
   if (!v.ok()) DieUsage(program_, v.status().message());
   return *v;
+}
+
+absl::Status CheckFreeDisk(const std::string& path, int64_t min_free_mb,
+                           absl::string_view flag) {
+  if (min_free_mb <= 0 || path.empty()) return absl::OkStatus();
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path at(path);
+  while (!at.empty() && !fs::exists(at, ec) && at.has_parent_path() && at.parent_path() != at) {
+    at = at.parent_path();
+  }
+  if (at.empty()) at = ".";
+  struct statvfs vfs;
+  if (statvfs(at.c_str(), &vfs) != 0) return absl::OkStatus();  // unknown: do not block writes
+  const double free_mb = static_cast<double>(vfs.f_bavail) * static_cast<double>(vfs.f_frsize) /
+                         (1024.0 * 1024.0);
+  if (free_mb >= static_cast<double>(min_free_mb)) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "only %.1f MiB free on the disk of %s '%s', below the %d MiB kept free "
+      "(--min_free_disk_mb); nothing was written: free some space",
+      free_mb, flag, path, min_free_mb));
 }
 
 CommandLine ParseCommandLine(int argc, char** argv, absl::string_view program,

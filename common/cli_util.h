@@ -68,6 +68,18 @@ absl::Status ValidateThresholdFlags(double th1, double th2);
 // `flag`. Leaves nothing behind.
 absl::Status CheckDatabaseDirectory(const std::string& path, absl::string_view flag);
 
+// Default of the services' --min_free_disk_mb.
+inline constexpr int64_t kDefaultMinFreeDiskMb = 256;
+
+// The disk reserve of a service's RocksDB database at `path` (its nearest
+// existing parent while it does not exist yet): RESOURCE_EXHAUSTED, naming
+// `flag` and the free space, when fewer than `min_free_mb` MiB are free for
+// unprivileged use. RocksDB 7.8 as Debian builds it aborts (an assertion in
+// WritableFileWriter) when a write meets a full disk, and a database that
+// has met one refuses every write until it is reopened; writes are refused
+// here first, and nothing stored is touched. 0 = no reserve (always OK).
+absl::Status CheckFreeDisk(const std::string& path, int64_t min_free_mb, absl::string_view flag);
+
 // The options of one command line: "--key value", "--key=value" and bare
 // "--flag". Every front end (sojourn, each sojourn-eval subcommand) parses
 // with ParseCommandLine, so they accept and reject the same shapes.

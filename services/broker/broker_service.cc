@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/cli_util.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/reactors.h"
@@ -359,6 +360,8 @@ grpc::ServerUnaryReactor* BrokerService::SubmitJob(grpc::CallbackServerContext* 
     ASSIGN_OR_RETURN(const int64_t submit,
                      EventTime(spec.job_id(), "submit_unix_seconds", spec.submit_unix_seconds()));
     spec.set_submit_unix_seconds(submit);
+    RETURN_IF_ERROR(CheckFreeDisk(queue_config_.data_dir, queue_config_.min_free_disk_mb,
+                                  "--data_dir"));
     ASSIGN_OR_RETURN(*response->mutable_job(), queue_->Submit(spec));
     sojourn::v1::JobEvent event;
     *event.mutable_submitted()->mutable_job() = spec;
@@ -391,6 +394,8 @@ grpc::ServerUnaryReactor* BrokerService::StartJob(grpc::CallbackServerContext* c
             absl::StrCat("job ", id, ": host '", h, "' is not registered with this broker"));
       }
     }
+    RETURN_IF_ERROR(CheckFreeDisk(queue_config_.data_dir, queue_config_.min_free_disk_mb,
+                                  "--data_dir"));
     ASSIGN_OR_RETURN(*response->mutable_job(), queue_->Start(id, start, hosts));
     sojourn::v1::JobEvent event;
     sojourn::v1::JobStarted* e = event.mutable_started();
@@ -447,6 +452,8 @@ grpc::ServerUnaryReactor* BrokerService::FinishJob(grpc::CallbackServerContext* 
       e->set_finish_unix_seconds(finish);
       e->set_cpu_seconds_per_task(cpu > 0 ? cpu : -1);
     }
+    RETURN_IF_ERROR(CheckFreeDisk(queue_config_.data_dir, queue_config_.min_free_disk_mb,
+                                  "--data_dir"));
     ASSIGN_OR_RETURN(*response->mutable_job(), queue_->Remove(id));
     Forward(event, response);
     return absl::OkStatus();

@@ -96,6 +96,11 @@ struct JobQueueServiceConfig {
   // (services/job_spec.h) after the broker's clock: the predictor's limit,
   // not the broker's --max_clock_skew_seconds (host samples), so that the job
   // history records every event the queue takes.
+  // The directory of the RocksDB database and the MiB that must stay free
+  // on its disk for a write to be taken (sojourn::CheckFreeDisk; 0 = no
+  // check): RESOURCE_EXHAUSTED below it.
+  std::string data_dir;
+  int64_t min_free_disk_mb = 0;
 };
 
 class BrokerService final : public sojourn::v1::Broker::CallbackService {

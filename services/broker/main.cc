@@ -51,6 +51,10 @@ ABSL_FLAG(std::string, data_dir, "",
           "RocksDB directory of the job queue (created when missing; an existing one must be empty "
           "or hold a RocksDB database); empty = the queue is kept in memory and lost when the "
           "broker stops");
+ABSL_FLAG(int64_t, min_free_disk_mb, sojourn::kDefaultMinFreeDiskMb,
+          "with --data_dir: SubmitJob, StartJob and FinishJob are refused (RESOURCE_EXHAUSTED) while "
+          "fewer MiB than this are free on its disk, and the broker does not start then: RocksDB "
+          "aborts on a full disk (0 = no check)");
 ABSL_FLAG(int, max_queued_jobs, sojourn::broker::kDefaultMaxQueuedJobs,
           "SubmitJob refuses a job beyond this many queued (waiting + running) jobs");
 ABSL_FLAG(std::string, job_selection, "fcfs",
@@ -120,6 +124,9 @@ int main(int argc, char** argv) {
           // else's in a directory without a database.
           data_dir.empty() ? absl::OkStatus()
                            : sojourn::CheckDatabaseDirectory(data_dir, "--data_dir"),
+          sojourn::IntFlagInRange("--min_free_disk_mb", absl::GetFlag(FLAGS_min_free_disk_mb), 0,
+                                  int64_t{1} << 40),
+          sojourn::CheckFreeDisk(data_dir, absl::GetFlag(FLAGS_min_free_disk_mb), "--data_dir"),
       })) {
     return sojourn::kExitUsage;
   }
@@ -140,6 +147,8 @@ int main(int argc, char** argv) {
     return sojourn::kExitUsage;
   }
   qc.policy.set_mpl_limit(absl::GetFlag(FLAGS_mpl_limit));
+  qc.data_dir = data_dir;
+  qc.min_free_disk_mb = absl::GetFlag(FLAGS_min_free_disk_mb);
   auto queue =
       sojourn::broker::JobQueue::Open(data_dir, absl::GetFlag(FLAGS_max_queued_jobs));
   if (!queue.ok()) {

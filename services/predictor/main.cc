@@ -25,6 +25,10 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:7402", "gRPC listen address (port 0 = 
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9402",
           "HTTP address serving /metrics for Prometheus (empty = off)");
 ABSL_FLAG(std::string, port_file, "", "write the bound gRPC and metrics ports to this file");
+ABSL_FLAG(int64_t, min_free_disk_mb, sojourn::kDefaultMinFreeDiskMb,
+          "with --histdb_path: RecordJobEvent is refused (RESOURCE_EXHAUSTED; the broker keeps the "
+          "event and sends it again) while fewer MiB than this are free on its disk, and the "
+          "predictor does not start then: RocksDB aborts on a full disk (0 = no check)");
 ABSL_FLAG(std::string, broker, "127.0.0.1:7401",
           "broker address, used to find a host's state manager when a request does not name it "
           "(empty = requests must carry statemgr_address)");
@@ -102,6 +106,10 @@ int main(int argc, char** argv) {
           sojourn::ValidateServerOptions(options),
           histdb_path.empty() ? absl::OkStatus()
                               : sojourn::CheckDatabaseDirectory(histdb_path, "--histdb_path"),
+          sojourn::IntFlagInRange("--min_free_disk_mb", absl::GetFlag(FLAGS_min_free_disk_mb), 0,
+                                  int64_t{1} << 40),
+          sojourn::CheckFreeDisk(histdb_path, absl::GetFlag(FLAGS_min_free_disk_mb),
+                                 "--histdb_path"),
       })) {
     return sojourn::kExitUsage;
   }
@@ -122,6 +130,8 @@ int main(int argc, char** argv) {
   }
   sojourn::predictor::PredictorServiceConfig sc;
   sc.max_clock_skew_seconds = absl::GetFlag(FLAGS_max_clock_skew_seconds);
+  sc.histdb_path = histdb_path;
+  sc.min_free_disk_mb = absl::GetFlag(FLAGS_min_free_disk_mb);
   sojourn::predictor::PredictorService service(predictor, directory, pool, turnaround.get(), sc);
   sojourn::Metrics metrics("predictor");
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/cli_util.h"
 #include "common/grpc_status.h"
 #include "common/reactors.h"
 #include "common/status.h"
@@ -130,6 +131,8 @@ grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
     sojourn::v1::RecordJobEventResponse* response) {
   return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
     if (turnaround_ == nullptr) return absl::FailedPreconditionError("no job history configured");
+    RETURN_IF_ERROR(
+        CheckFreeDisk(config_.histdb_path, config_.min_free_disk_mb, "--histdb_path"));
     // What is stored here feeds every later estimate: times beyond the clock
     // or non-finite CPU seconds would poison them (a turnaround of 9.2e18 s).
     const int64_t latest = LatestUnixSeconds();

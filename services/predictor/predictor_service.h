@@ -20,6 +20,11 @@ struct PredictorServiceConfig {
   // takes: less, and the history would refuse events of jobs the broker
   // queued.
   int64_t max_clock_skew_seconds = kMaxJobClockSkewSeconds;
+  // The directory of the RocksDB database and the MiB that must stay free
+  // on its disk for a write to be taken (sojourn::CheckFreeDisk; 0 = no
+  // check): RESOURCE_EXHAUSTED below it.
+  std::string histdb_path;
+  int64_t min_free_disk_mb = 0;
 };
 
 class PredictorService final : public sojourn::v1::Predictor::CallbackService {

@@ -32,6 +32,10 @@ ABSL_FLAG(std::string, port_file, "", "write the bound gRPC and metrics ports to
 ABSL_FLAG(std::string, db_path, "./statemgr-db",
           "RocksDB directory (created if missing; an existing one must be empty or hold a "
           "RocksDB database)");
+ABSL_FLAG(int64_t, min_free_disk_mb, sojourn::kDefaultMinFreeDiskMb,
+          "PushSamples refuses samples (RESOURCE_EXHAUSTED; the monitor keeps them and sends them "
+          "again) while fewer MiB than this are free on --db_path's disk, and the state manager "
+          "does not start then: RocksDB aborts on a full disk (0 = no check)");
 ABSL_FLAG(bool, sync_writes, true,
           "fsync every acknowledged batch (off: survives a process kill, not a power loss)");
 ABSL_FLAG(double, th1, 0.20, "CPU load below this is S1 (idle)");
@@ -121,6 +125,9 @@ int main(int argc, char** argv) {
                             : sojourn::ValidateHostPortAddress(advertise, "--advertise_address"),
           sojourn::ValidateServerOptions(options),
           sojourn::CheckDatabaseDirectory(db_path, "--db_path"),
+          sojourn::IntFlagInRange("--min_free_disk_mb", absl::GetFlag(FLAGS_min_free_disk_mb), 0,
+                                  int64_t{1} << 40),
+          sojourn::CheckFreeDisk(db_path, absl::GetFlag(FLAGS_min_free_disk_mb), "--db_path"),
       })) {
     return sojourn::kExitUsage;
   }
@@ -153,6 +160,8 @@ int main(int argc, char** argv) {
   sojourn::statemgr::StateManagerServiceConfig sc;
   sc.max_clock_skew_seconds = config.max_clock_skew_seconds;
   sc.max_watch_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_watch_queue));
+  sc.db_path = db_path;
+  sc.min_free_disk_mb = absl::GetFlag(FLAGS_min_free_disk_mb);
   sojourn::statemgr::StateManagerService service(book, usage, pool, metrics, sc);
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {

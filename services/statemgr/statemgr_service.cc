@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/cli_util.h"
 #include "common/grpc_status.h"
 #include "common/reactors.h"
 #include "common/logging.h"
@@ -181,6 +182,7 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
     MetaUpdate update;
     if (request_.has_attributes()) update.attributes = request_.attributes();
     update.period_seconds = request_.period_seconds();
+    RETURN_IF_ERROR(CheckFreeDisk(config_.db_path, config_.min_free_disk_mb, "--db_path"));
     auto result = book_.Append(request_.host(), samples, update);
     if (!result.ok()) return result.status();
     response_->set_persisted_samples(response_->persisted_samples() + result->persisted);

@@ -22,6 +22,11 @@ struct StateManagerServiceConfig {
   // RESOURCE_EXHAUSTED (a stuck watcher must not hold memory without bound).
   // Its snapshot messages (one per host) do not count.
   size_t max_watch_queue = 10000;
+  // The directory of the RocksDB database and the MiB that must stay free
+  // on its disk for a write to be taken (sojourn::CheckFreeDisk; 0 = no
+  // check): RESOURCE_EXHAUSTED below it.
+  std::string db_path;
+  int64_t min_free_disk_mb = 0;
 };
 
 // Initial-metadata key of a WatchStates stream whose watcher is registered

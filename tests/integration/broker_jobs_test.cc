@@ -569,6 +569,41 @@ TEST(JobQueueOpenTest, RefusesAnotherServicesDatabase) {
   EXPECT_THAT(again.status(), IsOk());
 }
 
+// Below the disk reserve (--min_free_disk_mb; here above any disk) the job
+// RPCs are RESOURCE_EXHAUSTED naming --data_dir, and nothing is written:
+// RocksDB 7.8 aborted when a write met a full disk.
+TEST(JobQueueDiskTest, BelowTheReserveNothingIsWritten) {
+  TempDir dir;
+  FakeClock clock{absl::FromUnixSeconds(kStart)};
+  broker::HostRegistry registry{clock, absl::Hours(24)};
+  auto q = broker::JobQueue::Open(dir.File("queue"));
+  ASSERT_THAT(q.status(), IsOk());
+  ScriptedHistory history({});
+  broker::GrpcTrSource tr_source("127.0.0.1:1");
+  ThreadPool pool{1};
+  broker::BrokerService service(registry, tr_source, pool);
+  Metrics metrics("broker");
+  broker::JobQueueServiceConfig config;
+  config.data_dir = dir.File("queue");
+  config.min_free_disk_mb = int64_t{1} << 40;
+  service.EnableJobQueue(**q, history, config, &metrics);
+  auto server = GrpcServer::Start({}, {&service}, metrics);
+  ASSERT_THAT(server.status(), IsOk());
+  auto stub = v1::Broker::NewStub(
+      grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::SubmitJobRequest req;
+  *req.mutable_job() = Job(1, 1);
+  v1::JobQueueResponse resp;
+  const grpc::Status s = stub->SubmitJob(&ctx, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_NE(s.error_message().find("MiB free on the disk of --data_dir"), std::string::npos)
+      << s.error_message();
+  EXPECT_EQ((*q)->Count().waiting, 0);
+  EXPECT_TRUE(history.taken.empty());
+  (*server)->Shutdown(absl::Seconds(1));
+}
+
 // The queue's limit: RESOURCE_EXHAUSTED beyond max_jobs, room again after a
 // removal.
 TEST(JobQueueOpenTest, FullQueueRefusesSubmits) {

@@ -794,6 +794,43 @@ TEST_F(ClusterTest, PushSamplesRejectsPoisonAtomically) {
   EXPECT_EQ(stored("multi"), 3);
 }
 
+// Below the disk reserve (--min_free_disk_mb; here above any disk)
+// PushSamples is RESOURCE_EXHAUSTED naming --db_path and stores nothing
+// (RocksDB 7.8 aborted when a write met a full disk); the monitor keeps the
+// samples and sends them again.
+TEST_F(ClusterTest, PushSamplesBelowTheDiskReserveStoresNothing) {
+  statemgr::StateManagerServiceConfig sc;
+  sc.db_path = dir_.File("db");
+  sc.min_free_disk_mb = int64_t{1} << 40;
+  Metrics metrics("statemgr");
+  statemgr::StateManagerService guarded(*book_, *usage_, pool_, metrics, sc);
+  auto server = GrpcServer::Start({}, {&guarded}, metrics);
+  ASSERT_THAT(server.status(), IsOk());
+  auto stub = v1::StateManager::NewStub(
+      grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::PushSamplesResponse resp;
+  auto writer = stub->PushSamples(&ctx, &resp);
+  v1::PushSamplesRequest req;
+  req.set_host("reserve");
+  v1::HostSample* sample = req.add_samples();
+  sample->set_unix_seconds(absl::ToUnixSeconds(clock_.Now()));
+  sample->set_cpu_load_ratio(0.1);
+  writer->Write(req);
+  writer->WritesDone();
+  const grpc::Status s = writer->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_NE(s.error_message().find("MiB free on the disk of --db_path"), std::string::npos)
+      << s.error_message();
+  EXPECT_EQ(resp.persisted_samples(), 0);
+  grpc::ClientContext get;
+  v1::GetSeriesRequest series;
+  series.set_host("reserve");
+  v1::GetSeriesResponse got;
+  EXPECT_EQ(sm_stub_->GetSeries(&get, series, &got).error_code(), grpc::StatusCode::NOT_FOUND);
+  (*server)->Shutdown(absl::Seconds(1));
+}
+
 // Usage forecasts through the predictor, answered by the host's statemgr:
 // every answer names its method; a host with under 4 hours of data gets
 // persistence, not an error; bad questions are INVALID_ARGUMENT.

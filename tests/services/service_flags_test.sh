@@ -138,6 +138,21 @@ refused statemgr "--db_path: '$tmp/missing/db' cannot be created: its parent dir
   --db_path="$tmp/missing/db"
 refused statemgr "--db_path: '$tmp/foreign' holds other files but no RocksDB database" \
   --db_path="$tmp/foreign"
+
+# The disk reserve (--min_free_disk_mb): RocksDB 7.8 aborted on a full disk,
+# at start-up too, and left a directory holding only its LOG behind. Here
+# the reserve is above any disk: refused, and nothing is created.
+huge=1099511627776
+refused statemgr "only .* MiB free on the disk of --db_path '$tmp/full-db', below the $huge MiB" \
+  --db_path="$tmp/full-db" --min_free_disk_mb=$huge
+refused broker "only .* MiB free on the disk of --data_dir '$tmp/full-q', below the $huge MiB" \
+  --data_dir="$tmp/full-q" --min_free_disk_mb=$huge
+refused predictor "only .* MiB free on the disk of --histdb_path '$tmp/full-h', below" \
+  --histdb_path="$tmp/full-h" --min_free_disk_mb=$huge
+refused statemgr "--min_free_disk_mb must be in \[0, $huge\]" --min_free_disk_mb=-1
+for d in full-db full-q full-h; do
+  [ -e "$tmp/$d" ] && fail "$d was created despite the refusal"
+done
 if [ "$(ls "$tmp/foreign")" != "notes.txt" ]; then
   fail "a refused --db_path / --histdb_path / --data_dir got files: $(ls "$tmp/foreign" | tr '\n' ' ')"
 fi

@@ -514,6 +514,31 @@ TEST_F(PredictorServiceTest, EstimateTurnaroundRefusesInconsistentRunningJobs) {
 // snapshot at all used to be stored), with the same messages, and stores
 // nothing of a refused event; a started event's nodes are distinct, one per
 // submitted proc.
+// Below the disk reserve of --histdb_path (here above any disk) a job event
+// is RESOURCE_EXHAUSTED and not recorded (RocksDB 7.8 aborted when a write
+// met a full disk); the broker keeps it in its outbox and sends it again.
+TEST_F(PredictorServiceTest, RecordJobEventBelowTheDiskReserveRecordsNothing) {
+  PredictorServiceConfig config;
+  config.histdb_path = ::testing::TempDir();
+  config.min_free_disk_mb = int64_t{1} << 40;
+  PredictorService guarded(*predictor_, directory_, pool_, estimator_.get(), config);
+  Metrics metrics("predictor_guarded");
+  auto server = GrpcServer::Start({}, {&guarded}, metrics);
+  ASSERT_THAT(server.status(), IsOk());
+  auto stub = v1::Predictor::NewStub(
+      grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::JobEvent e;
+  *e.mutable_submitted()->mutable_job() = Job(1, kNow - 1000);
+  v1::RecordJobEventResponse resp;
+  const grpc::Status s = stub->RecordJobEvent(&ctx, e, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_NE(s.error_message().find("MiB free on the disk of --histdb_path"), std::string::npos)
+      << s.error_message();
+  EXPECT_FALSE(db_.GetPending(1).ok());  // a submitted job waits there once recorded
+  (*server)->Shutdown(absl::Seconds(1));
+}
+
 TEST_F(PredictorServiceTest, RecordJobEventAppliesTheSnapshotRulesOfEstimates) {
   v1::RecordJobEventResponse resp;
   auto send = [&](const v1::JobEvent& e) {
