@@ -52,9 +52,9 @@ ABSL_FLAG(std::string, data_dir, "",
           "or hold a RocksDB database); empty = the queue is kept in memory and lost when the "
           "broker stops");
 ABSL_FLAG(int64_t, min_free_disk_mb, sojourn::kDefaultMinFreeDiskMb,
-          "with --data_dir: SubmitJob, StartJob and FinishJob are refused (RESOURCE_EXHAUSTED) while "
-          "fewer MiB than this are free on its disk, and the broker does not start then: RocksDB "
-          "aborts on a full disk (0 = no check)");
+          "with --data_dir: SubmitJob, StartJob and FinishJob are refused (RESOURCE_EXHAUSTED) "
+          "while fewer MiB than this are free on its disk, and the broker does not start then: "
+          "RocksDB aborts on a full disk (0 = no check)");
 ABSL_FLAG(int, max_queued_jobs, sojourn::broker::kDefaultMaxQueuedJobs,
           "SubmitJob refuses a job beyond this many queued (waiting + running) jobs");
 ABSL_FLAG(std::string, job_selection, "fcfs",
