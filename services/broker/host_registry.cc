@@ -34,7 +34,7 @@ absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& requ
     // stays with its state manager); with every host live, refuse.
     auto oldest = hosts_.end();
     for (auto h = hosts_.begin(); h != hosts_.end(); ++h) {
-      if (!WithLiveness(h->second).live() &&
+      if (!Live(h->second) &&
           (oldest == hosts_.end() || h->second.last_heartbeat_unix_seconds() <
                                          oldest->second.last_heartbeat_unix_seconds())) {
         oldest = h;
@@ -89,9 +89,13 @@ absl::Status HostRegistry::Heartbeat(const std::string& host, int64_t last_sampl
   return absl::OkStatus();
 }
 
+bool HostRegistry::Live(const sojourn::v1::RegisteredHost& h) const {
+  return clock_.Now() - absl::FromUnixSeconds(h.last_heartbeat_unix_seconds()) <= ttl_;
+}
+
 sojourn::v1::RegisteredHost HostRegistry::WithLiveness(const sojourn::v1::RegisteredHost& h) const {
   sojourn::v1::RegisteredHost out = h;
-  out.set_live(clock_.Now() - absl::FromUnixSeconds(h.last_heartbeat_unix_seconds()) <= ttl_);
+  out.set_live(Live(h));
   return out;
 }
 

@@ -64,6 +64,7 @@ class HostRegistry {
   int64_t forgotten() const;
 
  private:
+  bool Live(const sojourn::v1::RegisteredHost& h) const;
   sojourn::v1::RegisteredHost WithLiveness(const sojourn::v1::RegisteredHost& h) const;
   absl::Status ValidateLastSample(int64_t last_sample_unix_seconds) const;
   Clock& clock_;

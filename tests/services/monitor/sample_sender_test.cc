@@ -39,6 +39,14 @@ std::vector<int64_t> SpoolTimes(const std::string& path) {
   return out;
 }
 
+// A sample at `t` with load 0.1.
+HostSample At(int64_t t) {
+  HostSample s;
+  s.unix_seconds = t;
+  s.cpu_load = 0.1;
+  return s;
+}
+
 class SampleSenderSpoolTest : public ::testing::Test {
  protected:
   SenderConfig Config() {
@@ -109,12 +117,7 @@ TEST_F(SampleSenderSpoolTest, OverlongLineIsRejected) {
 TEST_F(SampleSenderSpoolTest, AddKeepsTimeOrder) {
   {
     SampleSender sender(Config(), clock_);
-    for (int64_t t : {kNow - 10, kNow - 5, kNow - 8, kNow - 5}) {
-      HostSample s;
-      s.unix_seconds = t;
-      s.cpu_load = 0.1;
-      sender.Add(s);
-    }
+    for (int64_t t : {kNow - 10, kNow - 5, kNow - 8, kNow - 5}) sender.Add(At(t));
     EXPECT_EQ(sender.unacknowledged(), 3u);
   }
   SampleSender restarted(Config(), clock_);
@@ -129,12 +132,7 @@ TEST_F(SampleSenderSpoolTest, FullBufferDropsASixteenthAtOnce) {
   SenderConfig c = Config();
   c.max_buffer = 32;
   SampleSender sender(c, clock_);
-  auto add = [&](int64_t t) {
-    HostSample s;
-    s.unix_seconds = t;
-    s.cpu_load = 0.1;
-    sender.Add(s);
-  };
+  auto add = [&](int64_t t) { sender.Add(At(t)); };
   std::vector<int64_t> want;
   for (int64_t t = 1; t <= 32; ++t) {
     add(kNow - 100 + t);
@@ -160,12 +158,7 @@ TEST_F(SampleSenderSpoolTest, FailedSpoolWritesKeepTheOldSpool) {
   SenderConfig c = Config();
   c.max_buffer = 4;
   SampleSender sender(c, clock_);
-  auto add = [&](int64_t t) {
-    HostSample s;
-    s.unix_seconds = t;
-    s.cpu_load = 0.1;
-    sender.Add(s);
-  };
+  auto add = [&](int64_t t) { sender.Add(At(t)); };
   for (int64_t t = 1; t <= 4; ++t) add(kNow - 100 + t);
   ASSERT_EQ(SpoolTimes(dir_.File("spool")).size(), 4u);
   EXPECT_EQ(sender.spool_write_errors(), 0u);
