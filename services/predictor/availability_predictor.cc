@@ -146,7 +146,7 @@ size_t AvailabilityPredictor::cached_priors() const {
 }
 
 absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::Predict(
-    const sojourn::v1::PredictAvailabilityRequest& request) {
+    const sojourn::v1::PredictAvailabilityRequest& request, absl::Time caller_deadline) {
   if (absl::Status s = ValidateLookupName(request.host()); !s.ok()) return s;
   if (request.window_seconds() <= 0 || request.window_seconds() > kMaxWindowSeconds) {
     return absl::InvalidArgumentError(absl::StrCat("window_seconds must be in (0, ",
@@ -200,11 +200,13 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   stats_req.set_deployed_estimates(request.deployed_estimates());
   sojourn::v1::GetWindowStatsResponse stats_resp;
   ASSIGN_OR_RETURN(const absl::Duration timeout, directory_.Admit(address, request.host()));
+  const StatemgrDirectory::CallDeadline deadline =
+      StatemgrDirectory::DeadlineFor(timeout, caller_deadline);
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  ctx.set_deadline(absl::ToChronoTime(deadline.at));
   grpc::Status gs = (*stub)->GetWindowStats(&ctx, stats_req, &stats_resp);
-  directory_.Record(address, gs);
-  if (!gs.ok()) return StatemgrCallError(address, request.host(), gs);
+  directory_.Record(address, gs, StatemgrDirectory::Use::kRequest, deadline.callers);
+  if (!gs.ok()) return StatemgrCallError(address, request.host(), gs, deadline.callers);
   auto stats = FromProto(stats_resp.stats());
   if (!stats.ok()) return stats.status();
   std::optional<availability::FailureExposure> exposure;

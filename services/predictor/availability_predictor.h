@@ -50,9 +50,12 @@ class AvailabilityPredictor {
 
   // INVALID_ARGUMENT for a bad window (start_unix_seconds < 0, 0 = now) or a
   // statemgr_address that is not HOST:PORT, NOT_FOUND for an unknown host,
-  // UNAVAILABLE when a peer cannot be reached (StatemgrCallError).
+  // UNAVAILABLE when a peer cannot be reached (StatemgrCallError),
+  // DEADLINE_EXCEEDED when `caller_deadline` passes while the host's state
+  // manager is asked (the call to it ends then too).
   absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> Predict(
-      const sojourn::v1::PredictAvailabilityRequest& request);
+      const sojourn::v1::PredictAvailabilityRequest& request,
+      absl::Time caller_deadline = absl::InfiniteFuture());
 
   // The clock predictions (and the predictor's RPCs) read "now" from.
   Clock& clock() const { return clock_; }

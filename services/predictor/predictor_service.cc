@@ -20,8 +20,10 @@ namespace sojourn::predictor {
 grpc::ServerUnaryReactor* PredictorService::PredictAvailability(
     grpc::CallbackServerContext* context, const sojourn::v1::PredictAvailabilityRequest* request,
     sojourn::v1::PredictAvailabilityResponse* response) {
-  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
-    ASSIGN_OR_RETURN(*response, predictor_.Predict(*request));
+  // The caller's deadline bounds the call to the state manager too.
+  const absl::Time caller_deadline = absl::FromChrono(context->deadline());
+  return FinishOnPool(context, pool_, [this, request, response, caller_deadline]() -> absl::Status {
+    ASSIGN_OR_RETURN(*response, predictor_.Predict(*request, caller_deadline));
     return absl::OkStatus();
   });
 }
@@ -30,23 +32,27 @@ template <typename Req, typename Resp, typename Call>
 grpc::ServerUnaryReactor* PredictorService::Forward(grpc::CallbackServerContext* context,
                                                     const Req* request, Resp* response,
                                                     Call call) {
-  return FinishOnPool(context, pool_, [this, request, response, call]() -> absl::Status {
+  const absl::Time caller_deadline = absl::FromChrono(context->deadline());
+  return FinishOnPool(context, pool_,
+                      [this, request, response, call, caller_deadline]() -> absl::Status {
     std::string address;
     ASSIGN_OR_RETURN(std::shared_ptr<sojourn::v1::StateManager::Stub> stub,
                      directory_.Find(request->host(), request->statemgr_address(), &address));
     Req forwarded = *request;
     forwarded.clear_statemgr_address();
     ASSIGN_OR_RETURN(const absl::Duration timeout, directory_.Admit(address, request->host()));
+    const StatemgrDirectory::CallDeadline deadline =
+        StatemgrDirectory::DeadlineFor(timeout, caller_deadline);
     grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    ctx.set_deadline(absl::ToChronoTime(deadline.at));
     grpc::Status s = call(stub.get(), &ctx, forwarded, response);
-    directory_.Record(address, s);
+    directory_.Record(address, s, StatemgrDirectory::Use::kRequest, deadline.callers);
     if (s.ok()) return absl::OkStatus();
     // As PredictAvailability: the state manager's verdicts pass through, any
     // other failure (e.g. UNIMPLEMENTED from a peer that is not a state
     // manager, which read as "the predictor lacks this RPC") is UNAVAILABLE
     // naming the state manager and the host.
-    return StatemgrCallError(address, request->host(), s);
+    return StatemgrCallError(address, request->host(), s, deadline.callers);
   });
 }
 

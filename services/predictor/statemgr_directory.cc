@@ -37,7 +37,12 @@ absl::Status StatemgrUnavailable(const std::string& address, const std::string& 
 }
 
 absl::Status StatemgrCallError(const std::string& address, const std::string& host,
-                               const grpc::Status& status) {
+                               const grpc::Status& status, bool callers_deadline) {
+  if (callers_deadline && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the caller's deadline passed while state manager ", Excerpt(address),
+                     " of host ", Excerpt(host), " was being asked"));
+  }
   switch (status.error_code()) {
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::NOT_FOUND:
@@ -77,8 +82,16 @@ absl::StatusOr<absl::Duration> StatemgrDirectory::Admit(const std::string& addre
       absl::FormatTime("%H:%M:%S UTC", it->second.until, absl::UTCTimeZone())));
 }
 
+StatemgrDirectory::CallDeadline StatemgrDirectory::DeadlineFor(absl::Duration timeout,
+                                                               absl::Time caller_deadline) {
+  const absl::Time own = absl::Now() + timeout;
+  if (caller_deadline < own) return CallDeadline{caller_deadline, true};
+  return CallDeadline{own, false};
+}
+
 void StatemgrDirectory::Record(const std::string& address, const grpc::Status& status,
-                               Use use) {
+                               Use use, bool callers_deadline) {
+  if (callers_deadline && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) return;
   absl::MutexLock l(&mu_);
   if (status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
     silent_.erase(address);

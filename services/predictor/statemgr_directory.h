@@ -40,8 +40,11 @@ absl::Status StatemgrUnavailable(const std::string& address, const std::string& 
 // through with their messages; anything else (unreachable, deadline, a peer
 // that is not a state manager and answers UNIMPLEMENTED, ...) is
 // StatemgrUnavailable, so it never reads as the predictor's own answer.
+// A DEADLINE_EXCEEDED that was the caller's deadline (`callers_deadline`,
+// StatemgrDirectory::CallDeadline) is DEADLINE_EXCEEDED, naming the state
+// manager that was being asked: it says nothing of the state manager.
 absl::Status StatemgrCallError(const std::string& address, const std::string& host,
-                               const grpc::Status& status);
+                               const grpc::Status& status, bool callers_deadline = false);
 
 // Thread-safe.
 class StatemgrDirectory {
@@ -97,7 +100,22 @@ class StatemgrDirectory {
   // The outcome of a call to `address`: DEADLINE_EXCEEDED starts (or
   // doubles) its backoff; any other status -- an answer, or a refusal that
   // gRPC reports at once -- clears it.
-  void Record(const std::string& address, const grpc::Status& status, Use use = Use::kRequest);
+  // A call that ran into its caller's deadline (`callers_deadline`, from
+  // CallDeadline) says nothing of the state manager and changes nothing (an
+  // impatient client must not put a healthy state manager in a backoff).
+  void Record(const std::string& address, const grpc::Status& status, Use use = Use::kRequest,
+              bool callers_deadline = false);
+  // The deadline of a call admitted with `timeout` (Admit) for a request
+  // whose caller waits until `caller_deadline` (absl::InfiniteFuture() for
+  // none): the earlier of the two, so that a call nobody waits for any more
+  // is not left running (the caller's deadline used to be ignored: a client
+  // that gave up after 1 s kept a predictor thread on a slow state manager
+  // for the whole timeout). `callers` tells which one it is.
+  struct CallDeadline {
+    absl::Time at;
+    bool callers = false;
+  };
+  static CallDeadline DeadlineFor(absl::Duration timeout, absl::Time caller_deadline);
   // State managers in their backoff now.
   size_t silent() const;
   // Channels currently kept.

@@ -187,6 +187,46 @@ TEST(SilentStatemgrTest, AnsweredAtOnceAfterTheFirstDeadline) {
   EXPECT_NE(third.message().find("DEADLINE_EXCEEDED"), std::string::npos) << third;
 }
 
+// A caller's deadline earlier than the directory's timeout ends the call to
+// the state manager then, with DEADLINE_EXCEEDED naming it, and puts no
+// backoff on the state manager (the caller was impatient, not the state
+// manager silent); a later caller still gets the whole timeout.
+TEST(SilentStatemgrTest, TheCallersDeadlineEndsTheCallAndStartsNoBackoff) {
+  SilentListener silent;
+  ASSERT_FALSE(silent.address().empty());
+  FakeClock clock(absl::FromUnixSeconds(kNow));
+  StatemgrDirectory directory("", absl::Seconds(60), StatemgrDirectory::kDefaultMaxChannels,
+                              &clock);
+  AvailabilityPredictor predictor(AvailabilityPredictorConfig{}, directory, clock);
+  v1::PredictAvailabilityRequest req;
+  req.set_host("h1");
+  req.set_window_seconds(3600);
+  req.set_statemgr_address(silent.address());
+  absl::Status s = predictor.Predict(req, absl::Now() + absl::Milliseconds(200)).status();
+  ASSERT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_NE(s.message().find(absl::StrCat("state manager ", silent.address(), " of host h1")),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(directory.silent(), 0u);
+  EXPECT_TRUE(directory.Admit(silent.address(), "h1").ok());
+
+  const absl::Time far = absl::Now() + absl::Hours(1);
+  StatemgrDirectory::CallDeadline d = StatemgrDirectory::DeadlineFor(absl::Seconds(60), far);
+  EXPECT_FALSE(d.callers);
+  EXPECT_LT(d.at, far);
+  d = StatemgrDirectory::DeadlineFor(absl::Seconds(60), absl::InfiniteFuture());
+  EXPECT_FALSE(d.callers);
+  d = StatemgrDirectory::DeadlineFor(absl::Hours(2), far);
+  EXPECT_TRUE(d.callers);
+  EXPECT_EQ(d.at, far);
+  // The directory's own deadline still starts the backoff.
+  directory.Record(silent.address(), grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, ""),
+                   StatemgrDirectory::Use::kRequest, /*callers_deadline=*/true);
+  EXPECT_EQ(directory.silent(), 0u);
+  directory.Record(silent.address(), grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, ""));
+  EXPECT_EQ(directory.silent(), 1u);
+}
+
 // A state manager whose answers are fixed: window statistics and CanRun for
 // an unknown host (NOT_FOUND), PredictUsage without enough history
 // (FAILED_PRECONDITION, as the real one says), HowLong answered.
@@ -333,6 +373,45 @@ TEST_F(PredictorServiceTest, PeerThatIsNoStatemgrIsUnavailableNamingIt) {
     EXPECT_GT(m.size(), prefix.size()) << rpc << ": nothing after the code: " << m;
     EXPECT_EQ(m.find('\n'), std::string::npos) << rpc << ": " << m;
   }
+}
+
+// Through the service: the client's deadline reaches the call to the state
+// manager. Two clients that give up after 300 ms on a silent state manager
+// used to hold both pool threads for the directory's whole 5 s; now the next
+// request is answered within 3 s, and the silent peer is not put in a
+// backoff by them.
+TEST_F(PredictorServiceTest, TheClientsDeadlineEndsTheCallToTheStatemgr) {
+  SilentListener silent;
+  ASSERT_FALSE(silent.address().empty());
+  auto impatient = [&](auto rpc, auto request, auto response) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+    request.set_host("h1");
+    request.set_statemgr_address(silent.address());
+    return ((*stub_).*rpc)(&ctx, request, &response);
+  };
+  v1::PredictAvailabilityRequest avail;
+  avail.set_window_seconds(3600);
+  v1::CanRunRequest can_run;
+  can_run.set_free_cpu_ratio(0.5);
+  can_run.set_hours(4);
+  grpc::Status a = impatient(&v1::Predictor::Stub::PredictAvailability, avail,
+                             v1::PredictAvailabilityResponse());
+  grpc::Status c = impatient(&v1::Predictor::Stub::CanRun, can_run, v1::CanRunResponse());
+  EXPECT_EQ(a.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << a.error_message();
+  EXPECT_EQ(c.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << c.error_message();
+
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  v1::HowLongRequest req;
+  req.set_host("h1");
+  req.set_free_cpu_ratio(0.5);
+  req.set_statemgr_address(statemgr_server_->address());
+  v1::HowLongResponse resp;
+  grpc::Status h = stub_->HowLong(&ctx, req, &resp);
+  EXPECT_TRUE(h.ok()) << h.error_code() << ": " << h.error_message();
+  EXPECT_EQ(resp.method(), "fake");
+  EXPECT_EQ(directory_.silent(), 0u);
 }
 
 // The state manager's own verdicts pass through with their codes and
