@@ -79,6 +79,22 @@ absl::Status CheckWritableFile(const std::string& path) {
   return absl::OkStatus();
 }
 
+absl::Status WriteTextFile(const std::string& path, absl::string_view text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot write ", path, " (", std::strerror(errno), ")"));
+  }
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  int err = written ? 0 : errno;
+  if (std::fclose(f) != 0 && err == 0) err = errno;
+  if (!written || err != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("write error on ", path, " (",
+                                                   std::strerror(err != 0 ? err : EIO), ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status IntFlagInRange(absl::string_view flag, int64_t value, int64_t lo, int64_t hi,
                             absl::string_view note) {
   if (value >= lo && value <= hi) return absl::OkStatus();

@@ -43,6 +43,12 @@ absl::StatusOr<int64_t> ParseIntInRange(absl::string_view flag, absl::string_vie
 // --json before a long computation rather than after it.
 absl::Status CheckWritableFile(const std::string& path);
 
+// Writes `text` to `path` (truncating it) and closes it, checking every
+// step: an error at close -- a full disk shows only there, when the text fits
+// the stream's buffer -- is an error too ("write error on PATH (No space left
+// on device)"). INVALID_ARGUMENT, for the commands' exit code 2.
+absl::Status WriteTextFile(const std::string& path, absl::string_view text);
+
 // Start-up checks of a numeric flag: OK when lo <= value <= hi, else
 // INVALID_ARGUMENT "--flag must be in [lo, hi], got value" (">= lo" when hi
 // is the type's maximum; ", `note`" after the range when given, e.g. "(a

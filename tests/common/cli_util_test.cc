@@ -108,6 +108,26 @@ TEST(ParseIntInRangeTest, BoundsAreInclusive) {
 
 // A bad output path is refused; an existing file is neither truncated nor
 // a new one left behind.
+// A full disk shows only when the file is closed for a short text: it must
+// be an error, not a silent empty file and exit 0.
+TEST(WriteTextFileTest, ChecksTheWriteAndTheClose) {
+  const std::string path = ::testing::TempDir() + "/write_text_file_test.json";
+  ASSERT_TRUE(WriteTextFile(path, "{\"a\": 1}\n").ok());
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "{\"a\": 1}");
+  absl::Status full = WriteTextFile("/dev/full", "{}\n");
+  EXPECT_TRUE(absl::IsInvalidArgument(full)) << full;
+  EXPECT_NE(full.message().find("write error on /dev/full (No space left on device)"),
+            std::string::npos)
+      << full;
+  absl::Status missing = WriteTextFile("/nonexistent-dir-sojourn/x.json", "{}");
+  EXPECT_NE(missing.message().find("cannot write /nonexistent-dir-sojourn/x.json ("),
+            std::string::npos)
+      << missing;
+}
+
 TEST(CheckWritableFileTest, ProbesWithoutSideEffects) {
   const std::string dir = ::testing::TempDir();
   EXPECT_FALSE(CheckWritableFile("/nonexistent-dir-sojourn/x.json").ok());

@@ -543,12 +543,13 @@ def session22_cases(ev, tmp, good):
     # A list flag that names nothing was read as "all"; a negative working set.
     for args, want in [(["--methods", ","], "--methods names nothing"),
                        (["--day-types", ","], "--day-types names nothing"),
-                       (["--working-set-mb", "-5"], "--working-set-mb must be >= 0")]:
+                       (["--working-set-mb", "-5"],
+                        "--working-set-mb must be a number in [0, 1e+12], got -5")]:
         check(ev, "availability " + " ".join(args), ["availability", "--trace", good] + args, 2,
               want)
     check(ev, "schedule --working-set-mb -5",
           ["schedule", "--trace", good, "--working-set-mb", "-5"], 2,
-          "--working-set-mb must be >= 0")
+          "--working-set-mb must be a number in [0, 1e+12], got -5")
     # A GWA trace is a directory: an output inside it replaced a VM's file.
     gwa = os.path.join(tmp, "gwa")
     os.mkdir(gwa)
@@ -723,6 +724,26 @@ def session27_cases(ev, tmp, good):
         f.write(packed[:len(packed) // 2])
     check(ev, "truncated xz", ["availability", "--trace", cut], 2, "truncated")
 
+def session28_cases(ev, tmp, good):
+    """Session 28."""
+    # A --json that cannot be written at the end (full disk) is exit 2 with the
+    # reason in every command (usage said exit 1; the others could exit 0 with
+    # a short JSON lost at close).
+    if os.path.exists("/dev/full"):
+        swf = os.path.join(tmp, "s28.swf")
+        with open(swf, "w") as f:
+            f.write(base_swf())
+        for cmd, args in [("availability", ["--trace", good, "--methods", "smp,last"]),
+                          ("schedule", ["--trace", good, "--submissions", "2", "--lengths", "1"]),
+                          ("usage", ["--trace", good, "--tests", "1"]),
+                          ("turnaround", ["--swf", swf])]:
+            check(ev, cmd + " --json /dev/full", [cmd] + args + ["--json", "/dev/full"], 2,
+                  "write error on /dev/full (No space left on device)", timeout=180)
+    for cmd in ("availability", "schedule"):
+        check(ev, cmd + " --working-set-mb 1e300", [cmd, "--trace", good, "--working-set-mb",
+                                                    "1e300"], 2,
+              "--working-set-mb must be a number in [0, 1e+12]")
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -734,6 +755,7 @@ def main():
         tr_model_examples(a.eval)
         trace_cases(a.eval, tmp)
         session27_cases(a.eval, tmp, os.path.join(tmp, "good.csv"))
+        session28_cases(a.eval, tmp, os.path.join(tmp, "good.csv"))
     if FAILURES:
         for f in FAILURES:
             print("FAIL: " + f)

@@ -86,7 +86,7 @@ options:
   --th1 X / --th2 X        CPU load thresholds, th1 in (0, 1], th2 in [th1, 1]
                            (default 0.2 / 0.6)
   --grace SECONDS          load above th2 longer than this is S3, 0..31536000 (default 60)
-  --working-set-mb X       free memory below this is S4 (default 256)
+  --working-set-mb X       free memory below this is S4, 0..1e12 (default 256)
   --revocation-gap SECONDS no sample for longer than this is S5, 1..31536000
                            (default max(900, 3 x the median sample period);
                            matrix: half the period)
@@ -527,7 +527,12 @@ int RunAvailability(int argc, char** argv) {
       args.GetIntInRange("grace", cfg.classifier.grace_seconds, 0, 31536000);
   cfg.classifier.guest_working_set_mb =
       args.GetDouble("working-set-mb", cfg.classifier.guest_working_set_mb);
-  if (!(cfg.classifier.guest_working_set_mb >= 0)) Die("--working-set-mb must be >= 0");
+  // The services' bound (ValidateClassifierFlags): more than any host has.
+  if (absl::Status st = NumberFlagInRange("--working-set-mb", cfg.classifier.guest_working_set_mb,
+                                          0, 1e12);
+      !st.ok()) {
+    Die(std::string(st.message()));
+  }
   if (cfg.min_test_windows < 1) Die("--min-test-windows must be >= 1");
 
   ApplySmpOptions(args.Get("smp-options"), &cfg.smp_options);
@@ -805,11 +810,9 @@ int RunAvailability(int argc, char** argv) {
   std::printf("\ntiming: read %.1f s, backtest %.1f s, total %.1f s\n", t_read, t_backtest,
               Seconds(t0));
   if (args.Has("json")) {
-    const std::string text = JsonText(j, 1);
-    std::ofstream out(args.Get("json"));
-    if (!out) Die(absl::StrCat("cannot write ", args.Get("json")));
-    out << text << "\n";
-    if (!out) Die(absl::StrCat("write error on ", args.Get("json")));
+    if (absl::Status st = WriteTextFile(args.Get("json"), JsonText(j, 1) + "\n"); !st.ok()) {
+      Die(std::string(st.message()));
+    }
   }
   return 0;
 }

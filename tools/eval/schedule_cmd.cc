@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -89,7 +88,7 @@ options:
   --max-hosts N            read at most N hosts (default 0 = all)
   --th1 X / --th2 X        CPU load thresholds, th1 in (0, 1], th2 in [th1, 1]
                            (default 0.2 / 0.6)
-  --working-set-mb X       free memory below this is S4 (default 256)
+  --working-set-mb X       free memory below this is S4, 0..1e12 (default 256)
   --revocation-gap SECONDS no sample for longer is S5, 1..31536000 (default max(900,
                            3 x the median sample period); matrix: half the period)
   --help                   this text
@@ -236,7 +235,12 @@ int RunSchedule(int argc, char** argv) {
   }
   cfg.classifier.guest_working_set_mb =
       args.GetDouble("working-set-mb", cfg.classifier.guest_working_set_mb);
-  if (!(cfg.classifier.guest_working_set_mb >= 0)) Die("--working-set-mb must be >= 0");
+  // The services' bound (ValidateClassifierFlags): more than any host has.
+  if (absl::Status st = NumberFlagInRange("--working-set-mb", cfg.classifier.guest_working_set_mb,
+                                          0, 1e12);
+      !st.ok()) {
+    Die(std::string(st.message()));
+  }
 
   // The same grid rule as availability: windows start on the hour.
   if (args.Has("step")) {
@@ -433,11 +437,9 @@ int RunSchedule(int argc, char** argv) {
       j["replicates"].push_back(std::move(jr));
     }
     j["timing_seconds"] = secs;
-    const std::string text = JsonText(j, 1);
-    std::ofstream out(args.Get("json"));
-    if (!out) Die(absl::StrCat("cannot write ", args.Get("json")));
-    out << text << "\n";
-    if (!out) Die(absl::StrCat("write error on ", args.Get("json")));
+    if (absl::Status st = WriteTextFile(args.Get("json"), JsonText(j, 1) + "\n"); !st.ok()) {
+      Die(std::string(st.message()));
+    }
   }
   return 0;
 }

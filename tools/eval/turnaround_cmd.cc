@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -454,11 +453,9 @@ int RunTurnaround(int argc, char** argv) {
       j["cost_us_per_estimate"][name] = Num(report->cost_us_mean[k]);
       j["cost_us_median"][name] = Num(report->cost_us_median[k]);
     }
-    const std::string text = JsonText(j, 2);
-    std::ofstream out(args.json);
-    if (!out) Usage(absl::StrCat("--json: cannot write ", args.json));
-    out << text << "\n";
-    if (!out) Usage(absl::StrCat("--json: cannot write ", args.json));
+    if (absl::Status st = WriteTextFile(args.json, JsonText(j, 2) + "\n"); !st.ok()) {
+      Usage(absl::StrCat("--json: ", st.message()));
+    }
   }
   return 0;
 }

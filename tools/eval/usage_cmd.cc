@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <numeric>
 #include <random>
@@ -1001,16 +1000,9 @@ int RunUsage(int argc, char** argv) {
   PrintBlock(matrix ? "summary (= summary_desktops)" : "summary", out["summary"]);
   if (out.contains("summary_active")) PrintBlock("summary_active", out["summary_active"]);
   if (!args.json_out.empty()) {
-    const std::string text = JsonText(out, 2);
-    std::ofstream f(args.json_out);
-    if (!f) {
-      std::fprintf(stderr, "%s: cannot write %s\n", kProgram, args.json_out.c_str());
+    if (absl::Status st = WriteTextFile(args.json_out, JsonText(out, 2) + "\n"); !st.ok()) {
+      std::fprintf(stderr, "%s: --json: %s\n", kProgram, std::string(st.message()).c_str());
       return 2;
-    }
-    f << text << "\n";
-    if (!f) {
-      std::fprintf(stderr, "%s: write error on %s\n", kProgram, args.json_out.c_str());
-      return 1;
     }
   }
   std::fprintf(stderr, "%s: done in %.1f s\n", kProgram,
