@@ -79,6 +79,15 @@ absl::Status CheckWritableFile(const std::string& path) {
   return absl::OkStatus();
 }
 
+std::string DatabaseOpenError(absl::string_view flag, const std::string& path,
+                              const absl::Status& status) {
+  return absl::StrCat(flag, " ", path, ": ", status.ToString(),
+                      absl::IsDataLoss(status)
+                          ? " (the database is damaged: restore it from a backup, or move the "
+                            "directory aside to start with an empty one)"
+                          : "");
+}
+
 absl::Status WriteTextFile(const std::string& path, absl::string_view text) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {

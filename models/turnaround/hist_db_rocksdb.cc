@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/rocks_status.h"
 #include "common/text.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
@@ -16,17 +17,8 @@ namespace {
 
 constexpr uint8_t kRecordVersion = 1;
 
-// RocksDB status -> absl status, once at this edge (STYLE.md "Errors").
 absl::Status FromRocks(const rocksdb::Status& s, const char* what) {
-  if (s.ok()) return absl::OkStatus();
-  std::string msg = absl::StrCat("histdb ", what, ": ", s.ToString());
-  if (s.IsNotFound()) return absl::NotFoundError(msg);
-  if (s.IsCorruption()) return absl::DataLossError(msg);
-  if (s.IsInvalidArgument()) return absl::InvalidArgumentError(msg);
-  if (s.IsIOError() || s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) {
-    return absl::UnavailableError(msg);
-  }
-  return absl::InternalError(msg);
+  return FromRocksStatus(s, absl::StrCat("histdb ", what));
 }
 
 class Writer {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/rocks_status.h"
 #include "common/status.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
@@ -46,7 +47,7 @@ std::string OutboxKey(uint64_t sequence) {
 }
 
 absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
-  return absl::InternalError(absl::StrCat("broker job queue: ", what, ": ", s.ToString()));
+  return FromRocksStatus(s, absl::StrCat("broker job queue: ", what));
 }
 
 }  // namespace

@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
   auto queue =
       sojourn::broker::JobQueue::Open(data_dir, absl::GetFlag(FLAGS_max_queued_jobs));
   if (!queue.ok()) {
-    SOJOURN_LOG(ERROR, "--data_dir: %s", queue.status().ToString());
+    SOJOURN_LOG(ERROR, "%s", sojourn::DatabaseOpenError("--data_dir", data_dir, queue.status()));
     return 1;
   }
   sojourn::broker::HostRegistry registry(sojourn::Clock::Real(),

@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
   if (!histdb_path.empty()) {
     auto db = sojourn::turnaround::RocksHistDb::Open(histdb_path, {});
     if (!db.ok()) {
-      SOJOURN_LOG(ERROR, "%s", db.status().ToString());
+      SOJOURN_LOG(ERROR, "%s",
+                  sojourn::DatabaseOpenError("--histdb_path", histdb_path, db.status()));
       return 1;
     }
     histdb = std::move(*db);

@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
 
   auto store = sojourn::statemgr::SampleStore::Open(db_path, absl::GetFlag(FLAGS_sync_writes));
   if (!store.ok()) {
-    SOJOURN_LOG(ERROR, "%s", store.status().ToString());
+    SOJOURN_LOG(ERROR, "%s", sojourn::DatabaseOpenError("--db_path", db_path, store.status()));
     return 1;
   }
   sojourn::Clock& clock = sojourn::Clock::Real();

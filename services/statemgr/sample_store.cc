@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/rocks_status.h"
 #include "common/status.h"
 #include "common/text.h"
 #include "services/convert.h"
@@ -18,12 +19,7 @@ namespace sojourn::statemgr {
 namespace {
 
 absl::Status FromRocks(const rocksdb::Status& s, const std::string& what) {
-  if (s.ok()) return absl::OkStatus();
-  if (s.IsIOError() || s.IsBusy() || s.IsTryAgain()) {
-    return absl::UnavailableError(absl::StrCat(what, ": ", s.ToString()));
-  }
-  if (s.IsCorruption()) return absl::DataLossError(absl::StrCat(what, ": ", s.ToString()));
-  return absl::InternalError(absl::StrCat(what, ": ", s.ToString()));
+  return FromRocksStatus(s, what);
 }
 
 void PutBigEndian(std::string* out, int64_t v) {

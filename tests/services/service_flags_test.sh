@@ -237,6 +237,29 @@ served broker --data_dir="$tmp/broker-jobs"
 [ -e "$tmp/broker-jobs/CURRENT" ] || fail "broker did not create its RocksDB in --data_dir"
 served broker --data_dir="$tmp/broker-jobs"
 
+# A damaged database (its CURRENT file overwritten) stops the service with
+# exit 1 and one line naming the flag, the directory and what to do (the
+# predictor's said only "histdb open: Corruption: ...").
+damaged() {
+  local svc=$1 flag=$2 dir=$3 err rc
+  rm -rf "$dir-damaged" && cp -r "$dir" "$dir-damaged" && echo garbage >"$dir-damaged/CURRENT"
+  # shellcheck disable=SC2046
+  err=$(timeout 20 "$bin_dir/$svc" --listen=127.0.0.1:0 --metrics_listen= $(base_flags "$svc") \
+        "$flag=$dir-damaged" 2>&1 >/dev/null)
+  rc=$?
+  if [ "$rc" -ne 1 ] || [ "$(printf '%s' "$err" | grep -c '')" -ne 1 ] ||
+     ! grep -q -- "$flag $dir-damaged: DATA_LOSS: .*Corruption.*restore it from a backup" <<<"$err"
+  then
+    fail "$svc with a damaged $flag: exit $rc (want 1, one line naming it): $err"
+  else
+    echo "ok: $svc with a damaged $flag -> exit 1: $err"
+  fi
+}
+[ -e "$tmp/histdb/CURRENT" ] || fail "predictor did not create its RocksDB in --histdb_path"
+damaged statemgr --db_path "$tmp/statemgr-db"
+damaged predictor --histdb_path "$tmp/histdb"
+damaged broker --data_dir "$tmp/broker-jobs"
+
 # Peer addresses as the sojourn CLI dials them: HOST:PORT, or a gRPC target
 # with a scheme (nothing listens there: the services start all the same and
 # retry in the background); empty where it means none.
