@@ -2,9 +2,9 @@
 """A real Prometheus server scrapes every sojourn service.
 
 Starts the four services on 127.0.0.1 (port 0) and Debian's Prometheus
-(/usr/bin/prometheus) on a free loopback port with a generated config that
-scrapes each service's /metrics every second (storage in a temporary
-directory), waits (bounded) until Prometheus reports up == 1 for every
+(/usr/bin/prometheus) on a free loopback port with deploy/prometheus.yml's
+jobs (their settings and target labels) scraping each service's /metrics every
+second (storage in a temporary directory), waits (bounded) until Prometheus reports up == 1 for every
 target, calls a broker method a known number of times from Python, and checks
 that sojourn_grpc_requests_total and the latency histogram for that method are
 visible through Prometheus' HTTP query API. The counters of rare events
@@ -37,7 +37,10 @@ import sojourn_cluster  # noqa: E402
 
 SERVICES = ("statemgr", "predictor", "broker", "monitor")
 ALERT_RULES = os.path.join(REPO_DIR, "deploy", "sojourn-alerts.yml")
+DEPLOY_CONFIG = os.path.join(REPO_DIR, "deploy", "prometheus.yml")
 CALLS = 3  # broker ListHosts calls made by the test
+MONITOR_HOST = "ops-monitor-host"
+TARGET_HOST = "host1"  # the label of deploy/prometheus.yml's first statemgr target
 
 ARGS = None
 CLUSTER = None
@@ -73,16 +76,26 @@ def listening_tcp_ports(pid):
 
 
 def write_prometheus_config(path):
-    lines = ["global:", "  scrape_interval: 1s", "  scrape_timeout: 1s",
-             "  evaluation_interval: 1s", "rule_files:", f"  - {ALERT_RULES}",
-             "scrape_configs:"]
+    """deploy/prometheus.yml's sojourn jobs, each with its settings and its first
+    target's labels (e.g. host: host1), scraping this cluster's services every
+    second; the rules of deploy/sojourn-alerts.yml."""
+    import yaml
+    with open(DEPLOY_CONFIG) as f:
+        deploy = yaml.safe_load(f)
+    jobs = {j["job_name"]: j for j in deploy["scrape_configs"]}
+    config = {"global": {"scrape_interval": "1s", "scrape_timeout": "1s",
+                         "evaluation_interval": "1s"},
+              "rule_files": [ALERT_RULES], "scrape_configs": []}
     for name in SERVICES:
-        port = CLUSTER.services[name].metrics_port
-        lines += [f"  - job_name: sojourn-{name}",
-                  "    static_configs:",
-                  f"      - targets: ['127.0.0.1:{port}']"]
+        job = dict(jobs[f"sojourn-{name}"])
+        labels = job["static_configs"][0].get("labels", {})
+        target = {"targets": [f"127.0.0.1:{CLUSTER.services[name].metrics_port}"]}
+        if labels:
+            target["labels"] = labels
+        job["static_configs"] = [target]
+        config["scrape_configs"].append(job)
     with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        yaml.safe_dump(config, f)
 
 
 def start_prometheus():
@@ -187,7 +200,14 @@ class PrometheusTest(unittest.TestCase):
         for labels, value in got:
             with self.subTest(host=labels.get("host")):
                 self.assertIn(value, (1.0, 2.0, 3.0, 4.0, 5.0), labels)
-        self.assertTrue(any(labels.get("host") for labels, _ in got), got)
+        # Each series keeps the host it is about, not the scrape target's `host`
+        # label of deploy/prometheus.yml (without honor_labels the monitor's host
+        # showed as "host1", its own name moved to exported_host).
+        self.assertEqual(sorted(labels.get("host") for labels, _ in got), [MONITOR_HOST], got)
+        self.assertFalse(any("exported_host" in labels for labels, _ in got), got)
+        # The state manager's other series get the target's label.
+        persisted = query('sojourn_statemgr_samples_persisted_total{job="sojourn-statemgr"}')
+        self.assertEqual([labels.get("host") for labels, _ in persisted], [TARGET_HOST], persisted)
         for to in ("S1", "S2", "S3", "S4", "S5"):
             expr = f'sojourn_statemgr_state_transitions_total{{job="sojourn-statemgr",to="{to}"}}'
             with self.subTest(series=expr):
@@ -297,7 +317,7 @@ def main():
         global CLUSTER, WORKDIR
         CLUSTER, WORKDIR = cluster, workdir
         sojourn_cluster.generate_sojourn_stubs(REPO_DIR, os.path.join(workdir, "stubs"))
-        cluster.start_all(monitor_host="ops-monitor-host")
+        cluster.start_all(monitor_host=MONITOR_HOST)
         start_prometheus()
         print(f"prometheus at {PROM_URL} (work dir {workdir})", file=sys.stderr)
 
