@@ -739,6 +739,29 @@ def session28_cases(ev, tmp, good):
                           ("turnaround", ["--swf", swf])]:
             check(ev, cmd + " --json /dev/full", [cmd] + args + ["--json", "/dev/full"], 2,
                   "write error on /dev/full (No space left on device)", timeout=180)
+    # A day type without any relative error (11 days from a Monday: the only
+    # weekend is in the test part) is null in the JSON, and stderr says so
+    # (only "nothing at all scored" was said).
+    short = os.path.join(tmp, "eleven-days.csv")
+    with open(short, "w") as f:
+        f.write("host,timestamp,cpu_load,free_mem_mb\n")
+        for h in ("a", "b", "c"):
+            for i in range(11 * 288):
+                busy = (i // 12 + ord(h)) % 9 == 0
+                f.write("%s,%d,%s,2000\n" % (h, 1372636800 + 300 * i, "0.95" if busy else "0.1"))
+    out = os.path.join(tmp, "eleven-days.json")
+    p = check(ev, "availability 11 days", ["availability", "--trace", short, "--json", out], 0)
+    if p is not None and p.returncode == 0:
+        if "warning: no weekend relative error" not in p.stderr:
+            FAILURES.append("11 days: no weekend warning: %r" % p.stderr[-400:])
+        if "warning: no weekday relative error" in p.stderr:
+            FAILURES.append("11 days: a weekday warning: %r" % p.stderr[-400:])
+        with open(out) as f:
+            summary = json.load(f)["summary"]
+        if summary["smp"]["weekend"]["2"]["avg_rel_err"] is not None:
+            FAILURES.append("11 days: weekend 2 h %r" % summary["smp"]["weekend"]["2"])
+        if summary["smp"]["weekday"]["2"]["avg_rel_err"] is None:
+            FAILURES.append("11 days: weekday 2 h %r" % summary["smp"]["weekday"]["2"])
     for cmd in ("availability", "schedule"):
         check(ev, cmd + " --working-set-mb 1e300", [cmd, "--trace", good, "--working-set-mb",
                                                     "1e300"], 2,

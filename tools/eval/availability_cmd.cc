@@ -693,14 +693,48 @@ int RunAvailability(int argc, char** argv) {
                    cfg.min_test_windows, static_cast<long long>(test_windows),
                    result->cells.size());
     }
+    // One day type without a relative error while the other has them (a
+    // trace of two weeks has its weekends in one half only): its entries are
+    // null in the JSON; say which and why rather than let it pass unsaid.
+    if (scored_cells > 0) {
+      for (int dt = 0; dt < 2; ++dt) {
+        const char* name = dt == 0 ? "weekday" : "weekend";
+        if (!cfg.day_types.empty() &&
+            std::find(cfg.day_types.begin(), cfg.day_types.end(), name) == cfg.day_types.end()) {
+          continue;  // not asked for
+        }
+        int64_t dt_windows = 0, dt_scored = 0, cells = 0;
+        for (const backtest::CellResult& c : result->cells) {
+          if (c.day_type != dt) continue;
+          ++cells;
+          dt_windows += c.n_test;
+          dt_scored += c.n_test >= cfg.min_test_windows && c.n_survived > 0;
+        }
+        if (dt_scored > 0) continue;
+        int train_days = 0, test_days = 0;
+        for (const backtest::DayCount& d : result->days) {
+          if (d.day_type != dt || d.hosts == 0) continue;
+          train_days += d.train_hosts > 0;
+          test_days += d.train_hosts < d.hosts;
+        }
+        std::fprintf(stderr,
+                     "warning: no %s relative error (%lld test windows in %lld cells, none with "
+                     "%d test windows and a survivor; %s days with hosts up: %d in a training "
+                     "part, %d in a test part): the %s entries are null; give the trace more "
+                     "%s days, or pass a smaller --min-test-windows or another --train-ratio\n",
+                     name, static_cast<long long>(dt_windows), static_cast<long long>(cells),
+                     cfg.min_test_windows, name, train_days, test_days, name, name);
+      }
+    }
     if (test_windows == 0) {
       // Every average below is empty ("-" here, null in the JSON): say why
       // that usually happens rather than let it pass for a result.
       std::fprintf(stderr,
                    "warning: no test window was scored (%lld grid points of %lld s, revocation "
                    "gap %lld s, %lld cells without training history); a grid on which every "
-                   "point is S5 (a revocation gap shorter than the sample period) or too few "
-                   "days give this: check --step, --revocation-gap and --train-ratio\n",
+                   "point is S5 (hosts never up, or a revocation gap shorter than the sample "
+                   "period) or too few days give this: check the trace, --step, "
+                   "--revocation-gap and --train-ratio\n",
                    static_cast<long long>(result->grid_points),
                    static_cast<long long>(cfg.step_seconds),
                    static_cast<long long>(cfg.classifier.revocation_gap_seconds),
