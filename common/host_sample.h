@@ -63,6 +63,9 @@ struct HostTrace {
   // trace that writes date-times, e.g. GWA-T-13 Materna), not Unix time: the
   // trace's local time is UTC+0, whatever the place it was recorded.
   bool wall_clock_timestamps = false;
+  // With wall_clock_timestamps: rows of the hour the clock repeated at the end
+  // of daylight saving time (its second pass), dropped on import.
+  int64_t repeated_rows_dropped = 0;
 };
 
 }  // namespace sojourn

@@ -580,7 +580,25 @@ struct GwaFile {
   double total_mem_mb = 0;
   int cpu_cores = 0;
   GwaTime time = GwaTime::kUndecided;
+  // Rows of an hour a wall clock repeated (IsDaylightSavingEnd), dropped.
+  int64_t repeated_rows_dropped = 0;
 };
+
+// Whether a wall clock (date-times read as UTC) going back from `previous`
+// to `next` is the end of daylight saving time: back by at most an hour, at
+// night (22:00..03:59) on a Saturday or a Sunday, where every zone that has
+// it sets its clocks back (EU and Australia 03:00 -> 02:00 and the US
+// 02:00 -> 01:00 on a Sunday; Brazil and Chile Sunday 00:00 -> Saturday
+// 23:00). The hour then comes twice; its second pass cannot be placed on the
+// local time line the trace is read on, and is dropped.
+bool IsDaylightSavingEnd(int64_t previous, int64_t next) {
+  if (next >= previous || previous - next > 3600) return false;
+  const absl::CivilSecond at =
+      absl::ToCivilSecond(absl::FromUnixSeconds(next), absl::UTCTimeZone());
+  const absl::Weekday day = absl::GetWeekday(absl::CivilDay(at));
+  return (at.hour() >= 22 || at.hour() < 4) &&
+         (day == absl::Weekday::saturday || day == absl::Weekday::sunday);
+}
 
 // One GWA per-VM CSV: header line, fields separated by ";\t" (a bare ';' is
 // accepted too). Timestamps as GwaTime says; numbers may have a decimal comma.
@@ -613,6 +631,7 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
   GwaFile out;
   out.samples.reserve(text.size() / 150);
   absl::string_view previous_ts;  // the previous row's timestamp as written
+  bool repeating = false;         // in the second pass of a repeated hour
   while (reader.Next(&line)) {
     if (Trim(line).empty()) continue;
     const size_t ln = reader.line_no();
@@ -681,14 +700,27 @@ absl::StatusOr<GwaFile> ParseGwaCsv(const std::string& file, absl::string_view t
       }
       out.total_mem_mb = std::max(out.total_mem_mb, cap / 1024.0);
     }
+    // The second pass of an hour a wall clock repeated: dropped until the
+    // clock passes the last row kept.
+    if (repeating && s.unix_seconds <= out.samples.back().unix_seconds) {
+      ++out.repeated_rows_dropped;
+      continue;
+    }
+    repeating = false;
     if (!out.samples.empty() && s.unix_seconds < out.samples.back().unix_seconds) {
       if (out.time == GwaTime::kWallClock) {
         // A local clock runs backwards once a year where daylight saving ends.
+        if (IsDaylightSavingEnd(out.samples.back().unix_seconds, s.unix_seconds)) {
+          repeating = true;
+          ++out.repeated_rows_dropped;
+          continue;
+        }
         return LineError(
             file, ln,
             absl::StrCat("timestamp '", Excerpt(Trim(fields[col_ts])),
-                         "' is earlier than the previous row's (a local clock set back at the end "
-                         "of daylight saving time? write the times as Unix seconds)"));
+                         "' is earlier than the previous row's, and not as a clock set back at the "
+                         "end of daylight saving time (at most an hour, at night on a weekend): "
+                         "rows out of order? (or write the times as Unix seconds)"));
       }
       return LineError(file, ln,
                        absl::StrCat("timestamp '", Excerpt(Trim(fields[col_ts])),
@@ -753,6 +785,7 @@ class GwaCollector {
               files[i].first, ":2: VM ", vm, " overlaps in time with ", files[i - 1].first));
         }
         t.samples.insert(t.samples.end(), f.samples.begin(), f.samples.end());
+        t.repeated_rows_dropped += f.repeated_rows_dropped;
         t.total_mem_mb = std::max(t.total_mem_mb, f.total_mem_mb);
         t.cpu_cores = std::max(t.cpu_cores, f.cpu_cores);
       }

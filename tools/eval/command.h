@@ -200,6 +200,17 @@ inline double DefaultUtcOffsetHours(bool gwa, const std::vector<HostTrace>& t) {
     std::fprintf(stderr,
                  "timestamps are local date-times (wall clock): local time is taken as they "
                  "are (default --utc-offset 0)\n");
+    int64_t dropped = 0, hosts = 0;
+    for (const HostTrace& h : t) {
+      dropped += h.repeated_rows_dropped;
+      hosts += h.repeated_rows_dropped > 0;
+    }
+    if (dropped > 0) {
+      std::fprintf(stderr,
+                   "%lld rows of %lld hosts dropped: the second pass of an hour the clock "
+                   "repeated at the end of daylight saving time\n",
+                   static_cast<long long>(dropped), static_cast<long long>(hosts));
+    }
     return 0.0;
   }
   return 2.0;

@@ -23,6 +23,7 @@
 
 #include <sys/stat.h>
 
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -612,6 +613,39 @@ TEST_F(TracesTest, ReadsGwaDateTimesDecimalCommasAndMilliseconds) {
   EXPECT_EQ((*ms)[0].samples[1].unix_seconds, 1372630104);
 }
 
+// Where daylight saving time ends a wall clock repeats an hour (EU: 03:00 ->
+// 02:00 on the last Sunday of October): its second pass is dropped, the rows
+// after it are read, and the count is kept (the importer refused the whole
+// trace, so a GWA-T-13-like trace spanning October could not be evaluated).
+TEST_F(TracesTest, GwaDateTimesDropTheHourRepeatedWhereDaylightSavingEnds) {
+  std::string rows = "Timestamp;CPU usage [%]\n";
+  for (int m = 0; m < 60; m += 15) rows += absl::StrFormat("27.10.2013 02:%02d:00;10\n", m);
+  for (int m = 0; m < 60; m += 15) rows += absl::StrFormat("27.10.2013 02:%02d:00;90\n", m);
+  rows += "27.10.2013 03:00:00;20\n27.10.2013 03:15:00;30\n";
+  Write("dst/1.csv", rows);
+  // A US host: 01:00 again after 01:59 on the first Sunday of November.
+  Write("dst/2.csv", "Timestamp;CPU usage [%]\n03.11.2013 01:30:00;10\n"
+                     "03.11.2013 01:59:00;10\n03.11.2013 01:00:00;90\n03.11.2013 02:00:00;20\n");
+  auto traces = ImportTrace((dir_ / "dst").string(), {});
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  ASSERT_EQ(traces->size(), 2u);
+  const HostTrace& eu = (*traces)[0].host == "1" ? (*traces)[0] : (*traces)[1];
+  const HostTrace& us = (*traces)[0].host == "1" ? (*traces)[1] : (*traces)[0];
+  EXPECT_EQ(eu.repeated_rows_dropped, 4);
+  ASSERT_EQ(eu.samples.size(), 6u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(eu.samples[i].cpu_load, 0.1) << i;
+  EXPECT_EQ(eu.samples[4].unix_seconds, 1382842800);  // 2013-10-27 03:00:00 read as UTC
+  EXPECT_DOUBLE_EQ(eu.samples[5].cpu_load, 0.3);
+  EXPECT_EQ(us.repeated_rows_dropped, 1);
+  ASSERT_EQ(us.samples.size(), 3u);
+  EXPECT_DOUBLE_EQ(us.samples[2].cpu_load, 0.2);
+  // Unix times out of order are refused still (they never repeat).
+  Write("unix/1.csv", GwaHeader() + GwaRow(1382842800, 10, 1048576, 786432) +
+                          GwaRow(1382839200, 20, 1048576, 786432));
+  auto unix_times = ImportTrace((dir_ / "unix").string(), {});
+  EXPECT_FALSE(unix_times.ok());
+}
+
 // What is not a date-time, a file that changes how it writes times, and a
 // trace mixing the local clock with Unix time are refused with the file and
 // line.
@@ -640,8 +674,11 @@ TEST_F(TracesTest, RejectsBadGwaDateTimes) {
             "CPU cores '4,5'"},
            {"comma2", "01.01.2016 00:00:00;1,0,5\n", "1.csv:2:", "'1,0,5'"},
            {"commadot", "01.01.2016 00:00:00;1.000,5\n", "1.csv:2:", "'1.000,5'"},
-           {"unsorted", "30.10.2016 02:55:00;1\n30.10.2016 02:00:00;1\n", "1.csv:3:",
-            "'30.10.2016 02:00:00' is earlier than the previous row's (a local clock set back"}}) {
+           // Back by an hour, but on a Wednesday; back by 2 h on the Sunday.
+           {"unsorted", "26.10.2016 02:55:00;1\n26.10.2016 02:00:00;1\n", "1.csv:3:",
+            "'26.10.2016 02:00:00' is earlier than the previous row's, and not as a clock set back"},
+           {"twohours", "30.10.2016 03:55:00;1\n30.10.2016 01:50:00;1\n", "1.csv:3:",
+            "'30.10.2016 01:50:00' is earlier than the previous row's, and not as a clock"}}) {
     const bool cores = name == "cores";
     Write(name + "/1.csv", (cores ? "Timestamp;CPU usage [%];CPU cores\n" : header) + rows);
     auto traces = ImportTrace((dir_ / name).string(), {});
