@@ -156,6 +156,15 @@ TEST(StatemgrDirectoryTest, SilentStatemgrIsNotCalledDuringItsBackoff) {
   EXPECT_FALSE(directory.Admit("10.0.1.19:7403", "h").ok());  // the newest stay
 }
 
+// A request for a 1 h window of host h1, whose state manager is at `address`.
+v1::PredictAvailabilityRequest HourOfH1At(const std::string& address) {
+  v1::PredictAvailabilityRequest req;
+  req.set_host("h1");
+  req.set_window_seconds(3600);
+  req.set_statemgr_address(address);
+  return req;
+}
+
 // A state manager that never answers costs its deadline once; until its
 // backoff ends the predictor answers UNAVAILABLE at once, saying so (one
 // such host used to stall every ranking for the whole timeout).
@@ -166,10 +175,7 @@ TEST(SilentStatemgrTest, AnsweredAtOnceAfterTheFirstDeadline) {
   StatemgrDirectory directory("", absl::Milliseconds(300), StatemgrDirectory::kDefaultMaxChannels,
                               &clock);
   AvailabilityPredictor predictor(AvailabilityPredictorConfig{}, directory, clock);
-  v1::PredictAvailabilityRequest req;
-  req.set_host("h1");
-  req.set_window_seconds(3600);
-  req.set_statemgr_address(silent.address());
+  const v1::PredictAvailabilityRequest req = HourOfH1At(silent.address());
   absl::Status first = predictor.Predict(req).status();
   ASSERT_TRUE(absl::IsUnavailable(first)) << first;
   EXPECT_NE(first.message().find("DEADLINE_EXCEEDED"), std::string::npos) << first;
@@ -198,10 +204,7 @@ TEST(SilentStatemgrTest, TheCallersDeadlineEndsTheCallAndStartsNoBackoff) {
   StatemgrDirectory directory("", absl::Seconds(60), StatemgrDirectory::kDefaultMaxChannels,
                               &clock);
   AvailabilityPredictor predictor(AvailabilityPredictorConfig{}, directory, clock);
-  v1::PredictAvailabilityRequest req;
-  req.set_host("h1");
-  req.set_window_seconds(3600);
-  req.set_statemgr_address(silent.address());
+  const v1::PredictAvailabilityRequest req = HourOfH1At(silent.address());
   absl::Status s = predictor.Predict(req, absl::Now() + absl::Milliseconds(200)).status();
   ASSERT_TRUE(absl::IsDeadlineExceeded(s)) << s;
   EXPECT_NE(s.message().find(absl::StrCat("state manager ", silent.address(), " of host h1")),
