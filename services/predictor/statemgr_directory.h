@@ -110,7 +110,9 @@ class StatemgrDirectory {
   // none): the earlier of the two, so that a call nobody waits for any more
   // is not left running (the caller's deadline used to be ignored: a client
   // that gave up after 1 s kept a predictor thread on a slow state manager
-  // for the whole timeout). `callers` tells which one it is.
+  // for the whole timeout). `callers`: the caller's, and shorter than
+  // kProbeTimeout (a state manager given that long without answering is
+  // silent, whoever's deadline it was).
   struct CallDeadline {
     absl::Time at;
     bool callers = false;

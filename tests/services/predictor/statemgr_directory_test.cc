@@ -219,15 +219,42 @@ TEST(SilentStatemgrTest, TheCallersDeadlineEndsTheCallAndStartsNoBackoff) {
   EXPECT_LT(d.at, far);
   d = StatemgrDirectory::DeadlineFor(absl::Seconds(60), absl::InfiniteFuture());
   EXPECT_FALSE(d.callers);
+  // A caller's deadline that leaves the state manager kProbeTimeout or more
+  // is the caller's only in name: no answer in that time is silence (the
+  // broker's 10 s deadline against the predictor's 10 s timeout).
   d = StatemgrDirectory::DeadlineFor(absl::Hours(2), far);
-  EXPECT_TRUE(d.callers);
+  EXPECT_FALSE(d.callers);
   EXPECT_EQ(d.at, far);
+  const absl::Time soon = absl::Now() + absl::Milliseconds(500);
+  d = StatemgrDirectory::DeadlineFor(absl::Seconds(10), soon);
+  EXPECT_TRUE(d.callers);
+  EXPECT_EQ(d.at, soon);
   // The directory's own deadline still starts the backoff.
   directory.Record(silent.address(), grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, ""),
                    StatemgrDirectory::Use::kRequest, /*callers_deadline=*/true);
   EXPECT_EQ(directory.silent(), 0u);
   directory.Record(silent.address(), grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, ""));
   EXPECT_EQ(directory.silent(), 1u);
+}
+
+// A caller's deadline a little earlier than the directory's timeout (the
+// broker calls with 10 s, as the predictor's default timeout) still starts
+// the backoff when the state manager does not answer: it had seconds.
+TEST(SilentStatemgrTest, ALongCallersDeadlineStillStartsTheBackoff) {
+  SilentListener silent;
+  ASSERT_FALSE(silent.address().empty());
+  FakeClock clock(absl::FromUnixSeconds(kNow));
+  StatemgrDirectory directory("", StatemgrDirectory::kProbeTimeout + absl::Seconds(1),
+                              StatemgrDirectory::kDefaultMaxChannels, &clock);
+  AvailabilityPredictor predictor(AvailabilityPredictorConfig{}, directory, clock);
+  const absl::Status s =
+      predictor
+          .Predict(HourOfH1At(silent.address()),
+                   absl::Now() + StatemgrDirectory::kProbeTimeout + absl::Milliseconds(200))
+          .status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_EQ(directory.silent(), 1u);
+  EXPECT_FALSE(directory.Admit(silent.address(), "h1").ok());
 }
 
 // A state manager whose answers are fixed: window statistics and CanRun for
