@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_cat.h"
 #include "common/logging.h"
 
 namespace sojourn::statemgr {
@@ -42,15 +43,37 @@ int Registrar::RegisterAll() {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
     grpc::Status s = stub_->RegisterHost(&ctx, req, &resp);
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+        s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      WarnOnce(&broker_error_,
+               absl::StrCat("broker ", config_.broker_address, " cannot be reached (",
+                            s.error_message(), "): registrations wait until it answers"));
+      return ok;
+    }
+    if (!broker_error_.empty()) {
+      SOJOURN_LOG(INFO, "broker %s answers again", config_.broker_address);
+      broker_error_.clear();
+    }
     if (s.ok()) {
       ++ok;
+      refused_.erase(info.host);
     } else {
-      SOJOURN_LOG(WARNING, "registering %s with broker %s: %s", info.host,
-                  config_.broker_address, s.error_message());
+      WarnOnce(&refused_[info.host],
+               absl::StrCat("registering ", info.host, " with broker ", config_.broker_address,
+                            ": ", s.error_message()));
     }
   }
   return ok;
 }
+
+void Registrar::WarnOnce(std::string* last, const std::string& message) {
+  if (*last == message) return;
+  *last = message;
+  ++warnings_;
+  SOJOURN_LOG(WARNING, "%s", message);
+}
+
+int Registrar::warnings() const { return warnings_.load(); }
 
 void Registrar::Run() {
   absl::MutexLock l(&mu_);

@@ -213,6 +213,24 @@ class ClusterTest : public ::testing::Test {
   std::unique_ptr<v1::Predictor::Stub> predictor_stub_;
 };
 
+// A broker that cannot be reached ends a registration round at the first
+// host and is logged once until it answers again (one warning per host every
+// 10 s flooded the log of a state manager holding many hosts).
+TEST_F(ClusterTest, AnUnreachableBrokerIsLoggedOncePerOutage) {
+  for (const char* host : {"a", "b", "c", "d"}) Push(host, 1, 0.3);
+  statemgr::RegistrarConfig rc;
+  rc.broker_address = "127.0.0.1:1";  // nothing listens there
+  rc.advertise_address = sm_server_->address();
+  statemgr::Registrar down(rc, *book_, clock_);
+  EXPECT_EQ(down.RegisterAll(), 0);
+  EXPECT_EQ(down.RegisterAll(), 0);
+  EXPECT_EQ(down.warnings(), 1);
+  rc.broker_address = broker_server_->address();
+  statemgr::Registrar up(rc, *book_, clock_);
+  EXPECT_EQ(up.RegisterAll(), 4);
+  EXPECT_EQ(up.warnings(), 0);
+}
+
 // Samples streamed to the statemgr lead, through registration, the predictor
 // and the broker, to a ranking of every host with TR in [0, 1]; the busier
 // host ranks lower.
