@@ -67,6 +67,12 @@ AvailabilityPredictor::Population AvailabilityPredictor::PopulationPrior(
   for (auto it = priors_.begin(); it != priors_.end();) {
     it = now - it->second.built >= config_.population_prior_ttl ? priors_.erase(it) : std::next(it);
   }
+  while (!priors_.empty() && priors_.size() >= std::max<size_t>(1, config_.max_cached_priors) &&
+         priors_.find(key) == priors_.end()) {
+    priors_.erase(std::min_element(priors_.begin(), priors_.end(), [](const auto& a, const auto& b) {
+      return a.second.built < b.second.built;
+    }));
+  }
   priors_[key] = PriorEntry{*built, now};
   return *built;
 }

@@ -39,6 +39,11 @@ struct AvailabilityPredictorConfig {
   // window is that of the window starting at the start of its minute, so
   // the requests of one minute share it.
   absl::Duration population_prior_ttl = absl::Minutes(10);
+  // At most this many priors are kept (the oldest built goes first): each
+  // holds the pooled statistics of every host for one window (about 1.3 MB
+  // at 1,000 hosts), and clients asking for ever other window lengths grew
+  // the predictor by 75 MB a minute within the TTL.
+  size_t max_cached_priors = 64;
 };
 
 // Thread-safe.

@@ -387,6 +387,17 @@ TEST_F(ClusterTest, OnePopulationPriorPerRanking) {
   clock_.Advance(absl::Minutes(11));
   predict("vm1");
   EXPECT_EQ(predictor_->cached_priors(), 1u);
+  // Ever other window lengths within the TTL: at most max_cached_priors (64)
+  // are kept.
+  for (int w = 1; w <= 70; ++w) {
+    grpc::ClientContext ctx;
+    v1::PredictAvailabilityRequest p;
+    p.set_host("vm1");
+    p.set_window_seconds(3600 + 60 * w);
+    v1::PredictAvailabilityResponse resp;
+    ASSERT_TRUE(predictor_stub_->PredictAvailability(&ctx, p, &resp).ok());
+  }
+  EXPECT_EQ(predictor_->cached_priors(), 64u);
   // Twelve predictions at once, straight on the predictor (no gRPC pool to
   // queue them), in a new minute: still one build while they wait.
   clock_.Advance(absl::Minutes(1));
