@@ -80,11 +80,10 @@ class AvailabilityPredictor {
     std::shared_ptr<const availability::BandExposure> band;
   };
   Population PopulationPrior(const sojourn::v1::GetWindowStatsRequest& host_request);
-  // Asks every host's state manager (kPriorFanout at a time); nullopt when
+  // Asks every host's state manager (all at once); nullopt when
   // there is no broker, no host or no window.
   std::optional<Population> BuildPopulation(const sojourn::v1::GetWindowStatsRequest& request);
   static constexpr int64_t kPriorStartQuantumSeconds = 60;
-  static constexpr size_t kPriorFanout = 16;
   // A state manager's answer for the prior takes milliseconds (the
   // statistics of months of history at 6 s, docs/EVALUATION.md "Speed").
   static constexpr absl::Duration kPriorCallTimeout = absl::Seconds(3);
