@@ -164,6 +164,18 @@ def test_flags(bin_dir, workdir):
                              timeout=30)
         check(code == 2 and len(err) == 1 and needle in err[0],
               f"sojourn-replay --hosts {hosts}: exit {code}, stderr {err}")
+    # A state manager that does not accept a connection: waited for up to
+    # --connect_timeout_seconds (one loading a large database opens its port
+    # late; replay failed at once), then exit 1 saying so.
+    code, out, err = run([os.path.join(bin_dir, "sojourn-replay"), "--trace", two,
+                          "--statemgr", "127.0.0.1:1", "--follow=false",
+                          "--connect_timeout_seconds=1"], timeout=30)
+    check(code == 1 and any("did not accept a connection within 1 s" in e for e in err),
+          f"sojourn-replay to nothing: exit {code}, stderr {err}")
+    code, out, err = run([os.path.join(bin_dir, "sojourn-replay"), "--trace", two,
+                          "--connect_timeout_seconds=-1"], timeout=30)
+    check(code == 2 and len(err) == 1 and "--connect_timeout_seconds must be in [0, 3600]" in err[0],
+          f"sojourn-replay --connect_timeout_seconds=-1: exit {code}, stderr {err}")
 
 
 def write_stale_trace(path, host, now):

@@ -4,12 +4,15 @@
 // loaded at once as history, the rest is streamed when its time comes, and
 // the trace then repeats (shifted by its length rounded up to whole weeks).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <grpcpp/grpcpp.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -31,6 +34,9 @@ ABSL_FLAG(std::string, hosts, "", "comma-separated hosts to replay (default: all
 ABSL_FLAG(bool, follow, true,
           "after loading the history, keep streaming the rest of the trace in real time");
 ABSL_FLAG(bool, shift, true, "shift the trace by whole weeks so that it ends after now");
+ABSL_FLAG(int, connect_timeout_seconds, 60,
+          "wait up to this long for the state manager to accept a connection (one starting on a "
+          "large database opens its port only once it is loaded), 0..3600");
 
 namespace {
 constexpr int64_t kWeek = 7 * 86400;
@@ -70,6 +76,12 @@ int main(int argc, char** argv) {
   if (absl::Status s = sojourn::ValidateDialAddress(absl::GetFlag(FLAGS_statemgr), "--statemgr");
       !s.ok()) {
     std::fprintf(stderr, "sojourn-replay: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  const int connect_timeout = absl::GetFlag(FLAGS_connect_timeout_seconds);
+  if (connect_timeout < 0 || connect_timeout > 3600) {
+    std::fprintf(stderr, "sojourn-replay: --connect_timeout_seconds must be in [0, 3600], got %d\n",
+                 connect_timeout);
     return 2;
   }
   sojourn::traces::ImportOptions io;
@@ -131,6 +143,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sojourn-replay: no matching host with samples in %s\n",
                  absl::GetFlag(FLAGS_trace).c_str());
     return 2;
+  }
+  // A state manager still loading its database has no port yet: the first
+  // push failed at once with "Connection refused" (exit 1).
+  {
+    auto channel = grpc::CreateChannel(absl::GetFlag(FLAGS_statemgr),
+                                       grpc::InsecureChannelCredentials());
+    if (!channel->WaitForConnected(std::chrono::system_clock::now() +
+                                   std::chrono::seconds(connect_timeout))) {
+      SOJOURN_LOG(ERROR, "state manager %s did not accept a connection within %d s "
+                  "(--connect_timeout_seconds)", absl::GetFlag(FLAGS_statemgr), connect_timeout);
+      return 1;
+    }
   }
   sojourn::Clock& clock = sojourn::Clock::Real();
   int64_t first = INT64_MAX, last = INT64_MIN;
