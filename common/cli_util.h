@@ -77,6 +77,12 @@ absl::Status CheckDatabaseDirectory(const std::string& path, absl::string_view f
 // Default of the services' --min_free_disk_mb.
 inline constexpr int64_t kDefaultMinFreeDiskMb = 256;
 
+// The start-up error line of a service whose database under `flag`
+// (`path`) did not open: "--db_path PATH: DATA_LOSS: ...", with what to do
+// when RocksDB found it damaged (DATA_LOSS).
+std::string DatabaseOpenError(absl::string_view flag, const std::string& path,
+                              const absl::Status& status);
+
 // The disk reserve of a service's RocksDB database at `path` (its nearest
 // existing parent while it does not exist yet): RESOURCE_EXHAUSTED, naming
 // `flag` and the free space, when fewer than `min_free_mb` MiB are free for
@@ -84,12 +90,6 @@ inline constexpr int64_t kDefaultMinFreeDiskMb = 256;
 // WritableFileWriter) when a write meets a full disk, and a database that
 // has met one refuses every write until it is reopened; writes are refused
 // here first, and nothing stored is touched. 0 = no reserve (always OK).
-// The start-up error line of a service whose database under `flag`
-// (`path`) did not open: "--db_path PATH: DATA_LOSS: ...", with what to do
-// when RocksDB found it damaged (DATA_LOSS).
-std::string DatabaseOpenError(absl::string_view flag, const std::string& path,
-                              const absl::Status& status);
-
 absl::Status CheckFreeDisk(const std::string& path, int64_t min_free_mb, absl::string_view flag);
 
 // The options of one command line: "--key value", "--key=value" and bare

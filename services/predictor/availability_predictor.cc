@@ -1,10 +1,10 @@
 #include "services/predictor/availability_predictor.h"
 
 #include <algorithm>
-#include <memory>
-#include <string>
 #include <cmath>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -70,9 +70,9 @@ AvailabilityPredictor::Population AvailabilityPredictor::PopulationPrior(
   }
   while (!priors_.empty() && priors_.size() >= std::max<size_t>(1, config_.max_cached_priors) &&
          priors_.find(key) == priors_.end()) {
-    priors_.erase(std::min_element(priors_.begin(), priors_.end(), [](const auto& a, const auto& b) {
-      return a.second.built < b.second.built;
-    }));
+    priors_.erase(std::min_element(
+        priors_.begin(), priors_.end(),
+        [](const auto& a, const auto& b) { return a.second.built < b.second.built; }));
   }
   priors_[key] = PriorEntry{*built, now};
   return *built;

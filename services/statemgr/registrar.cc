@@ -4,7 +4,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "absl/strings/str_cat.h"
 #include "common/logging.h"
 
 namespace sojourn::statemgr {
@@ -45,32 +44,33 @@ int Registrar::RegisterAll() {
     grpc::Status s = stub_->RegisterHost(&ctx, req, &resp);
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      WarnOnce(&broker_error_,
-               absl::StrCat("broker ", config_.broker_address, " cannot be reached (",
-                            s.error_message(), "): registrations wait until it answers"));
+      if (!broker_down_) {
+        broker_down_ = true;
+        ++warnings_;
+        SOJOURN_LOG(WARNING, "broker %s cannot be reached (%s): registrations wait until it answers",
+                    config_.broker_address, s.error_message());
+      }
       return ok;
     }
-    if (!broker_error_.empty()) {
+    if (broker_down_) {
       SOJOURN_LOG(INFO, "broker %s answers again", config_.broker_address);
-      broker_error_.clear();
+      broker_down_ = false;
     }
     if (s.ok()) {
       ++ok;
       refused_.erase(info.host);
     } else {
-      WarnOnce(&refused_[info.host],
-               absl::StrCat("registering ", info.host, " with broker ", config_.broker_address,
-                            ": ", s.error_message()));
+      // Once until the refusal changes.
+      std::string& last = refused_[info.host];
+      if (last != s.error_message()) {
+        last = s.error_message();
+        ++warnings_;
+        SOJOURN_LOG(WARNING, "registering %s with broker %s: %s", info.host,
+                    config_.broker_address, s.error_message());
+      }
     }
   }
   return ok;
-}
-
-void Registrar::WarnOnce(std::string* last, const std::string& message) {
-  if (*last == message) return;
-  *last = message;
-  ++warnings_;
-  SOJOURN_LOG(WARNING, "%s", message);
 }
 
 int Registrar::warnings() const { return warnings_.load(); }

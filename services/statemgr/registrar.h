@@ -46,8 +46,6 @@ class Registrar {
 
  private:
   void Run();
-  // Logs `message` as a warning unless it is `*last` already.
-  void WarnOnce(std::string* last, const std::string& message);
   RegistrarConfig config_;
   HostBook& book_;
   Clock& clock_;
@@ -55,8 +53,8 @@ class Registrar {
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // RegisterAll runs on one thread at a time (Run's, or a test's).
-  std::string broker_error_;                               // "" while it answers
-  std::unordered_map<std::string, std::string> refused_;  // host -> its last refusal
+  bool broker_down_ = false;                               // since its last answer
+  std::unordered_map<std::string, std::string> refused_;  // host -> its last refusal's message
   std::atomic<int> warnings_{0};
   std::thread thread_;
 };

@@ -4,8 +4,8 @@
 Starts the four services on 127.0.0.1 (port 0) and Debian's Prometheus
 (/usr/bin/prometheus) on a free loopback port with deploy/prometheus.yml's
 jobs (their settings and target labels) scraping each service's /metrics every
-second (storage in a temporary directory), waits (bounded) until Prometheus reports up == 1 for every
-target, calls a broker method a known number of times from Python, and checks
+second (storage in a temporary directory), waits (bounded) until Prometheus
+reports up == 1 for every target, calls a broker method a known number of times from Python, and checks
 that sojourn_grpc_requests_total and the latency histogram for that method are
 visible through Prometheus' HTTP query API. The counters of rare events
 (rejected batches, failed /proc reads, usage answers by method) must be there

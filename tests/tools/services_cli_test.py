@@ -174,7 +174,8 @@ def test_flags(bin_dir, workdir):
           f"sojourn-replay to nothing: exit {code}, stderr {err}")
     code, out, err = run([os.path.join(bin_dir, "sojourn-replay"), "--trace", two,
                           "--connect_timeout_seconds=-1"], timeout=30)
-    check(code == 2 and len(err) == 1 and "--connect_timeout_seconds must be in [0, 3600]" in err[0],
+    check(code == 2 and len(err) == 1
+          and "--connect_timeout_seconds must be in [0, 3600]" in err[0],
           f"sojourn-replay --connect_timeout_seconds=-1: exit {code}, stderr {err}")
 
 

@@ -676,7 +676,8 @@ TEST_F(TracesTest, RejectsBadGwaDateTimes) {
            {"commadot", "01.01.2016 00:00:00;1.000,5\n", "1.csv:2:", "'1.000,5'"},
            // Back by an hour, but on a Wednesday; back by 2 h on the Sunday.
            {"unsorted", "26.10.2016 02:55:00;1\n26.10.2016 02:00:00;1\n", "1.csv:3:",
-            "'26.10.2016 02:00:00' is earlier than the previous row's, and not as a clock set back"},
+            "'26.10.2016 02:00:00' is earlier than the previous row's, and not as a clock set "
+            "back"},
            {"twohours", "30.10.2016 03:55:00;1\n30.10.2016 01:50:00;1\n", "1.csv:3:",
             "'30.10.2016 01:50:00' is earlier than the previous row's, and not as a clock"}}) {
     const bool cores = name == "cores";
