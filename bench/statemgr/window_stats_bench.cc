@@ -14,14 +14,21 @@
 //      the one host it answers for when its caller wants them).
 // The extras walk the host's whole grid, so rows 1-3 against row 0 give
 // their cost; items_per_second counts grid points.
+//
+// BM_AppendThenWindowStats and BM_WholeSeries: a state manager in service,
+// with 28 days or a year of 6 s samples (below).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <malloc.h>
+#include <unistd.h>
 
 #include <benchmark/benchmark.h>
 
@@ -44,11 +51,11 @@ void Require(bool ok, const std::string& what) {
 
 // A host with a day pattern (busy 09:00-17:00 on weekdays) and noise, so every
 // state and both load bands occur.
-std::vector<HostSample> Synthetic(int64_t period) {
+std::vector<HostSample> Synthetic(int64_t period, int days = kDays) {
   std::mt19937_64 rng(11);
   std::normal_distribution<double> noise(0.0, 0.12);
   std::vector<HostSample> v;
-  for (int64_t t = kMonday; t < kMonday + kDays * 86400; t += period) {
+  for (int64_t t = kMonday; t < kMonday + days * 86400; t += period) {
     const int64_t hour = (t % 86400) / 3600;
     const bool weekend = (t - kMonday) / 86400 % 7 >= 5;
     const double base = !weekend && hour >= 9 && hour < 17 ? 0.35 : 0.08;
@@ -63,21 +70,32 @@ std::vector<HostSample> Synthetic(int64_t period) {
 
 class Book {
  public:
-  explicit Book(int64_t period) {
+  // The history pushed a day at a time, as a monitor's samples arrive.
+  explicit Book(int64_t period, int days = kDays) {
     char tmpl[] = "/tmp/sojourn_window_stats_bench_XXXXXX";
     Require(mkdtemp(tmpl) != nullptr, "mkdtemp failed");
     dir_ = tmpl;
-    auto store = SampleStore::Open(dir_, false);
-    Require(store.ok(), store.status().ToString());
-    store_ = std::move(*store);
-    HostBookConfig config;
-    config.default_period_seconds = period;
-    clock_ = std::make_unique<FakeClock>(absl::FromUnixSeconds(kMonday + kDays * 86400));
-    book_ = std::make_unique<HostBook>(config, *store_, *clock_);
+    config_.default_period_seconds = period;
+    clock_ = std::make_unique<FakeClock>(absl::FromUnixSeconds(kMonday + days * 86400));
+    Open();
     MetaUpdate meta;
     meta.period_seconds = period;
-    const auto appended = book_->Append("h", Synthetic(period), meta);
-    Require(appended.ok(), appended.status().ToString());
+    const std::vector<HostSample> all = Synthetic(period, days);
+    const size_t per_day = static_cast<size_t>(86400 / period);
+    for (size_t i = 0; i < all.size(); i += per_day) {
+      const size_t end = std::min(i + per_day, all.size());
+      const std::vector<HostSample> day(all.begin() + static_cast<ptrdiff_t>(i),
+                                        all.begin() + static_cast<ptrdiff_t>(end));
+      const auto appended = book_->Append("h", day, meta);
+      Require(appended.ok(), appended.status().ToString());
+    }
+  }
+  // A restart: the book and the store closed, opened again and loaded.
+  void Reload() {
+    book_.reset();
+    store_.reset();
+    Open();
+    Require(book_->Load().ok(), "load");
   }
   ~Book() {
     book_.reset();
@@ -85,10 +103,19 @@ class Book {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
+  void Open() {
+    auto store = SampleStore::Open(dir_, false);
+    Require(store.ok(), store.status().ToString());
+    store_ = std::move(*store);
+    book_ = std::make_unique<HostBook>(config_, *store_, *clock_);
+  }
   const HostBook& book() const { return *book_; }
+  HostBook& mutable_book() { return *book_; }
+  FakeClock& clock() { return *clock_; }
 
  private:
   std::string dir_;
+  HostBookConfig config_;
   std::unique_ptr<SampleStore> store_;
   std::unique_ptr<FakeClock> clock_;
   std::unique_ptr<HostBook> book_;
@@ -117,6 +144,75 @@ BENCHMARK(BM_WindowStats)
     ->ArgsProduct({{300, 6}, {0, 1, 2, 3}})
     ->ArgNames({"period_s", "extras"})
     ->Unit(benchmark::kMicrosecond);
+
+// Resident set of this process in MiB (/proc/self/statm), after the
+// allocator gave back what it could.
+double ResidentMb() {
+  malloc_trim(0);
+  long pages_total = 0, pages_resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  if (std::fscanf(f, "%ld %ld", &pages_total, &pages_resident) != 2) pages_resident = 0;
+  std::fclose(f);
+  return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
+         (1 << 20);
+}
+
+// A state manager in service: the monitor pushes a sample every period and the
+// predictor asks for the window statistics (the default request) after it, so
+// every request follows new samples. Argument: days of 6 s history (28 days,
+// a year), pushed a day at a time and then loaded again as after a restart.
+// Counter resident_mb: the process's resident set then, less before the
+// history (the book, RocksDB's memtable and caches, the allocator's slack).
+void BM_AppendThenWindowStats(benchmark::State& state) {
+  constexpr int64_t kPeriod = 6;
+  const int days = static_cast<int>(state.range(0));
+  const double rss_before = ResidentMb();
+  Book b(kPeriod, days);
+  b.Reload();
+  state.counters["resident_mb"] = ResidentMb() - rss_before;
+  availability::WindowSpec spec;
+  spec.start_second_of_day = 9 * 3600;
+  spec.length_seconds = 2 * 3600;
+  const availability::EstimatorOptions opt;
+  int64_t t = kMonday + static_cast<int64_t>(days) * 86400;
+  for (auto _ : state) {
+    HostSample s;
+    s.unix_seconds = t;
+    s.cpu_load = 0.1;
+    s.free_mem_mb = 4000;
+    b.clock().Set(absl::FromUnixSeconds(t));
+    Require(b.mutable_book().Append("h", {s}).ok(), "append");
+    t += kPeriod;
+    auto r = b.book().WindowStats("h", spec, 0, opt, false);
+    Require(r.ok(), r.status().ToString());
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_AppendThenWindowStats)
+    ->Arg(28)
+    ->Arg(365)
+    ->ArgName("days")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(20);
+
+// The whole history of a host, as the usage analysis asks for it
+// (UsageKeeper, at most every 5 minutes per host): read from the store for
+// all but the last day since samples older than that left memory.
+void BM_WholeSeries(benchmark::State& state) {
+  constexpr int64_t kPeriod = 6;
+  const int days = static_cast<int>(state.range(0));
+  Book b(kPeriod, days);
+  b.Reload();
+  for (auto _ : state) {
+    bool truncated = false;
+    auto r = b.book().Series("h", 0, 0, std::numeric_limits<size_t>::max(), &truncated);
+    Require(r.ok() && r->size() == static_cast<size_t>(days) * 86400 / kPeriod, "series");
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(state.iterations() * days * 86400 / kPeriod);
+}
+BENCHMARK(BM_WholeSeries)->Arg(28)->Arg(365)->ArgName("days")->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace sojourn::statemgr

@@ -1,5 +1,6 @@
 #include "models/availability/state.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -59,43 +60,112 @@ uint8_t LoadBandOf(HostState s, double load, const ClassifierConfig& cfg) {
   }
 }
 
+namespace {
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+}  // namespace
+
+GridBuilder::GridBuilder(const ClassifierConfig& cfg, int64_t step_seconds,
+                         int64_t grid_origin_unix, int64_t max_points)
+    : cfg_(cfg),
+      origin_(grid_origin_unix),
+      max_points_(max_points),
+      classifier_(cfg),
+      series_(std::make_shared<StateSeries>()) {
+  series_->step_seconds = step_seconds;
+}
+
+StateSeries& GridBuilder::Mutable() {
+  if (series_.use_count() > 1) series_ = std::make_shared<StateSeries>(*series_);
+  return *series_;
+}
+
+void GridBuilder::Reserve(size_t points) {
+  StateSeries& s = Mutable();
+  s.states.reserve(points);
+  s.load_band.reserve(points);
+}
+
+void GridBuilder::Emit(int64_t t, bool redo) {
+  StateSeries& s = Mutable();
+  const HostState st = classifier_.StateAt(t);
+  if (redo) {
+    s.states.back() = st;
+    s.load_band.back() = LoadBandOf(st, last_load_, cfg_);
+    return;
+  }
+  s.states.push_back(st);
+  s.load_band.push_back(LoadBandOf(st, last_load_, cfg_));
+  const int64_t size = static_cast<int64_t>(s.states.size());
+  if (max_points_ > 0 && size > max_points_ + std::max<int64_t>(1, max_points_ / 8)) {
+    const int64_t drop = size - max_points_;
+    s.states.erase(s.states.begin(), s.states.begin() + drop);
+    s.load_band.erase(s.load_band.begin(), s.load_band.begin() + drop);
+    s.start_unix += drop * s.step_seconds;
+  }
+}
+
+HostState GridBuilder::Add(const sojourn::HostSample& sample) {
+  const int64_t step = series_->step_seconds;
+  const int64_t t = sample.unix_seconds;
+  const std::optional<int64_t> prev = classifier_.last_sample_unix();
+  if (prev.has_value() && t < *prev) return classifier_.current();
+  if (step <= 0) return classifier_.Add(sample);
+  // The first grid point at or after the sample.
+  const int64_t first_k = -FloorDiv(origin_ - t, step);
+  if (!started_ || (max_points_ > 0 && first_k - next_k_ > max_points_)) {
+    // The first sample, or one so long after the last that the bounded grid
+    // would hold nothing before it: the grid starts at it.
+    StateSeries& s = Mutable();
+    s.states.clear();
+    s.load_band.clear();
+    s.start_unix = origin_ + first_k * step;
+    next_k_ = first_k;
+    started_ = true;
+  }
+  // Points before the sample are final: the state after every earlier sample.
+  while (origin_ + next_k_ * step < t) {
+    Emit(origin_ + next_k_ * step, false);
+    ++next_k_;
+  }
+  const HostState state = classifier_.Add(sample);
+  last_load_ = sample.cpu_load;
+  if (origin_ + next_k_ * step == t) {
+    Emit(t, false);
+    ++next_k_;
+  } else if (prev.has_value() && *prev == t && !series_->states.empty() &&
+             origin_ + (next_k_ - 1) * step == t) {
+    // A second sample at the time of the last grid point: that point is the
+    // state after both.
+    Emit(t, true);
+  }
+  return state;
+}
+
+StateSeries GridBuilder::Release() && {
+  StateSeries out = std::move(Mutable());
+  series_ = std::make_shared<StateSeries>();
+  return out;
+}
+
 StateSeries ClassifyToGrid(const std::vector<sojourn::HostSample>& samples,
                            const ClassifierConfig& cfg, int64_t step_seconds,
                            int64_t grid_origin_unix) {
-  StateSeries out;
-  out.step_seconds = step_seconds;
-  if (samples.empty() || step_seconds <= 0) return out;
-  auto floor_div = [](int64_t a, int64_t b) {
-    int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-    return q;
-  };
-  const int64_t first = samples.front().unix_seconds;
-  const int64_t last = samples.back().unix_seconds;
-  // First grid point >= first sample, last grid point <= last sample.
-  const int64_t k0 = -floor_div(grid_origin_unix - first, step_seconds);
-  const int64_t k1 = floor_div(last - grid_origin_unix, step_seconds);
-  out.start_unix = grid_origin_unix + k0 * step_seconds;
-  if (k1 < k0) return out;
-  out.states.reserve(static_cast<size_t>(k1 - k0 + 1));
-  out.load_band.reserve(static_cast<size_t>(k1 - k0 + 1));
-  StateClassifier classifier(cfg);
-  size_t next = 0;
-  double last_load = 0;
-  for (int64_t k = k0; k <= k1; ++k) {
-    const int64_t t = grid_origin_unix + k * step_seconds;
-    while (next < samples.size() && samples[next].unix_seconds <= t) {
-      if (samples[next].unix_seconds >= classifier.last_sample_unix().value_or(INT64_MIN)) {
-        last_load = samples[next].cpu_load;
-      }
-      classifier.Add(samples[next]);
-      ++next;
-    }
-    const HostState st = classifier.StateAt(t);
-    out.states.push_back(st);
-    out.load_band.push_back(LoadBandOf(st, last_load, cfg));
+  if (samples.empty() || step_seconds <= 0) {
+    StateSeries out;
+    out.step_seconds = step_seconds;
+    return out;
   }
-  return out;
+  GridBuilder builder(cfg, step_seconds, grid_origin_unix);
+  const int64_t span = samples.back().unix_seconds - samples.front().unix_seconds;
+  if (span >= 0) builder.Reserve(static_cast<size_t>(span / step_seconds + 1));
+  for (const sojourn::HostSample& s : samples) builder.Add(s);
+  return std::move(builder).Release();
 }
 
 }  // namespace sojourn::availability

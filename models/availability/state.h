@@ -14,6 +14,7 @@
 #define SOJOURN_MODELS_AVAILABILITY_STATE_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -101,10 +102,57 @@ struct StateSeries {
   std::vector<uint8_t> load_band;
 };
 
+// ClassifyToGrid one sample at a time: the state manager extends a host's
+// grid as its samples arrive instead of classifying its whole history again
+// for every request after new samples. A grid point is final once a sample
+// after it has arrived (it is the state after every sample at or before it),
+// so the grid only grows at its end; the point at the last sample's own time
+// is redone if another sample with that time follows. Fed the same samples,
+// in any batches, the grid equals ClassifyToGrid's. Not thread-safe.
+class GridBuilder {
+ public:
+  // `max_points` > 0 bounds the grid to the most recent max_points points
+  // (and up to an eighth more, trimmed in steps so the cost stays constant
+  // per sample): older points are dropped, and a sample more than
+  // max_points steps after the last one starts the grid anew at itself
+  // rather than filling the gap with S5 points. 0 = unbounded.
+  GridBuilder(const ClassifierConfig& cfg, int64_t step_seconds, int64_t grid_origin_unix,
+              int64_t max_points = 0);
+
+  // Adds a sample (not before the previous one; an out-of-order sample is
+  // ignored) and returns the classifier's state at its time.
+  HostState Add(const sojourn::HostSample& s);
+  void Reserve(size_t points);
+
+  const StateClassifier& classifier() const { return classifier_; }
+  // The grid so far. It is shared, not copied: a later Add copies the grid
+  // first while a snapshot is still held, so a snapshot never changes.
+  std::shared_ptr<const StateSeries> Snapshot() const { return series_; }
+  // The grid, leaving the builder empty.
+  StateSeries Release() &&;
+
+ private:
+  // The series, copied first when a snapshot shares it.
+  StateSeries& Mutable();
+  void Emit(int64_t t, bool redo);
+
+  ClassifierConfig cfg_;
+  int64_t origin_;
+  int64_t max_points_;
+  StateClassifier classifier_;
+  std::shared_ptr<StateSeries> series_;
+  // The next grid point to fill (its index from the origin), once started.
+  bool started_ = false;
+  int64_t next_k_ = 0;
+  // Load of the last sample.
+  double last_load_ = 0;
+};
+
 // Classifies a time-sorted sample series onto a grid of `step_seconds` whose
 // points are aligned to `grid_origin_unix` (e.g. local midnight): the grid
 // runs from the first grid point at or after the first sample to the last
-// grid point at or before the last sample, and each point gets the state of
+// grid point at or before the newest sample (a sample out of order is
+// ignored, as StateClassifier ignores it), and each point gets the state of
 // StateClassifier after all samples at or before it (so gaps longer than the
 // revocation gap are S5), and the load band of the last sample. Returns an empty series for no samples or a
 // non-positive step.

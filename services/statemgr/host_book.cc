@@ -92,7 +92,6 @@ absl::Status HostBook::Load(int64_t* skipped) {
               SOJOURN_LOG(WARNING, "stored attributes left out: %s", s.message());
               h.meta.attributes.Clear();
             }
-            h.samples.reserve(samples.size());
             int64_t left_out = 0;
             std::string first_reason;
             for (const HostSample& s : samples) {
@@ -106,9 +105,11 @@ absl::Status HostBook::Load(int64_t* skipped) {
                 }
                 continue;
               }
-              h.samples.push_back(s);
               Feed(host, h, s, nullptr);
+              Remember(h, s);
+              Forget(h);
             }
+            h.recent.shrink_to_fit();
             if (left_out > 0) {
               bad += left_out;
               SOJOURN_LOG(WARNING,
@@ -136,37 +137,67 @@ availability::ClassifierConfig HostBook::ClassifierFor(const Host& h) const {
 }
 
 std::shared_ptr<const StateSeries> HostBook::SeriesOf(const Host& h) const {
-  if (h.series == nullptr) {
-    // Grid points on multiples of the period since the epoch: aligned to local
-    // midnight for any whole-period UTC offset.
-    const int64_t period = PeriodOf(h);
-    auto first = h.samples.begin();
-    // PushSamples bounds the period to a day, but a store written before that
-    // check may hold any period: only truncate when the product fits.
-    if (!h.samples.empty() && config_.max_grid_points > 0 &&
-        period <= std::numeric_limits<int64_t>::max() / 4 / config_.max_grid_points) {
-      const int64_t oldest = h.samples.back().unix_seconds - period * config_.max_grid_points;
-      first = std::lower_bound(h.samples.begin(), h.samples.end(), oldest,
-                               [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });
-    }
-    h.series = std::make_shared<const StateSeries>(
-        first == h.samples.begin()
-            ? availability::ClassifyToGrid(h.samples, ClassifierFor(h), period, 0)
-            : availability::ClassifyToGrid(std::vector<HostSample>(first, h.samples.end()),
-                                           ClassifierFor(h), period, 0));
+  if (h.grid.has_value()) return h.grid->Snapshot();
+  auto empty = std::make_shared<StateSeries>();
+  empty->step_seconds = PeriodOf(h);
+  return empty;
+}
+
+void HostBook::Remember(Host& h, const HostSample& s) const {
+  if (h.samples++ == 0) h.first_unix = s.unix_seconds;
+  h.recent.push_back(s);
+}
+
+void HostBook::Forget(Host& h) const {
+  if (h.recent.empty()) return;
+  const int64_t newest = h.recent.back().unix_seconds;
+  const int64_t keep = std::max<int64_t>(0, config_.memory_seconds);
+  if (h.recent.front().unix_seconds >= newest - keep - keep / 4) return;
+  auto first = std::lower_bound(h.recent.begin(), h.recent.end() - 1, newest - keep,
+                                [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });
+  h.recent.erase(h.recent.begin(), first);
+}
+
+absl::StatusOr<std::vector<HostSample>> HostBook::Gather(const std::string& host,
+                                                        int64_t from_unix, int64_t to_unix,
+                                                        size_t max,
+                                                        std::vector<HostSample> recent,
+                                                        int64_t memory_from_unix, bool older,
+                                                        bool* truncated) const {
+  std::vector<HostSample> out;
+  *truncated = false;
+  if (older && from_unix < memory_from_unix) {
+    // Read as Load() reads: a stored sample PushSamples would refuse is left out.
+    RETURN_IF_ERROR(store_.ForEachSample(
+        host, from_unix, std::min(to_unix, memory_from_unix), [&](const HostSample& s) {
+          if (SampleProblem(s) != nullptr) return true;
+          if (out.size() >= max) {
+            *truncated = true;
+            return false;
+          }
+          out.push_back(s);
+          return true;
+        }));
   }
-  return h.series;
+  for (const HostSample& s : recent) {
+    if (out.size() >= max) {
+      *truncated = true;
+      break;
+    }
+    out.push_back(s);
+  }
+  return out;
 }
 
 HostInfo HostBook::InfoOf(const std::string& name, const Host& h) const {
   HostInfo info;
   info.host = name;
   info.meta = h.meta;
-  info.samples = static_cast<int64_t>(h.samples.size());
-  if (h.samples.empty()) return info;
-  info.first_unix = h.samples.front().unix_seconds;
-  info.last_unix = h.samples.back().unix_seconds;
-  info.last_cpu_load = h.samples.back().cpu_load;
+  info.samples = h.samples;
+  if (h.recent.empty()) return info;
+  info.first_unix = h.first_unix;
+  info.last_unix = h.recent.back().unix_seconds;
+  info.last_cpu_load = h.recent.back().cpu_load;
   info.revocation_gap_seconds = ClassifierFor(h).revocation_gap_seconds;
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   auto series = SeriesOf(h);
@@ -177,8 +208,8 @@ HostInfo HostBook::InfoOf(const std::string& name, const Host& h) const {
     return info;
   }
   if (series->states.empty()) {
-    availability::StateClassifier c(ClassifierFor(h));
-    for (const HostSample& s : h.samples) info.state = c.Add(s);
+    // No grid point yet: the state after every sample.
+    info.state = h.grid->classifier().current();
     info.state_since_unix = info.first_unix;
     return info;
   }
@@ -200,7 +231,7 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
     absl::ReaderMutexLock l(&mu_);
     auto it = hosts_.find(host);
     if (it != hosts_.end()) {
-      if (!it->second.samples.empty()) last = it->second.samples.back().unix_seconds;
+      if (!it->second.recent.empty()) last = it->second.recent.back().unix_seconds;
       new_meta = it->second.meta;
       gap = ClassifierFor(it->second).revocation_gap_seconds;
     }
@@ -227,9 +258,9 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
     absl::MutexLock l(&mu_);
     Host& h = hosts_[host];
     if (gap == 0) gap = ClassifierFor(h).revocation_gap_seconds;
-    if (!fresh.empty() && !h.samples.empty() &&
-        fresh.front().unix_seconds - h.samples.back().unix_seconds > gap) {
-      const int64_t from = h.samples.back().unix_seconds;
+    if (!fresh.empty() && !h.recent.empty() &&
+        fresh.front().unix_seconds - h.recent.back().unix_seconds > gap) {
+      const int64_t from = h.recent.back().unix_seconds;
       const int64_t length = fresh.front().unix_seconds - from;
       absl::Status s = store_.RecordRevocation(host, from, length);
       SOJOURN_LOG(INFO, "host %s: revocation (S5) of %d s recorded after a gap in samples", host,
@@ -241,9 +272,11 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
                                                     : config_.default_period_seconds);
     h.meta = new_meta;
     if (period_changed) Refeed(host, h, &changes);
-    for (const HostSample& s : fresh) Feed(host, h, s, &changes);
-    h.samples.insert(h.samples.end(), fresh.begin(), fresh.end());
-    if (!fresh.empty()) h.series.reset();
+    for (const HostSample& s : fresh) {
+      Feed(host, h, s, &changes);
+      Remember(h, s);
+    }
+    Forget(h);
   }
   // Still under append_mu_: watchers see each host's changes in time order.
   Deliver(changes);
@@ -254,8 +287,8 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
 void HostBook::Feed(const std::string& name, Host& h, const HostSample& s,
                     std::vector<StateChange>* out) const {
   const availability::ClassifierConfig c = ClassifierFor(h);
-  if (!h.live.has_value()) h.live.emplace(c);
-  const std::optional<int64_t> prev = h.live->last_sample_unix();
+  if (!h.grid.has_value()) h.grid.emplace(c, PeriodOf(h), 0, config_.max_grid_points);
+  const std::optional<int64_t> prev = h.grid->classifier().last_sample_unix();
   auto announce = [&](HostState to, int64_t since, std::string reason) {
     if (out != nullptr) {
       StateChange change;
@@ -287,30 +320,49 @@ void HostBook::Feed(const std::string& name, Host& h, const HostSample& s,
     prefix = "samples resumed with no gap in them (the state manager or the network was away, "
              "not the host); ";
   }
-  const HostState state = h.live->Add(s);
+  const HostState state = h.grid->Add(s);
   if (!h.announced.has_value() || state != *h.announced) {
-    announce(state, s.unix_seconds, prefix + Describe(state, s, c, h.live->in_spike()));
+    announce(state, s.unix_seconds,
+             prefix + Describe(state, s, c, h.grid->classifier().in_spike()));
   }
 }
 
 void HostBook::Refeed(const std::string& name, Host& h, std::vector<StateChange>* out) const {
-  h.live.reset();
-  if (h.samples.empty()) return;
+  h.grid.reset();
+  if (h.recent.empty()) return;
   const availability::ClassifierConfig c = ClassifierFor(h);
-  h.live.emplace(c);
+  h.grid.emplace(c, PeriodOf(h), 0, config_.max_grid_points);
   // The state the history gives now, and since when (as Feed would have
   // announced it: a return after a revocation starts anew).
   HostState state = HostState::kS5;
   int64_t since = 0;
   std::optional<int64_t> prev;
-  for (const HostSample& s : h.samples) {
-    const HostState now = h.live->Add(s);
+  auto add = [&](const HostSample& s) {
+    const HostState now = h.grid->Add(s);
     if (!prev.has_value() || s.unix_seconds - *prev > c.revocation_gap_seconds || now != state) {
       state = now;
       since = s.unix_seconds;
     }
     prev = s.unix_seconds;
+    return true;
+  };
+  if (h.samples > static_cast<int64_t>(h.recent.size())) {
+    // The history before the samples in memory, read as Load() reads it. A
+    // change of period is rare (the monitor's --period_seconds), so the
+    // store is read under the lock.
+    absl::Status s = store_.ForEachSample(name, INT64_MIN, h.recent.front().unix_seconds,
+                                          [&](const HostSample& sample) {
+                                            return SampleProblem(sample) != nullptr || add(sample);
+                                          });
+    if (!s.ok()) {
+      SOJOURN_LOG(WARNING, "host %s: reclassifying from the samples in memory only: %s",
+                  Excerpt(name), s.ToString());
+      h.grid.emplace(c, PeriodOf(h), 0, config_.max_grid_points);
+      prev.reset();
+      state = HostState::kS5;
+    }
   }
+  for (const HostSample& sample : h.recent) add(sample);
   // Announced gone (S5) stays so until its next sample, as after a silence.
   if (!h.announced.has_value() || *h.announced == HostState::kS5) return;
   if (state != *h.announced && out != nullptr) {
@@ -329,8 +381,8 @@ void HostBook::Refeed(const std::string& name, Host& h, std::vector<StateChange>
 
 void HostBook::SilenceLocked(int64_t now, std::vector<StateChange>* out) {
   for (auto& [name, h] : hosts_) {
-    if (!h.live.has_value() || h.announced == HostState::kS5) continue;
-    const std::optional<int64_t> last = h.live->last_sample_unix();
+    if (!h.grid.has_value() || h.announced == HostState::kS5) continue;
+    const std::optional<int64_t> last = h.grid->classifier().last_sample_unix();
     if (!last.has_value()) continue;
     const int64_t gap = ClassifierFor(h).revocation_gap_seconds;
     if (now - *last <= gap) continue;
@@ -424,11 +476,11 @@ std::vector<HostInfo> HostBook::ListBrief() const {
     HostInfo info;
     info.host = name;
     info.meta = h.meta;
-    info.samples = static_cast<int64_t>(h.samples.size());
-    if (!h.samples.empty()) {
-      info.first_unix = h.samples.front().unix_seconds;
-      info.last_unix = h.samples.back().unix_seconds;
-      info.last_cpu_load = h.samples.back().cpu_load;
+    info.samples = h.samples;
+    if (!h.recent.empty()) {
+      info.first_unix = h.first_unix;
+      info.last_unix = h.recent.back().unix_seconds;
+      info.last_cpu_load = h.recent.back().cpu_load;
     }
     out.push_back(std::move(info));
   }
@@ -436,14 +488,14 @@ std::vector<HostInfo> HostBook::ListBrief() const {
 }
 
 std::vector<HostInfo> HostBook::List() const {
-  absl::MutexLock l(&mu_);
+  absl::ReaderMutexLock l(&mu_);
   std::vector<HostInfo> out;
   for (const auto& [name, h] : hosts_) out.push_back(InfoOf(name, h));
   return out;
 }
 
 absl::StatusOr<HostInfo> HostBook::Info(const std::string& host) const {
-  absl::MutexLock l(&mu_);
+  absl::ReaderMutexLock l(&mu_);
   auto it = hosts_.find(host);
   if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
   return InfoOf(host, it->second);
@@ -454,30 +506,44 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     const availability::EstimatorOptions& opt, bool deployed_estimates) const {
   WindowStatsResult out;
   std::shared_ptr<const StateSeries> series;
+  // The samples of the last 4 hours before the window start, for the
+  // predicted load L_t0(t) (paper 000 section 8.4): those in memory, and
+  // whether older ones must be read from the store (a window in the past).
+  constexpr int64_t kLoadHistorySeconds = 4 * 3600;
+  std::vector<HostSample> recent;
+  int64_t t0 = 0, memory_from = 0;
+  bool older = false;
   {
-    // The series is built under the lock (once per new batch of samples);
-    // counting windows happens outside it.
-    absl::MutexLock l(&mu_);
+    // The grid is shared, not copied (GridBuilder::Snapshot); counting
+    // windows happens outside the lock.
+    absl::ReaderMutexLock l(&mu_);
     auto it = hosts_.find(host);
     if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
     series = SeriesOf(it->second);
     out.info = InfoOf(host, it->second);
-    if (opt.load_band_first_sojourn && !it->second.samples.empty()) {
-      out.load_band = availability::LoadBandOf(
-          out.info.state, it->second.samples.back().cpu_load, ClassifierFor(it->second));
+    const Host& h = it->second;
+    if (opt.load_band_first_sojourn && !h.recent.empty()) {
+      out.load_band =
+          availability::LoadBandOf(out.info.state, h.recent.back().cpu_load, ClassifierFor(h));
     }
-    // Predicted load L_t0(t) (paper 000 section 8.4) from the last 4 hours.
-    const auto& samples = it->second.samples;
-    const int64_t t0 = end_unix > 0 ? end_unix : out.info.last_unix;
-    auto lo = std::lower_bound(samples.begin(), samples.end(), t0 - 4 * 3600,
+    t0 = end_unix > 0 ? end_unix : out.info.last_unix;
+    auto lo = std::lower_bound(h.recent.begin(), h.recent.end(), t0 - kLoadHistorySeconds,
                                [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });
-    auto hi = std::upper_bound(lo, samples.end(), t0,
+    auto hi = std::upper_bound(lo, h.recent.end(), t0,
                                [](int64_t t, const HostSample& s) { return t < s.unix_seconds; });
-    if (lo != hi) {
-      std::vector<HostSample> recent(lo, hi);
-      out.load_forecast =
-          scheduling::LoadForecast::FromSamples(recent, recent.back().unix_seconds).points();
-    }
+    recent.assign(lo, hi);
+    if (!h.recent.empty()) memory_from = h.recent.front().unix_seconds;
+    older = h.samples > static_cast<int64_t>(h.recent.size());
+  }
+  if (older && t0 - kLoadHistorySeconds < memory_from) {
+    bool truncated = false;
+    ASSIGN_OR_RETURN(recent, Gather(host, t0 - kLoadHistorySeconds, std::min(t0, INT64_MAX - 1) + 1,
+                                    std::numeric_limits<size_t>::max(), std::move(recent),
+                                    memory_from, older, &truncated));
+  }
+  if (!recent.empty()) {
+    out.load_forecast =
+        scheduling::LoadForecast::FromSamples(recent, recent.back().unix_seconds).points();
   }
   out.stats.step_seconds = series->step_seconds;
   if (series->states.empty()) {
@@ -570,7 +636,7 @@ absl::StatusOr<std::vector<StateInterval>> HostBook::Intervals(const std::string
                                                                int64_t* step) const {
   std::shared_ptr<const StateSeries> series;
   {
-    absl::MutexLock l(&mu_);
+    absl::ReaderMutexLock l(&mu_);
     auto it = hosts_.find(host);
     if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
     series = SeriesOf(it->second);
@@ -593,23 +659,29 @@ absl::StatusOr<std::vector<HostSample>> HostBook::Series(const std::string& host
                                                          int64_t start_unix, int64_t end_unix,
                                                          size_t max_samples,
                                                          bool* truncated) const {
-  absl::ReaderMutexLock l(&mu_);
-  auto it = hosts_.find(host);
-  if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
-  const auto& samples = it->second.samples;
-  auto lo = std::lower_bound(samples.begin(), samples.end(), start_unix,
-                             [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });
-  std::vector<HostSample> out;
-  *truncated = false;
-  for (auto p = lo; p != samples.end(); ++p) {
-    if (end_unix > 0 && p->unix_seconds >= end_unix) break;
-    if (out.size() >= max_samples) {
-      *truncated = true;
-      break;
+  const int64_t to = end_unix > 0 ? end_unix : INT64_MAX;
+  std::vector<HostSample> recent;
+  int64_t memory_from = 0;
+  bool older = false;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    auto it = hosts_.find(host);
+    if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
+    const Host& h = it->second;
+    auto lo = std::lower_bound(h.recent.begin(), h.recent.end(), start_unix,
+                               [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });
+    auto hi = std::lower_bound(lo, h.recent.end(), to,
+                               [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });
+    // No more than can be returned (one over, to know it was truncated).
+    if (static_cast<size_t>(hi - lo) > max_samples) {
+      hi = lo + static_cast<ptrdiff_t>(max_samples) + 1;
     }
-    out.push_back(*p);
+    recent.assign(lo, hi);
+    if (!h.recent.empty()) memory_from = h.recent.front().unix_seconds;
+    older = h.samples > static_cast<int64_t>(h.recent.size());
   }
-  return out;
+  return Gather(host, start_unix, to, max_samples, std::move(recent), memory_from, older,
+                truncated);
 }
 
 }  // namespace sojourn::statemgr

@@ -1,6 +1,7 @@
-// The state manager's view of its hosts: every sample in memory (persisted
-// through SampleStore first), the five-state classification on a regular grid,
-// and the per-window statistics the predictor asks for.
+// The state manager's view of its hosts: every sample persisted through
+// SampleStore, the recent ones also in memory, the five-state classification
+// on a regular grid extended as samples arrive, and the per-window statistics
+// the predictor asks for.
 #ifndef SOJOURN_SERVICES_STATEMGR_HOST_BOOK_H_
 #define SOJOURN_SERVICES_STATEMGR_HOST_BOOK_H_
 
@@ -33,12 +34,19 @@ struct HostBookConfig {
   availability::ClassifierConfig classifier;
   // Sampling period assumed for a host whose sender does not say (seconds).
   int64_t default_period_seconds = 6;
-  // Longest grid of states kept per host: the state grid is dense (one point
-  // per period from the first sample to the last), so one old sample (1970)
+  // Longest grid of states kept per host (and up to an eighth more;
+  // availability::GridBuilder): the state grid is dense (one point per
+  // period from the first sample to the last), so one old sample (1970)
   // beside a current one would otherwise cost gigabytes. Older samples stay
-  // stored but are left out of the grid: 4,000,000 points are 278 days at
-  // the default 6 s period and 38 years at 300 s.
+  // stored but are left out of the grid: 4,000,000 points (8 MB) are 278
+  // days at the default 6 s period and 38 years at 300 s.
   int64_t max_grid_points = 4'000'000;
+  // Samples of the last this many seconds before a host's newest stay in
+  // memory (the newest always does); older ones are read from the store when
+  // asked for (Series, the usage analysis, a change of period). The window
+  // statistics need only the grid and the last 4 hours. At the default 6 s
+  // period a day is 14,400 samples, 0.6 MB; a year in memory was 0.5 GB.
+  int64_t memory_seconds = 86400;
   // Load() leaves out stored samples stamped later than the clock plus this
   // (the PushSamples bound, --max_clock_skew_seconds): one sample from the
   // future would make every real sample after it a "duplicate", acknowledged
@@ -203,15 +211,35 @@ class HostBook {
  private:
   struct Host {
     HostMeta meta;
-    std::vector<HostSample> samples;
-    // Classification of `samples` on the host's grid; rebuilt lazily.
-    mutable std::shared_ptr<const availability::StateSeries> series;
-    // Online classification of `samples` for watchers, and the state last
-    // announced (unset before the first sample) with its start.
-    std::optional<availability::StateClassifier> live;
+    // The samples of the last config_.memory_seconds (at least the newest);
+    // older ones are only in the store.
+    std::vector<HostSample> recent;
+    // All the host's samples, stored or in memory: how many, the first time.
+    int64_t samples = 0;
+    int64_t first_unix = 0;
+    // The online classification of every sample (for watchers) and the grid
+    // it gives, extended sample by sample (unset before the first sample).
+    std::optional<availability::GridBuilder> grid;
+    // The state last announced (unset before the first sample) and its start.
     std::optional<availability::HostState> announced;
     int64_t announced_since = 0;
   };
+  // The host's samples in [from_unix, to_unix) (at most `max`; `*truncated`
+  // says whether there were more): the stored ones from before those in
+  // memory, then those. Call without mu_ held, with `recent` and `older`
+  // taken under it (the in-memory samples in the range, and whether the host
+  // has samples before its first in memory): what is stored before the
+  // first in memory never changes.
+  absl::StatusOr<std::vector<HostSample>> Gather(const std::string& host, int64_t from_unix,
+                                                 int64_t to_unix, size_t max,
+                                                 std::vector<HostSample> recent,
+                                                 int64_t memory_from_unix, bool older,
+                                                 bool* truncated) const;
+  // Adds one sample (after the host's newest) to its memory and counts.
+  void Remember(Host& h, const HostSample& s) const;
+  // Drops from memory the samples older than config_.memory_seconds before
+  // the newest, in steps (when they are a quarter of memory_seconds over).
+  void Forget(Host& h) const;
   // Feeds one sample (after the host's last) to the host's online classifier
   // and appends the changes it makes to `out` (when not null).
   void Feed(const std::string& name, Host& h, const HostSample& s,
@@ -227,8 +255,8 @@ class HostBook {
   int64_t PeriodOf(const Host& h) const;
   availability::ClassifierConfig ClassifierFor(const Host& h) const;
   std::shared_ptr<const availability::StateSeries> SeriesOf(const Host& h) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  HostInfo InfoOf(const std::string& name, const Host& h) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  HostInfo InfoOf(const std::string& name, const Host& h) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const HostBookConfig config_;
   SampleStore& store_;

@@ -243,6 +243,29 @@ absl::Status SampleStore::ForEachHost(
   return absl::OkStatus();
 }
 
+absl::Status SampleStore::ForEachSample(const std::string& host, int64_t from_unix,
+                                        int64_t to_unix,
+                                        const std::function<bool(const HostSample&)>& fn) const {
+  if (from_unix >= to_unix) return absl::OkStatus();
+  const std::string prefix = HostPrefix('s', host);
+  std::string start = prefix;
+  PutBigEndian(&start, from_unix);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  sojourn::v1::HostSample p;
+  for (it->Seek(start); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    const rocksdb::Slice key = it->key();
+    if (key.size() != prefix.size() + 8) continue;  // damaged
+    const int64_t key_unix = GetBigEndian(key.data() + prefix.size());
+    if (key_unix >= to_unix) break;
+    if (!p.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
+        p.unix_seconds() != key_unix) {
+      continue;  // damaged
+    }
+    if (!fn(sojourn::FromProto(p))) break;
+  }
+  return FromRocks(it->status(), "reading samples");
+}
+
 absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SampleStore::Revocations(
     const std::string& host) const {
   std::vector<std::pair<int64_t, int64_t>> out;

@@ -66,6 +66,11 @@ class SampleStore {
       const std::function<void(const std::string& host, const HostMeta& meta,
                                std::vector<HostSample> samples)>& fn,
       int64_t* skipped = nullptr) const;
+  // Calls `fn` with the stored samples of `host` stamped in [from_unix,
+  // to_unix), in time order, until it returns false. Damaged records are
+  // left out without a word (ForEachHost named them at start-up).
+  absl::Status ForEachSample(const std::string& host, int64_t from_unix, int64_t to_unix,
+                             const std::function<bool(const HostSample&)>& fn) const;
   // Revocations of a host: (from_unix, gap_seconds), oldest first.
   absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> Revocations(
       const std::string& host) const;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -126,6 +127,129 @@ TEST_F(StateClassifierTest, ClassifyToGridAlignsAndMarksGaps) {
   EXPECT_EQ(t.states[2], HostState::kS1);
   EXPECT_TRUE(ClassifyToGrid({}, config_, 10, 0).states.empty());
   EXPECT_TRUE(ClassifyToGrid(samples, config_, 0, 0).states.empty());
+}
+
+// The grid point by point, as ClassifyToGrid was written before GridBuilder:
+// a reference that knows nothing of batches.
+StateSeries ReferenceGrid(const std::vector<HostSample>& samples, const ClassifierConfig& cfg,
+                          int64_t step, int64_t origin) {
+  StateSeries out;
+  out.step_seconds = step;
+  if (samples.empty()) return out;
+  auto floor_div = [](int64_t a, int64_t b) {
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+    return q;
+  };
+  const int64_t k0 = -floor_div(origin - samples.front().unix_seconds, step);
+  const int64_t k1 = floor_div(samples.back().unix_seconds - origin, step);
+  out.start_unix = origin + k0 * step;
+  StateClassifier classifier(cfg);
+  size_t next = 0;
+  double last_load = 0;
+  for (int64_t k = k0; k <= k1; ++k) {
+    const int64_t t = origin + k * step;
+    while (next < samples.size() && samples[next].unix_seconds <= t) {
+      if (samples[next].unix_seconds >= classifier.last_sample_unix().value_or(INT64_MIN)) {
+        last_load = samples[next].cpu_load;
+      }
+      classifier.Add(samples[next]);
+      ++next;
+    }
+    const HostState st = classifier.StateAt(t);
+    out.states.push_back(st);
+    out.load_band.push_back(LoadBandOf(st, last_load, cfg));
+  }
+  return out;
+}
+
+// Random series: loads around both thresholds, low memory now and then,
+// steps from 0 (a repeated time) to past the revocation gap, the odd sample
+// out of order.
+std::vector<HostSample> RandomSamples(std::mt19937_64& rng, int n) {
+  std::vector<HostSample> v;
+  int64_t t = static_cast<int64_t>(rng() % 1000) - 500;
+  for (int i = 0; i < n; ++i) {
+    const int kind = static_cast<int>(rng() % 20);
+    if (kind == 0) {
+      t += 0;
+    } else if (kind == 1) {
+      t += 61 + static_cast<int64_t>(rng() % 400);
+    } else {
+      t += 1 + static_cast<int64_t>(rng() % 30);
+    }
+    const double load = static_cast<double>(rng() % 1000) / 1000.0;
+    const double mem = rng() % 15 == 0 ? 100.0 : 4000.0;
+    HostSample s = Sample(t, load, mem);
+    // Out of order (ignored); not the last sample, whose time ends the grid.
+    if (i + 1 < n && rng() % 50 == 0) s.unix_seconds -= 40;
+    v.push_back(s);
+  }
+  return v;
+}
+
+void ExpectSameGrid(const StateSeries& got, const StateSeries& want, const std::string& what) {
+  EXPECT_EQ(got.start_unix, want.start_unix) << what;
+  EXPECT_EQ(got.step_seconds, want.step_seconds) << what;
+  EXPECT_EQ(got.states, want.states) << what;
+  EXPECT_EQ(got.load_band, want.load_band) << what;
+}
+
+// The state manager's grid grows sample by sample (GridBuilder); fed in any
+// batches it is the grid of the whole series, and so is ClassifyToGrid's.
+TEST_F(StateClassifierTest, GridBuilderInAnyBatchesIsTheWholeSeriesGrid) {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::vector<HostSample> v = RandomSamples(rng, 1 + static_cast<int>(rng() % 300));
+    const int64_t step = 1 + static_cast<int64_t>(rng() % 40);
+    const int64_t origin = static_cast<int64_t>(rng() % 100) - 50;
+    const StateSeries want = ReferenceGrid(v, config_, step, origin);
+    const std::string what = "trial " + std::to_string(trial);
+    ExpectSameGrid(ClassifyToGrid(v, config_, step, origin), want, what);
+    GridBuilder b(config_, step, origin);
+    std::vector<std::shared_ptr<const StateSeries>> snapshots;
+    std::vector<StateSeries> copies;
+    for (size_t i = 0; i < v.size(); ++i) {
+      b.Add(v[i]);
+      if (rng() % 10 == 0) {
+        // A snapshot held while samples keep coming never changes.
+        snapshots.push_back(b.Snapshot());
+        copies.push_back(*snapshots.back());
+      }
+    }
+    ExpectSameGrid(*b.Snapshot(), want, what);
+    for (size_t i = 0; i < snapshots.size(); ++i) ExpectSameGrid(*snapshots[i], copies[i], what);
+  }
+}
+
+// A bounded builder keeps the last max_points points (and at most an eighth
+// more), equal to the unbounded grid's, and starts anew after a gap longer
+// than the whole bound instead of filling it with S5.
+TEST_F(StateClassifierTest, BoundedGridBuilderKeepsTheNewestPoints) {
+  std::mt19937_64 rng(9);
+  const std::vector<HostSample> v = RandomSamples(rng, 3000);
+  GridBuilder bounded(config_, 7, 0, 100);
+  GridBuilder whole(config_, 7, 0);
+  for (const HostSample& s : v) {
+    bounded.Add(s);
+    whole.Add(s);
+    const StateSeries& b = *bounded.Snapshot();
+    const StateSeries& w = *whole.Snapshot();
+    ASSERT_LE(b.states.size(), 112u);
+    ASSERT_GE(b.states.size(), std::min<size_t>(100, w.states.size()));
+    const size_t skip = w.states.size() - b.states.size();
+    ASSERT_EQ(b.start_unix, w.start_unix + static_cast<int64_t>(skip) * 7);
+    ASSERT_TRUE(std::equal(b.states.begin(), b.states.end(), w.states.begin() + skip));
+    ASSERT_TRUE(std::equal(b.load_band.begin(), b.load_band.end(), w.load_band.begin() + skip));
+  }
+  // 1,000 steps of silence, then samples again: a new grid from the sample.
+  const int64_t t = v.back().unix_seconds + 7000;
+  bounded.Add(Sample(t, 0.1));
+  bounded.Add(Sample(t + 7, 0.1));
+  const StateSeries& b = *bounded.Snapshot();
+  EXPECT_EQ(b.start_unix, (t + 6) / 7 * 7);
+  EXPECT_LE(b.states.size(), 2u);
+  for (HostState st : b.states) EXPECT_EQ(st, HostState::kS1);
 }
 
 }  // namespace

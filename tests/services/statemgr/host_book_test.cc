@@ -1,6 +1,7 @@
 #include "services/statemgr/host_book.h"
 
 #include <cmath>
+#include <tuple>
 
 #include <grpcpp/grpcpp.h>
 
@@ -136,7 +137,8 @@ TEST_F(HostBookTest, GapIsRecordedAsRevocation) {
 
 // One ancient sample beside current ones does not make a grid from 1970 (it
 // would be gigabytes at a 1 s period): the grid covers the most recent
-// max_grid_points periods, and the ancient sample stays stored.
+// max_grid_points periods (and at most an eighth more), and the ancient
+// sample stays stored.
 TEST_F(HostBookTest, GridIsBoundedWhateverTheOldestSample) {
   config_.max_grid_points = 1000;
   book_ = std::make_unique<HostBook>(config_, *store_, clock_);
@@ -152,8 +154,10 @@ TEST_F(HostBookTest, GridIsBoundedWhateverTheOldestSample) {
   ASSERT_THAT(intervals.status(), IsOk());
   EXPECT_EQ(step, 1);
   ASSERT_FALSE(intervals->empty());
-  // Nothing before the last 1000 periods, and no revocation for the gap.
-  EXPECT_GE(intervals->front().start_unix, kMonday - 1000);
+  // The last 1000 periods, nothing before the last 1125, and no revocation
+  // for the gap.
+  EXPECT_GE(intervals->front().start_unix, kMonday - 1125);
+  EXPECT_LE(intervals->front().start_unix, kMonday - 999);
   for (const auto& i : *intervals) EXPECT_NE(i.state, HostState::kS5);
 }
 
@@ -372,6 +376,108 @@ TEST_F(HostBookTest, LoadRestoresHosts) {
   ASSERT_THAT(info.status(), IsOk());
   EXPECT_EQ(info->samples, 2 * 288);
   EXPECT_EQ(info->meta.period_seconds, 300);
+}
+
+// A book that keeps one hour of samples in memory (older ones only in the
+// store) answers every question as one that keeps them all: the host's
+// counts, its series (read back from the store, whole, by range and
+// truncated), its grid, the window statistics and load forecast of a window
+// in the past, after a restart and after a change of period too.
+TEST_F(HostBookTest, ASmallMemoryAnswersAsTheWholeHistory) {
+  TempDir other_dir;
+  auto other_store = SampleStore::Open(other_dir.path(), false);
+  ASSERT_THAT(other_store.status(), IsOk());
+  HostBookConfig small = config_;
+  small.memory_seconds = 3600;
+  config_.memory_seconds = 1'000'000'000;
+  auto whole = std::make_unique<HostBook>(config_, *store_, clock_);
+  auto lean = std::make_unique<HostBook>(small, **other_store, clock_);
+  // Ten days of 5-minute samples in daily batches, with busy spells, a low
+  // memory hour and a 3-hour gap (a revocation) on the fourth day.
+  MetaUpdate meta;
+  meta.period_seconds = 300;
+  for (int day = 0; day < 10; ++day) {
+    std::vector<HostSample> v;
+    for (int64_t t = kMonday + day * 86400; t < kMonday + (day + 1) * 86400; t += 300) {
+      if (t >= kMonday + 3 * 86400 + 7200 && t < kMonday + 3 * 86400 + 18000) continue;
+      const int64_t hour = (t % 86400) / 3600;
+      const double load = hour >= 9 && hour < 12 ? 0.7 : (hour == 14 ? 0.4 : 0.05);
+      v.push_back(At(t, load, day == 6 && hour == 20 ? 100 : 4000));
+    }
+    ASSERT_THAT(whole->Append("h", v, meta).status(), IsOk());
+    ASSERT_THAT(lean->Append("h", v, meta).status(), IsOk());
+  }
+  clock_.Set(absl::FromUnixSeconds(kMonday + 10 * 86400));
+  auto same = [&](const HostBook& a, const HostBook& b, const std::string& when) {
+    SCOPED_TRACE(when);
+    auto ia = a.Info("h"), ib = b.Info("h");
+    ASSERT_THAT(ia.status(), IsOk());
+    ASSERT_THAT(ib.status(), IsOk());
+    EXPECT_EQ(ia->samples, ib->samples);
+    EXPECT_EQ(ia->first_unix, ib->first_unix);
+    EXPECT_EQ(ia->last_unix, ib->last_unix);
+    EXPECT_EQ(ia->state, ib->state);
+    EXPECT_EQ(ia->state_since_unix, ib->state_since_unix);
+    for (auto [from, to, max] : {std::tuple<int64_t, int64_t, size_t>{0, 0, 100000},
+                                 {kMonday + 86400 + 17, kMonday + 5 * 86400, 100000},
+                                 {kMonday + 2 * 86400, 0, 500},
+                                 {kMonday + 10 * 86400 - 1800, 0, 100000}}) {
+      bool ta = false, tb = false;
+      auto sa = a.Series("h", from, to, max, &ta);
+      auto sb = b.Series("h", from, to, max, &tb);
+      ASSERT_THAT(sa.status(), IsOk());
+      ASSERT_THAT(sb.status(), IsOk());
+      ASSERT_EQ(sa->size(), sb->size()) << from;
+      for (size_t i = 0; i < sa->size(); ++i) {
+        ASSERT_EQ((*sa)[i].unix_seconds, (*sb)[i].unix_seconds) << i;
+        ASSERT_EQ((*sa)[i].cpu_load, (*sb)[i].cpu_load) << i;
+      }
+      EXPECT_EQ(ta, tb) << from;
+    }
+    int64_t step_a = 0, step_b = 0;
+    auto xa = a.Intervals("h", 0, 0, &step_a), xb = b.Intervals("h", 0, 0, &step_b);
+    ASSERT_THAT(xa.status(), IsOk());
+    ASSERT_THAT(xb.status(), IsOk());
+    EXPECT_EQ(step_a, step_b);
+    ASSERT_EQ(xa->size(), xb->size());
+    for (size_t i = 0; i < xa->size(); ++i) {
+      EXPECT_EQ((*xa)[i].state, (*xb)[i].state) << i;
+      EXPECT_EQ((*xa)[i].start_unix, (*xb)[i].start_unix) << i;
+      EXPECT_EQ((*xa)[i].end_unix, (*xb)[i].end_unix) << i;
+    }
+    availability::WindowSpec spec;
+    spec.start_second_of_day = 8 * 3600;
+    spec.length_seconds = 4 * 3600;
+    for (int64_t end : {int64_t{0}, kMonday + 6 * 86400 + 8 * 3600}) {
+      auto wa = a.WindowStats("h", spec, end, availability::EstimatorOptions(), true);
+      auto wb = b.WindowStats("h", spec, end, availability::EstimatorOptions(), true);
+      ASSERT_THAT(wa.status(), IsOk());
+      ASSERT_THAT(wb.status(), IsOk());
+      EXPECT_TRUE(wa->stats == wb->stats) << end;
+      EXPECT_EQ(wa->window_starts_unix, wb->window_starts_unix) << end;
+      EXPECT_EQ(wa->load_forecast, wb->load_forecast) << end;
+      EXPECT_FALSE(wa->load_forecast.empty()) << end;
+      EXPECT_EQ(wa->info.state, wb->info.state) << end;
+      EXPECT_EQ(wa->load_band, wb->load_band) << end;
+    }
+  };
+  same(*whole, *lean, "appended");
+  // A restart reads the store.
+  whole = std::make_unique<HostBook>(config_, *store_, clock_);
+  lean = std::make_unique<HostBook>(small, **other_store, clock_);
+  ASSERT_THAT(whole->Load(), IsOk());
+  ASSERT_THAT(lean->Load(), IsOk());
+  same(*whole, *lean, "loaded");
+  // A new period classifies the whole history again on the new grid.
+  meta.period_seconds = 600;
+  ASSERT_THAT(whole->Append("h", {At(kMonday + 10 * 86400, 0.05)}, meta).status(), IsOk());
+  ASSERT_THAT(lean->Append("h", {At(kMonday + 10 * 86400, 0.05)}, meta).status(), IsOk());
+  int64_t step = 0;
+  auto intervals = lean->Intervals("h", 0, 0, &step);
+  ASSERT_THAT(intervals.status(), IsOk());
+  EXPECT_EQ(step, 600);
+  EXPECT_EQ(intervals->front().start_unix, kMonday);
+  same(*whole, *lean, "new period");
 }
 
 }  // namespace
