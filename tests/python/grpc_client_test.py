@@ -333,6 +333,29 @@ class GrpcClientTest(unittest.TestCase):
         self.assertEqual(h.attributes.total_mem_mb, 8192)
         self.assertEqual(h.attributes.cpu_cores, 2)
 
+    def test_07b2_replay_loads_a_history_longer_than_the_senders_buffer(self):
+        # Two weeks and a half of 6 s samples: more than a sender keeps
+        # (200,000). Before, replay added the whole history to the sender and
+        # then sent it, so all but the last 200,000 samples were dropped, and
+        # it still said every one was loaded.
+        host, rows, period = "py-replay-long-host", 220000, 6
+        last = int(time.time()) - 60
+        path = os.path.join(CLUSTER.workdir, "replay-long.csv")
+        with open(path, "w") as f:
+            f.write("host,timestamp,cpu_load,free_mem_mb\n")
+            f.writelines(f"{host},{last - (rows - 1 - i) * period},0.1,4000\n"
+                         for i in range(rows))
+        run = subprocess.run([CLUSTER.binary("sojourn-replay"), f"--trace={path}",
+                              f"--statemgr={ADDRS['statemgr']}", "--follow=false",
+                              "--shift=false"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertNotIn("dropping", run.stdout + run.stderr)
+        listed = {h.host: h for h in self.statemgr.ListHosts(
+            pb["statemgr"].ListHostsRequest(), timeout=self.RPC_TIMEOUT).hosts}
+        self.assertEqual(listed[host].sample_count, rows)
+        self.assertEqual(listed[host].first_sample_unix_seconds, last - (rows - 1) * period)
+        self.assertEqual(listed[host].last_sample_unix_seconds, last)
+
     def test_07c_watch_states_streams_changes(self):
         # The snapshot first (which also says the watcher is registered), then
         # the change a new sample makes: free memory below the guest working
