@@ -90,12 +90,19 @@ class Book {
       Require(appended.ok(), appended.status().ToString());
     }
   }
-  // A restart: the book and the store closed, opened again and loaded.
-  void Reload() {
+  // A restart: the book and the store closed (Close), opened again and
+  // loaded (Load).
+  void Close() {
     book_.reset();
     store_.reset();
+  }
+  void Load() {
     Open();
     Require(book_->Load().ok(), "load");
+  }
+  void Reload() {
+    Close();
+    Load();
   }
   ~Book() {
     book_.reset();
@@ -145,6 +152,25 @@ BENCHMARK(BM_WindowStats)
     ->ArgNames({"period_s", "extras"})
     ->Unit(benchmark::kMicrosecond);
 
+// The most resident memory of this process since ResetPeak (VmHWM), in MiB.
+void ResetPeak() {
+  FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (f == nullptr) return;
+  std::fputs("5", f);
+  std::fclose(f);
+}
+double PeakMb() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  double kb = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "VmHWM: %lf kB", &kb) == 1) break;
+  }
+  std::fclose(f);
+  return kb / 1024;
+}
+
 // Resident set of this process in MiB (/proc/self/statm), after the
 // allocator gave back what it could.
 double ResidentMb() {
@@ -163,13 +189,18 @@ double ResidentMb() {
 // every request follows new samples. Argument: days of 6 s history (28 days,
 // a year), pushed a day at a time and then loaded again as after a restart.
 // Counter resident_mb: the process's resident set then, less before the
-// history (the book, RocksDB's memtable and caches, the allocator's slack).
+// history (the book, RocksDB's memtable and caches, the allocator's slack);
+// load_peak_mb: the most it had while loading, less before the load.
 void BM_AppendThenWindowStats(benchmark::State& state) {
   constexpr int64_t kPeriod = 6;
   const int days = static_cast<int>(state.range(0));
   const double rss_before = ResidentMb();
   Book b(kPeriod, days);
-  b.Reload();
+  b.Close();
+  const double rss_closed = ResidentMb();
+  ResetPeak();
+  b.Load();
+  state.counters["load_peak_mb"] = PeakMb() - rss_closed;
   state.counters["resident_mb"] = ResidentMb() - rss_before;
   availability::WindowSpec spec;
   spec.start_second_of_day = 9 * 3600;

@@ -71,29 +71,44 @@ absl::Status HostBook::Load(int64_t* skipped) {
                              ? INT64_MAX
                              : now + config_.max_clock_skew_seconds;
   int64_t bad = 0;
+  // The host being loaded (its samples come in chunks) and what was left out
+  // of its samples so far.
+  std::string current;
+  int64_t left_out = 0;
+  std::string first_reason;
+  auto report = [&]() {
+    if (left_out > 0) {
+      bad += left_out;
+      SOJOURN_LOG(WARNING, "host %s: %d stored samples left out (%s); they stay stored, unread",
+                  Excerpt(current), left_out, first_reason);
+    }
+    left_out = 0;
+  };
   absl::MutexLock l(&mu_);
   RETURN_IF_ERROR(store_.ForEachHost(
       [&](const std::string& host, const HostMeta& meta, std::vector<HostSample> samples)
           ABSL_NO_THREAD_SAFETY_ANALYSIS {
             Host& h = hosts_[host];
-            h.meta = meta;
-            if (meta.period_seconds < 0 || meta.period_seconds > kMaxPeriodSeconds) {
-              ++bad;
-              SOJOURN_LOG(WARNING, "host %s: stored period %d s is outside [1, %d]; using %d s",
-                          Excerpt(host), meta.period_seconds, kMaxPeriodSeconds,
-                          config_.default_period_seconds);
-              h.meta.period_seconds = 0;
+            if (host != current) {
+              report();
+              current = host;
+              h.meta = meta;
+              if (meta.period_seconds < 0 || meta.period_seconds > kMaxPeriodSeconds) {
+                ++bad;
+                SOJOURN_LOG(WARNING, "host %s: stored period %d s is outside [1, %d]; using %d s",
+                            Excerpt(host), meta.period_seconds, kMaxPeriodSeconds,
+                            config_.default_period_seconds);
+                h.meta.period_seconds = 0;
+              }
+              const auto& a = meta.attributes;
+              if (absl::Status s = ValidateHostAttributes(Excerpt(host), a.cpu_mhz(),
+                                                          a.cpu_cores(), a.total_mem_mb());
+                  !s.ok()) {
+                ++bad;
+                SOJOURN_LOG(WARNING, "stored attributes left out: %s", s.message());
+                h.meta.attributes.Clear();
+              }
             }
-            const auto& a = meta.attributes;
-            if (absl::Status s =
-                    ValidateHostAttributes(Excerpt(host), a.cpu_mhz(), a.cpu_cores(), a.total_mem_mb());
-                !s.ok()) {
-              ++bad;
-              SOJOURN_LOG(WARNING, "stored attributes left out: %s", s.message());
-              h.meta.attributes.Clear();
-            }
-            int64_t left_out = 0;
-            std::string first_reason;
             for (const HostSample& s : samples) {
               const char* problem = SampleProblem(s);
               if (problem == nullptr && s.unix_seconds > latest) {
@@ -109,15 +124,10 @@ absl::Status HostBook::Load(int64_t* skipped) {
               Remember(h, s);
               Forget(h);
             }
-            h.recent.shrink_to_fit();
-            if (left_out > 0) {
-              bad += left_out;
-              SOJOURN_LOG(WARNING,
-                          "host %s: %d stored samples left out (%s); they stay stored, unread",
-                          Excerpt(host), left_out, first_reason);
-            }
           },
-      &bad));
+      &bad, static_cast<size_t>(std::max<int64_t>(1, config_.load_chunk_samples))));
+  report();
+  for (auto& [name, h] : hosts_) h.recent.shrink_to_fit();
   // A host silent since before the start is gone now: watchers are told S5
   // in their snapshot, and its next samples announce its return.
   SilenceLocked(now, nullptr);

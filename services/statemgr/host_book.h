@@ -47,6 +47,8 @@ struct HostBookConfig {
   // statistics need only the grid and the last 4 hours. At the default 6 s
   // period a day is 14,400 samples, 0.6 MB; a year in memory was 0.5 GB.
   int64_t memory_seconds = 86400;
+  // Load() reads a host's stored samples this many at a time (2.6 MB).
+  int64_t load_chunk_samples = 65536;
   // Load() leaves out stored samples stamped later than the clock plus this
   // (the PushSamples bound, --max_clock_skew_seconds): one sample from the
   // future would make every real sample after it a "duplicate", acknowledged

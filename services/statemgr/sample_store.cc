@@ -142,7 +142,7 @@ absl::StatusOr<std::string> SampleStore::GetBlob(char kind, const std::string& h
 
 absl::Status SampleStore::ForEachHost(
     const std::function<void(const std::string&, const HostMeta&, std::vector<HostSample>)>& fn,
-    int64_t* skipped) const {
+    int64_t* skipped, size_t chunk) const {
   int64_t bad = 0;
   // One WARNING per damaged record for the first few, then a total.
   auto skip = [&bad](const rocksdb::Slice& key, const std::string& reason) {
@@ -169,8 +169,16 @@ absl::Status SampleStore::ForEachHost(
   // Hosts given to `fn` with their samples; the others with a meta are
   // given after them, without samples.
   std::set<std::string> done;
-  auto flush = [&]() -> absl::Status {
+  // Gives `fn` the samples read of the current host (`end`: its last ones).
+  bool given = false;  // some of the current host's samples went to `fn`
+  auto flush = [&](bool end) -> absl::Status {
     if (current.empty()) return absl::OkStatus();
+    if (end && given && samples.empty()) {
+      done.insert(std::move(current));
+      current.clear();
+      given = false;
+      return absl::OkStatus();
+    }
     HostMeta meta;
     std::string value;
     const std::string meta_key = MetaKey(current);
@@ -182,8 +190,11 @@ absl::Status SampleStore::ForEachHost(
     }
     fn(current, meta, std::move(samples));
     samples.clear();
-    done.insert(std::move(current));
-    current.clear();
+    given = !end;
+    if (end) {
+      done.insert(std::move(current));
+      current.clear();
+    }
     return absl::OkStatus();
   };
   const std::string start("s\0", 2);
@@ -214,13 +225,14 @@ absl::Status SampleStore::ForEachHost(
       continue;
     }
     if (host != current) {
-      RETURN_IF_ERROR(flush());
+      RETURN_IF_ERROR(flush(true));
       current = host;
     }
     samples.push_back(sojourn::FromProto(p));
+    if (chunk > 0 && samples.size() >= chunk) RETURN_IF_ERROR(flush(false));
   }
   RETURN_IF_ERROR(FromRocks(it->status(), "scanning samples"));
-  RETURN_IF_ERROR(flush());
+  RETURN_IF_ERROR(flush(true));
   // Hosts that have a meta and no sample: a PushSamples message with
   // attributes (or a period) and no samples, acknowledged for a new host.
   // They were served before the restart, so they are after it.

@@ -62,10 +62,13 @@ class SampleStore {
   // parse or whose time differs from its key's, an unparsable meta) is left
   // out with a WARNING naming its key, and counted in `*skipped` (when not
   // null); it stays stored, untouched. Fails only when RocksDB does.
+  // With `chunk` > 0, a host's samples come in consecutive calls of at most
+  // `chunk` samples each (the meta with every one), so a year of 6 s
+  // samples (0.2 GB as HostSamples) is never in memory at once.
   absl::Status ForEachHost(
       const std::function<void(const std::string& host, const HostMeta& meta,
                                std::vector<HostSample> samples)>& fn,
-      int64_t* skipped = nullptr) const;
+      int64_t* skipped = nullptr, size_t chunk = 0) const;
   // Calls `fn` with the stored samples of `host` stamped in [from_unix,
   // to_unix), in time order, until it returns false. Damaged records are
   // left out without a word (ForEachHost named them at start-up).

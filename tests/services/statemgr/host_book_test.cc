@@ -382,13 +382,15 @@ TEST_F(HostBookTest, LoadRestoresHosts) {
 // store) answers every question as one that keeps them all: the host's
 // counts, its series (read back from the store, whole, by range and
 // truncated), its grid, the window statistics and load forecast of a window
-// in the past, after a restart and after a change of period too.
+// in the past, after a restart (loading 100 samples at a time) and after a
+// change of period too.
 TEST_F(HostBookTest, ASmallMemoryAnswersAsTheWholeHistory) {
   TempDir other_dir;
   auto other_store = SampleStore::Open(other_dir.path(), false);
   ASSERT_THAT(other_store.status(), IsOk());
   HostBookConfig small = config_;
   small.memory_seconds = 3600;
+  small.load_chunk_samples = 100;
   config_.memory_seconds = 1'000'000'000;
   auto whole = std::make_unique<HostBook>(config_, *store_, clock_);
   auto lean = std::make_unique<HostBook>(small, **other_store, clock_);

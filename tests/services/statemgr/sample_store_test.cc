@@ -61,6 +61,68 @@ TEST(SampleStoreTest, SurvivesReopen) {
   EXPECT_EQ((*rev)[0], std::make_pair(int64_t{30}, int64_t{900}));
 }
 
+// With a chunk size a host's samples come in consecutive calls of at most
+// that many, in order, the meta with each, and no empty call after a last
+// full chunk; ForEachSample reads one host's time range.
+TEST(SampleStoreTest, ChunksAndRangesOfOneHost) {
+  TempDir dir;
+  auto store = SampleStore::Open(dir.path(), false);
+  ASSERT_THAT(store.status(), IsOk());
+  HostMeta meta;
+  meta.period_seconds = 60;
+  std::vector<HostSample> a, b;
+  for (int64_t t = 1; t <= 10; ++t) a.push_back(At(t * 60, 0.1));
+  for (int64_t t = 1; t <= 3; ++t) b.push_back(At(t * 60, 0.5));
+  ASSERT_THAT((*store)->Append("a", a, &meta), IsOk());
+  ASSERT_THAT((*store)->Append("ab", b, nullptr), IsOk());
+  for (size_t chunk : {size_t{4}, size_t{5}}) {
+    std::vector<std::pair<std::string, std::vector<int64_t>>> calls;
+    ASSERT_THAT((*store)->ForEachHost(
+                    [&](const std::string& h, const HostMeta& m, std::vector<HostSample> v) {
+                      EXPECT_EQ(m.period_seconds, h == "a" ? 60 : 0) << h;
+                      std::vector<int64_t> times;
+                      for (const HostSample& s : v) times.push_back(s.unix_seconds);
+                      calls.emplace_back(h, times);
+                    },
+                    nullptr, chunk),
+                IsOk());
+    std::vector<std::pair<std::string, std::vector<int64_t>>> want;
+    if (chunk == 4) {
+      want = {{"a", {60, 120, 180, 240}}, {"a", {300, 360, 420, 480}}, {"a", {540, 600}},
+              {"ab", {60, 120, 180}}};
+    } else {
+      want = {{"a", {60, 120, 180, 240, 300}}, {"a", {360, 420, 480, 540, 600}},
+              {"ab", {60, 120, 180}}};
+    }
+    EXPECT_EQ(calls, want) << chunk;
+  }
+  std::vector<int64_t> times;
+  ASSERT_THAT((*store)->ForEachSample("a", 120, 400,
+                                      [&](const HostSample& s) {
+                                        times.push_back(s.unix_seconds);
+                                        return true;
+                                      }),
+              IsOk());
+  EXPECT_EQ(times, (std::vector<int64_t>{120, 180, 240, 300, 360}));
+  times.clear();
+  // Stops when told; "a" is not read as a prefix of "ab".
+  ASSERT_THAT((*store)->ForEachSample("a", INT64_MIN, INT64_MAX,
+                                      [&](const HostSample& s) {
+                                        times.push_back(s.unix_seconds);
+                                        return times.size() < 2;
+                                      }),
+              IsOk());
+  EXPECT_EQ(times, (std::vector<int64_t>{60, 120}));
+  times.clear();
+  ASSERT_THAT((*store)->ForEachSample("ab", 0, INT64_MAX,
+                                      [&](const HostSample& s) {
+                                        times.push_back(s.unix_seconds);
+                                        return true;
+                                      }),
+              IsOk());
+  EXPECT_EQ(times, (std::vector<int64_t>{60, 120, 180}));
+}
+
 // Unknown free memory stays unknown through the store.
 TEST(SampleStoreTest, KeepsUnknownMemoryUnknown) {
   TempDir dir;
