@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <iterator>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/cord.h"
@@ -32,6 +33,19 @@ bool IsPredictorUnreachable(const absl::Status& status) {
 
 // ---------------------------------------------------------------- cache
 
+namespace {
+
+// Whether a cached entry is too old at `now` whatever the host reports: past
+// the TTL, or past its prediction's valid_until_unix_seconds (silent past its
+// revocation gap: the host is S5 now, whatever the TTL says).
+bool Stale(const HostPrediction& e, absl::Time now, absl::Duration ttl) {
+  if (now - e.fetched > ttl) return true;
+  const int64_t valid_until = e.response.valid_until_unix_seconds();
+  return valid_until > 0 && absl::ToUnixSeconds(now) > valid_until;
+}
+
+}  // namespace
+
 std::shared_ptr<const HostPrediction> PredictionCache::Get(const std::string& host,
                                                            int64_t horizon_seconds,
                                                            int64_t version) const {
@@ -39,18 +53,21 @@ std::shared_ptr<const HostPrediction> PredictionCache::Get(const std::string& ho
   auto it = entries_.find({host, horizon_seconds});
   if (it == entries_.end()) return nullptr;
   const HostPrediction& e = *it->second;
-  if (clock_.Now() - e.fetched > ttl_) return nullptr;
+  if (Stale(e, clock_.Now(), ttl_)) return nullptr;
   if (version > 0 && version != e.version) return nullptr;  // new history arrived
-  // Silent past its revocation gap: the host is S5 now, whatever the TTL says.
-  const int64_t valid_until = e.response.valid_until_unix_seconds();
-  if (valid_until > 0 && absl::ToUnixSeconds(clock_.Now()) > valid_until) return nullptr;
   return it->second;
 }
 
 void PredictionCache::Put(const std::string& host, int64_t horizon_seconds,
                           std::shared_ptr<const HostPrediction> entry) {
+  const absl::Time now = clock_.Now();
   absl::MutexLock l(&mu_);
   entries_[{host, horizon_seconds}] = std::move(entry);
+  if (now - last_sweep_ < ttl_) return;
+  last_sweep_ = now;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    it = Stale(*it->second, now, ttl_) ? entries_.erase(it) : std::next(it);
+  }
 }
 
 void PredictionCache::Clear() {

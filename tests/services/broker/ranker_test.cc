@@ -252,6 +252,40 @@ TEST_F(RankerTest, CacheIsInvalidatedByNewHistoryAndTtl) {
   EXPECT_FALSE(r->hosts(0).eligible());
 }
 
+// The cache drops what Get would no longer return, once per TTL: entries
+// past the TTL (a host gone from the registry, a horizon no one asks for any
+// more) and entries past their valid_until. Before, they stayed for good.
+TEST_F(RankerTest, CacheDropsStaleEntries) {
+  auto entry = [&](int64_t valid_until) {
+    auto e = std::make_shared<HostPrediction>();
+    e->fetched = clock_.Now();
+    e->response.set_valid_until_unix_seconds(valid_until);
+    return e;
+  };
+  PredictionCache cache(clock_, absl::Seconds(60));
+  cache.Put("a", 86400, entry(0));
+  cache.Put("b", 86400, entry(0));
+  cache.Put("b", 7 * 86400, entry(0));
+  clock_.Advance(absl::Seconds(30));
+  cache.Put("c", 86400, entry(0));
+  EXPECT_EQ(cache.size(), 4u);
+  clock_.Advance(absl::Seconds(31));  // a and b are 61 s old, c 31 s
+  cache.Put("d", 86400, entry(0));
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.Get("a", 86400, 0), nullptr);
+  EXPECT_NE(cache.Get("c", 86400, 0), nullptr);
+  EXPECT_NE(cache.Get("d", 86400, 0), nullptr);
+  // Past its valid_until (the host fell silent), within the TTL.
+  PredictionCache slow(clock_, absl::Seconds(600));
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  slow.Put("x", 86400, entry(now + 10));
+  slow.Put("y", 86400, entry(0));
+  clock_.Advance(absl::Seconds(600));
+  slow.Put("z", 86400, entry(0));
+  EXPECT_EQ(slow.size(), 2u);
+  EXPECT_NE(slow.Get("y", 86400, 0), nullptr);
+}
+
 // A host that falls silent: its cached prediction (valid until its newest
 // sample plus its revocation gap) is dropped once that time has passed, long
 // before the TTL, though no newer history was reported; a prediction without
