@@ -96,31 +96,22 @@ TEST(SampleStoreTest, ChunksAndRangesOfOneHost) {
     }
     EXPECT_EQ(calls, want) << chunk;
   }
-  std::vector<int64_t> times;
-  ASSERT_THAT((*store)->ForEachSample("a", 120, 400,
-                                      [&](const HostSample& s) {
-                                        times.push_back(s.unix_seconds);
-                                        return true;
-                                      }),
-              IsOk());
-  EXPECT_EQ(times, (std::vector<int64_t>{120, 180, 240, 300, 360}));
-  times.clear();
+  // The times ForEachSample gives (at most `limit`).
+  auto read = [&](const std::string& host, int64_t from, int64_t to, size_t limit) {
+    std::vector<int64_t> times;
+    EXPECT_THAT((*store)->ForEachSample(host, from, to,
+                                        [&](const HostSample& s) {
+                                          times.push_back(s.unix_seconds);
+                                          return times.size() < limit;
+                                        }),
+                IsOk());
+    return times;
+  };
+  EXPECT_EQ(read("a", 120, 400, 100), (std::vector<int64_t>{120, 180, 240, 300, 360}));
   // Stops when told; "a" is not read as a prefix of "ab".
-  ASSERT_THAT((*store)->ForEachSample("a", INT64_MIN, INT64_MAX,
-                                      [&](const HostSample& s) {
-                                        times.push_back(s.unix_seconds);
-                                        return times.size() < 2;
-                                      }),
-              IsOk());
-  EXPECT_EQ(times, (std::vector<int64_t>{60, 120}));
-  times.clear();
-  ASSERT_THAT((*store)->ForEachSample("ab", 0, INT64_MAX,
-                                      [&](const HostSample& s) {
-                                        times.push_back(s.unix_seconds);
-                                        return true;
-                                      }),
-              IsOk());
-  EXPECT_EQ(times, (std::vector<int64_t>{60, 120, 180}));
+  EXPECT_EQ(read("a", INT64_MIN, INT64_MAX, 2), (std::vector<int64_t>{60, 120}));
+  EXPECT_EQ(read("ab", 0, INT64_MAX, 100), (std::vector<int64_t>{60, 120, 180}));
+  EXPECT_TRUE(read("a", 400, 400, 100).empty());
 }
 
 // Unknown free memory stays unknown through the store.
