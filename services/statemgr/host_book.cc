@@ -297,6 +297,8 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
 void HostBook::Feed(const std::string& name, Host& h, const HostSample& s,
                     std::vector<StateChange>* out) const {
   const availability::ClassifierConfig c = ClassifierFor(h);
+  // Grid points on multiples of the period since the epoch: aligned to local
+  // midnight for any whole-period UTC offset.
   if (!h.grid.has_value()) h.grid.emplace(c, PeriodOf(h), 0, config_.max_grid_points);
   const std::optional<int64_t> prev = h.grid->classifier().last_sample_unix();
   auto announce = [&](HostState to, int64_t since, std::string reason) {
@@ -547,7 +549,8 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
   }
   if (older && t0 - kLoadHistorySeconds < memory_from) {
     bool truncated = false;
-    ASSIGN_OR_RETURN(recent, Gather(host, t0 - kLoadHistorySeconds, std::min(t0, INT64_MAX - 1) + 1,
+    const int64_t to = std::min(t0, INT64_MAX - 1) + 1;  // t0 included
+    ASSIGN_OR_RETURN(recent, Gather(host, t0 - kLoadHistorySeconds, to,
                                     std::numeric_limits<size_t>::max(), std::move(recent),
                                     memory_from, older, &truncated));
   }
