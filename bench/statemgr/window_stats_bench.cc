@@ -15,8 +15,8 @@
 // The extras walk the host's whole grid, so rows 1-3 against row 0 give
 // their cost; items_per_second counts grid points.
 //
-// BM_AppendThenWindowStats and BM_WholeSeries: a state manager in service,
-// with 28 days or a year of 6 s samples (below).
+// BM_AppendThenWindowStats, BM_UsageAfterNewSamples and BM_WholeSeries: a
+// state manager in service, with 28 days or a year of 6 s samples (below).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +35,7 @@
 #include "common/clock.h"
 #include "services/statemgr/host_book.h"
 #include "services/statemgr/sample_store.h"
+#include "services/statemgr/usage_keeper.h"
 
 namespace sojourn::statemgr {
 namespace {
@@ -118,6 +119,7 @@ class Book {
   }
   const HostBook& book() const { return *book_; }
   HostBook& mutable_book() { return *book_; }
+  SampleStore& store() { return *store_; }
   FakeClock& clock() { return *clock_; }
 
  private:
@@ -243,6 +245,41 @@ void BM_WholeSeries(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * days * 86400 / kPeriod);
 }
+// A usage question every 5 minutes (UsageKeeper's model_max_age), with the
+// samples of those 5 minutes pushed before it: the model is built again each
+// time from the host's 5-minute series (the daily pattern analysis is
+// stored, so it is not redone).
+void BM_UsageAfterNewSamples(benchmark::State& state) {
+  constexpr int64_t kPeriod = 6;
+  const int days = static_cast<int>(state.range(0));
+  Book b(kPeriod, days);
+  b.Reload();
+  UsageKeeper keeper(UsageKeeperConfig{}, b.mutable_book(), b.store(), b.clock());
+  Require(keeper.Get("h").ok(), "first usage model");
+  int64_t t = kMonday + static_cast<int64_t>(days) * 86400;
+  for (auto _ : state) {
+    std::vector<HostSample> v;
+    for (int i = 0; i < 50; ++i, t += kPeriod) {
+      HostSample s;
+      s.unix_seconds = t;
+      s.cpu_load = 0.1;
+      s.free_mem_mb = 4000;
+      v.push_back(s);
+    }
+    b.clock().Set(absl::FromUnixSeconds(t));
+    Require(b.mutable_book().Append("h", v).ok(), "append");
+    auto m = keeper.Get("h");
+    Require(m.ok(), m.status().ToString());
+    benchmark::DoNotOptimize(m);
+  }
+}
+BENCHMARK(BM_UsageAfterNewSamples)
+    ->Arg(28)
+    ->Arg(365)
+    ->ArgName("days")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+
 BENCHMARK(BM_WholeSeries)->Arg(28)->Arg(365)->ArgName("days")->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -74,6 +74,15 @@ absl::StatusOr<UsageSeries> Resample(const HostTrace& trace, const ResampleOptio
   out.utc_offset_seconds = options.utc_offset_seconds;
   const int64_t first_local = trace.samples.front().unix_seconds + options.utc_offset_seconds;
   out.origin_unix = FloorDiv(first_local, 86400) * 86400 - options.utc_offset_seconds;
+  if (options.origin_unix.has_value()) {
+    if (*options.origin_unix > out.origin_unix ||
+        (*options.origin_unix + options.utc_offset_seconds) % 86400 != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "host '", trace.host, "': origin ", *options.origin_unix,
+          " is not a local midnight at or before the first sample"));
+    }
+    out.origin_unix = *options.origin_unix;
+  }
   const int64_t last_bin = out.BinOf(trace.samples.back().unix_seconds);
   out.Resize(last_bin + 1);
 

@@ -5,6 +5,7 @@
 #define SOJOURN_MODELS_USAGE_SERIES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ struct ResampleOptions {
   // seconds after the sample (a sample reports the state of one sampling
   // period). 0 = the trace's period_seconds, or 300 s when unknown.
   int64_t hold_seconds = 0;
+  // Bin 0 starts here (a local midnight at or before the first sample)
+  // instead of at the local midnight of the first sample: a series resampled
+  // from the latest samples only lines up with one of the whole history.
+  std::optional<int64_t> origin_unix;
 };
 
 // Resamples a host trace into 5-minute bins: the mean of the samples in a bin,

@@ -46,24 +46,15 @@ absl::StatusOr<UsageKeeper::Model> UsageKeeper::Build(const std::string& host,
   if (info.samples == 0) {
     return absl::FailedPreconditionError(absl::StrCat("host '", Excerpt(host), "' has no samples yet"));
   }
-  bool truncated = false;
-  ASSIGN_OR_RETURN(std::vector<HostSample> samples,
-                   book_.Series(host, 0, 0, std::numeric_limits<size_t>::max(), &truncated));
-  HostTrace trace;
-  trace.host = host;
-  trace.period_seconds = info.meta.period_seconds;
-  trace.total_mem_mb = info.meta.attributes.total_mem_mb();
-  trace.samples = std::move(samples);
-  double total_mem = trace.total_mem_mb;
-  if (total_mem <= 0) {
-    // Unknown capacity: the largest free memory seen (what Resample assumes).
-    for (const HostSample& s : trace.samples) {
-      if (s.has_free_mem()) total_mem = std::max(total_mem, s.free_mem_mb);
-    }
+  Resampled cached;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = cache_.find(host);
+    if (it != cache_.end()) cached = it->second.resampled;
   }
-  usage::ResampleOptions ro;
-  ro.utc_offset_seconds = config_.utc_offset_seconds;
-  ASSIGN_OR_RETURN(usage::UsageSeries series, usage::Resample(trace, ro));
+  ASSIGN_OR_RETURN(Resampled resampled, Resample(host, info, &cached));
+  usage::UsageSeries series = *resampled.series;
+  const double total_mem = resampled.total_mem_mb;
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
 
   usage::HostPatterns patterns;
@@ -91,8 +82,67 @@ absl::StatusOr<UsageKeeper::Model> UsageKeeper::Build(const std::string& host,
   m.total_mem_mb = total_mem;
   m.analyzed_unix = analyzed;
   absl::MutexLock l(&mu_);
-  cache_[host] = Cached{m, clock_.Now()};
+  cache_[host] = Cached{m, clock_.Now(), std::move(resampled)};
   return m;
+}
+
+absl::StatusOr<UsageKeeper::Resampled> UsageKeeper::Resample(const std::string& host,
+                                                             const HostInfo& info,
+                                                             const Resampled* cached) {
+  const double known = info.meta.attributes.total_mem_mb();
+  HostTrace trace;
+  trace.host = host;
+  trace.period_seconds = info.meta.period_seconds;
+  usage::ResampleOptions ro;
+  ro.utc_offset_seconds = config_.utc_offset_seconds;
+  bool truncated = false;
+  const usage::UsageSeries* old = cached != nullptr ? cached->series.get() : nullptr;
+  if (old != nullptr && old->bins() > 0 && cached->period_seconds == info.meta.period_seconds &&
+      old->utc_offset_seconds == config_.utc_offset_seconds &&
+      (known > 0 ? cached->total_known && cached->total_mem_mb == known : !cached->total_known)) {
+    // Resample again from the old series' last bin on: it holds the old last
+    // sample (so no sample before it carries into a later bin) and may have
+    // had only some of its samples.
+    const int64_t last_bin = old->bins() - 1;
+    ASSIGN_OR_RETURN(trace.samples, book_.Series(host, old->UnixOfBin(last_bin), 0,
+                                                 std::numeric_limits<size_t>::max(), &truncated));
+    double top = 0;
+    for (const HostSample& s : trace.samples) {
+      if (s.has_free_mem()) top = std::max(top, s.free_mem_mb);
+    }
+    // Bins are normalised by the capacity (known, or the largest free memory
+    // seen): a new largest free memory changes every bin.
+    if (!trace.samples.empty() && (known > 0 || top <= cached->total_mem_mb)) {
+      trace.total_mem_mb = known > 0 ? known : cached->total_mem_mb;
+      ro.origin_unix = old->origin_unix;
+      ASSIGN_OR_RETURN(usage::UsageSeries tail, usage::Resample(trace, ro));
+      auto out = std::make_shared<usage::UsageSeries>(*old);
+      out->Resize(std::max(tail.bins(), old->bins()));
+      for (int64_t b = last_bin; b < tail.bins(); ++b) {
+        out->cpu[static_cast<size_t>(b)] = tail.cpu[static_cast<size_t>(b)];
+        out->mem[static_cast<size_t>(b)] = tail.mem[static_cast<size_t>(b)];
+      }
+      Resampled r = *cached;
+      r.series = std::move(out);
+      return r;
+    }
+  }
+  ASSIGN_OR_RETURN(trace.samples,
+                   book_.Series(host, 0, 0, std::numeric_limits<size_t>::max(), &truncated));
+  trace.total_mem_mb = known;
+  Resampled r;
+  r.total_known = known > 0;
+  r.period_seconds = trace.period_seconds;
+  r.total_mem_mb = known;
+  if (!r.total_known) {
+    // Unknown capacity: the largest free memory seen (what Resample assumes).
+    for (const HostSample& s : trace.samples) {
+      if (s.has_free_mem()) r.total_mem_mb = std::max(r.total_mem_mb, s.free_mem_mb);
+    }
+  }
+  ASSIGN_OR_RETURN(usage::UsageSeries series, usage::Resample(trace, ro));
+  r.series = std::make_shared<const usage::UsageSeries>(std::move(series));
+  return r;
 }
 
 }  // namespace sojourn::statemgr

@@ -56,9 +56,27 @@ class UsageKeeper {
   SampleStore& store_;
   Clock& clock_;
   absl::Mutex mu_;
+  // The host's samples resampled into 5-minute bins (usage::Resample) as of
+  // the last build, kept so the next build resamples only what came since:
+  // a year of 6 s samples is 5 million to read back from the store, a year
+  // of bins 105,000.
+  struct Resampled {
+    std::shared_ptr<const usage::UsageSeries> series;
+    // The memory capacity the bins were normalised by, and whether it was
+    // the host's own (else the largest free memory seen, which a later
+    // sample may raise).
+    double total_mem_mb = 0;
+    bool total_known = false;
+    int64_t period_seconds = 0;
+  };
+  // The host's series: the cached one extended with the samples since its
+  // last bin, or all samples resampled again.
+  absl::StatusOr<Resampled> Resample(const std::string& host, const HostInfo& info,
+                                     const Resampled* cached);
   struct Cached {
     Model model;
     absl::Time built;
+    Resampled resampled;
   };
   std::map<std::string, Cached> cache_ ABSL_GUARDED_BY(mu_);
 };

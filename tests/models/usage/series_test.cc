@@ -63,6 +63,35 @@ TEST(SeriesTest, UtcOffsetMovesTheOrigin) {
   EXPECT_EQ(s->origin_unix, 1372636800 - 2 * 3600);
 }
 
+// An earlier origin (the state manager's kept series, extended with the
+// latest samples only) shifts the bins by whole days; an origin that is not a
+// local midnight at or before the first sample is refused.
+TEST(SeriesTest, AGivenOriginLinesUpWithItsDays) {
+  HostTrace t;
+  t.period_seconds = 300;
+  const int64_t midnight = 1372636800;
+  t.samples = {Sample(midnight + 3600, 0.2, 500), Sample(midnight + 3900, 0.4, 250)};
+  auto own = Resample(t);
+  ResampleOptions o;
+  o.utc_offset_seconds = 3600;
+  o.origin_unix = midnight - 2 * 86400 - 3600;
+  auto early = Resample(t, o);
+  ASSERT_TRUE(own.ok() && early.ok()) << early.status();
+  EXPECT_EQ(early->origin_unix, midnight - 2 * 86400 - 3600);
+  ASSERT_EQ(early->bins(), own->bins() + 2 * 288 + 12);
+  for (int64_t b = 0; b < own->bins(); ++b) {
+    const size_t k = static_cast<size_t>(b), e = static_cast<size_t>(b + 2 * 288 + 12);
+    EXPECT_TRUE(std::isnan(own->cpu[k]) ? std::isnan(early->cpu[e]) : own->cpu[k] == early->cpu[e])
+        << b;
+  }
+  for (int64_t bad : {midnight - 3600 + 86400, midnight - 3600 + 300}) {
+    o.origin_unix = bad;
+    auto r = Resample(t, o);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("local midnight"), std::string::npos);
+  }
+}
+
 TEST(SeriesTest, RejectsEmptyAndUnorderedTraces) {
   HostTrace t;
   EXPECT_EQ(Resample(t).status().code(), absl::StatusCode::kInvalidArgument);

@@ -378,6 +378,59 @@ TEST_F(HostBookTest, LoadRestoresHosts) {
   EXPECT_EQ(info->meta.period_seconds, 300);
 }
 
+// The usage keeper resamples only the samples since its last build (a year
+// of 6 s samples is 5 million to read back); its series is the whole
+// history's all the same: after new samples in the same bin, in new bins,
+// after a gap longer than a sample holds, after a new largest free memory
+// (which renormalises every bin) and after the host's capacity becomes known.
+TEST_F(HostBookTest, UsageKeeperExtendsItsSeriesAsTheWholeHistoryWould) {
+  auto expect_same = [](const usage::UsageSeries& a, const usage::UsageSeries& b, int step) {
+    ASSERT_EQ(a.origin_unix, b.origin_unix) << step;
+    ASSERT_EQ(a.bins(), b.bins()) << step;
+    for (int64_t i = 0; i < a.bins(); ++i) {
+      const size_t k = static_cast<size_t>(i);
+      for (auto [x, y] : {std::pair{a.cpu[k], b.cpu[k]}, std::pair{a.mem[k], b.mem[k]}}) {
+        ASSERT_TRUE(std::isnan(x) ? std::isnan(y) : x == y) << step << " bin " << i;
+      }
+    }
+  };
+  UsageKeeper keeper(UsageKeeperConfig{}, *book_, *store_, clock_);
+  MetaUpdate meta;
+  meta.period_seconds = 120;
+  int64_t t = kMonday;
+  auto push = [&](int64_t seconds, double mem) {
+    std::vector<HostSample> v;
+    for (int64_t end = t + seconds; t < end; t += 120) {
+      v.push_back(At(t, (t / 3600) % 5 == 0 ? 0.8 : 0.1 + 0.01 * ((t / 120) % 7), mem));
+    }
+    ASSERT_THAT(book_->Append("h", v, meta).status(), IsOk());
+  };
+  push(3 * 86400, 3000);
+  for (int step = 0; step < 7; ++step) {
+    switch (step) {
+      case 1: push(120, 2500); break;            // one more sample, inside the last bin
+      case 2: t += 3 * 3600; push(86400, 2800); break;  // a gap no sample holds across
+      case 3: push(7200, 5000); break;           // a new largest free memory
+      case 4:                                    // the capacity becomes known
+        meta.attributes = v1::HostAttributes();
+        meta.attributes->set_total_mem_mb(8000);
+        push(3600, 3500);
+        break;
+      case 5: push(240, 7000); break;
+      case 6: push(3 * 86400, 1000); break;
+      default: break;
+    }
+    clock_.Set(absl::FromUnixSeconds(t) + absl::Minutes(6 * (step + 1)));
+    auto kept = keeper.Get("h");
+    ASSERT_THAT(kept.status(), IsOk());
+    UsageKeeper fresh(UsageKeeperConfig{}, *book_, *store_, clock_);
+    auto whole = fresh.Get("h");
+    ASSERT_THAT(whole.status(), IsOk());
+    EXPECT_EQ(kept->total_mem_mb, whole->total_mem_mb) << step;
+    expect_same(kept->model->series(), whole->model->series(), step);
+  }
+}
+
 // A book that keeps one hour of samples in memory (older ones only in the
 // store) answers every question as one that keeps them all: the host's
 // counts, its series (read back from the store, whole, by range and
