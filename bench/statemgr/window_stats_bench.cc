@@ -120,6 +120,15 @@ class Book {
   const HostBook& book() const { return *book_; }
   HostBook& mutable_book() { return *book_; }
   SampleStore& store() { return *store_; }
+  // Bytes of the RocksDB directory, in MiB.
+  double DiskMb() const {
+    std::error_code ec;
+    uintmax_t bytes = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir_, ec)) {
+      if (e.is_regular_file(ec)) bytes += e.file_size(ec);
+    }
+    return static_cast<double>(bytes) / (1 << 20);
+  }
   FakeClock& clock() { return *clock_; }
 
  private:
@@ -192,7 +201,8 @@ double ResidentMb() {
 // a year), pushed a day at a time and then loaded again as after a restart.
 // Counter resident_mb: the process's resident set then, less before the
 // history (the book, RocksDB's memtable and caches, the allocator's slack);
-// load_peak_mb: the most it had while loading, less before the load.
+// load_peak_mb: the most it had while loading, less before the load;
+// disk_mb: the RocksDB directory.
 void BM_AppendThenWindowStats(benchmark::State& state) {
   constexpr int64_t kPeriod = 6;
   const int days = static_cast<int>(state.range(0));
@@ -203,6 +213,7 @@ void BM_AppendThenWindowStats(benchmark::State& state) {
   ResetPeak();
   b.Load();
   state.counters["load_peak_mb"] = PeakMb() - rss_closed;
+  state.counters["disk_mb"] = b.DiskMb();
   state.counters["resident_mb"] = ResidentMb() - rss_before;
   availability::WindowSpec spec;
   spec.start_second_of_day = 9 * 3600;
