@@ -106,16 +106,9 @@ class Book {
     Load();
   }
   ~Book() {
-    book_.reset();
-    store_.reset();
+    Close();
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
-  }
-  void Open() {
-    auto store = SampleStore::Open(dir_, false);
-    Require(store.ok(), store.status().ToString());
-    store_ = std::move(*store);
-    book_ = std::make_unique<HostBook>(config_, *store_, *clock_);
   }
   const HostBook& book() const { return *book_; }
   HostBook& mutable_book() { return *book_; }
@@ -132,6 +125,13 @@ class Book {
   FakeClock& clock() { return *clock_; }
 
  private:
+  void Open() {
+    auto store = SampleStore::Open(dir_, false);
+    Require(store.ok(), store.status().ToString());
+    store_ = std::move(*store);
+    book_ = std::make_unique<HostBook>(config_, *store_, *clock_);
+  }
+
   std::string dir_;
   HostBookConfig config_;
   std::unique_ptr<SampleStore> store_;
