@@ -69,6 +69,15 @@ std::vector<HostSample> Synthetic(int64_t period, int days = kDays) {
   return v;
 }
 
+// A sample of an idle host at `t` (what the in-service benchmarks push).
+HostSample IdleAt(int64_t t) {
+  HostSample s;
+  s.unix_seconds = t;
+  s.cpu_load = 0.1;
+  s.free_mem_mb = 4000;
+  return s;
+}
+
 class Book {
  public:
   // The history pushed a day at a time, as a monitor's samples arrive.
@@ -221,12 +230,8 @@ void BM_AppendThenWindowStats(benchmark::State& state) {
   const availability::EstimatorOptions opt;
   int64_t t = kMonday + static_cast<int64_t>(days) * 86400;
   for (auto _ : state) {
-    HostSample s;
-    s.unix_seconds = t;
-    s.cpu_load = 0.1;
-    s.free_mem_mb = 4000;
     b.clock().Set(absl::FromUnixSeconds(t));
-    Require(b.mutable_book().Append("h", {s}).ok(), "append");
+    Require(b.mutable_book().Append("h", {IdleAt(t)}).ok(), "append");
     t += kPeriod;
     auto r = b.book().WindowStats("h", spec, 0, opt, false);
     Require(r.ok(), r.status().ToString());
@@ -240,9 +245,9 @@ BENCHMARK(BM_AppendThenWindowStats)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(20);
 
-// The whole history of a host, as the usage analysis asks for it
-// (UsageKeeper, at most every 5 minutes per host): read from the store for
-// all but the last day since samples older than that left memory.
+// The whole history of a host, as GetSeries from the start and the first
+// usage model after a restart ask for it: read from the store for all but
+// the last day since samples older than that left memory.
 void BM_WholeSeries(benchmark::State& state) {
   constexpr int64_t kPeriod = 6;
   const int days = static_cast<int>(state.range(0));
@@ -256,6 +261,8 @@ void BM_WholeSeries(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * days * 86400 / kPeriod);
 }
+BENCHMARK(BM_WholeSeries)->Arg(28)->Arg(365)->ArgName("days")->Unit(benchmark::kMillisecond);
+
 // A usage question every 5 minutes (UsageKeeper's model_max_age), with the
 // samples of those 5 minutes pushed before it: the model is built again each
 // time from the host's 5-minute series (the daily pattern analysis is
@@ -270,13 +277,7 @@ void BM_UsageAfterNewSamples(benchmark::State& state) {
   int64_t t = kMonday + static_cast<int64_t>(days) * 86400;
   for (auto _ : state) {
     std::vector<HostSample> v;
-    for (int i = 0; i < 50; ++i, t += kPeriod) {
-      HostSample s;
-      s.unix_seconds = t;
-      s.cpu_load = 0.1;
-      s.free_mem_mb = 4000;
-      v.push_back(s);
-    }
+    for (int i = 0; i < 50; ++i, t += kPeriod) v.push_back(IdleAt(t));
     b.clock().Set(absl::FromUnixSeconds(t));
     Require(b.mutable_book().Append("h", v).ok(), "append");
     auto m = keeper.Get("h");
@@ -290,8 +291,6 @@ BENCHMARK(BM_UsageAfterNewSamples)
     ->ArgName("days")
     ->Unit(benchmark::kMillisecond)
     ->Iterations(5);
-
-BENCHMARK(BM_WholeSeries)->Arg(28)->Arg(365)->ArgName("days")->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace sojourn::statemgr

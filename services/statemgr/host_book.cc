@@ -358,7 +358,7 @@ void HostBook::Refeed(const std::string& name, Host& h, std::vector<StateChange>
     prev = s.unix_seconds;
     return true;
   };
-  if (h.samples > static_cast<int64_t>(h.recent.size())) {
+  if (HasOlder(h)) {
     // The history before the samples in memory, read as Load() reads it. A
     // change of period is rare (the monitor's --period_seconds), so the
     // store is read under the lock.
@@ -545,7 +545,7 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
                                [](int64_t t, const HostSample& s) { return t < s.unix_seconds; });
     recent.assign(lo, hi);
     if (!h.recent.empty()) memory_from = h.recent.front().unix_seconds;
-    older = h.samples > static_cast<int64_t>(h.recent.size());
+    older = HasOlder(h);
   }
   if (older && t0 - kLoadHistorySeconds < memory_from) {
     bool truncated = false;
@@ -691,7 +691,7 @@ absl::StatusOr<std::vector<HostSample>> HostBook::Series(const std::string& host
     }
     recent.assign(lo, hi);
     if (!h.recent.empty()) memory_from = h.recent.front().unix_seconds;
-    older = h.samples > static_cast<int64_t>(h.recent.size());
+    older = HasOlder(h);
   }
   return Gather(host, start_unix, to, max_samples, std::move(recent), memory_from, older,
                 truncated);

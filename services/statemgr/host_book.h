@@ -237,6 +237,10 @@ class HostBook {
                                                  std::vector<HostSample> recent,
                                                  int64_t memory_from_unix, bool older,
                                                  bool* truncated) const;
+  // Whether some of the host's samples are only in the store.
+  static bool HasOlder(const Host& h) {
+    return h.samples > static_cast<int64_t>(h.recent.size());
+  }
   // Adds one sample (after the host's newest) to its memory and counts.
   void Remember(Host& h, const HostSample& s) const;
   // Drops from memory the samples older than config_.memory_seconds before
