@@ -56,6 +56,45 @@ FailureExposure CountFailureExposure(const StateSeries& series, int64_t end_unix
   return CountFailureExposure(series, series.start_unix, end_unix, utc_offset_seconds, exclude);
 }
 
+namespace {
+
+// Local day number of a unix time.
+int64_t LocalDay(int64_t unix_seconds, int utc_offset_seconds) {
+  return (LocalMidnight(unix_seconds, utc_offset_seconds) + utc_offset_seconds) / 86400;
+}
+
+// Calls fn(local day, weekend 0/1, local hour, up steps, failures) for the
+// steps t -> t + 1 with t_from <= t < t_to, local hour by local hour (the
+// clock arithmetic once per hour, not per grid point).
+template <typename Fn>
+void ForEachHour(const StateSeries& series, int64_t t_from, int64_t t_to, int utc_offset_seconds,
+                 const std::function<bool(size_t t)>& exclude, Fn fn) {
+  const auto& st = series.states;
+  LocalHourCursor hours(series.start_unix, series.step_seconds, utc_offset_seconds);
+  for (int64_t t = t_from; t < t_to;) {
+    hours.Seek(t);
+    const int64_t day = (hours.midnight() + utc_offset_seconds) / 86400;
+    const int64_t block_end = std::min(t_to, hours.end());
+    int64_t up = 0, failures = 0;
+    for (; t < block_end; ++t) {
+      if (IsFailure(st[t])) continue;
+      if (exclude && exclude(static_cast<size_t>(t))) continue;
+      up += 1;
+      if (IsFailure(st[t + 1])) failures += 1;
+    }
+    fn(day, hours.weekend(), hours.hour(), up, failures);
+  }
+}
+
+// The first local day of the second half of the days first_day .. the one
+// of span_end - 1.
+int64_t MiddleDay(int64_t first_day, int64_t span_end_unix, int utc_offset_seconds) {
+  const int64_t last_day = LocalDay(span_end_unix - 1, utc_offset_seconds);
+  return first_day + (last_day - first_day + 1) / 2;
+}
+
+}  // namespace
+
 FailureExposure CountFailureExposure(const StateSeries& series, int64_t begin_unix,
                                      int64_t end_unix, int utc_offset_seconds,
                                      const std::function<bool(size_t t)>& exclude) {
@@ -66,38 +105,72 @@ FailureExposure CountFailureExposure(const StateSeries& series, int64_t begin_un
   const int64_t t_begin =
       begin_unix <= series.start_unix ? 0 : (begin_unix - series.start_unix + step - 1) / step;
   // Halves: the local days before and after the middle of the span.
-  const int64_t first_day =
-      (LocalMidnight(series.start_unix + t_begin * step, utc_offset_seconds) +
-       utc_offset_seconds) /
-      86400;
+  const int64_t first_day = LocalDay(series.start_unix + t_begin * step, utc_offset_seconds);
   const int64_t span_end = std::min<int64_t>(
       end_unix, series.start_unix + static_cast<int64_t>(series.states.size()) * step);
-  const int64_t last_day =
-      (LocalMidnight(span_end - 1, utc_offset_seconds) + utc_offset_seconds) / 86400;
-  const int64_t mid_day = first_day + (last_day - first_day + 1) / 2;
-  // Steps t -> t + 1 for t < t_end, local hour by local hour (the clock
-  // arithmetic once per hour, not per grid point).
-  const auto& st = series.states;
-  const int64_t n = static_cast<int64_t>(st.size());
+  const int64_t mid_day = MiddleDay(first_day, span_end, utc_offset_seconds);
+  // Steps t -> t + 1 for t < t_end.
+  const int64_t n = static_cast<int64_t>(series.states.size());
   if (n < 2 || end_unix < series.start_unix + step) return out;
   const int64_t t_end = std::min<int64_t>(n - 1, (end_unix - series.start_unix - step) / step + 1);
-  LocalHourCursor hours(series.start_unix, step, utc_offset_seconds);
-  for (int64_t t = t_begin; t < t_end;) {
-    hours.Seek(t);
-    const int k = (hours.midnight() + utc_offset_seconds) / 86400 < mid_day ? 0 : 1;
-    const int d = hours.weekend();
-    const int h = hours.hour();
-    const int64_t block_end = std::min(t_end, hours.end());
-    double up = 0, failures = 0;
-    for (; t < block_end; ++t) {
-      if (IsFailure(st[t])) continue;
-      if (exclude && exclude(static_cast<size_t>(t))) continue;
-      up += 1;
-      if (IsFailure(st[t + 1])) failures += 1;
-    }
-    out.up_steps[k][d][h] += up;
-    out.failures[k][d][h] += failures;
+  ForEachHour(series, t_begin, t_end, utc_offset_seconds, exclude,
+              [&](int64_t day, int d, int h, int64_t up, int64_t failures) {
+                const int k = day < mid_day ? 0 : 1;
+                out.up_steps[k][d][h] += static_cast<double>(up);
+                out.failures[k][d][h] += static_cast<double>(failures);
+              });
+  return out;
+}
+
+FailureExposureCounter::FailureExposureCounter(int utc_offset_seconds)
+    : offset_(utc_offset_seconds) {}
+
+FailureExposure FailureExposureCounter::Count(const StateSeries& series, int64_t end_unix) {
+  const int64_t n = static_cast<int64_t>(series.states.size());
+  const int64_t step = series.step_seconds;
+  // A history that ends before the last grid point: counted anew.
+  if (step <= 0 || n < 2 || end_unix < series.start_unix + (n - 1) * step) {
+    return CountFailureExposure(series, end_unix, offset_);
   }
+  if (series.start_unix != start_ || step != step_) {
+    // Another series (a grid trimmed at its start, or rebuilt): start over.
+    start_ = series.start_unix;
+    step_ = step;
+    first_day_ = LocalDay(start_, offset_);
+    counted_ = 0;
+    days_.clear();
+  }
+  // Every point but the last is final (state.h GridBuilder): the steps
+  // into the points before it are counted for good.
+  const int64_t final_steps = n - 2;
+  if (final_steps < counted_) return CountFailureExposure(series, end_unix, offset_);
+  ForEachHour(series, counted_, final_steps, offset_, nullptr,
+              [&](int64_t day, int d, int h, int64_t up, int64_t failures) {
+                const size_t i = static_cast<size_t>(day - first_day_);
+                if (i >= days_.size()) days_.resize(i + 1);
+                days_[i].weekend = d;
+                days_[i].up_steps[h] += static_cast<int32_t>(up);
+                days_[i].failures[h] += static_cast<int32_t>(failures);
+              });
+  counted_ = final_steps;
+  FailureExposure out;
+  const int64_t span_end = std::min<int64_t>(end_unix, start_ + n * step);
+  const int64_t mid_day = MiddleDay(first_day_, span_end, offset_);
+  for (size_t i = 0; i < days_.size(); ++i) {
+    const int k = first_day_ + static_cast<int64_t>(i) < mid_day ? 0 : 1;
+    const int d = days_[i].weekend;
+    for (int h = 0; h < 24; ++h) {
+      out.up_steps[k][d][h] += days_[i].up_steps[h];
+      out.failures[k][d][h] += days_[i].failures[h];
+    }
+  }
+  // The last step reads the last point.
+  ForEachHour(series, final_steps, n - 1, offset_, nullptr,
+              [&](int64_t day, int d, int h, int64_t up, int64_t failures) {
+                const int k = day < mid_day ? 0 : 1;
+                out.up_steps[k][d][h] += static_cast<double>(up);
+                out.failures[k][d][h] += static_cast<double>(failures);
+              });
   return out;
 }
 

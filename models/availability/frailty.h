@@ -97,6 +97,37 @@ FailureExposure CountFailureExposure(const StateSeries& series, int64_t begin_un
                                      int64_t end_unix, int utc_offset_seconds,
                                      const std::function<bool(size_t t)>& exclude = nullptr);
 
+// CountFailureExposure(series, end_unix, utc_offset_seconds) of a growing
+// grid, for a history that ends at or after its last point (the state
+// manager's default request, which counting anew walked the whole grid for).
+// The steps into every point but the last (which are final, state.h
+// GridBuilder) are counted once, by local day, and kept; each call counts
+// only the steps added since, and the last, and sums the days into the
+// halves. Equal to CountFailureExposure for any series: one with another
+// start or step than the last (a grid trimmed at its start) starts the count
+// over, and an earlier end or an older snapshot than the last is counted
+// anew. The series of successive calls must otherwise be one grid as it
+// grows (a grid built again from its samples needs a new counter). Keeps
+// 200 bytes per local day. Not thread-safe.
+class FailureExposureCounter {
+ public:
+  explicit FailureExposureCounter(int utc_offset_seconds);
+  int utc_offset_seconds() const { return offset_; }
+  FailureExposure Count(const StateSeries& series, int64_t end_unix);
+
+ private:
+  struct Day {
+    int weekend = 0;
+    std::array<int32_t, 24> up_steps{};
+    std::array<int32_t, 24> failures{};
+  };
+  int offset_;
+  // The series counted (its first point and step and local day), and its
+  // steps t -> t + 1 for t < counted_, by local day from first_day_.
+  int64_t start_ = 0, step_ = 0, first_day_ = 0, counted_ = 0;
+  std::vector<Day> days_;
+};
+
 // The population model: Add every host's exposure, then Build; Theta(host)
 // is that host's hazard ratio. Hosts without up steps are ignored.
 class HostFrailtyModel {

@@ -146,6 +146,63 @@ availability::ClassifierConfig HostBook::ClassifierFor(const Host& h) const {
   return c;
 }
 
+// At most this many counts of each kind (time zones; window lengths and age
+// classes) are kept per host: the predictor asks for the windows its callers
+// ask for, and one not kept is counted over the whole grid again.
+constexpr size_t kCountersKept = 8;
+
+class HostBook::ExposureCache {
+ public:
+  availability::FailureExposure Failure(const StateSeries& series, int64_t end_unix,
+                                        int utc_offset_seconds) {
+    absl::MutexLock l(&mu_);
+    return Find(
+               failure_,
+               [&](const availability::FailureExposureCounter& c) {
+                 return c.utc_offset_seconds() == utc_offset_seconds;
+               },
+               utc_offset_seconds)
+        .Count(series, end_unix);
+  }
+
+  availability::BandExposure Band(const StateSeries& series, int64_t end_unix,
+                                  int utc_offset_seconds, int64_t cap_steps,
+                                  int64_t recent_seconds, int64_t long_seconds) {
+    absl::MutexLock l(&mu_);
+    return Find(
+               band_,
+               [&](const availability::BandExposureCounter& c) {
+                 return c.Counts(utc_offset_seconds, cap_steps, recent_seconds, long_seconds);
+               },
+               utc_offset_seconds, cap_steps, recent_seconds, long_seconds)
+        .Count(series, end_unix);
+  }
+
+ private:
+  // The counter `matches` picks, made from `args` if none does (the least
+  // recently used one dropped beyond kCountersKept), kept last.
+  template <typename Counter, typename Match, typename... Args>
+  static Counter& Find(std::vector<Counter>& counters, Match matches, Args... args) {
+    auto it = std::find_if(counters.begin(), counters.end(), matches);
+    if (it == counters.end()) {
+      if (counters.size() >= kCountersKept) counters.erase(counters.begin());
+      counters.emplace_back(args...);
+    } else {
+      std::rotate(it, it + 1, counters.end());
+    }
+    return counters.back();
+  }
+
+  absl::Mutex mu_;
+  std::vector<availability::FailureExposureCounter> failure_ ABSL_GUARDED_BY(mu_);
+  std::vector<availability::BandExposureCounter> band_ ABSL_GUARDED_BY(mu_);
+};
+
+void HostBook::NewGrid(Host& h) const {
+  h.grid.emplace(ClassifierFor(h), PeriodOf(h), 0, config_.max_grid_points);
+  h.exposure = std::make_shared<ExposureCache>();
+}
+
 std::shared_ptr<const StateSeries> HostBook::SeriesOf(const Host& h) const {
   if (h.grid.has_value()) return h.grid->Snapshot();
   auto empty = std::make_shared<StateSeries>();
@@ -299,7 +356,7 @@ void HostBook::Feed(const std::string& name, Host& h, const HostSample& s,
   const availability::ClassifierConfig c = ClassifierFor(h);
   // Grid points on multiples of the period since the epoch: aligned to local
   // midnight for any whole-period UTC offset.
-  if (!h.grid.has_value()) h.grid.emplace(c, PeriodOf(h), 0, config_.max_grid_points);
+  if (!h.grid.has_value()) NewGrid(h);
   const std::optional<int64_t> prev = h.grid->classifier().last_sample_unix();
   auto announce = [&](HostState to, int64_t since, std::string reason) {
     if (out != nullptr) {
@@ -341,9 +398,10 @@ void HostBook::Feed(const std::string& name, Host& h, const HostSample& s,
 
 void HostBook::Refeed(const std::string& name, Host& h, std::vector<StateChange>* out) const {
   h.grid.reset();
+  h.exposure.reset();
   if (h.recent.empty()) return;
   const availability::ClassifierConfig c = ClassifierFor(h);
-  h.grid.emplace(c, PeriodOf(h), 0, config_.max_grid_points);
+  NewGrid(h);
   // The state the history gives now, and since when (as Feed would have
   // announced it: a return after a revocation starts anew).
   HostState state = HostState::kS5;
@@ -369,7 +427,7 @@ void HostBook::Refeed(const std::string& name, Host& h, std::vector<StateChange>
     if (!s.ok()) {
       SOJOURN_LOG(WARNING, "host %s: reclassifying from the samples in memory only: %s",
                   Excerpt(name), s.ToString());
-      h.grid.emplace(c, PeriodOf(h), 0, config_.max_grid_points);
+      NewGrid(h);
       prev.reset();
       state = HostState::kS5;
     }
@@ -518,6 +576,7 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     const availability::EstimatorOptions& opt, bool deployed_estimates) const {
   WindowStatsResult out;
   std::shared_ptr<const StateSeries> series;
+  std::shared_ptr<ExposureCache> exposure;
   // The samples of the last 4 hours before the window start, for the
   // predicted load L_t0(t) (paper 000 section 8.4): those in memory, and
   // whether older ones must be read from the store (a window in the past).
@@ -532,6 +591,7 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     auto it = hosts_.find(host);
     if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
     series = SeriesOf(it->second);
+    exposure = it->second.exposure;
     out.info = InfoOf(host, it->second);
     const Host& h = it->second;
     if (opt.load_band_first_sojourn && !h.recent.empty()) {
@@ -578,7 +638,9 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
   }
   if (opt.host_frailty) {
     out.failure_exposure =
-        availability::CountFailureExposure(*series, end, spec.utc_offset_seconds);
+        exposure != nullptr
+            ? exposure->Failure(*series, end, spec.utc_offset_seconds)
+            : availability::CountFailureExposure(*series, end, spec.utc_offset_seconds);
   }
   const int steps = availability::WindowSteps(*series, spec);
   if (deployed_estimates) {
@@ -607,9 +669,12 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     }
   }
   if (opt.load_band_first_sojourn) {
-    out.band_exposure = availability::CountBandExposure(*series, end, spec.utc_offset_seconds,
-                                                        steps, opt.recent_age_seconds,
-                                                        opt.long_age_seconds);
+    out.band_exposure =
+        exposure != nullptr
+            ? exposure->Band(*series, end, spec.utc_offset_seconds, steps,
+                             opt.recent_age_seconds, opt.long_age_seconds)
+            : availability::CountBandExposure(*series, end, spec.utc_offset_seconds, steps,
+                                              opt.recent_age_seconds, opt.long_age_seconds);
   }
   const std::vector<size_t> starts = availability::HistoryWindowStarts(*series, spec, end);
   for (size_t s : starts) {

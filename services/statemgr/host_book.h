@@ -211,6 +211,9 @@ class HostBook {
   void CloseWatchers();
 
  private:
+  // The host's failure exposure and exits by load band over its whole grid,
+  // counted as the grid grows (host_book.cc).
+  class ExposureCache;
   struct Host {
     HostMeta meta;
     // The samples of the last config_.memory_seconds (at least the newest);
@@ -222,6 +225,9 @@ class HostBook {
     // The online classification of every sample (for watchers) and the grid
     // it gives, extended sample by sample (unset before the first sample).
     std::optional<availability::GridBuilder> grid;
+    // Counted from that grid (set with it: NewGrid); shared with the
+    // requests that count outside mu_.
+    std::shared_ptr<ExposureCache> exposure;
     // The state last announced (unset before the first sample) and its start.
     std::optional<availability::HostState> announced;
     int64_t announced_since = 0;
@@ -241,6 +247,8 @@ class HostBook {
   static bool HasOlder(const Host& h) {
     return h.samples > static_cast<int64_t>(h.recent.size());
   }
+  // Starts the host's grid (and the counts kept from it) anew.
+  void NewGrid(Host& h) const;
   // Adds one sample (after the host's newest) to its memory and counts.
   void Remember(Host& h, const HostSample& s) const;
   // Drops from memory the samples older than config_.memory_seconds before

@@ -203,5 +203,80 @@ TEST(ExposureWalkTest, MatchesThePointByPointCounts) {
   EXPECT_GT(checked_exits, 300);
 }
 
+// The counters of a growing grid (FailureExposureCounter,
+// BandExposureCounter) against counting anew: a grid that grows in batches
+// of any size, whose last point is redone now and then (a sample with its
+// time follows, state.h GridBuilder) and whose start is trimmed now and then
+// (a bounded grid), asked for histories that end at its last point or later,
+// and now and then for an earlier end or by an older snapshot.
+TEST(ExposureCounterTest, AGrowingGridIsCountedAsAnew) {
+  std::mt19937_64 rng(20261127);
+  const Case cases[] = {{300, 6000}, {7, 20000}, {3600, 1500}};
+  int checked_failures = 0, checked_exits = 0, trims = 0;
+  for (const Case& c : cases) {
+    const StateSeries whole = RandomSeries(rng, c.step, c.n);
+    for (int offset : {0, -19800}) {
+      SCOPED_TRACE(testing::Message() << "step " << c.step << " offset " << offset);
+      FailureExposureCounter failures(offset);
+      std::vector<BandExposureCounter> bands;
+      for (int64_t cap : {int64_t{1}, int64_t{24}, int64_t{700}}) {
+        bands.emplace_back(offset, cap, 6 * 3600, 24 * 3600);
+        bands.emplace_back(offset, cap, 0, 0);
+      }
+      std::uniform_int_distribution<int> percent(0, 99);
+      std::geometric_distribution<size_t> batch(0.02);
+      size_t dropped = 0, m = 0;
+      // The last three grids asked for: the oldest is an older snapshot than
+      // the last counted.
+      std::vector<StateSeries> earlier;
+      while (m < c.n) {
+        m = std::min(c.n, m + 1 + (percent(rng) < 5 ? c.n / 10 : batch(rng)));
+        if (percent(rng) < 8 && m > dropped + 10) {
+          dropped += (m - dropped) / 3;
+          ++trims;
+        }
+        StateSeries grid;
+        grid.step_seconds = c.step;
+        grid.start_unix = whole.start_unix + static_cast<int64_t>(dropped) * c.step;
+        grid.states.assign(whole.states.begin() + dropped, whole.states.begin() + m);
+        grid.load_band.assign(whole.load_band.begin() + dropped, whole.load_band.begin() + m);
+        if (percent(rng) < 30) {  // the last point, to be redone
+          grid.states.back() = percent(rng) < 50 ? HostState::kS2 : HostState::kS3;
+          grid.load_band.back() = IsFailure(grid.states.back()) ? kLoadBandUnknown : 1;
+        }
+        const int64_t last =
+            grid.start_unix + static_cast<int64_t>(grid.states.size() - 1) * c.step;
+        std::vector<int64_t> ends = {last, last + c.step / 2,
+                                     std::numeric_limits<int64_t>::max()};
+        if (percent(rng) < 10) ends.push_back(last - c.step);
+        const bool old_snapshot = percent(rng) < 10 && earlier.size() == 3;
+        const StateSeries& asked = old_snapshot ? earlier.front() : grid;
+        for (int64_t end : ends) {
+          const FailureExposure f = failures.Count(asked, end);
+          ExpectSame(f, CountFailureExposure(asked, end, offset));
+          checked_failures += f.total_failures() > 0;
+          for (int i = 0; i < static_cast<int>(bands.size()); ++i) {
+            const int64_t cap = i / 2 == 0 ? 1 : i / 2 == 1 ? 24 : 700;
+            const int64_t recent = i % 2 == 0 ? 6 * 3600 : 0;
+            const int64_t long_age = i % 2 == 0 ? 24 * 3600 : 0;
+            ASSERT_TRUE(bands[i].Counts(offset, cap, recent, long_age));
+            const BandExposure e = bands[i].Count(asked, end);
+            ExpectSame(e, CountBandExposure(asked, end, offset, cap, recent, long_age));
+            checked_exits += e.observed[0][0][0][1] + e.observed[1][0][1][1] > 0;
+          }
+          if (HasFatalFailure()) return;
+        }
+        if (!old_snapshot) {
+          earlier.push_back(std::move(grid));
+          if (earlier.size() > 3) earlier.erase(earlier.begin());
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked_failures, 500);
+  EXPECT_GT(checked_exits, 2000);
+  EXPECT_GT(trims, 10);
+}
+
 }  // namespace
 }  // namespace sojourn::availability

@@ -1,6 +1,9 @@
 #include "services/statemgr/host_book.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <random>
 #include <tuple>
 
 #include <grpcpp/grpcpp.h>
@@ -533,6 +536,86 @@ TEST_F(HostBookTest, ASmallMemoryAnswersAsTheWholeHistory) {
   EXPECT_EQ(step, 600);
   EXPECT_EQ(intervals->front().start_unix, kMonday);
   same(*whole, *lean, "new period");
+}
+
+// The failure exposure and the exits by band of a request for a window from
+// now are counted as the grid grows (HostBook::ExposureCache). They are the
+// library's counts over the whole grid (the grid built here from the stored
+// samples, as the book builds it) after batches of any size, trims of a
+// bounded grid, a revocation and a change of period, for several window
+// lengths and time zones, and for windows in the past.
+TEST_F(HostBookTest, KeptExposureCountsAreTheWholeGridsCounts) {
+  config_.max_grid_points = 3000;  // about 10 days at 300 s: trimmed as it grows
+  book_ = std::make_unique<HostBook>(config_, *store_, clock_);
+  std::mt19937_64 rng(27);
+  std::uniform_int_distribution<int> batch(1, 400);
+  std::normal_distribution<double> noise(0, 0.1);
+  const availability::EstimatorOptions opt;
+  ASSERT_TRUE(opt.host_frailty && opt.load_band_first_sojourn);
+  MetaUpdate meta;
+  meta.period_seconds = 300;
+  int64_t t = kMonday;
+  int compared = 0, exits = 0;
+  while (t < kMonday + 24 * 86400) {
+    if (t >= kMonday + 17 * 86400) meta.period_seconds = 120;
+    std::vector<HostSample> v;
+    for (int i = batch(rng); i > 0; --i, t += meta.period_seconds) {
+      // A 3-hour silence (a revocation) on day 5.
+      if (t >= kMonday + 5 * 86400 && t < kMonday + 5 * 86400 + 3 * 3600) continue;
+      const int64_t hour = (t % 86400) / 3600;
+      const double base = hour >= 9 && hour < 17 ? 0.3 : 0.08;
+      v.push_back(At(t, std::clamp(base + noise(rng), 0.0, 1.0)));
+    }
+    if (v.empty()) continue;
+    ASSERT_THAT(book_->Append("h", v, meta).status(), IsOk());
+    clock_.Set(absl::FromUnixSeconds(v.back().unix_seconds));
+    // The host's grid: its classifier with the revocation gap of its period
+    // (HostBookConfig::classifier), bounded as the book bounds it.
+    availability::ClassifierConfig c = config_.classifier;
+    c.revocation_gap_seconds =
+        std::max<int64_t>(c.revocation_gap_seconds, (meta.period_seconds * 3 + 1) / 2);
+    availability::GridBuilder builder(c, meta.period_seconds, 0, config_.max_grid_points);
+    bool truncated = false;
+    auto samples = book_->Series("h", 0, 0, std::numeric_limits<size_t>::max(), &truncated);
+    ASSERT_THAT(samples.status(), IsOk());
+    for (const HostSample& s : *samples) builder.Add(s);
+    const availability::StateSeries grid = std::move(builder).Release();
+    for (int64_t end : {int64_t{0}, v.back().unix_seconds - 2 * 86400}) {
+      for (int64_t length : {3600, 3 * 3600}) {
+        for (int offset : {0, 3600}) {
+          SCOPED_TRACE(::testing::Message() << "at " << v.back().unix_seconds << " end " << end
+                                            << " length " << length << " offset " << offset);
+          availability::WindowSpec spec;
+          spec.start_second_of_day = 9 * 3600;
+          spec.length_seconds = length;
+          spec.utc_offset_seconds = offset;
+          auto kept = book_->WindowStats("h", spec, end, opt);
+          ASSERT_THAT(kept.status(), IsOk());
+          ASSERT_TRUE(kept->failure_exposure.has_value());
+          ASSERT_TRUE(kept->band_exposure.has_value());
+          const int64_t upto = end > 0 ? end : v.back().unix_seconds;
+          const availability::FailureExposure f =
+              availability::CountFailureExposure(grid, upto, offset);
+          const availability::BandExposure b = availability::CountBandExposure(
+              grid, upto, offset, availability::WindowSteps(grid, spec), opt.recent_age_seconds,
+              opt.long_age_seconds);
+          ASSERT_EQ(kept->failure_exposure->up_steps, f.up_steps);
+          ASSERT_EQ(kept->failure_exposure->failures, f.failures);
+          ASSERT_EQ(kept->band_exposure->observed, b.observed);
+          ASSERT_EQ(kept->band_exposure->expected, b.expected);
+          ++compared;
+          exits += b.observed[0][0][1][1] > 0;
+        }
+      }
+    }
+  }
+  int64_t step = 0;
+  auto intervals = book_->Intervals("h", 0, 0, &step);
+  ASSERT_THAT(intervals.status(), IsOk());
+  EXPECT_EQ(step, 120);
+  EXPECT_GT(intervals->front().start_unix, kMonday + 10 * 86400);  // trimmed
+  EXPECT_GT(compared, 300);
+  EXPECT_GT(exits, 100);  // not all empty tables
 }
 
 }  // namespace
