@@ -12,11 +12,10 @@
 //   3: that and HTCondor's and BOINC's estimates of the window
 //      (GetWindowStatsRequest.deployed_estimates, what the predictor asks of
 //      the one host it answers for when its caller wants them).
-// Rows 1 and 2 count over the host's whole grid on the first request only:
-// the book keeps both counts as the grid grows (HostBook::ExposureCache), so
-// against row 0 they give the cost of a request on a host with no new
-// samples. Row 3 walks the whole grid every time. items_per_second counts
-// grid points.
+// Rows 1-3 walk the host's whole grid on the first request only: the book
+// keeps what they ask as the grid grows (HostBook::GridCounts), so against
+// row 0 they give the cost of a request on a host with no new samples.
+// items_per_second counts grid points.
 //
 // BM_AppendThenWindowStats, BM_UsageAfterNewSamples and BM_WholeSeries: a
 // state manager in service, with 28 days or a year of 6 s samples (below).

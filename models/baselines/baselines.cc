@@ -332,4 +332,49 @@ DeployedEstimates DeployedEstimatesAt(const std::vector<bool>& up, size_t t, int
   return out;
 }
 
+void DeployedEstimatesKeeper::EndRun(size_t run_start, bool run_up, size_t j,
+                                     double step_seconds, std::vector<int64_t>* intervals,
+                                     OnFraction* on) {
+  const size_t first = std::max<size_t>(run_start, 1);
+  if (j >= first) on->Observe(run_up, step_seconds * static_cast<double>(j - first + 1));
+  if (run_up && run_start > 0) intervals->push_back(static_cast<int64_t>(j - run_start + 1));
+}
+
+void DeployedEstimatesKeeper::Add(bool up) {
+  if (n_ > 0 && up != run_up_) {
+    EndRun(run_start_, run_up_, n_ - 1, step_seconds_, &intervals_, &on_);
+    run_start_ = n_;
+  }
+  if (n_ == 0 || up != run_up_) run_up_ = up;
+  ++n_;
+}
+
+DeployedEstimates DeployedEstimatesKeeper::At(bool last_up, int64_t window_steps,
+                                              double down_after_seconds) const {
+  // As DeployedEstimatesAt's walk from the run in progress on, with t = n_.
+  const size_t t = n_;
+  std::vector<int64_t> intervals = intervals_;
+  OnFraction f = on_;
+  size_t run_in_progress = t + 1;
+  size_t i = run_start_;
+  if (n_ > 0 && last_up != run_up_) {
+    EndRun(run_start_, run_up_, t - 1, step_seconds_, &intervals, &f);
+    i = t;
+  }
+  // The last run, points i .. t.
+  const size_t first = std::max<size_t>(i, 1);
+  if (t >= first) f.Observe(last_up, step_seconds_ * static_cast<double>(t - first + 1));
+  if (last_up) run_in_progress = i;
+  DeployedEstimates out;
+  const AvailIntervalSurvival survival(std::move(intervals));
+  out.completed_intervals = static_cast<int64_t>(survival.num_intervals());
+  if (run_in_progress <= t && !(down_after_seconds > 0)) {
+    out.up_steps = static_cast<int64_t>(t - run_in_progress);
+    out.avail_time_tr = survival.Tr(out.up_steps, window_steps);
+  }
+  f.Observe(false, down_after_seconds);  // no-op unless > 0
+  out.on_fraction = f.value();
+  return out;
+}
+
 }  // namespace sojourn::baselines

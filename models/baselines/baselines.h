@@ -168,6 +168,40 @@ struct DeployedEstimates {
 DeployedEstimates DeployedEstimatesAt(const std::vector<bool>& up, size_t t, int64_t window_steps,
                                       double step_seconds, double down_after_seconds = 0);
 
+// DeployedEstimatesAt(up, t, ...) at the last point t of a series that grows
+// at its end (the state manager's request for a window from now, which
+// walked the host's whole grid): the runs before the one in progress are
+// walked once and kept (their completed intervals and the on-fraction after
+// them), so each call costs the points added since and a sort of the
+// intervals. Equal to DeployedEstimatesAt. Not thread-safe.
+class DeployedEstimatesKeeper {
+ public:
+  explicit DeployedEstimatesKeeper(double step_seconds) : step_seconds_(step_seconds) {}
+  // Appends the next point of the series.
+  void Add(bool up);
+  // Points added.
+  size_t size() const { return n_; }
+  // DeployedEstimatesAt(the points added then `last_up`, t = size(),
+  // window_steps, step_seconds, down_after_seconds): `last_up` is the
+  // series' last point, which is not kept (it may still change).
+  DeployedEstimates At(bool last_up, int64_t window_steps, double down_after_seconds = 0) const;
+
+ private:
+  // Ends the run in progress, the points run_start_ .. j, into intervals_
+  // and on_ (as DeployedEstimatesAt walks it).
+  static void EndRun(size_t run_start, bool run_up, size_t j, double step_seconds,
+                     std::vector<int64_t>* intervals, OnFraction* on);
+
+  double step_seconds_;
+  size_t n_ = 0;
+  // The run in progress (from run_start_, up or down) and what the runs
+  // before it gave.
+  size_t run_start_ = 0;
+  bool run_up_ = false;
+  std::vector<int64_t> intervals_;
+  OnFraction on_;
+};
+
 }  // namespace sojourn::baselines
 
 #endif  // SOJOURN_MODELS_BASELINES_BASELINES_H_

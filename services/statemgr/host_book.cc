@@ -146,12 +146,22 @@ availability::ClassifierConfig HostBook::ClassifierFor(const Host& h) const {
   return c;
 }
 
+// baselines::DeployedEstimatesAt at grid point t of `series`.
+baselines::DeployedEstimates DeployedAt(const StateSeries& series, size_t t, int64_t window_steps,
+                                        double down_after_seconds) {
+  std::vector<bool> up(t + 1);
+  for (size_t i = 0; i < up.size(); ++i) up[i] = !availability::IsFailure(series.states[i]);
+  return baselines::DeployedEstimatesAt(up, t, window_steps,
+                                        static_cast<double>(series.step_seconds),
+                                        down_after_seconds);
+}
+
 // At most this many counts of each kind (time zones; window lengths and age
 // classes) are kept per host: the predictor asks for the windows its callers
 // ask for, and one not kept is counted over the whole grid again.
 constexpr size_t kCountersKept = 8;
 
-class HostBook::ExposureCache {
+class HostBook::GridCounts {
  public:
   availability::FailureExposure Failure(const StateSeries& series, int64_t end_unix,
                                         int utc_offset_seconds) {
@@ -178,6 +188,29 @@ class HostBook::ExposureCache {
         .Count(series, end_unix);
   }
 
+  // DeployedAt(series, its last point, ...) from the points before it kept.
+  baselines::DeployedEstimates Deployed(const StateSeries& series, int64_t window_steps,
+                                        double down_after_seconds) {
+    absl::MutexLock l(&mu_);
+    const size_t last = series.states.size() - 1;
+    if (!deployed_.has_value() || series.start_unix != deployed_start_ ||
+        series.step_seconds != deployed_step_) {
+      // Another series (a grid trimmed at its start): start over.
+      deployed_.emplace(static_cast<double>(series.step_seconds));
+      deployed_start_ = series.start_unix;
+      deployed_step_ = series.step_seconds;
+    }
+    if (deployed_->size() > last) {  // a snapshot older than the last one kept
+      return DeployedAt(series, last, window_steps, down_after_seconds);
+    }
+    // Every grid point but the last is final (GridBuilder).
+    for (size_t i = deployed_->size(); i < last; ++i) {
+      deployed_->Add(!availability::IsFailure(series.states[i]));
+    }
+    return deployed_->At(!availability::IsFailure(series.states[last]), window_steps,
+                         down_after_seconds);
+  }
+
  private:
   // The counter `matches` picks, made from `args` if none does (the least
   // recently used one dropped beyond kCountersKept), kept last.
@@ -196,11 +229,15 @@ class HostBook::ExposureCache {
   absl::Mutex mu_;
   std::vector<availability::FailureExposureCounter> failure_ ABSL_GUARDED_BY(mu_);
   std::vector<availability::BandExposureCounter> band_ ABSL_GUARDED_BY(mu_);
+  // The series the deployed estimates were kept for (its first point and step).
+  std::optional<baselines::DeployedEstimatesKeeper> deployed_ ABSL_GUARDED_BY(mu_);
+  int64_t deployed_start_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t deployed_step_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 void HostBook::NewGrid(Host& h) const {
   h.grid.emplace(ClassifierFor(h), PeriodOf(h), 0, config_.max_grid_points);
-  h.exposure = std::make_shared<ExposureCache>();
+  h.counts = std::make_shared<GridCounts>();
 }
 
 std::shared_ptr<const StateSeries> HostBook::SeriesOf(const Host& h) const {
@@ -398,7 +435,7 @@ void HostBook::Feed(const std::string& name, Host& h, const HostSample& s,
 
 void HostBook::Refeed(const std::string& name, Host& h, std::vector<StateChange>* out) const {
   h.grid.reset();
-  h.exposure.reset();
+  h.counts.reset();
   if (h.recent.empty()) return;
   const availability::ClassifierConfig c = ClassifierFor(h);
   NewGrid(h);
@@ -576,7 +613,7 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     const availability::EstimatorOptions& opt, bool deployed_estimates) const {
   WindowStatsResult out;
   std::shared_ptr<const StateSeries> series;
-  std::shared_ptr<ExposureCache> exposure;
+  std::shared_ptr<GridCounts> counts;
   // The samples of the last 4 hours before the window start, for the
   // predicted load L_t0(t) (paper 000 section 8.4): those in memory, and
   // whether older ones must be read from the store (a window in the past).
@@ -591,7 +628,7 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     auto it = hosts_.find(host);
     if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
     series = SeriesOf(it->second);
-    exposure = it->second.exposure;
+    counts = it->second.counts;
     out.info = InfoOf(host, it->second);
     const Host& h = it->second;
     if (opt.load_band_first_sojourn && !h.recent.empty()) {
@@ -638,8 +675,8 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
   }
   if (opt.host_frailty) {
     out.failure_exposure =
-        exposure != nullptr
-            ? exposure->Failure(*series, end, spec.utc_offset_seconds)
+        counts != nullptr
+            ? counts->Failure(*series, end, spec.utc_offset_seconds)
             : availability::CountFailureExposure(*series, end, spec.utc_offset_seconds);
   }
   const int steps = availability::WindowSteps(*series, spec);
@@ -649,10 +686,9 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     // it has been silent past its revocation gap).
     int64_t t = (end - series->start_unix) / series->step_seconds;
     if (end < series->start_unix) t = -1;
-    t = std::min<int64_t>(t, static_cast<int64_t>(series->states.size()) - 1);
+    const int64_t last = static_cast<int64_t>(series->states.size()) - 1;
+    t = std::min<int64_t>(t, last);
     if (t >= 0) {
-      std::vector<bool> up(static_cast<size_t>(t) + 1);
-      for (size_t i = 0; i < up.size(); ++i) up[i] = !availability::IsFailure(series->states[i]);
       // Down now (silent past its revocation gap, or S3/S4): since the last
       // sample the host has been off.
       double down_after = 0;
@@ -661,17 +697,17 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
         const int64_t now = end_unix > 0 ? end_unix : absl::ToUnixSeconds(clock_.Now());
         down_after = static_cast<double>(std::max<int64_t>(1, now - out.info.last_unix));
       }
-      out.deployed = baselines::DeployedEstimatesAt(up, static_cast<size_t>(t), steps,
-                                                    static_cast<double>(series->step_seconds),
-                                                    down_after);
+      out.deployed = counts != nullptr && t == last
+                         ? counts->Deployed(*series, steps, down_after)
+                         : DeployedAt(*series, static_cast<size_t>(t), steps, down_after);
     } else {
       out.deployed = baselines::DeployedEstimates{};  // nothing seen before the window
     }
   }
   if (opt.load_band_first_sojourn) {
     out.band_exposure =
-        exposure != nullptr
-            ? exposure->Band(*series, end, spec.utc_offset_seconds, steps,
+        counts != nullptr
+            ? counts->Band(*series, end, spec.utc_offset_seconds, steps,
                              opt.recent_age_seconds, opt.long_age_seconds)
             : availability::CountBandExposure(*series, end, spec.utc_offset_seconds, steps,
                                               opt.recent_age_seconds, opt.long_age_seconds);

@@ -211,9 +211,10 @@ class HostBook {
   void CloseWatchers();
 
  private:
-  // The host's failure exposure and exits by load band over its whole grid,
-  // counted as the grid grows (host_book.cc).
-  class ExposureCache;
+  // What the default request asks of the host's whole grid (its failure
+  // exposure, exits by load band, HTCondor's and BOINC's estimates), kept as
+  // the grid grows (host_book.cc).
+  class GridCounts;
   struct Host {
     HostMeta meta;
     // The samples of the last config_.memory_seconds (at least the newest);
@@ -227,7 +228,7 @@ class HostBook {
     std::optional<availability::GridBuilder> grid;
     // Counted from that grid (set with it: NewGrid); shared with the
     // requests that count outside mu_.
-    std::shared_ptr<ExposureCache> exposure;
+    std::shared_ptr<GridCounts> counts;
     // The state last announced (unset before the first sample) and its start.
     std::optional<availability::HostState> announced;
     int64_t announced_since = 0;

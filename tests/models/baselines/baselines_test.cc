@@ -276,5 +276,42 @@ TEST(BaselinesTest, DeployedEstimatesEqualThePiecesOnRandomGrids) {
   }
 }
 
+// The keeper of a growing series answers as DeployedEstimatesAt at its last
+// point, whatever that point is (it may still change), after every point,
+// on random series with runs of every length.
+TEST(BaselinesTest, DeployedEstimatesKeeperIsTheWalkAtTheLastPoint) {
+  std::mt19937 rng(27);
+  int up_now = 0, with_intervals = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const double p_stay = (rng() % 100) / 100.0;
+    DeployedEstimatesKeeper keeper(300);
+    std::vector<bool> up;
+    bool next = rng() % 2 == 0;
+    for (int i = 0; i < 400; ++i) {
+      for (bool last : {false, true}) {
+        std::vector<bool> series = up;
+        series.push_back(last);
+        const int64_t m = 1 + rng() % 40;
+        const double down_after = rng() % 5 == 0 ? 3600.0 : 0.0;
+        const DeployedEstimates want =
+            DeployedEstimatesAt(series, series.size() - 1, m, 300, down_after);
+        const DeployedEstimates got = keeper.At(last, m, down_after);
+        ASSERT_EQ(got.completed_intervals, want.completed_intervals) << trial << " " << i;
+        ASSERT_EQ(got.up_steps, want.up_steps) << trial << " " << i;
+        ASSERT_EQ(got.avail_time_tr, want.avail_time_tr) << trial << " " << i;
+        ASSERT_EQ(got.on_fraction, want.on_fraction) << trial << " " << i;
+        up_now += want.up_steps > 0;
+        with_intervals += want.completed_intervals > 2;
+      }
+      if (std::uniform_real_distribution<double>()(rng) >= p_stay) next = !next;
+      keeper.Add(next);
+      up.push_back(next);
+      ASSERT_EQ(keeper.size(), up.size());
+    }
+  }
+  EXPECT_GT(up_now, 1000);
+  EXPECT_GT(with_intervals, 1000);
+}
+
 }  // namespace
 }  // namespace sojourn::baselines

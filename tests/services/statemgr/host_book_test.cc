@@ -538,12 +538,13 @@ TEST_F(HostBookTest, ASmallMemoryAnswersAsTheWholeHistory) {
   same(*whole, *lean, "new period");
 }
 
-// The failure exposure and the exits by band of a request for a window from
-// now are counted as the grid grows (HostBook::ExposureCache). They are the
-// library's counts over the whole grid (the grid built here from the stored
-// samples, as the book builds it) after batches of any size, trims of a
-// bounded grid, a revocation and a change of period, for several window
-// lengths and time zones, and for windows in the past.
+// The failure exposure, the exits by band and HTCondor's and BOINC's
+// estimates of a request for a window from now are counted as the grid grows
+// (HostBook::GridCounts). They are the library's counts over the whole grid
+// (the grid built here from the stored samples, as the book builds it) after
+// batches of any size, trims of a bounded grid, a revocation and a change of
+// period, for several window lengths and time zones, and for windows in the
+// past.
 TEST_F(HostBookTest, KeptExposureCountsAreTheWholeGridsCounts) {
   config_.max_grid_points = 3000;  // about 10 days at 300 s: trimmed as it grows
   book_ = std::make_unique<HostBook>(config_, *store_, clock_);
@@ -555,7 +556,7 @@ TEST_F(HostBookTest, KeptExposureCountsAreTheWholeGridsCounts) {
   MetaUpdate meta;
   meta.period_seconds = 300;
   int64_t t = kMonday;
-  int compared = 0, exits = 0;
+  int compared = 0, exits = 0, intervals_seen = 0, downs = 0;
   while (t < kMonday + 24 * 86400) {
     if (t >= kMonday + 17 * 86400) meta.period_seconds = 120;
     std::vector<HostSample> v;
@@ -589,7 +590,7 @@ TEST_F(HostBookTest, KeptExposureCountsAreTheWholeGridsCounts) {
           spec.start_second_of_day = 9 * 3600;
           spec.length_seconds = length;
           spec.utc_offset_seconds = offset;
-          auto kept = book_->WindowStats("h", spec, end, opt);
+          auto kept = book_->WindowStats("h", spec, end, opt, true);
           ASSERT_THAT(kept.status(), IsOk());
           ASSERT_TRUE(kept->failure_exposure.has_value());
           ASSERT_TRUE(kept->band_exposure.has_value());
@@ -603,7 +604,34 @@ TEST_F(HostBookTest, KeptExposureCountsAreTheWholeGridsCounts) {
           ASSERT_EQ(kept->failure_exposure->failures, f.failures);
           ASSERT_EQ(kept->band_exposure->observed, b.observed);
           ASSERT_EQ(kept->band_exposure->expected, b.expected);
+          // A host down at its last sample (S3/S4; the clock is at that
+          // sample) has been down for a second since, for a window from now.
+          ASSERT_TRUE(kept->deployed.has_value());
+          const double down_after =
+              end == 0 && availability::IsFailure(kept->info.state) ? 1.0 : 0.0;
+          downs += down_after > 0;
+          const int64_t at =
+              upto < grid.start_unix
+                  ? -1
+                  : std::min<int64_t>((upto - grid.start_unix) / grid.step_seconds,
+                                      static_cast<int64_t>(grid.states.size()) - 1);
+          baselines::DeployedEstimates d;  // nothing seen before the window
+          if (at >= 0) {
+            std::vector<bool> up(static_cast<size_t>(at) + 1);
+            for (size_t i = 0; i < up.size(); ++i) {
+              up[i] = !availability::IsFailure(grid.states[i]);
+            }
+            d = baselines::DeployedEstimatesAt(up, static_cast<size_t>(at),
+                                               availability::WindowSteps(grid, spec),
+                                               static_cast<double>(grid.step_seconds),
+                                               down_after);
+          }
+          ASSERT_EQ(kept->deployed->completed_intervals, d.completed_intervals);
+          ASSERT_EQ(kept->deployed->up_steps, d.up_steps);
+          ASSERT_EQ(kept->deployed->avail_time_tr, d.avail_time_tr);
+          ASSERT_EQ(kept->deployed->on_fraction, d.on_fraction);
           ++compared;
+          intervals_seen += d.completed_intervals > 0;
           exits += b.observed[0][0][1][1] > 0;
         }
       }
@@ -616,6 +644,8 @@ TEST_F(HostBookTest, KeptExposureCountsAreTheWholeGridsCounts) {
   EXPECT_GT(intervals->front().start_unix, kMonday + 10 * 86400);  // trimmed
   EXPECT_GT(compared, 300);
   EXPECT_GT(exits, 100);  // not all empty tables
+  EXPECT_GT(intervals_seen, 100);
+  EXPECT_GT(downs, 0);  // and some down at the last sample
 }
 
 }  // namespace
