@@ -300,10 +300,30 @@ void OnFraction::Observe(bool on, double dt_seconds) {
   f_ = f_ * w + (1 - w) * (on ? 1.0 : 0.0);
 }
 
+namespace {
+
+// The estimates at t from the intervals completed by then, the start of the
+// up run in progress at t (> t: down at t) and the on-fraction after points
+// 1..t.
+DeployedEstimates Conclude(std::vector<int64_t> intervals, size_t run_in_progress, size_t t,
+                           int64_t window_steps, OnFraction f, double down_after_seconds) {
+  DeployedEstimates out;
+  const AvailIntervalSurvival survival(std::move(intervals));
+  out.completed_intervals = static_cast<int64_t>(survival.num_intervals());
+  if (run_in_progress <= t && !(down_after_seconds > 0)) {
+    out.up_steps = static_cast<int64_t>(t - run_in_progress);
+    out.avail_time_tr = survival.Tr(out.up_steps, window_steps);
+  }
+  f.Observe(false, down_after_seconds);  // no-op unless > 0
+  out.on_fraction = f.value();
+  return out;
+}
+
+}  // namespace
+
 DeployedEstimates DeployedEstimatesAt(const std::vector<bool>& up, size_t t, int64_t window_steps,
                                       double step_seconds, double down_after_seconds) {
-  DeployedEstimates out;
-  if (t >= up.size()) return out;
+  if (t >= up.size()) return DeployedEstimates();
   // One pass over the runs of points 0..t: the completed availability
   // intervals (CompletedUpIntervals of the prefix: up runs with a down point
   // on both sides; the one in progress at t is the up-time), and the
@@ -321,15 +341,7 @@ DeployedEstimates DeployedEstimatesAt(const std::vector<bool>& up, size_t t, int
     if (up[i] && j == t) run_in_progress = i;
     i = j + 1;
   }
-  const AvailIntervalSurvival survival(std::move(intervals));
-  out.completed_intervals = static_cast<int64_t>(survival.num_intervals());
-  if (run_in_progress <= t && !(down_after_seconds > 0)) {
-    out.up_steps = static_cast<int64_t>(t - run_in_progress);
-    out.avail_time_tr = survival.Tr(out.up_steps, window_steps);
-  }
-  f.Observe(false, down_after_seconds);  // no-op unless > 0
-  out.on_fraction = f.value();
-  return out;
+  return Conclude(std::move(intervals), run_in_progress, t, window_steps, f, down_after_seconds);
 }
 
 void DeployedEstimatesKeeper::EndRun(size_t run_start, bool run_up, size_t j,
@@ -365,16 +377,7 @@ DeployedEstimates DeployedEstimatesKeeper::At(bool last_up, int64_t window_steps
   const size_t first = std::max<size_t>(i, 1);
   if (t >= first) f.Observe(last_up, step_seconds_ * static_cast<double>(t - first + 1));
   if (last_up) run_in_progress = i;
-  DeployedEstimates out;
-  const AvailIntervalSurvival survival(std::move(intervals));
-  out.completed_intervals = static_cast<int64_t>(survival.num_intervals());
-  if (run_in_progress <= t && !(down_after_seconds > 0)) {
-    out.up_steps = static_cast<int64_t>(t - run_in_progress);
-    out.avail_time_tr = survival.Tr(out.up_steps, window_steps);
-  }
-  f.Observe(false, down_after_seconds);  // no-op unless > 0
-  out.on_fraction = f.value();
-  return out;
+  return Conclude(std::move(intervals), run_in_progress, t, window_steps, f, down_after_seconds);
 }
 
 }  // namespace sojourn::baselines
