@@ -5,6 +5,8 @@
 #include <cmath>
 #include <iterator>
 
+#include <google/protobuf/repeated_ptr_field.h>
+
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
@@ -141,7 +143,11 @@ absl::StatusOr<std::shared_ptr<const HostPrediction>> Ranker::Fetch(
   auto e = std::make_shared<HostPrediction>();
   e->tr = std::make_shared<scheduling::TrCurve>(CurveFromResponse(*p));
   e->response = std::move(*p);
-  e->response.clear_curve();
+  // Without the curve (it is in e->tr). clear_curve() would keep the cleared
+  // points allocated for reuse (protobuf's RepeatedPtrField): 2,016 points
+  // of about 48 bytes for a 7-day curve in every cached entry, about 470 MB
+  // at 1,000 hosts and 7 horizons. Swapped into a temporary, they are freed.
+  google::protobuf::RepeatedPtrField<sojourn::v1::TrPoint>().Swap(e->response.mutable_curve());
   e->version = host.last_sample_unix_seconds();
   e->fetched = clock_.Now();
   if (e->response.load_forecast_size() > 0) {

@@ -252,6 +252,23 @@ TEST_F(RankerTest, CacheIsInvalidatedByNewHistoryAndTtl) {
   EXPECT_FALSE(r->hosts(0).eligible());
 }
 
+// A cached entry keeps its curve once, as the ranker's TrCurve: the
+// response it keeps holds no curve points, not even cleared ones kept for
+// reuse (clear_curve() kept them: about 100 kB for a 7-day curve).
+TEST_F(RankerTest, CachedEntriesHoldNoCurvePoints) {
+  Ranker ranker(tr_, nullptr, clock_, Config());
+  auto r = ranker.Rank(Job(3 * 86400), {Host("a", 2000)});  // horizon 6 days
+  ASSERT_THAT(r.status(), IsOk());
+  ASSERT_EQ(r->predictions_fetched(), 1);
+  ASSERT_EQ(tr_.requests.back().curve_points(), 6 * 86400 / 300);
+  auto e = ranker.cache().Get("a", 6 * 86400, 0);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->tr->values().size(), 6u * 86400 / 300);
+  EXPECT_EQ(e->response.curve_size(), 0);
+  EXPECT_EQ(e->response.curve().ClearedCount(), 0);
+  EXPECT_EQ(e->response.curve().Capacity(), 0);
+}
+
 // The cache drops what Get would no longer return, once per TTL: entries
 // past the TTL (a host gone from the registry, a horizon no one asks for any
 // more) and entries past their valid_until. Before, they stayed for good.
