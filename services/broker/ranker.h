@@ -82,7 +82,7 @@ class PredictionCache {
                                             int64_t version) const;
   // Stores the entry; once per TTL it also drops the entries Get would no
   // longer return (those of hosts gone from the registry and of horizons no
-  // one asks for any more stayed for good: a TR curve of 7 days is 16 kB).
+  // one asks for any more stayed for good: an entry of 7 days is 33 kB).
   void Put(const std::string& host, int64_t horizon_seconds,
            std::shared_ptr<const HostPrediction> entry);
   void Clear();
