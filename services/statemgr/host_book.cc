@@ -628,7 +628,9 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     auto it = hosts_.find(host);
     if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
     series = SeriesOf(it->second);
-    counts = it->second.counts;
+    if (static_cast<int64_t>(series->states.size()) >= config_.keep_counts_from_points) {
+      counts = it->second.counts;
+    }
     out.info = InfoOf(host, it->second);
     const Host& h = it->second;
     if (opt.load_band_first_sojourn && !h.recent.empty()) {

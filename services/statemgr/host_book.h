@@ -47,6 +47,14 @@ struct HostBookConfig {
   // statistics need only the grid and the last 4 hours. At the default 6 s
   // period a day is 14,400 samples, 0.6 MB; a year in memory was 0.5 GB.
   int64_t memory_seconds = 86400;
+  // A host whose grid has at least this many points keeps what a request
+  // for a window from now asks of the whole grid (its failure exposure, 200
+  // bytes per day; its exits by load band, 18 kB per window length and time
+  // zone, up to 8; HTCondor's and BOINC's estimates) and counts only the new
+  // points; a smaller grid is counted anew for each request, in proportion
+  // to its points. Keeping them for every host would cost a state manager of
+  // 1,000 hosts of 12 weeks at 300 s about 160 MB for 8 window lengths.
+  int64_t keep_counts_from_points = 65536;
   // Load() reads a host's stored samples this many at a time (2.6 MB).
   int64_t load_chunk_samples = 65536;
   // Load() leaves out stored samples stamped later than the clock plus this

@@ -547,6 +547,7 @@ TEST_F(HostBookTest, ASmallMemoryAnswersAsTheWholeHistory) {
 // past.
 TEST_F(HostBookTest, KeptExposureCountsAreTheWholeGridsCounts) {
   config_.max_grid_points = 3000;  // about 10 days at 300 s: trimmed as it grows
+  config_.keep_counts_from_points = 100;  // counted anew before, kept after
   book_ = std::make_unique<HostBook>(config_, *store_, clock_);
   std::mt19937_64 rng(27);
   std::uniform_int_distribution<int> batch(1, 400);
