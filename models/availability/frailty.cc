@@ -146,22 +146,24 @@ FailureExposure FailureExposureCounter::Count(const StateSeries& series, int64_t
   if (final_steps < counted_) return CountFailureExposure(series, end_unix, offset_);
   ForEachHour(series, counted_, final_steps, offset_, nullptr,
               [&](int64_t day, int d, int h, int64_t up, int64_t failures) {
-                const size_t i = static_cast<size_t>(day - first_day_);
-                if (i >= days_.size()) days_.resize(i + 1);
-                days_[i].weekend = d;
-                days_[i].up_steps[h] += static_cast<int32_t>(up);
-                days_[i].failures[h] += static_cast<int32_t>(failures);
+                if (up == 0) return;  // then no failure either
+                if (days_.empty() || days_.back().day != day) {
+                  days_.emplace_back();
+                  days_.back().day = day;
+                  days_.back().weekend = d;
+                }
+                days_.back().up_steps[h] += static_cast<int32_t>(up);
+                days_.back().failures[h] += static_cast<int32_t>(failures);
               });
   counted_ = final_steps;
   FailureExposure out;
   const int64_t span_end = std::min<int64_t>(end_unix, start_ + n * step);
   const int64_t mid_day = MiddleDay(first_day_, span_end, offset_);
-  for (size_t i = 0; i < days_.size(); ++i) {
-    const int k = first_day_ + static_cast<int64_t>(i) < mid_day ? 0 : 1;
-    const int d = days_[i].weekend;
+  for (const Day& day : days_) {
+    const int k = day.day < mid_day ? 0 : 1;
     for (int h = 0; h < 24; ++h) {
-      out.up_steps[k][d][h] += days_[i].up_steps[h];
-      out.failures[k][d][h] += days_[i].failures[h];
+      out.up_steps[k][day.weekend][h] += day.up_steps[h];
+      out.failures[k][day.weekend][h] += day.failures[h];
     }
   }
   // The last step reads the last point.

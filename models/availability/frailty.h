@@ -108,7 +108,7 @@ FailureExposure CountFailureExposure(const StateSeries& series, int64_t begin_un
 // over, and an earlier end or an older snapshot than the last is counted
 // anew. The series of successive calls must otherwise be one grid as it
 // grows (a grid built again from its samples needs a new counter). Keeps
-// 200 bytes per local day. Not thread-safe.
+// 200 bytes per local day with up steps. Not thread-safe.
 class FailureExposureCounter {
  public:
   explicit FailureExposureCounter(int utc_offset_seconds);
@@ -117,13 +117,15 @@ class FailureExposureCounter {
 
  private:
   struct Day {
+    int64_t day = 0;  // local day number
     int weekend = 0;
     std::array<int32_t, 24> up_steps{};
     std::array<int32_t, 24> failures{};
   };
   int offset_;
   // The series counted (its first point and step and local day), and its
-  // steps t -> t + 1 for t < counted_, by local day from first_day_.
+  // steps t -> t + 1 for t < counted_, by local day: the days with up steps,
+  // in order (a grid that spans decades of silence keeps none for them).
   int64_t start_ = 0, step_ = 0, first_day_ = 0, counted_ = 0;
   std::vector<Day> days_;
 };
