@@ -214,10 +214,10 @@ double ResidentMb() {
 // Counter resident_mb: the process's resident set then, less before the
 // history (the book, RocksDB's memtable and caches, the allocator's slack);
 // load_peak_mb: the most it had while loading, less before the load;
-// disk_mb: the RocksDB directory of the closed store; first_request_ms: the first request after
-// the load (once, not a median), which counts the failure exposure and the
-// exits by band over the whole grid (the timed ones count only what the new
-// sample added).
+// disk_mb: the RocksDB directory of the closed store; first_request_ms: the
+// first request after the load (once, not a median), which counts the
+// failure exposure and the exits by band over the whole grid (the timed ones
+// count only what the new sample added).
 void BM_AppendThenWindowStats(benchmark::State& state) {
   constexpr int64_t kPeriod = 6;
   const int days = static_cast<int>(state.range(0));

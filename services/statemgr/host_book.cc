@@ -146,6 +146,8 @@ availability::ClassifierConfig HostBook::ClassifierFor(const Host& h) const {
   return c;
 }
 
+namespace {
+
 // baselines::DeployedEstimatesAt at grid point t of `series`.
 baselines::DeployedEstimates DeployedAt(const StateSeries& series, size_t t, int64_t window_steps,
                                         double down_after_seconds) {
@@ -160,6 +162,8 @@ baselines::DeployedEstimates DeployedAt(const StateSeries& series, size_t t, int
 // classes) are kept per host: the predictor asks for the windows its callers
 // ask for, and one not kept is counted over the whole grid again.
 constexpr size_t kCountersKept = 8;
+
+}  // namespace
 
 class HostBook::GridCounts {
  public:
