@@ -8,6 +8,12 @@
 // A Metrics is safe for concurrent use. Every gRPC method served through
 // ServeGrpc() is counted (sojourn_grpc_requests_total{service,method,code})
 // and timed (sojourn_grpc_request_duration_seconds histogram) automatically.
+// Every Metrics also exports the process's own figures, read at each scrape
+// (common/proc_stat.h): process_cpu_seconds_total, process_start_time_seconds,
+// process_resident_memory_bytes, process_virtual_memory_bytes,
+// process_open_fds, process_max_fds, and the heap in use and kept free by
+// glibc's allocator (sojourn_process_heap_in_use_bytes,
+// sojourn_process_heap_free_bytes).
 #ifndef SOJOURN_COMMON_METRICS_H_
 #define SOJOURN_COMMON_METRICS_H_
 

@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "common/cli_util.h"
 #include "common/logging.h"
+#include "common/proc_stat.h"
 #include "common/text.h"
 #if SOJOURN_HAVE_CIVETWEB
 #include <civetweb.h>
@@ -410,6 +411,25 @@ void GrpcServer::Shutdown(absl::Duration grace) {
   server_->GetHealthCheckService()->SetServingStatus(false);
   server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
   server_->Wait();
+}
+
+int64_t RaiseOpenFileLimitOrWarn(int64_t needed, absl::string_view what) {
+  absl::StatusOr<OpenFileLimit> limit = RaiseOpenFileLimit();
+  if (!limit.ok()) {
+    SOJOURN_LOG(WARNING, "open files: %s", limit.status().ToString());
+    return 0;
+  }
+  if (limit->after != limit->before) {
+    SOJOURN_LOG(INFO, "open files: soft limit raised from %d to the hard limit %d",
+                limit->before, limit->after);
+  }
+  if (needed > 0 && limit->after >= 0 && limit->after < needed) {
+    SOJOURN_LOG(WARNING,
+                "open files: the limit is %d, below the %d that %s need; raise the hard limit "
+                "(systemd LimitNOFILE=, docker-compose ulimits: nofile:, ulimit -Hn as root)",
+                limit->after, needed, std::string(what));
+  }
+  return limit->after;
 }
 
 void BlockTerminationSignals() {

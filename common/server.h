@@ -107,6 +107,14 @@ void BlockTerminationSignals();
 // its number.
 int WaitForTerminationSignal();
 
+// Raises the soft limit on open files to the hard limit (RaiseOpenFileLimit in
+// common/proc_stat.h; each connection to a service is a descriptor) and logs
+// the change. Returns the limit now in force, -1 for unlimited, 0 when it could
+// not be read or set (logged). When the limit is below `needed` (0 = no
+// need), logs a warning that says `what` needs them and how to raise it. Call
+// in main(), before anything is opened.
+int64_t RaiseOpenFileLimitOrWarn(int64_t needed = 0, absl::string_view what = "");
+
 }  // namespace sojourn
 
 #endif  // SOJOURN_COMMON_SERVER_H_

@@ -3,6 +3,8 @@
 #
 #   sojourn_python_client_test  grpcio client from proto/ against the real services
 #   sojourn_ops_prometheus_test a real Prometheus scrapes every service's /metrics
+#   sojourn_ops_open_files_test a broker started with a soft limit of 64 open files
+#                               serves 150 hosts' connections
 #   sojourn_deploy_config_test  docker-compose config, promtool check config, units, dashboard
 #   sojourn_eval_availability_cli_test  sojourn-eval availability JSON and --cells CSV
 #   sojourn_cli_test            the sojourn CLI refuses bad arguments (exit 2, one line)
@@ -33,7 +35,11 @@ if(TARGET broker AND TARGET predictor AND TARGET statemgr AND TARGET monitor)
     COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/ops/prometheus_test.py
             --bin-dir $<TARGET_FILE_DIR:broker>
             --prometheus ${SOJOURN_PROMETHEUS} --promtool ${SOJOURN_PROMTOOL})
-  set_tests_properties(sojourn_python_client_test sojourn_ops_prometheus_test PROPERTIES
+  add_test(NAME sojourn_ops_open_files_test
+    COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/ops/open_files_test.py
+            --bin-dir $<TARGET_FILE_DIR:broker>)
+  set_tests_properties(sojourn_python_client_test sojourn_ops_prometheus_test
+                       sojourn_ops_open_files_test PROPERTIES
     TIMEOUT 180 LABELS "python;integration"
     # The services' binaries must all be in one directory (CMAKE_RUNTIME_OUTPUT_DIRECTORY).
     ENVIRONMENT "SOJOURN_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")

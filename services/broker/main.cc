@@ -6,6 +6,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/cli_util.h"
 #include "common/clock.h"
@@ -130,6 +131,12 @@ int main(int argc, char** argv) {
       })) {
     return sojourn::kExitUsage;
   }
+  // Each registered host's state manager keeps a connection to the broker,
+  // and clients and the predictor need some more.
+  sojourn::RaiseOpenFileLimitOrWarn(
+      int64_t{absl::GetFlag(FLAGS_max_hosts)} + 256,
+      absl::StrCat("the connections of --max_hosts ", absl::GetFlag(FLAGS_max_hosts),
+                   " hosts' state managers (one each) and of clients"));
   // Job times are held to the predictor's limit (kMaxJobClockSkewSeconds),
   // not to --max_clock_skew_seconds: a job the queue took 1-2 h ahead had its
   // events refused by the job history for good.

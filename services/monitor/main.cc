@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
       "usage: monitor [--flag=value ...]",
       __FILE__);
   sojourn::BlockTerminationSignals();
+  sojourn::RaiseOpenFileLimitOrWarn();
   // The state manager refuses a period over a day, a bad host name or
   // address on every push: the monitor would start and then retry forever.
   if (absl::GetFlag(FLAGS_period_seconds) <= 0 ||

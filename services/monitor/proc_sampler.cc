@@ -2,31 +2,19 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/proc_stat.h"
 
 namespace sojourn::monitor {
-namespace {
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 absl::StatusOr<ProcCounters> ProcSampler::Read(const std::set<int>& guest_pids) const {
   ProcCounters c;
-  auto stat = ReadFile(proc_root_ + "/stat");
+  auto stat = ReadProcFile(proc_root_ + "/stat");
   if (!stat.ok()) return stat.status();
   for (absl::string_view line : absl::StrSplit(*stat, '\n')) {
     if (absl::StartsWith(line, "cpu ")) {
@@ -48,7 +36,7 @@ absl::StatusOr<ProcCounters> ProcSampler::Read(const std::set<int>& guest_pids) 
   if (c.total_ticks == 0) {
     return absl::DataLossError(absl::StrCat("no cpu line in ", proc_root_, "/stat"));
   }
-  auto meminfo = ReadFile(proc_root_ + "/meminfo");
+  auto meminfo = ReadProcFile(proc_root_ + "/meminfo");
   if (!meminfo.ok()) return meminfo.status();
   for (absl::string_view line : absl::StrSplit(*meminfo, '\n')) {
     std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
@@ -58,7 +46,7 @@ absl::StatusOr<ProcCounters> ProcSampler::Read(const std::set<int>& guest_pids) 
     if (f[0] == "MemAvailable:") c.mem_available_mb = kb / 1024.0;
     if (f[0] == "MemTotal:") c.mem_total_mb = kb / 1024.0;
   }
-  auto vmstat = ReadFile(proc_root_ + "/vmstat");
+  auto vmstat = ReadProcFile(proc_root_ + "/vmstat");
   if (vmstat.ok()) {
     for (absl::string_view line : absl::StrSplit(*vmstat, '\n')) {
       std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
@@ -68,16 +56,14 @@ absl::StatusOr<ProcCounters> ProcSampler::Read(const std::set<int>& guest_pids) 
     }
   }
   for (int pid : guest_pids) {
-    auto s = ReadFile(absl::StrCat(proc_root_, "/", pid, "/stat"));
+    auto s = ReadProcFile(absl::StrCat(proc_root_, "/", pid, "/stat"));
     if (!s.ok()) continue;  // the guest exited
-    // Fields after the command (which may contain spaces) in parentheses.
-    size_t close = s->rfind(')');
-    if (close == std::string::npos) continue;
-    std::vector<absl::string_view> f =
-        absl::StrSplit(absl::string_view(*s).substr(close + 2), ' ', absl::SkipEmpty());
-    // f[0] is field 3 (state); utime is field 14, stime field 15.
+    auto f = PidStatFields(*s);
+    if (!f.ok()) continue;
+    // utime is field 14, stime field 15.
     uint64_t utime = 0, stime = 0;
-    if (f.size() > 12 && absl::SimpleAtoi(f[11], &utime) && absl::SimpleAtoi(f[12], &stime)) {
+    if (f->size() > 12 && absl::SimpleAtoi((*f)[11], &utime) &&
+        absl::SimpleAtoi((*f)[12], &stime)) {
       c.guest_ticks[pid] = utime + stime;
     }
   }
@@ -127,29 +113,21 @@ absl::StatusOr<ProcessInfo> ProcSampler::Process(int pid) const {
     if (ec) return absl::UnavailableError(absl::StrCat("cannot stat ", dir, ": ", ec.message()));
     return absl::NotFoundError(absl::StrCat("no process with pid ", pid, " in ", proc_root_));
   }
-  auto s = ReadFile(dir + "/stat");
+  auto s = ReadProcFile(dir + "/stat");
   // Gone between the two looks, or unreadable.
   if (!s.ok()) {
     if (!std::filesystem::exists(dir, ec) && !ec) return s.status();
     return absl::UnavailableError(s.status().message());
   }
-  // The command (field 2) is in parentheses and may contain spaces and ')'.
-  const size_t close = s->rfind(')');
-  if (close == std::string::npos || close + 2 > s->size()) {
-    return absl::DataLossError(absl::StrCat("malformed ", dir, "/stat"));
-  }
-  std::vector<absl::string_view> f =
-      absl::StrSplit(absl::string_view(*s).substr(close + 2), ' ', absl::SkipEmpty());
+  auto f = PidStatFields(*s);
   // f[0] is field 3 (state); starttime is field 22.
-  if (f.empty() || f[0].size() != 1) {
+  if (!f.ok() || (*f)[0].size() != 1) {
     return absl::DataLossError(absl::StrCat("malformed ", dir, "/stat"));
   }
   ProcessInfo info;
-  info.state = f[0][0];
+  info.state = (*f)[0][0];
   uint64_t start = 0;
-  if (f.size() > 19 && absl::SimpleAtoi(absl::StripAsciiWhitespace(f[19]), &start)) {
-    info.start_ticks = start;
-  }
+  if (f->size() > 19 && absl::SimpleAtoi((*f)[19], &start)) info.start_ticks = start;
   return info;
 }
 
@@ -160,7 +138,7 @@ sojourn::v1::HostAttributes ProcSampler::Attributes() const {
     a.set_cpu_cores(c->cpus);
     a.set_total_mem_mb(c->mem_total_mb);
   }
-  auto cpuinfo = ReadFile(proc_root_ + "/cpuinfo");
+  auto cpuinfo = ReadProcFile(proc_root_ + "/cpuinfo");
   if (cpuinfo.ok()) {
     for (absl::string_view line : absl::StrSplit(*cpuinfo, '\n')) {
       if (absl::StartsWith(line, "cpu MHz")) {

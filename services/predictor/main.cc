@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
       "usage: predictor [--flag=value ...]",
       __FILE__);
   sojourn::BlockTerminationSignals();
+  sojourn::RaiseOpenFileLimitOrWarn();
 
   sojourn::predictor::AvailabilityPredictorConfig config;
   config.utc_offset_seconds = absl::GetFlag(FLAGS_utc_offset_seconds);

@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
       "serves window statistics to the predictor.\nusage: statemgr [--flag=value ...]",
       __FILE__);
   sojourn::BlockTerminationSignals();
+  sojourn::RaiseOpenFileLimitOrWarn();
 
   sojourn::statemgr::HostBookConfig config;
   config.classifier.th1 = absl::GetFlag(FLAGS_th1);

@@ -13,7 +13,10 @@ at 0 before their first event. Each service's /metrics is also
 checked with `promtool check metrics` (exposition format). The alerting rules of
 deploy/sojourn-alerts.yml are loaded too: each evaluates without error, none
 fires on the healthy cluster, and every metric they read is exported. Every
-query of the Grafana dashboard runs, and those on gauges return data.
+query of the Grafana dashboard runs, and those on gauges return data. The
+services start with a soft limit of 256 open files and raise it to the hard
+limit; every service exports the process_* metrics of the Prometheus client
+guidelines and its heap, and they agree with what /proc says of its process.
 
 usage: /usr/bin/python3 tests/ops/prometheus_test.py --bin-dir BUILD/bin
        [--prometheus /usr/bin/prometheus] [--promtool /usr/bin/promtool]
@@ -24,6 +27,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import unittest
@@ -39,6 +43,7 @@ SERVICES = ("statemgr", "predictor", "broker", "monitor")
 ALERT_RULES = os.path.join(REPO_DIR, "deploy", "sojourn-alerts.yml")
 DEPLOY_CONFIG = os.path.join(REPO_DIR, "deploy", "prometheus.yml")
 CALLS = 3  # broker ListHosts calls made by the test
+SOFT_FILES = 256  # the services' soft limit on open files at start (they raise it)
 MONITOR_HOST = "ops-monitor-host"
 TARGET_HOST = "host1"  # the label of deploy/prometheus.yml's first statemgr target
 
@@ -214,6 +219,49 @@ class PrometheusTest(unittest.TestCase):
                 sojourn_cluster.wait_until(lambda e=expr: query(e), 15, f"{expr} in Prometheus",
                                            interval_seconds=0.2)
 
+    def test_1d_process_metrics(self):
+        # Every service exports its process's figures (prometheus-cpp has no
+        # process collector), and they are its own: the start time and the
+        # limit on open files agree with /proc/<pid>/ of that service.
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        names = ("process_cpu_seconds_total", "process_start_time_seconds",
+                 "process_resident_memory_bytes", "process_virtual_memory_bytes",
+                 "process_open_fds", "process_max_fds", "sojourn_process_heap_in_use_bytes",
+                 "sojourn_process_heap_free_bytes")
+        for name in SERVICES:
+            job = f"sojourn-{name}"
+            with self.subTest(job=job):
+                values = {}
+                for metric in names:
+                    got = sojourn_cluster.wait_until(
+                        lambda m=metric: query(f'{m}{{job="{job}"}}'), 15,
+                        f"{metric} of {job} in Prometheus", interval_seconds=0.2)
+                    self.assertEqual(len(got), 1, got)
+                    values[metric] = got[0][1]
+                pid = CLUSTER.services[name].popen.pid
+                self.assertGreater(values["process_resident_memory_bytes"], 1 << 20, values)
+                self.assertGreaterEqual(values["process_virtual_memory_bytes"],
+                                        values["process_resident_memory_bytes"], values)
+                self.assertGreater(values["process_open_fds"], 3, values)
+                # Raised from SOFT_FILES to the hard limit at start-up.
+                with open(f"/proc/{pid}/limits") as f:
+                    line = next(l for l in f if l.startswith("Max open files")).split()
+                if hard != resource.RLIM_INFINITY:
+                    self.assertEqual(line[3], str(hard), line)
+                    self.assertEqual(values["process_max_fds"], float(hard), values)
+                self.assertGreater(values["process_max_fds"], SOFT_FILES, values)
+                self.assertLess(values["process_open_fds"], values["process_max_fds"], values)
+                # The start time of the service's pid, from /proc (boot time + field 22).
+                with open(f"/proc/{pid}/stat") as f:
+                    start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+                with open("/proc/stat") as f:
+                    btime = int(next(l for l in f if l.startswith("btime")).split()[1])
+                start = btime + start_ticks / os.sysconf("SC_CLK_TCK")
+                self.assertAlmostEqual(values["process_start_time_seconds"], start, delta=0.02)
+                self.assertGreaterEqual(values["process_cpu_seconds_total"], 0.0, values)
+                self.assertGreaterEqual(values["sojourn_process_heap_free_bytes"], 0.0, values)
+                self.assertGreaterEqual(values["sojourn_process_heap_in_use_bytes"], 0.0, values)
+
     def test_2_request_counter_visible(self):
         import grpc
         from sojourn.v1 import broker_pb2, broker_pb2_grpc
@@ -256,7 +304,8 @@ class PrometheusTest(unittest.TestCase):
             with self.subTest(alert=r["name"]):
                 self.assertEqual(r["health"], "ok", r.get("lastError"))
                 self.assertEqual(r["state"], "inactive", r.get("alerts"))
-                names = set(re.findall(r"\b(sojourn_[a-z_]+|up)\b", r["query"]))
+                names = set(re.findall(r"\b(sojourn_[a-z_]+|process_[a-z_]+|up)\b",
+                                       r["query"]))
                 self.assertTrue(names, r["query"])
                 for name in names:
                     got = sojourn_cluster.wait_until(
@@ -275,7 +324,8 @@ class PrometheusTest(unittest.TestCase):
         for expr in exprs:
             with self.subTest(expr=expr):
                 got = query(expr)  # raises on a query Prometheus refuses
-                if "sojourn_" in expr and "rate(" not in expr and "increase(" not in expr:
+                if (("sojourn_" in expr or "process_" in expr) and "rate(" not in expr
+                        and "increase(" not in expr):
                     self.assertTrue(got, f"no data for {expr}")
 
     def test_3_metrics_exposition_format(self):
@@ -317,7 +367,14 @@ def main():
         global CLUSTER, WORKDIR
         CLUSTER, WORKDIR = cluster, workdir
         sojourn_cluster.generate_sojourn_stubs(REPO_DIR, os.path.join(workdir, "stubs"))
-        cluster.start_all(monitor_host=MONITOR_HOST)
+        # The services inherit a low soft limit on open files (test_1d: they
+        # raise it); this process gets its own back.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (SOFT_FILES, hard))
+        try:
+            cluster.start_all(monitor_host=MONITOR_HOST)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         start_prometheus()
         print(f"prometheus at {PROM_URL} (work dir {workdir})", file=sys.stderr)
 

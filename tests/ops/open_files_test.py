@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""A broker started with a low soft limit on open files serves more hosts than it.
+
+Each registered host's state manager keeps a connection to the broker, so a
+broker holds a descriptor per host. Debian's shells and systemd start
+processes with a soft limit of 1024 open files (hard 524288): before the
+services raised their soft limit to the hard one, a broker stopped accepting
+at about 1,000 hosts ("Failed accept4: Too many open files") and the next
+hosts' RegisterHost calls waited out their deadlines.
+
+Starts the real broker with a soft limit of 64 (the hard limit this process
+has), registers 150 hosts over 150 connections of their own (as 150 state
+managers would), and checks that every call is answered, that ListHosts lists
+all of them, that /proc shows the soft limit raised, and that the broker's
+/metrics counts the descriptors (process_open_fds, process_max_fds). The
+broker's log says it raised the limit.
+
+usage: /usr/bin/python3 tests/ops/open_files_test.py --bin-dir BUILD/bin
+Prints "N passed, N failed" last; exits non-zero on any failure.
+"""
+
+import argparse
+import os
+import re
+import resource
+import sys
+import unittest
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO_DIR, "tests", "python"))
+import sojourn_cluster  # noqa: E402
+
+SOFT_FILES = 64
+HOSTS = 150  # more than SOFT_FILES connections
+
+CLUSTER = None
+
+
+def metric(text, name):
+    m = re.search(rf"^{name}{{[^}}]*}} (\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+class OpenFilesTest(unittest.TestCase):
+
+    def test_hosts_beyond_the_soft_limit(self):
+        import grpc
+        from sojourn.v1 import broker_pb2, broker_pb2_grpc
+        broker = CLUSTER.services["broker"]
+        channels = []
+        try:
+            for i in range(HOSTS):
+                # A subchannel pool of its own: one TCP connection per channel,
+                # as each state manager has its own.
+                channel = grpc.insecure_channel(
+                    broker.address, options=[("grpc.use_local_subchannel_pool", 1)])
+                channels.append(channel)
+                stub = broker_pb2_grpc.BrokerStub(channel)
+                # Raises (DEADLINE_EXCEEDED) when the broker cannot accept the connection.
+                stub.RegisterHost(broker_pb2.RegisterHostRequest(
+                    host=f"fd-host-{i}", statemgr_address="127.0.0.1:7403"), timeout=10)
+            listed = broker_pb2_grpc.BrokerStub(channels[0]).ListHosts(
+                broker_pb2.BrokerListHostsRequest(), timeout=10)
+            self.assertEqual(len(listed.hosts), HOSTS)
+            with urllib.request.urlopen(
+                    f"http://127.0.0.1:{broker.metrics_port}/metrics", timeout=5) as resp:
+                text = resp.read().decode()
+            # Every connection is open while its channel is.
+            self.assertGreaterEqual(metric(text, "process_open_fds"), HOSTS, text)
+            self.assertGreater(metric(text, "process_max_fds"), HOSTS, text)
+        finally:
+            for channel in channels:
+                channel.close()
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        with open(f"/proc/{broker.popen.pid}/limits") as f:
+            limit = next(line for line in f if line.startswith("Max open files")).split()
+        if hard != resource.RLIM_INFINITY:
+            self.assertEqual(limit[3], str(hard), limit)
+        self.assertNotEqual(limit[3], str(SOFT_FILES), limit)
+        with open(broker.log_path) as f:
+            self.assertIn(f"open files: soft limit raised from {SOFT_FILES} to the hard limit",
+                          f.read())
+
+
+def main():
+    global CLUSTER
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bin-dir", default=os.environ.get("SOJOURN_BIN_DIR",
+                                                            os.path.join(REPO_DIR, "build", "bin")))
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args()
+
+    def setup(cluster, workdir):
+        global CLUSTER
+        CLUSTER = cluster
+        sojourn_cluster.generate_sojourn_stubs(REPO_DIR, os.path.join(workdir, "stubs"))
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard <= HOSTS + 64:
+            raise RuntimeError(f"the hard limit on open files ({hard}) is too low for this test")
+        # The broker inherits the low soft limit; this process gets its own back.
+        resource.setrlimit(resource.RLIMIT_NOFILE, (SOFT_FILES, hard))
+        try:
+            # No predictor: registering hosts does not call it.
+            cluster.start("broker", "broker", ["--predictor=127.0.0.1:1"])
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    return sojourn_cluster.run_suite_with_cluster(
+        args.bin_dir, "sojourn-openfiles-", args.keep, setup,
+        lambda: unittest.TestLoader().loadTestsFromTestCase(OpenFilesTest))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
