@@ -5,6 +5,7 @@
 #   sojourn_ops_prometheus_test a real Prometheus scrapes every service's /metrics
 #   sojourn_ops_open_files_test a broker started with a soft limit of 64 open files
 #                               serves 150 hosts' connections
+#   sojourn_bench_rank_statemgrs_smoke  bench/cluster/rank_statemgrs.py on the demo trace
 #   sojourn_deploy_config_test  docker-compose config, promtool check config, units, dashboard
 #   sojourn_eval_availability_cli_test  sojourn-eval availability JSON and --cells CSV
 #   sojourn_cli_test            the sojourn CLI refuses bad arguments (exit 2, one line)
@@ -38,8 +39,16 @@ if(TARGET broker AND TARGET predictor AND TARGET statemgr AND TARGET monitor)
   add_test(NAME sojourn_ops_open_files_test
     COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/ops/open_files_test.py
             --bin-dir $<TARGET_FILE_DIR:broker>)
+  # The bench behind docs/EVALUATION.md "A state manager per host", on the demo's 8 hosts:
+  # it runs to the end and ranks every host.
+  add_test(NAME sojourn_bench_rank_statemgrs_smoke
+    COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/bench/cluster/rank_statemgrs.py
+            --bin-dir $<TARGET_FILE_DIR:broker> --rounds 1 --rankings 2
+            --trace ${CMAKE_SOURCE_DIR}/data/demo/bitbrains-8vms-4weeks.csv.gz)
+  set_tests_properties(sojourn_bench_rank_statemgrs_smoke PROPERTIES
+    PASS_REGULAR_EXPRESSION "\"hosts\": 8,[ \n]+\"ranked\": 8,")
   set_tests_properties(sojourn_python_client_test sojourn_ops_prometheus_test
-                       sojourn_ops_open_files_test PROPERTIES
+                       sojourn_ops_open_files_test sojourn_bench_rank_statemgrs_smoke PROPERTIES
     TIMEOUT 180 LABELS "python;integration"
     # The services' binaries must all be in one directory (CMAKE_RUNTIME_OUTPUT_DIRECTORY).
     ENVIRONMENT "SOJOURN_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")

@@ -1,6 +1,7 @@
 #include "services/predictor/statemgr_directory.h"
 
 #include <algorithm>
+#include <set>
 
 #include <grpcpp/grpcpp.h>
 
@@ -119,7 +120,7 @@ void StatemgrDirectory::Record(const std::string& address, const grpc::Status& s
   }
   it->second.until = now + it->second.backoff;
   // Bounded like the channels: requests may name any address.
-  while (silent_.size() > 4 * max_channels_) {
+  while (silent_.size() > 4 * (max_channels_ + listed_addresses_)) {
     auto oldest = std::min_element(
         silent_.begin(), silent_.end(),
         [](const auto& a, const auto& b) { return a.second.since < b.second.since; });
@@ -146,7 +147,7 @@ StatemgrDirectory::StubPtr StatemgrDirectory::StubFor(const std::string& address
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   lru_.emplace_front(address, stub);
   stubs_[address] = lru_.begin();
-  while (lru_.size() > max_channels_) {
+  while (lru_.size() > max_channels_ + listed_addresses_) {
     // Callers still holding the evicted stub keep its channel alive until
     // they are done; then it closes.
     stubs_.erase(lru_.back().first);
@@ -205,7 +206,15 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> StatemgrDirecto
   grpc::Status s = broker_->ListHosts(&ctx, {}, &resp);
   if (!s.ok()) return FromGrpcStatus(s);
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& h : resp.hosts()) out.emplace_back(h.host(), h.statemgr_address());
+  std::set<std::string> addresses;
+  for (const auto& h : resp.hosts()) {
+    out.emplace_back(h.host(), h.statemgr_address());
+    if (ValidateHostPortAddress(h.statemgr_address(), "statemgr_address").ok()) {
+      addresses.insert(h.statemgr_address());
+    }
+  }
+  absl::MutexLock l(&mu_);
+  listed_addresses_ = addresses.size();
   return out;
 }
 

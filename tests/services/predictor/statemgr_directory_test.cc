@@ -306,6 +306,71 @@ class FakeStatemgr final : public v1::StateManager::CallbackService {
   std::vector<v1::HowLongRequest> how_long_requests_ ABSL_GUARDED_BY(mu_);
 };
 
+// A broker that lists fixed hosts.
+class FakeBroker final : public v1::Broker::CallbackService {
+ public:
+  explicit FakeBroker(std::vector<std::pair<std::string, std::string>> hosts)
+      : hosts_(std::move(hosts)) {}
+  grpc::ServerUnaryReactor* ListHosts(grpc::CallbackServerContext* context,
+                                      const v1::BrokerListHostsRequest* /*request*/,
+                                      v1::BrokerListHostsResponse* response) override {
+    for (const auto& [host, address] : hosts_) {
+      v1::RegisteredHost* h = response->add_hosts();
+      h->set_host(host);
+      h->set_statemgr_address(address);
+    }
+    return FinishNow(context, absl::OkStatus());
+  }
+
+ private:
+  const std::vector<std::pair<std::string, std::string>> hosts_;
+};
+
+// Every state manager the broker lists keeps its channel beside max_channels
+// others: a cluster of more state managers than max_channels (one per lab
+// host) is not reconnected to at every round of requests, and requests
+// naming other addresses still keep at most max_channels more.
+TEST(StatemgrDirectoryTest, KeepsAChannelForEveryListedStatemgr) {
+  // 9 distinct addresses over 10 hosts (two share one), and one the
+  // predictor could never dial, which is not counted.
+  std::vector<std::pair<std::string, std::string>> hosts;
+  for (int i = 0; i < 9; ++i) {
+    hosts.emplace_back(absl::StrCat("h", i), absl::StrCat("127.0.0.1:", 3000 + i));
+  }
+  hosts.emplace_back("h9", "127.0.0.1:3000");
+  hosts.emplace_back("bad", "localhost");
+  FakeBroker broker(hosts);
+  Metrics metrics("broker");
+  auto server = GrpcServer::Start({}, {&broker}, metrics);
+  ASSERT_THAT(server.status(), IsOk());
+  StatemgrDirectory directory((*server)->address(), absl::Seconds(5), /*max_channels=*/3);
+  auto listed = directory.ListHosts();
+  ASSERT_THAT(listed.status(), IsOk());
+  EXPECT_EQ(listed->size(), 11u);
+
+  // Two rounds over the listed state managers: the second finds every stub
+  // of the first (nothing was evicted and reconnected).
+  std::vector<const void*> first;
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 9; ++i) {
+      auto stub = directory.Find(absl::StrCat("h", i), absl::StrCat("127.0.0.1:", 3000 + i));
+      ASSERT_THAT(stub.status(), IsOk());
+      if (round == 0) {
+        first.push_back(stub->get());
+      } else {
+        EXPECT_EQ(stub->get(), first[i]) << "h" << i;
+      }
+    }
+  }
+  EXPECT_EQ(directory.channels(), 9u);
+  // Other addresses: 3 more are kept, then the least recently used goes.
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(directory.Find("x", absl::StrCat("127.0.0.1:", 4000 + i)).ok());
+    EXPECT_EQ(directory.channels(), std::min(10u + i, 12u));
+  }
+  (*server)->Shutdown(absl::Seconds(1));
+}
+
 // A predictor (no broker, in-memory job history, clock at kNow) and a fake
 // state manager, both on loopback port 0.
 class PredictorServiceTest : public ::testing::Test {

@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""RankHosts over many state managers: how long a warm ranking takes, per predictor binary.
+
+A deployment runs one state manager per lab host (deploy/), so the predictor
+dials as many state managers as there are hosts. This bench gives each host
+its own state manager address without running a thousand state managers: one
+statemgr listens on 0.0.0.0 and each host is registered with the broker under
+its own loopback address, 127.0.X.Y:PORT (all of 127/8 reaches it on Linux),
+so the predictor holds one channel and one connection per host as it would in
+a real cluster. `--addresses same` registers every host under 127.0.0.1
+instead (one channel in all).
+
+The statemgr is loaded with a trace by sojourn-replay (history first, then in
+real time, so the hosts stay live). Then, for each round and each predictor
+binary in turn (a baseline measured in the same run), a fresh predictor and
+broker (`--cache_ttl_seconds=0`, so every ranking asks the predictor for every
+host) are started, the hosts registered, and RankHosts (2 h, half a CPU) run
+`--rankings` times; the first ranking also builds the population prior. Prints
+JSON: every ranking's wall time, the median of the warm ones (all but the
+first) per binary, the predictor's open files and RSS after its rankings, and
+the ratio of each binary's median to the first's.
+
+  tools/eval/gwa_replicate.py ../shared/data/bitbrains-rnd-vm-load/bitbrains-rnd-100vms-2013Q3.tar.xz /tmp/bb1000 10
+  bench/cluster/rank_statemgrs.py --trace /tmp/bb1000 --predictors OLD,build/bin/predictor --rounds 2
+
+Exit 2 with a one-line reason on bad arguments. Uses Debian's python3-grpcio.
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO_DIR, "tests", "python"))
+import sojourn_cluster  # noqa: E402
+
+
+def die(msg):
+    sys.stderr.write(f"rank_statemgrs.py: {msg}\n")
+    sys.exit(2)
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trace", required=True, help="any sojourn-replay format")
+    parser.add_argument("--bin-dir", default=os.path.join(REPO_DIR, "build", "bin"))
+    parser.add_argument("--predictors", default="",
+                        help="comma-separated predictor binaries (default: BIN_DIR/predictor)")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rankings", type=int, default=5)
+    parser.add_argument("--addresses", choices=("distinct", "same"), default="distinct")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args()
+    if not os.path.exists(args.trace):
+        die(f"--trace {args.trace}: no such file or directory")
+    predictors = [p for p in args.predictors.split(",") if p] or [
+        os.path.join(args.bin_dir, "predictor")]
+    for p in predictors:
+        if not os.access(p, os.X_OK):
+            die(f"--predictors: {p} is not an executable")
+    if args.rounds < 1 or args.rankings < 2:
+        die("--rounds must be >= 1 and --rankings >= 2")
+
+    import grpc
+    workdir = tempfile.mkdtemp(prefix="sojourn-rankbench-")
+    sojourn_cluster.generate_sojourn_stubs(REPO_DIR, os.path.join(workdir, "stubs"))
+    from sojourn.v1 import broker_pb2, broker_pb2_grpc, statemgr_pb2, statemgr_pb2_grpc
+
+    base = sojourn_cluster.Cluster(args.bin_dir, workdir, start_timeout_seconds=60)
+    runs = []
+    try:
+        statemgr = base.start("statemgr", "statemgr", [
+            "--listen=0.0.0.0:0", f"--db_path={os.path.join(workdir, 'statemgr-db')}"])
+        port = statemgr.grpc_port
+        replay_log = os.path.join(workdir, "replay.log")
+        with open(replay_log, "wb") as log:
+            replay = subprocess.Popen(
+                [base.binary("sojourn-replay"), f"--trace={args.trace}",
+                 f"--statemgr=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=sojourn_cluster._die_with_parent)
+        print("loading the trace ...", file=sys.stderr)
+        sojourn_cluster.wait_until(
+            lambda: replay.poll() is None and "as history" in open(replay_log).read(), 1800,
+            "sojourn-replay to load the history", interval_seconds=1)
+        sm = statemgr_pb2_grpc.StateManagerStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+        hosts = sorted(sm.ListHosts(statemgr_pb2.ListHostsRequest(), timeout=120).hosts,
+                       key=lambda h: h.host)
+        if len(hosts) > 250 * 250:
+            die(f"{len(hosts)} hosts: at most 62,500 loopback addresses")
+
+        def address(i):
+            if args.addresses == "same":
+                return f"127.0.0.1:{port}"
+            return f"127.0.{i // 250}.{i % 250 + 1}:{port}"
+
+        for rnd in range(args.rounds):
+            for k, binary in enumerate(predictors):
+                rundir = os.path.join(workdir, f"round{rnd}-predictor{k}")
+                os.makedirs(rundir)
+                cluster = sojourn_cluster.Cluster(args.bin_dir, rundir)
+                try:
+                    # The broker's port is not known before it starts: the
+                    # predictor finds hosts through the statemgr_address the
+                    # broker passes, and pools its prior over the broker's list
+                    # once restarted with it.
+                    broker_port = sojourn_cluster.wait_until(
+                        lambda: _free_port(), 5, "a free port")
+                    # (An absolute path: os.path.join keeps it as it is.)
+                    predictor = cluster.start("predictor", os.path.abspath(binary), [
+                        f"--broker=127.0.0.1:{broker_port}", "--histdb_path="])
+                    cluster.start("broker", "broker", [
+                        f"--predictor={predictor.address}", "--heartbeat_ttl_seconds=86400",
+                        "--cache_ttl_seconds=0", f"--listen=127.0.0.1:{broker_port}"])
+                    broker = broker_pb2_grpc.BrokerStub(grpc.insecure_channel(
+                        f"127.0.0.1:{broker_port}",
+                        options=[("grpc.max_receive_message_length", 64 << 20)]))
+                    fresh = {h.host: h for h in sm.ListHosts(
+                        statemgr_pb2.ListHostsRequest(), timeout=120).hosts}
+                    for i, h in enumerate(hosts):
+                        broker.RegisterHost(broker_pb2.RegisterHostRequest(
+                            host=h.host, statemgr_address=address(i), attributes=h.attributes,
+                            last_sample_unix_seconds=fresh[h.host].last_sample_unix_seconds),
+                            timeout=30)
+                    times = []
+                    for _ in range(args.rankings):
+                        start = time.monotonic()
+                        r = broker.RankHosts(broker_pb2.RankHostsRequest(
+                            job=broker_pb2.JobRequirements(duration_seconds=7200,
+                                                           cpu_share_ratio=0.5)), timeout=900)
+                        times.append(time.monotonic() - start)
+                    pid = predictor.popen.pid
+                    run = {"round": rnd, "predictor": binary, "hosts": len(hosts),
+                           "ranked": len(r.hosts),
+                           "times_s": [round(t, 3) for t in times],
+                           "median_warm_s": round(statistics.median(times[1:]), 3),
+                           "predictor_open_files": len(os.listdir(f"/proc/{pid}/fd")),
+                           "predictor_rss_mb": round(rss_mb(pid), 1)}
+                    runs.append(run)
+                    print(json.dumps(run), file=sys.stderr)
+                finally:
+                    cluster.stop()
+    finally:
+        base.stop()
+        if 'replay' in locals() and replay.poll() is None:
+            replay.kill()
+            replay.wait()
+        if not args.keep:
+            subprocess.run(["rm", "-rf", workdir])
+    medians = {b: statistics.median(r["median_warm_s"] for r in runs if r["predictor"] == b)
+               for b in predictors}
+    print(json.dumps({"addresses": args.addresses, "trace": args.trace, "runs": runs,
+                      "median_warm_s": medians,
+                      "ratio_to_first": {b: round(m / medians[predictors[0]], 3)
+                                         for b, m in medians.items()}}, indent=1))
+    return 0
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
