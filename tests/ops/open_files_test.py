@@ -15,6 +15,11 @@ all of them, that /proc shows the soft limit raised, and that the broker's
 /metrics counts the descriptors (process_open_fds, process_max_fds). The
 broker's log says it raised the limit.
 
+`sojourn watch` holds a stream per state manager: with the hosts registered
+under 150 addresses of one state manager (listening on 0.0.0.0, so every
+127.0.0.X reaches it) and a soft limit of 64, it watches all 150 (it failed
+with "Too many open files" before it raised its limit).
+
 usage: /usr/bin/python3 tests/ops/open_files_test.py --bin-dir BUILD/bin
 Prints "N passed, N failed" last; exits non-zero on any failure.
 """
@@ -23,7 +28,10 @@ import argparse
 import os
 import re
 import resource
+import signal
+import subprocess
 import sys
+import threading
 import unittest
 import urllib.request
 
@@ -60,7 +68,7 @@ class OpenFilesTest(unittest.TestCase):
                 stub = broker_pb2_grpc.BrokerStub(channel)
                 # Raises (DEADLINE_EXCEEDED) when the broker cannot accept the connection.
                 stub.RegisterHost(broker_pb2.RegisterHostRequest(
-                    host=f"fd-host-{i}", statemgr_address="127.0.0.1:7403"), timeout=10)
+                    host=f"fd-host-{i}", statemgr_address=statemgr_address(i)), timeout=10)
             listed = broker_pb2_grpc.BrokerStub(channels[0]).ListHosts(
                 broker_pb2.BrokerListHostsRequest(), timeout=10)
             self.assertEqual(len(listed.hosts), HOSTS)
@@ -82,6 +90,36 @@ class OpenFilesTest(unittest.TestCase):
         with open(broker.log_path) as f:
             self.assertIn(f"open files: soft limit raised from {SOFT_FILES} to the hard limit",
                           f.read())
+        self.watch_every_statemgr(broker)
+
+    def watch_every_statemgr(self, broker):
+        # One stream per registered state manager address; the watch prints a
+        # line for each stream it opened, or stops at the first that fails.
+        watch = subprocess.Popen(
+            [CLUSTER.binary("sojourn"), "watch", "--no-snapshot", "--broker", broker.address],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            preexec_fn=lambda: resource.setrlimit(
+                resource.RLIMIT_NOFILE, (SOFT_FILES, resource.getrlimit(resource.RLIMIT_NOFILE)[1])))
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(watch.stderr), daemon=True)
+        reader.start()
+        try:
+            watching = lambda: {l for l in lines if "watching state changes at" in l}
+            sojourn_cluster.wait_until(
+                lambda: len(watching()) == HOSTS or watch.poll() is not None, 60,
+                f"sojourn watch to open {HOSTS} streams")
+            self.assertIsNone(watch.poll(), "".join(lines[-5:]))
+            self.assertEqual(len(watching()), HOSTS, "".join(lines[-5:]))
+        finally:
+            watch.send_signal(signal.SIGINT)
+            watch.wait(timeout=30)
+            reader.join(timeout=10)
+        self.assertFalse([l for l in lines if "Too many open files" in l], lines[-5:])
+
+
+def statemgr_address(i):
+    """Host i's state manager: 127.0.0.(i+1), all reaching the one state manager."""
+    return f"127.0.0.{i + 1}:{CLUSTER.services['statemgr'].grpc_port}"
 
 
 def main():
@@ -104,6 +142,8 @@ def main():
         try:
             # No predictor: registering hosts does not call it.
             cluster.start("broker", "broker", ["--predictor=127.0.0.1:1"])
+            cluster.start("statemgr", "statemgr", [
+                "--listen=0.0.0.0:0", f"--db_path={os.path.join(workdir, 'statemgr-db')}"])
         finally:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 

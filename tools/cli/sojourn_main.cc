@@ -46,6 +46,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/cli_util.h"
+#include "common/proc_stat.h"
 #include "common/text.h"
 #include "sojourn/v1/broker.grpc.pb.h"
 #include "sojourn/v1/monitor.grpc.pb.h"
@@ -886,6 +887,12 @@ int Watch(int argc, char** argv) {
     req.set_host(HostArg(a.Get("host"), "--host"));
   }
   req.set_skip_snapshot(a.Flag("no-snapshot"));
+  // A stream (a connection) per state manager, one per host in deploy/'s
+  // layout: with the soft limit of 1024 open files Debian starts a shell
+  // with, a watch over about 1,000 state managers failed ("Too many open
+  // files"). Where the limit cannot be raised, the watch says so when a
+  // connection fails.
+  (void)sojourn::RaiseOpenFileLimit();
   std::vector<std::string> statemgrs;
   if (a.Has("statemgr")) {
     for (absl::string_view v : absl::StrSplit(a.Get("statemgr"), ',', absl::SkipEmpty())) {
