@@ -40,13 +40,11 @@ if(TARGET broker AND TARGET predictor AND TARGET statemgr AND TARGET monitor)
     COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/ops/open_files_test.py
             --bin-dir $<TARGET_FILE_DIR:broker>)
   # The bench behind docs/EVALUATION.md "A state manager per host", on the demo's 8 hosts:
-  # it runs to the end and ranks every host.
+  # it runs to the end (exit 0) and ranks every host (it exits 1 otherwise).
   add_test(NAME sojourn_bench_rank_statemgrs_smoke
     COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/bench/cluster/rank_statemgrs.py
             --bin-dir $<TARGET_FILE_DIR:broker> --rounds 1 --rankings 2
             --trace ${CMAKE_SOURCE_DIR}/data/demo/bitbrains-8vms-4weeks.csv.gz)
-  set_tests_properties(sojourn_bench_rank_statemgrs_smoke PROPERTIES
-    PASS_REGULAR_EXPRESSION "\"hosts\": 8,[ \n]+\"ranked\": 8,")
   set_tests_properties(sojourn_python_client_test sojourn_ops_prometheus_test
                        sojourn_ops_open_files_test sojourn_bench_rank_statemgrs_smoke PROPERTIES
     TIMEOUT 180 LABELS "python;integration"

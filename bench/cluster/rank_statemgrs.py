@@ -23,7 +23,8 @@ the ratio of each binary's median to the first's.
   tools/eval/gwa_replicate.py ../shared/data/bitbrains-rnd-vm-load/bitbrains-rnd-100vms-2013Q3.tar.xz /tmp/bb1000 10
   bench/cluster/rank_statemgrs.py --trace /tmp/bb1000 --predictors OLD,build/bin/predictor --rounds 2
 
-Exit 2 with a one-line reason on bad arguments. Uses Debian's python3-grpcio.
+Exit 2 with a one-line reason on bad arguments, 1 when a service or the replay fails or a
+ranking leaves out a host. Uses Debian's python3-grpcio.
 """
 
 import argparse
@@ -63,6 +64,14 @@ def main():
     parser.add_argument("--addresses", choices=("distinct", "same"), default="distinct")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
+    try:
+        return run(args)
+    except RuntimeError as e:
+        sys.stderr.write(f"rank_statemgrs.py: {e}\n")
+        return 1
+
+
+def run(args):
     if not os.path.exists(args.trace):
         die(f"--trace {args.trace}: no such file or directory")
     predictors = [p for p in args.predictors.split(",") if p] or [
@@ -91,9 +100,17 @@ def main():
                  f"--statemgr=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=sojourn_cluster._die_with_parent)
         print("loading the trace ...", file=sys.stderr)
-        sojourn_cluster.wait_until(
-            lambda: replay.poll() is None and "as history" in open(replay_log).read(), 1800,
-            "sojourn-replay to load the history", interval_seconds=1)
+
+        def loaded():
+            if replay.poll() is not None:
+                return "exited"
+            with open(replay_log) as f:
+                return "as history" in f.read()
+        if sojourn_cluster.wait_until(loaded, 1800, "sojourn-replay to load the history",
+                                      interval_seconds=1) == "exited":
+            with open(replay_log) as f:
+                raise RuntimeError(f"sojourn-replay exited with code {replay.returncode}:\n"
+                                   f"{f.read()[-2000:]}")
         sm = statemgr_pb2_grpc.StateManagerStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
         hosts = sorted(sm.ListHosts(statemgr_pb2.ListHostsRequest(), timeout=120).hosts,
                        key=lambda h: h.host)
@@ -111,18 +128,7 @@ def main():
                 os.makedirs(rundir)
                 cluster = sojourn_cluster.Cluster(args.bin_dir, rundir)
                 try:
-                    # The broker's port is not known before it starts: the
-                    # predictor finds hosts through the statemgr_address the
-                    # broker passes, and pools its prior over the broker's list
-                    # once restarted with it.
-                    broker_port = sojourn_cluster.wait_until(
-                        lambda: _free_port(), 5, "a free port")
-                    # (An absolute path: os.path.join keeps it as it is.)
-                    predictor = cluster.start("predictor", os.path.abspath(binary), [
-                        f"--broker=127.0.0.1:{broker_port}", "--histdb_path="])
-                    cluster.start("broker", "broker", [
-                        f"--predictor={predictor.address}", "--heartbeat_ttl_seconds=86400",
-                        "--cache_ttl_seconds=0", f"--listen=127.0.0.1:{broker_port}"])
+                    predictor, broker_port = start_predictor_and_broker(cluster, binary)
                     broker = broker_pb2_grpc.BrokerStub(grpc.insecure_channel(
                         f"127.0.0.1:{broker_port}",
                         options=[("grpc.max_receive_message_length", 64 << 20)]))
@@ -149,6 +155,8 @@ def main():
                            "predictor_rss_mb": round(rss_mb(pid), 1)}
                     runs.append(run)
                     print(json.dumps(run), file=sys.stderr)
+                    if run["ranked"] != run["hosts"]:
+                        raise RuntimeError(f"ranked {run['ranked']} of {run['hosts']} hosts")
                 finally:
                     cluster.stop()
     finally:
@@ -167,11 +175,31 @@ def main():
     return 0
 
 
-def _free_port():
+def start_predictor_and_broker(cluster, binary):
+    """A predictor (`binary`) whose --broker is the broker started after it.
+
+    Each needs the other's address, so the broker's port is picked first; a
+    port taken meanwhile by another process makes the broker exit, and both
+    start again on another port (at most 5 times). Returns (predictor, port).
+    """
     import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    for attempt in range(5):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        # (An absolute path: os.path.join keeps it as it is.)
+        predictor = cluster.start(f"predictor{attempt}", os.path.abspath(binary), [
+            f"--broker=127.0.0.1:{port}", "--histdb_path="])
+        try:
+            cluster.start(f"broker{attempt}", "broker", [
+                f"--predictor={predictor.address}", "--heartbeat_ttl_seconds=86400",
+                "--cache_ttl_seconds=0", f"--listen=127.0.0.1:{port}"])
+            return predictor, port
+        except RuntimeError as e:
+            print(f"broker on port {port}: {e}; trying another port", file=sys.stderr)
+            predictor.popen.terminate()
+            predictor.popen.wait()
+    raise RuntimeError("no free port for the broker in 5 attempts")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
 #include "services/predictor/statemgr_directory.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 #include <grpcpp/grpcpp.h>
@@ -8,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/logging.h"
 #include "common/status.h"
 #include "common/text.h"
 
@@ -120,7 +124,7 @@ void StatemgrDirectory::Record(const std::string& address, const grpc::Status& s
   }
   it->second.until = now + it->second.backoff;
   // Bounded like the channels: requests may name any address.
-  while (silent_.size() > 4 * (max_channels_ + listed_addresses_)) {
+  while (silent_.size() > 4 * (max_channels_ + listed_.size())) {
     auto oldest = std::min_element(
         silent_.begin(), silent_.end(),
         [](const auto& a, const auto& b) { return a.second.since < b.second.since; });
@@ -147,11 +151,14 @@ StatemgrDirectory::StubPtr StatemgrDirectory::StubFor(const std::string& address
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   lru_.emplace_front(address, stub);
   stubs_[address] = lru_.begin();
-  while (lru_.size() > max_channels_ + listed_addresses_) {
-    // Callers still holding the evicted stub keep its channel alive until
-    // they are done; then it closes.
-    stubs_.erase(lru_.back().first);
-    lru_.pop_back();
+  while (lru_.size() > max_channels_ + listed_.size()) {
+    // The least recently used address the broker does not list; callers
+    // still holding the evicted stub keep its channel alive until they are
+    // done, then it closes.
+    auto victim = std::prev(lru_.end());
+    while (victim != lru_.begin() && listed_.count(victim->first) > 0) --victim;
+    stubs_.erase(victim->first);
+    lru_.erase(victim);
   }
   return stub;
 }
@@ -213,8 +220,29 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> StatemgrDirecto
       addresses.insert(h.statemgr_address());
     }
   }
-  absl::MutexLock l(&mu_);
-  listed_addresses_ = addresses.size();
+  const size_t listed = addresses.size();
+  const size_t needed = listed + max_channels_ + kReservedFiles;
+  size_t warned = 0;
+  {
+    absl::MutexLock l(&mu_);
+    listed_ = std::move(addresses);
+    warned = warned_files_;
+  }
+  // Once for each need past the limit, not at every prior.
+  struct rlimit limit;
+  if (needed > warned && getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
+      limit.rlim_cur != RLIM_INFINITY && needed > limit.rlim_cur) {
+    {
+      absl::MutexLock l(&mu_);
+      warned_files_ = needed;
+    }
+    SOJOURN_LOG(WARNING,
+                "open files: the broker lists %d state managers, and a connection to each needs "
+                "about %d open files in all, above this process's limit of %d; raise the hard "
+                "limit (systemd LimitNOFILE=, docker-compose ulimits: nofile:)",
+                static_cast<int64_t>(listed), static_cast<int64_t>(needed),
+                static_cast<int64_t>(limit.rlim_cur));
+  }
   return out;
 }
 

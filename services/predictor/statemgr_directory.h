@@ -1,12 +1,13 @@
 // Finds a host's state manager (from the request, else from the broker's
 // registry) and keeps one channel per state manager address, for the most
-// recently used addresses: as many as the broker listed state managers at
-// its last host list, plus kDefaultMaxChannels (requests may name any
-// address: without a bound, 3000 distinct ones grew the predictor's RSS
-// from 25 to 91 MB). A bound of 256 alone made a cluster of more than 256
-// state managers (one per lab host, as deploy/ runs them) reconnect to
-// every one of them at each ranking: a 1,000-host RankHosts took 1.67 s
-// instead of 0.9 s. Remembers the state managers that let a call run into
+// recently used addresses: every state manager of the broker's last host
+// list, plus the kDefaultMaxChannels most recently used other addresses
+// (requests may name any address: without a bound, 3000 distinct ones grew
+// the predictor's RSS from 25 to 91 MB). A bound of 256 in all made a
+// cluster of more than 256 state managers (one per lab host, as deploy/
+// runs them) reconnect to every one of them at each ranking: a warm
+// 1,000-host RankHosts took 2.0-2.6 s instead of 1.1-1.2 s
+// (docs/EVALUATION.md, "A state manager per host"). Remembers the state managers that let a call run into
 // its deadline (Admit / Record), so that one silent peer -- a machine that
 // accepts connections and never answers -- does not stall every request.
 #ifndef SOJOURN_SERVICES_PREDICTOR_STATEMGR_DIRECTORY_H_
@@ -15,6 +16,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,9 +69,10 @@ class StatemgrDirectory {
   static constexpr int kMaxBrokerMessageBytes = 64 << 20;
 
   // `broker_address` may be empty: then requests must name the state manager.
-  // At most `max_channels` (>= 1) channels are kept beyond the distinct state
-  // manager addresses of the broker's last host list (ListHosts); the least
-  // recently used is closed when a new address needs one. `clock` (Clock::Real() when
+  // Channels are kept for the state manager addresses of the broker's last
+  // host list (ListHosts) and for at most `max_channels` (>= 1) others; when
+  // a new address needs one, the least recently used other address is closed
+  // (a listed one only when all kept are listed, i.e. after the list shrank). `clock` (Clock::Real() when
   // null) times the silent state managers' backoff; deadlines of calls are
   // on the wall clock.
   StatemgrDirectory(const std::string& broker_address, absl::Duration timeout,
@@ -85,9 +88,10 @@ class StatemgrDirectory {
   absl::StatusOr<std::shared_ptr<sojourn::v1::StateManager::Stub>> Find(
       const std::string& host, const std::string& explicit_address,
       std::string* address_out = nullptr);
-  // Every host the broker knows with its state manager address. The number
-  // of distinct addresses among them (HOST:PORT ones) is kept as channels
-  // beyond `max_channels`. FAILED_PRECONDITION without a broker.
+  // Every host the broker knows with its state manager address; their
+  // addresses (the HOST:PORT ones) keep their channels from now on. Logs a
+  // warning when they need more open files than the process may have.
+  // FAILED_PRECONDITION without a broker.
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ListHosts();
   absl::Duration timeout() const { return timeout_; }
 
@@ -142,15 +146,20 @@ class StatemgrDirectory {
   std::list<std::pair<std::string, StubPtr>> lru_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::list<std::pair<std::string, StubPtr>>::iterator> stubs_
       ABSL_GUARDED_BY(mu_);
-  // Distinct state manager addresses of the broker's last host list.
-  size_t listed_addresses_ ABSL_GUARDED_BY(mu_) = 0;
+  // The state manager addresses of the broker's last host list.
+  std::set<std::string> listed_ ABSL_GUARDED_BY(mu_);
+  // Open files the predictor needs besides its channels (RocksDB, listening
+  // sockets, clients), for the warning of ListHosts.
+  static constexpr size_t kReservedFiles = 256;
+  // The need last warned of (0 = none).
+  size_t warned_files_ ABSL_GUARDED_BY(mu_) = 0;
   struct Silence {
     absl::Time since;     // the first deadline of this run of them
     absl::Time until;     // not called before
     absl::Duration backoff;
     bool requests = false;  // a request's deadline, not only the prior's
   };
-  // At most 4 (max_channels_ + listed_addresses_) entries (the oldest go first).
+  // At most 4 (max_channels_ + listed_.size()) entries (the oldest go first).
   std::map<std::string, Silence> silent_ ABSL_GUARDED_BY(mu_);
 };
 

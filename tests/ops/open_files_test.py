@@ -20,6 +20,10 @@ under 150 addresses of one state manager (listening on 0.0.0.0, so every
 127.0.0.X reaches it) and a soft limit of 64, it watches all 150 (it failed
 with "Too many open files" before it raised its limit).
 
+The predictor keeps a connection to each state manager the broker lists: one
+started with a hard limit of 600 open files warns, when it pools the prior
+over the 150, that it needs about 662.
+
 usage: /usr/bin/python3 tests/ops/open_files_test.py --bin-dir BUILD/bin
 Prints "N passed, N failed" last; exits non-zero on any failure.
 """
@@ -32,6 +36,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import unittest
 import urllib.request
 
@@ -96,10 +101,9 @@ class OpenFilesTest(unittest.TestCase):
         # One stream per registered state manager address; the watch prints a
         # line for each stream it opened, or stops at the first that fails.
         watch = subprocess.Popen(
-            [CLUSTER.binary("sojourn"), "watch", "--no-snapshot", "--broker", broker.address],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            preexec_fn=lambda: resource.setrlimit(
-                resource.RLIMIT_NOFILE, (SOFT_FILES, resource.getrlimit(resource.RLIMIT_NOFILE)[1])))
+            low_soft_limit() + [CLUSTER.binary("sojourn"), "watch", "--no-snapshot", "--broker",
+                                broker.address],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         lines = []
         reader = threading.Thread(target=lambda: lines.extend(watch.stderr), daemon=True)
         reader.start()
@@ -115,6 +119,49 @@ class OpenFilesTest(unittest.TestCase):
             watch.wait(timeout=30)
             reader.join(timeout=10)
         self.assertFalse([l for l in lines if "Too many open files" in l], lines[-5:])
+
+    def test_predictor_warns_of_its_limit(self):
+        # One host with a few samples, so that a prediction for it pools the
+        # prior over every host the broker lists (the other 150 are unknown to
+        # the state manager and are left out of it).
+        import grpc
+        from sojourn.v1 import (broker_pb2, broker_pb2_grpc, common_pb2, predictor_pb2,
+                                predictor_pb2_grpc, statemgr_pb2, statemgr_pb2_grpc)
+        statemgr = CLUSTER.services["statemgr"]
+        now = int(time.time())
+        samples = [common_pb2.HostSample(unix_seconds=now - 540 + 6 * i, cpu_load_ratio=0.1)
+                   for i in range(90)]
+        pushed = statemgr_pb2_grpc.StateManagerStub(
+            grpc.insecure_channel(statemgr.address)).PushSamples(
+                iter([statemgr_pb2.PushSamplesRequest(host="fd-pushed", samples=samples,
+                                                      period_seconds=6)]), timeout=30)
+        self.assertEqual(pushed.persisted_samples, len(samples))
+        broker = broker_pb2_grpc.BrokerStub(
+            grpc.insecure_channel(CLUSTER.services["broker"].address))
+        for i in range(HOSTS):
+            broker.RegisterHost(broker_pb2.RegisterHostRequest(
+                host=f"fd-prior-{i}", statemgr_address=statemgr_address(i)), timeout=10)
+        predictor = predictor_pb2_grpc.PredictorStub(
+            grpc.insecure_channel(CLUSTER.services["predictor"].address))
+        answer = predictor.PredictAvailability(predictor_pb2.PredictAvailabilityRequest(
+            host="fd-pushed", window_seconds=3600, statemgr_address=statemgr.address), timeout=60)
+        self.assertGreater(answer.tr_ratio, 0.0)
+        log = CLUSTER.services["predictor"].log_path
+        # 150 listed + 256 others + 256 reserved, against the hard limit of 600.
+        want = (f"the broker lists {HOSTS} state managers, and a connection to each needs about "
+                f"{HOSTS + 512} open files in all, above this process's limit of 600")
+        with open(log) as f:
+            text = f.read()
+        self.assertIn(want, text)
+        self.assertEqual(text.count("open files: the broker lists"), 1, text)
+
+
+def low_soft_limit(hard=None):
+    """prlimit(1) prefix: a soft limit of SOFT_FILES, and `hard` or this process's hard limit."""
+    if hard is None:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        hard = "unlimited" if hard == resource.RLIM_INFINITY else hard
+    return ["prlimit", f"--nofile={SOFT_FILES}:{hard}", "--"]
 
 
 def statemgr_address(i):
@@ -134,18 +181,16 @@ def main():
         global CLUSTER
         CLUSTER = cluster
         sojourn_cluster.generate_sojourn_stubs(REPO_DIR, os.path.join(workdir, "stubs"))
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if hard != resource.RLIM_INFINITY and hard <= HOSTS + 64:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        if hard != resource.RLIM_INFINITY and hard <= 2 * HOSTS + 64:
             raise RuntimeError(f"the hard limit on open files ({hard}) is too low for this test")
-        # The broker inherits the low soft limit; this process gets its own back.
-        resource.setrlimit(resource.RLIMIT_NOFILE, (SOFT_FILES, hard))
-        try:
-            # No predictor: registering hosts does not call it.
-            cluster.start("broker", "broker", ["--predictor=127.0.0.1:1"])
-            cluster.start("statemgr", "statemgr", [
-                "--listen=0.0.0.0:0", f"--db_path={os.path.join(workdir, 'statemgr-db')}"])
-        finally:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        # Registering hosts does not call the predictor.
+        broker = cluster.start("broker", "broker", ["--predictor=127.0.0.1:1"],
+                               prefix=low_soft_limit())
+        cluster.start("statemgr", "statemgr", [
+            "--listen=0.0.0.0:0", f"--db_path={os.path.join(workdir, 'statemgr-db')}"])
+        cluster.start("predictor", "predictor", [f"--broker={broker.address}", "--histdb_path="],
+                      prefix=low_soft_limit(hard=600))
 
     return sojourn_cluster.run_suite_with_cluster(
         args.bin_dir, "sojourn-openfiles-", args.keep, setup,

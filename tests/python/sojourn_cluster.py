@@ -144,14 +144,15 @@ class Cluster:
             raise FileNotFoundError(f"{path} is not an executable (build the target '{program}')")
         return path
 
-    def start(self, name, program, args):
+    def start(self, name, program, args, prefix=()):
         """Starts `program` with `args` plus loopback port-0 listen flags.
 
+        `prefix` goes before the program (e.g. ["prlimit", "--nofile=64:600", "--"]).
         Returns the Service once its port file is written (bounded wait).
         """
         port_file = os.path.join(self.workdir, f"{name}.ports")
         log_path = os.path.join(self.workdir, f"{name}.log")
-        argv = [self.binary(program),
+        argv = list(prefix) + [self.binary(program),
                 "--listen=127.0.0.1:0",
                 "--metrics_listen=127.0.0.1:0",
                 f"--port_file={port_file}"] + list(args)

@@ -329,7 +329,8 @@ class FakeBroker final : public v1::Broker::CallbackService {
 // Every state manager the broker lists keeps its channel beside max_channels
 // others: a cluster of more state managers than max_channels (one per lab
 // host) is not reconnected to at every round of requests, and requests
-// naming other addresses still keep at most max_channels more.
+// naming other addresses keep at most max_channels more, evicting their own
+// least recently used, never a listed one.
 TEST(StatemgrDirectoryTest, KeepsAChannelForEveryListedStatemgr) {
   // 9 distinct addresses over 10 hosts (two share one), and one the
   // predictor could never dial, which is not counted.
@@ -348,26 +349,31 @@ TEST(StatemgrDirectoryTest, KeepsAChannelForEveryListedStatemgr) {
   ASSERT_THAT(listed.status(), IsOk());
   EXPECT_EQ(listed->size(), 11u);
 
-  // Two rounds over the listed state managers: the second finds every stub
-  // of the first (nothing was evicted and reconnected).
-  std::vector<const void*> first;
-  for (int round = 0; round < 2; ++round) {
-    for (int i = 0; i < 9; ++i) {
-      auto stub = directory.Find(absl::StrCat("h", i), absl::StrCat("127.0.0.1:", 3000 + i));
-      ASSERT_THAT(stub.status(), IsOk());
-      if (round == 0) {
-        first.push_back(stub->get());
-      } else {
-        EXPECT_EQ(stub->get(), first[i]) << "h" << i;
-      }
-    }
-  }
+  // The stubs of the listed state managers, held so that an evicted one
+  // could not come back at the same address.
+  std::vector<std::shared_ptr<v1::StateManager::Stub>> kept;
+  const auto find_listed = [&](int i) {
+    auto stub = directory.Find(absl::StrCat("h", i), absl::StrCat("127.0.0.1:", 3000 + i));
+    EXPECT_THAT(stub.status(), IsOk());
+    return stub.ok() ? *stub : nullptr;
+  };
+  for (int i = 0; i < 9; ++i) kept.push_back(find_listed(i));
   EXPECT_EQ(directory.channels(), 9u);
-  // Other addresses: 3 more are kept, then the least recently used goes.
+  // Other addresses, then the listed ones again: 3 others are kept beside
+  // the 9, the least recently used other goes, and every listed state
+  // manager still has the stub it had (no reconnection).
+  std::shared_ptr<v1::StateManager::Stub> first_other;
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(directory.Find("x", absl::StrCat("127.0.0.1:", 4000 + i)).ok());
+    auto other = directory.Find("x", absl::StrCat("127.0.0.1:", 4000 + i));
+    ASSERT_THAT(other.status(), IsOk());
+    if (i == 0) first_other = *other;
     EXPECT_EQ(directory.channels(), std::min(10u + i, 12u));
   }
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(find_listed(i), kept[i]) << "h" << i;
+  EXPECT_EQ(directory.channels(), 12u);
+  auto again = directory.Find("x", "127.0.0.1:4000");
+  ASSERT_THAT(again.status(), IsOk());
+  EXPECT_NE(*again, first_other);  // the oldest other was evicted
   (*server)->Shutdown(absl::Seconds(1));
 }
 
