@@ -4,7 +4,8 @@
 #   sojourn_python_client_test  grpcio client from proto/ against the real services
 #   sojourn_ops_prometheus_test a real Prometheus scrapes every service's /metrics
 #   sojourn_ops_open_files_test a broker started with a soft limit of 64 open files
-#                               serves 150 hosts' connections
+#                               serves 150 hosts' connections; `sojourn watch` over 150
+#                               state manager addresses; the predictor's warning of its limit
 #   sojourn_bench_rank_statemgrs_smoke  bench/cluster/rank_statemgrs.py on the demo trace
 #   sojourn_deploy_config_test  docker-compose config, promtool check config, units, dashboard
 #   sojourn_eval_availability_cli_test  sojourn-eval availability JSON and --cells CSV
