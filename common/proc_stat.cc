@@ -137,7 +137,6 @@ absl::StatusOr<OpenFileLimit> RaiseOpenFileLimit() {
           absl::StrCat("setrlimit(RLIMIT_NOFILE) to ", out.hard, ": ", std::strerror(errno)));
     }
   }
-  out.after = out.hard;
   return out;
 }
 

@@ -56,12 +56,12 @@ absl::StatusOr<ProcessUsage> ReadProcessUsage(const std::string& proc_root = "/p
                                               const std::string& pid = "self",
                                               int64_t ticks_per_second = 0, int64_t page_size = 0);
 
-// The soft limit on open files (RLIMIT_NOFILE) before and after
-// RaiseOpenFileLimit.
+// The limits on open files (RLIMIT_NOFILE) of RaiseOpenFileLimit, -1 for
+// unlimited: the soft limit before it, and the hard limit, which is the soft
+// limit after it.
 struct OpenFileLimit {
   int64_t before = 0;
-  int64_t after = 0;
-  int64_t hard = 0;  // -1 = unlimited
+  int64_t hard = 0;
 };
 
 // Raises this process's soft limit on open files to its hard limit. Every

@@ -419,17 +419,17 @@ int64_t RaiseOpenFileLimitOrWarn(int64_t needed, absl::string_view what) {
     SOJOURN_LOG(WARNING, "open files: %s", limit.status().ToString());
     return 0;
   }
-  if (limit->after != limit->before) {
+  if (limit->hard != limit->before) {
     SOJOURN_LOG(INFO, "open files: soft limit raised from %d to the hard limit %d",
-                limit->before, limit->after);
+                limit->before, limit->hard);
   }
-  if (needed > 0 && limit->after >= 0 && limit->after < needed) {
+  if (needed > 0 && limit->hard >= 0 && limit->hard < needed) {
     SOJOURN_LOG(WARNING,
                 "open files: the limit is %d, below the %d that %s need; raise the hard limit "
                 "(systemd LimitNOFILE=, docker-compose ulimits: nofile:, ulimit -Hn as root)",
-                limit->after, needed, std::string(what));
+                limit->hard, needed, std::string(what));
   }
-  return limit->after;
+  return limit->hard;
 }
 
 void BlockTerminationSignals() {
