@@ -95,9 +95,25 @@ void GridBuilder::Emit(int64_t t, bool redo) {
   StateSeries& s = Mutable();
   const HostState st = classifier_.StateAt(t);
   if (redo) {
+    const size_t n = s.states.size();
+    if (st != s.states.back()) {
+      if (run_start_ == t && n >= 2 && s.states[n - 2] == st) {
+        // The last point alone was its run; now it joins the run before.
+        run_start_ = prev_run_start_;
+        prev_run_start_ = 0;
+      } else if (run_start_ != t) {
+        // It leaves a longer run and starts its own.
+        prev_run_start_ = run_start_;
+        run_start_ = t;
+      }
+    }
     s.states.back() = st;
     s.load_band.back() = LoadBandOf(st, last_load_, cfg_);
     return;
+  }
+  if (s.states.empty() || st != s.states.back()) {
+    prev_run_start_ = s.states.empty() ? 0 : run_start_;
+    run_start_ = t;
   }
   s.states.push_back(st);
   s.load_band.push_back(LoadBandOf(st, last_load_, cfg_));

@@ -13,6 +13,7 @@
 #ifndef SOJOURN_MODELS_AVAILABILITY_STATE_H_
 #define SOJOURN_MODELS_AVAILABILITY_STATE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -125,6 +126,13 @@ class GridBuilder {
   void Reserve(size_t points);
 
   const StateClassifier& classifier() const { return classifier_; }
+  // Time of the first point of the run of equal states that ends the grid
+  // (the grid's first point when the run began before it); 0 for an empty
+  // grid. Kept as points are added, so it costs nothing to read: walking back
+  // over a host's grid costs up to max_points for a host long in one state.
+  int64_t run_start_unix() const {
+    return series_->states.empty() ? 0 : std::max(run_start_, series_->start_unix);
+  }
   // The grid so far. It is shared, not copied: a later Add copies the grid
   // first while a snapshot is still held, so a snapshot never changes.
   std::shared_ptr<const StateSeries> Snapshot() const { return series_; }
@@ -146,6 +154,11 @@ class GridBuilder {
   int64_t next_k_ = 0;
   // Load of the last sample.
   double last_load_ = 0;
+  // Start of the last run of equal points and of the run before it (kept
+  // for a redo of the last point that joins it to that run again; 0 when
+  // unknown, which a redo never needs then).
+  int64_t run_start_ = 0;
+  int64_t prev_run_start_ = 0;
 };
 
 // Classifies a time-sorted sample series onto a grid of `step_seconds` whose

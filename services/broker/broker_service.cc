@@ -120,7 +120,9 @@ grpc::ServerUnaryReactor* BrokerService::Heartbeat(grpc::CallbackServerContext* 
                                                    sojourn::v1::HeartbeatResponse* response) {
   if (absl::Status s = ValidateLookupName(request->host()); !s.ok()) return FinishNow(context, s);
   response->set_heartbeat_ttl_seconds(absl::ToInt64Seconds(registry_.ttl()));
-  return FinishNow(context, registry_.Heartbeat(request->host(), request->last_sample_unix_seconds()));
+  return FinishNow(context,
+                   registry_.Heartbeat(request->host(), request->last_sample_unix_seconds(),
+                                       request->has_condition() ? &request->condition() : nullptr));
 }
 
 grpc::ServerUnaryReactor* BrokerService::ListHosts(

@@ -17,6 +17,7 @@ absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& requ
   // HOST:PORT: "localhost" was stored and later dialled on port 443.
   RETURN_IF_ERROR(ValidateHostPortAddress(request.statemgr_address(), "statemgr_address"));
   RETURN_IF_ERROR(ValidateLastSample(request.last_sample_unix_seconds()));
+  if (request.has_condition()) RETURN_IF_ERROR(ValidateCondition(request.condition()));
   const sojourn::v1::HostAttributes& a = request.attributes();
   RETURN_IF_ERROR(
       ValidateHostAttributes(request.host(), a.cpu_mhz(), a.cpu_cores(), a.total_mem_mb()));
@@ -59,6 +60,11 @@ absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& requ
     h.set_last_sample_unix_seconds(request.last_sample_unix_seconds());
   }
   if (request.has_cpu_load_ratio()) h.set_cpu_load_ratio(request.cpu_load_ratio());
+  if (request.has_condition()) {
+    *h.mutable_condition() = request.condition();
+  } else {
+    h.clear_condition();
+  }
   return absl::OkStatus();
 }
 
@@ -75,14 +81,38 @@ absl::Status HostRegistry::ValidateLastSample(int64_t last_sample_unix_seconds) 
       max_clock_skew_seconds_, ")"));
 }
 
-absl::Status HostRegistry::Heartbeat(const std::string& host, int64_t last_sample_unix_seconds) {
+absl::Status HostRegistry::ValidateCondition(const sojourn::v1::HostCondition& c) const {
+  if (c.state() < sojourn::v1::HOST_STATE_S1_IDLE ||
+      c.state() > sojourn::v1::HOST_STATE_S5_REVOKED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("condition.state must be S1..S5 (1..5), got ", static_cast<int>(c.state())));
+  }
+  if (absl::Status s = ValidateLastSample(c.state_since_unix_seconds()); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("condition.state_since_unix_seconds: ", s.message()));
+  }
+  if (c.load_band() < -1 || c.load_band() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("condition.load_band must be -1 (unknown), 0 or 1, got ", c.load_band()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HostRegistry::Heartbeat(const std::string& host, int64_t last_sample_unix_seconds,
+                                     const sojourn::v1::HostCondition* condition) {
   RETURN_IF_ERROR(ValidateLastSample(last_sample_unix_seconds));
+  if (condition != nullptr) RETURN_IF_ERROR(ValidateCondition(*condition));
   absl::MutexLock l(&mu_);
   auto it = hosts_.find(host);
   if (it == hosts_.end()) {
     return absl::NotFoundError(absl::StrCat("host '", Excerpt(host), "' is not registered; register first"));
   }
   it->second.set_last_heartbeat_unix_seconds(absl::ToUnixSeconds(clock_.Now()));
+  if (condition != nullptr) {
+    *it->second.mutable_condition() = *condition;
+  } else if (last_sample_unix_seconds > it->second.last_sample_unix_seconds()) {
+    it->second.clear_condition();
+  }
   if (last_sample_unix_seconds > it->second.last_sample_unix_seconds()) {
     it->second.set_last_sample_unix_seconds(last_sample_unix_seconds);
   }

@@ -45,8 +45,9 @@ class HostRegistry {
   // Adds or refreshes a host. INVALID_ARGUMENT (nothing stored) for a
   // malformed host, a statemgr_address that is not HOST:PORT
   // (ValidateHostPortAddress), bad attributes or a bad
-  // last_sample_unix_seconds (see Heartbeat); RESOURCE_EXHAUSTED for a new
-  // host when max_hosts live hosts are registered.
+  // last_sample_unix_seconds or condition (see Heartbeat); RESOURCE_EXHAUSTED
+  // for a new host when max_hosts live hosts are registered. The host's
+  // condition becomes the request's; a request without one forgets it.
   absl::Status Register(const sojourn::v1::RegisterHostRequest& request);
   // NOT_FOUND for a host never registered. A `last_sample_unix_seconds`
   // newer than the one known marks new history (the ranker's cache key); 0 =
@@ -54,7 +55,14 @@ class HostRegistry {
   // counted) when it is negative or after the clock + max_clock_skew_seconds:
   // a time of INT64_MAX would stay the host's newest forever, and newer
   // history could no longer invalidate its cached predictions.
-  absl::Status Heartbeat(const std::string& host, int64_t last_sample_unix_seconds = 0);
+  //
+  // `condition` (when not null) replaces the host's known condition
+  // (broker.proto HostCondition; INVALID_ARGUMENT, nothing stored, for an
+  // unknown state, a bad state_since_unix_seconds or load band). Without it,
+  // a newer last sample forgets the known condition: new history in an
+  // unknown condition must not keep a prediction keyed on the old one.
+  absl::Status Heartbeat(const std::string& host, int64_t last_sample_unix_seconds = 0,
+                         const sojourn::v1::HostCondition* condition = nullptr);
   absl::StatusOr<sojourn::v1::RegisteredHost> Get(const std::string& host) const;
   // Every host, sorted by name, with `live` computed now.
   std::vector<sojourn::v1::RegisteredHost> List() const;
@@ -67,6 +75,7 @@ class HostRegistry {
   bool Live(const sojourn::v1::RegisteredHost& h) const;
   sojourn::v1::RegisteredHost WithLiveness(const sojourn::v1::RegisteredHost& h) const;
   absl::Status ValidateLastSample(int64_t last_sample_unix_seconds) const;
+  absl::Status ValidateCondition(const sojourn::v1::HostCondition& condition) const;
   Clock& clock_;
   const absl::Duration ttl_;
   const int64_t max_clock_skew_seconds_;

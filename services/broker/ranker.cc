@@ -48,15 +48,36 @@ bool Stale(const HostPrediction& e, absl::Time now, absl::Duration ttl) {
 
 }  // namespace
 
+HistoryVersion HistoryVersion::Of(const sojourn::v1::RegisteredHost& host) {
+  HistoryVersion v;
+  v.last_sample_unix = host.last_sample_unix_seconds();
+  if (host.has_condition()) {
+    v.has_condition = true;
+    v.state = static_cast<int>(host.condition().state());
+    v.state_since_unix = host.condition().state_since_unix_seconds();
+    v.load_band = host.condition().load_band();
+  }
+  return v;
+}
+
+bool HistoryVersion::Keeps(const HistoryVersion& cached) const {
+  if (has_condition) {
+    return cached.has_condition && state == cached.state &&
+           state_since_unix == cached.state_since_unix && load_band == cached.load_band;
+  }
+  // No condition: a newer sample is new history (0 = nothing reported).
+  return last_sample_unix <= 0 || last_sample_unix == cached.last_sample_unix;
+}
+
 std::shared_ptr<const HostPrediction> PredictionCache::Get(const std::string& host,
                                                            int64_t horizon_seconds,
-                                                           int64_t version) const {
+                                                           const HistoryVersion& version) const {
   absl::MutexLock l(&mu_);
   auto it = entries_.find({host, horizon_seconds});
   if (it == entries_.end()) return nullptr;
   const HostPrediction& e = *it->second;
   if (Stale(e, clock_.Now(), ttl_)) return nullptr;
-  if (version > 0 && version != e.version) return nullptr;  // new history arrived
+  if (!version.Keeps(e.version)) return nullptr;  // the host's condition or history changed
   return it->second;
 }
 
@@ -148,7 +169,7 @@ absl::StatusOr<std::shared_ptr<const HostPrediction>> Ranker::Fetch(
   // of about 48 bytes for a 7-day curve in every cached entry, about 470 MB
   // at 1,000 hosts and 7 horizons. Swapped into a temporary, they are freed.
   google::protobuf::RepeatedPtrField<sojourn::v1::TrPoint>().Swap(e->response.mutable_curve());
-  e->version = host.last_sample_unix_seconds();
+  e->version = HistoryVersion::Of(host);
   e->fetched = clock_.Now();
   if (e->response.load_forecast_size() > 0) {
     // The state manager's forecast came with the prediction: no second call.
@@ -217,7 +238,7 @@ absl::StatusOr<sojourn::v1::RankHostsResponse> Ranker::Rank(
   for (size_t i = 0; i < n; ++i) {
     if (!hosts[i].live() || (!only.empty() && !only.contains(hosts[i].host()))) continue;
     asked[i] = true;
-    pred[i] = cache_.Get(hosts[i].host(), horizon, hosts[i].last_sample_unix_seconds());
+    pred[i] = cache_.Get(hosts[i].host(), horizon, HistoryVersion::Of(hosts[i]));
     if (pred[i] != nullptr) {
       ++cached;
     } else {

@@ -3,10 +3,11 @@
 // from now over a horizon (from the predictor) and the recent CPU load (from
 // the host's state manager, for the aggregated one-step-ahead forecast).
 // Both are cached per host and horizon: an entry is reused until its TTL
-// passes, the host reports newer history (a later last-sample time in its
-// registration / heartbeat) or the host has been silent for longer than its
-// revocation gap (the prediction's valid_until_unix_seconds: it is S5 now), so
-// a ranking over many hosts does not recompute every TR curve. Misses are fetched concurrently on a bounded pool.
+// passes, the host reports a change of what the prediction is conditioned on
+// (HistoryVersion), or the host has been silent for longer than its
+// revocation gap (the prediction's valid_until_unix_seconds: it is S5 now),
+// so a ranking over many hosts does not recompute every TR curve. Misses are
+// fetched concurrently on a bounded pool.
 #ifndef SOJOURN_SERVICES_BROKER_RANKER_H_
 #define SOJOURN_SERVICES_BROKER_RANKER_H_
 
@@ -60,14 +61,35 @@ class LoadSource {
       const sojourn::v1::RegisteredHost& host, int64_t start_unix) = 0;
 };
 
+// What a host's cached predictions are keyed on, from its registration
+// (broker.proto RegisteredHost). A host whose state manager reports its
+// condition (state, its start, load band) keeps a prediction while the
+// condition is the same: a monitor's new sample every few seconds in the
+// same condition changes the TR curve from now by no more than the clock
+// does, and the TTL bounds that. Without a condition, any newer last sample
+// is new history and recomputes (the only signal an older state manager
+// sends).
+struct HistoryVersion {
+  // The host's last sample time (0 = unknown).
+  int64_t last_sample_unix = 0;
+  bool has_condition = false;
+  int state = 0;
+  int64_t state_since_unix = 0;
+  int load_band = -1;
+
+  static HistoryVersion Of(const sojourn::v1::RegisteredHost& host);
+  // Whether a prediction computed when the host was at `cached` still holds
+  // for it now, at *this.
+  bool Keeps(const HistoryVersion& cached) const;
+};
+
 // What the broker knows about one host for one horizon.
 struct HostPrediction {
   sojourn::v1::PredictAvailabilityResponse response;  // without the curve
   std::shared_ptr<const scheduling::TrCurve> tr;
   scheduling::LoadForecast load;
-  // Version of the host's history the entry was computed from (its last
-  // sample time as registered; 0 = unknown) and when it was fetched.
-  int64_t version = 0;
+  // The host's registration when the entry was fetched, and when.
+  HistoryVersion version;
   absl::Time fetched;
 };
 
@@ -75,11 +97,12 @@ struct HostPrediction {
 class PredictionCache {
  public:
   PredictionCache(Clock& clock, absl::Duration ttl) : clock_(clock), ttl_(ttl) {}
-  // The entry if present, younger than the TTL, (when `version` > 0) of that
-  // version, and not past its prediction's valid_until_unix_seconds (a host
-  // silent for longer than its revocation gap is S5); else null.
+  // The entry if present, younger than the TTL, kept by the host's
+  // `version` now (HistoryVersion::Keeps), and not past its prediction's
+  // valid_until_unix_seconds (a host silent for longer than its revocation
+  // gap is S5); else null.
   std::shared_ptr<const HostPrediction> Get(const std::string& host, int64_t horizon_seconds,
-                                            int64_t version) const;
+                                            const HistoryVersion& version) const;
   // Stores the entry; once per TTL it also drops the entries Get would no
   // longer return (those of hosts gone from the registry and of horizons no
   // one asks for any more stayed for good: an entry of 7 days is 33 kB).

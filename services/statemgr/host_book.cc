@@ -319,12 +319,14 @@ HostInfo HostBook::InfoOf(const std::string& name, const Host& h) const {
     // No grid point yet: the state after every sample.
     info.state = h.grid->classifier().current();
     info.state_since_unix = info.first_unix;
-    return info;
+  } else {
+    info.state = series->states.back();
+    // Kept by the grid as it grows: a walk back over a long run cost up to
+    // max_grid_points for each host at each registration.
+    info.state_since_unix = h.grid->run_start_unix();
   }
-  size_t k = series->states.size() - 1;
-  info.state = series->states[k];
-  while (k > 0 && series->states[k - 1] == info.state) --k;
-  info.state_since_unix = series->start_unix + static_cast<int64_t>(k) * series->step_seconds;
+  // The band a window from now starts in (WindowStats, load_band_first_sojourn).
+  info.load_band = availability::LoadBandOf(info.state, info.last_cpu_load, ClassifierFor(h));
   return info;
 }
 
@@ -580,24 +582,6 @@ size_t HostBook::size() const {
   return hosts_.size();
 }
 
-std::vector<HostInfo> HostBook::ListBrief() const {
-  absl::ReaderMutexLock l(&mu_);
-  std::vector<HostInfo> out;
-  for (const auto& [name, h] : hosts_) {
-    HostInfo info;
-    info.host = name;
-    info.meta = h.meta;
-    info.samples = h.samples;
-    if (!h.recent.empty()) {
-      info.first_unix = h.first_unix;
-      info.last_unix = h.recent.back().unix_seconds;
-      info.last_cpu_load = h.recent.back().cpu_load;
-    }
-    out.push_back(std::move(info));
-  }
-  return out;
-}
-
 std::vector<HostInfo> HostBook::List() const {
   absl::ReaderMutexLock l(&mu_);
   std::vector<HostInfo> out;
@@ -637,10 +621,7 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
     }
     out.info = InfoOf(host, it->second);
     const Host& h = it->second;
-    if (opt.load_band_first_sojourn && !h.recent.empty()) {
-      out.load_band =
-          availability::LoadBandOf(out.info.state, h.recent.back().cpu_load, ClassifierFor(h));
-    }
+    if (opt.load_band_first_sojourn && !h.recent.empty()) out.load_band = out.info.load_band;
     t0 = end_unix > 0 ? end_unix : out.info.last_unix;
     auto lo = std::lower_bound(h.recent.begin(), h.recent.end(), t0 - kLoadHistorySeconds,
                                [](const HostSample& s, int64_t t) { return s.unix_seconds < t; });

@@ -92,6 +92,9 @@ struct HostInfo {
   int64_t samples = 0;
   availability::HostState state = availability::HostState::kS5;
   int64_t state_since_unix = 0;
+  // Band of the newest sample's load within `state`'s load range
+  // (availability::LoadBandOf; kLoadBandUnknown for a failure state).
+  uint8_t load_band = availability::kLoadBandUnknown;
   // With no sample after last_unix + this the host is S5 (0 without samples).
   int64_t revocation_gap_seconds = 0;
   HostMeta meta;
@@ -176,10 +179,9 @@ class HostBook {
                                       const std::vector<HostSample>& samples,
                                       const MetaUpdate& update = MetaUpdate());
 
+  // Every host, sorted by name; each one's state as Info() gives it, in
+  // O(1) per host (the registrar lists them all every period).
   std::vector<HostInfo> List() const;
-  // Like List() without the current state (no classification): for callers
-  // that only need names, sample counts, times and attributes.
-  std::vector<HostInfo> ListBrief() const;
   size_t size() const;
   // The clock the book reads "now" from.
   Clock& clock() const { return clock_; }

@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "common/logging.h"
+#include "services/convert.h"
 
 namespace sojourn::statemgr {
 
@@ -28,7 +29,7 @@ void Registrar::Stop() {
 
 int Registrar::RegisterAll() {
   int ok = 0;
-  for (const HostInfo& info : book_.ListBrief()) {
+  for (const HostInfo& info : book_.List()) {
     // A host known only from a sender's hello (no sample yet) is not offered
     // to the broker: nothing could be predicted for it.
     if (info.samples == 0) continue;
@@ -38,6 +39,11 @@ int Registrar::RegisterAll() {
     req.set_last_sample_unix_seconds(info.last_unix);
     if (info.last_cpu_load >= 0) req.set_cpu_load_ratio(std::min(1.0, info.last_cpu_load));
     *req.mutable_attributes() = info.meta.attributes;
+    // What the broker keys its cached predictions on (broker.proto HostCondition).
+    sojourn::v1::HostCondition& cond = *req.mutable_condition();
+    cond.set_state(ToProto(info.state));
+    cond.set_state_since_unix_seconds(std::max<int64_t>(0, info.state_since_unix));
+    cond.set_load_band(info.load_band == availability::kLoadBandUnknown ? -1 : info.load_band);
     sojourn::v1::RegisterHostResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));

@@ -460,6 +460,95 @@ TEST_F(ClusterTest, SilentHostLeavesTheRankingAtItsRevocationGap) {
   }
 }
 
+// Live hosts: samples keep coming and the registrar reports every 10 s. It
+// reports each host's condition (the grid's state, its start and the newest
+// sample's load band, what the predictor conditions on), and the broker
+// keeps its cached predictions through newer samples in the same condition
+// (before, every newer sample made the next ranking cold). A change of load
+// band fetches that host again; a change of state is reported at the grid
+// point that shows it, and the broker lists the condition.
+TEST_F(ClusterTest, LiveSamplesInTheSameConditionKeepTheCachedPredictions) {
+  Push("calm", 21, 0.3);
+  Push("stormy", 21, 0.95);
+  const int64_t t0 = kMonday + 21 * 86400;  // Monday 00:00, a grid point (period 300 s)
+  statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
+  statemgr::Registrar registrar(rc, *book_, clock_);
+  auto push = [&](const std::string& host, int64_t t, double load) {
+    grpc::ClientContext ctx;
+    v1::PushSamplesResponse resp;
+    auto writer = sm_stub_->PushSamples(&ctx, &resp);
+    v1::PushSamplesRequest req;
+    req.set_host(host);
+    auto* s = req.add_samples();
+    s->set_unix_seconds(t);
+    s->set_cpu_load_ratio(load);
+    s->set_free_mem_mb(4000);
+    EXPECT_TRUE(writer->Write(req));
+    writer->WritesDone();
+    EXPECT_TRUE(writer->Finish().ok()) << host;
+  };
+  auto rank = [&]() {
+    grpc::ClientContext ctx;
+    v1::RankHostsRequest req;
+    req.mutable_job()->set_duration_seconds(3600);
+    v1::RankHostsResponse resp;
+    EXPECT_TRUE(broker_stub_->RankHosts(&ctx, req, &resp).ok());
+    for (const auto& h : resp.hosts()) {
+      EXPECT_TRUE(h.eligible()) << h.host() << ": " << h.reason();
+    }
+    return resp;
+  };
+  clock_.Set(absl::FromUnixSeconds(t0 + 5));
+  push("calm", t0, 0.05);
+  push("stormy", t0, 0.05);
+  ASSERT_EQ(registrar.RegisterAll(), 2);
+  auto calm = registry_->Get("calm");
+  ASSERT_THAT(calm.status(), IsOk());
+  ASSERT_TRUE(calm->has_condition());
+  EXPECT_EQ(calm->condition().state(), v1::HOST_STATE_S1_IDLE);
+  EXPECT_EQ(calm->condition().load_band(), 0);  // 0.05 < Th1 / 2
+  const int64_t since = calm->condition().state_since_unix_seconds();
+  EXPECT_GT(since, kMonday + 20 * 86400);  // after the calm host's last busy spike, Sunday
+  EXPECT_LT(since, t0);
+  EXPECT_EQ(rank().predictions_fetched(), 2);
+  for (int i = 1; i <= 3; ++i) {  // 10 s apart, newer samples at the same loads
+    clock_.Advance(absl::Seconds(10));
+    push("calm", t0 + 10 * i, 0.05);
+    push("stormy", t0 + 10 * i, 0.05);
+    ASSERT_EQ(registrar.RegisterAll(), 2);
+    EXPECT_EQ(registry_->Get("calm")->last_sample_unix_seconds(), t0 + 10 * i);
+    v1::RankHostsResponse r = rank();
+    EXPECT_EQ(r.predictions_fetched(), 0) << i;
+    EXPECT_EQ(r.predictions_cached(), 2) << i;
+  }
+  // The calm host's load moves into S1's upper band: it alone is fetched.
+  clock_.Advance(absl::Seconds(10));
+  push("calm", t0 + 40, 0.15);
+  ASSERT_EQ(registrar.RegisterAll(), 2);
+  EXPECT_EQ(registry_->Get("calm")->condition().load_band(), 1);
+  EXPECT_EQ(registry_->Get("calm")->condition().state_since_unix_seconds(), since);
+  v1::RankHostsResponse r = rank();
+  EXPECT_EQ(r.predictions_fetched(), 1);
+  EXPECT_EQ(r.predictions_cached(), 1);
+  // Into S2 at 00:00:50; the grid shows it at its next point, 00:05.
+  clock_.Advance(absl::Seconds(10));
+  push("calm", t0 + 50, 0.4);
+  ASSERT_EQ(registrar.RegisterAll(), 2);
+  EXPECT_EQ(registry_->Get("calm")->condition().state(), v1::HOST_STATE_S1_IDLE);
+  clock_.Set(absl::FromUnixSeconds(t0 + 300));
+  push("calm", t0 + 300, 0.4);
+  push("stormy", t0 + 300, 0.05);
+  ASSERT_EQ(registrar.RegisterAll(), 2);
+  EXPECT_EQ(registry_->Get("calm")->condition().state(), v1::HOST_STATE_S2_BUSY);
+  EXPECT_EQ(registry_->Get("calm")->condition().state_since_unix_seconds(), t0 + 300);
+  EXPECT_EQ(registry_->Get("stormy")->condition().state(), v1::HOST_STATE_S1_IDLE);
+  r = rank();
+  for (const auto& h : r.hosts()) {
+    EXPECT_EQ(h.current_state(),
+              h.host() == "calm" ? v1::HOST_STATE_S2_BUSY : v1::HOST_STATE_S1_IDLE);
+  }
+}
+
 // A window that starts in the stormy host's busy hours predicts failure more
 // often than the calm host's, through PredictAvailability with a TR curve.
 TEST_F(ClusterTest, PredictAvailabilityReturnsCurve) {

@@ -163,6 +163,21 @@ class GrpcClientTest(unittest.TestCase):
         self.assertEqual(h.statemgr_address, ADDRS["statemgr"])
         self.assertEqual(h.attributes.cpu_cores, 4)
         self.assertGreater(h.last_heartbeat_unix_seconds, 0)
+        # The registration carries the host's condition (the broker's cache key), as the
+        # state manager lists the host: its state and since when (the two agree once a
+        # registration follows the listing; they may differ for a heartbeat period).
+        def agree():
+            b = self.broker.GetHost(pb["broker"].GetHostRequest(host=PUSHED_HOST), timeout=5)
+            s = {s.host: s for s in self.statemgr.ListHosts(
+                pb["statemgr"].ListHostsRequest(), timeout=self.RPC_TIMEOUT).hosts}[PUSHED_HOST]
+            return b if (b.HasField("condition") and b.condition.state == s.current_state and
+                         b.condition.state_since_unix_seconds == s.state_since_unix_seconds) \
+                else None
+        b = sojourn_cluster.wait_until(agree, 30, "the broker's condition of the host to match "
+                                       "the state manager's state", interval_seconds=0.2)
+        self.assertIn(b.condition.state, (pb["common"].HOST_STATE_S1_IDLE,
+                                          pb["common"].HOST_STATE_S2_BUSY))
+        self.assertIn(b.condition.load_band, (0, 1))
 
     def test_03_rank_hosts(self):
         self.wait_registered(PUSHED_HOST)

@@ -231,6 +231,21 @@ def test_cluster(bin_dir, workdir):
                                   for h in json.loads(out).get("hosts", []))
         sojourn_cluster.wait_until(registered, 30, f"{host} registered at the broker")
 
+        # `sojourn hosts` shows the state the state manager reported: silent for 26 hours,
+        # the host is S5 since its last sample.
+        c, out, _ = run([sojourn, "hosts", "--json", "--broker", broker.address], env=env)
+        mine = [h for h in json.loads(out)["hosts"] if h["host"] == host][0] if c == 0 else {}
+        last = int(mine.get("last_sample_unix_seconds", 0))
+        since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(last))
+        check(mine.get("condition", {}).get("state") == "HOST_STATE_S5_REVOKED" and
+              mine["condition"].get("state_since_unix_seconds") == str(last) and last > 0,
+              f"sojourn hosts --json: exit {c}, {host}: {mine}")
+        c, out, _ = run([sojourn, "hosts", "--broker", broker.address], env=env)
+        line = next((l for l in out.splitlines() if l.startswith(host + " ")), "")
+        check(c == 0 and out.startswith("HOST ") and " STATE STATE_SINCE " in out.splitlines()[0]
+              and f" S5    {since}  " in line,
+              f"sojourn hosts: exit {c}, stdout {out!r}")
+
         # B3: the predictor is down -> exit 1, naming it (not "0 of 1 hosts").
         code, out, err = run([sojourn, "rank", "--duration", "2h", "--broker", broker.address],
                              env=env)

@@ -131,7 +131,8 @@ const char kHostsHelp[] =
     "usage: sojourn hosts [--json] [--broker ADDR]\n"
     "\n"
     "Lists the hosts registered with the broker: liveness, state manager, cores, memory,\n"
-    "clock rate and last heartbeat.\n"
+    "clock rate, availability state (S1 idle .. S5 gone) and since when, as the host's\n"
+    "state manager reported them at its last heartbeat, and that heartbeat's time.\n"
     "\n"
     "options:\n";
 
@@ -527,16 +528,21 @@ int Hosts(int argc, char** argv) {
     PrintJson(resp);
     return 0;
   }
-  std::printf("%-24s %-6s %-22s %6s %10s %9s  %s\n", "HOST", "LIVE", "STATEMGR", "CORES",
-              "MEM_MB", "MHZ", "LAST_HEARTBEAT");
+  std::printf("%-24s %-6s %-22s %6s %10s %9s  %-5s %-23s  %s\n", "HOST", "LIVE", "STATEMGR",
+              "CORES", "MEM_MB", "MHZ", "STATE", "STATE_SINCE", "LAST_HEARTBEAT");
+  auto utc = [](int64_t t) {
+    return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixSeconds(t), absl::UTCTimeZone());
+  };
   for (const auto& h : resp.hosts()) {
-    std::printf("%-24s %-6s %-22s %6d %10.0f %9.0f  %s\n", h.host().c_str(),
+    // The state at the host's last heartbeat (state managers before it was
+    // reported send none: "-").
+    const bool cond = h.has_condition();
+    std::printf("%-24s %-6s %-22s %6d %10.0f %9.0f  %-5s %-23s  %s\n", h.host().c_str(),
                 h.live() ? "yes" : "no", h.statemgr_address().c_str(), h.attributes().cpu_cores(),
                 h.attributes().total_mem_mb(), h.attributes().cpu_mhz(),
-                absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
-                                 absl::FromUnixSeconds(h.last_heartbeat_unix_seconds()),
-                                 absl::UTCTimeZone())
-                    .c_str());
+                cond ? StateShort(h.condition().state()).c_str() : "-",
+                cond ? utc(h.condition().state_since_unix_seconds()).c_str() : "-",
+                utc(h.last_heartbeat_unix_seconds()).c_str());
   }
   return 0;
 }

@@ -252,5 +252,53 @@ TEST_F(StateClassifierTest, BoundedGridBuilderKeepsTheNewestPoints) {
   for (HostState st : b.states) EXPECT_EQ(st, HostState::kS1);
 }
 
+// The start of the grid's last run (what the state manager reports as the
+// state's start) is kept as points come: after every sample it equals a walk
+// back over the grid, through redone points (samples at a grid point's own
+// time), spikes, revocation gaps, trimming and restarts of a bounded grid.
+TEST_F(StateClassifierTest, GridBuilderKeepsTheStartOfTheLastRun) {
+  std::mt19937_64 rng(17);
+  int redone_changes = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t step = 1 + static_cast<int64_t>(rng() % 20);
+    const int64_t max_points = trial % 3 == 0 ? 0 : 5 + static_cast<int64_t>(rng() % 40);
+    GridBuilder b(config_, step, static_cast<int64_t>(rng() % 100) - 50, max_points);
+    EXPECT_EQ(b.run_start_unix(), 0);
+    int64_t t = static_cast<int64_t>(rng() % 1000) - 500;
+    double load = 0.1;
+    for (int i = 0; i < 400; ++i) {
+      const int kind = static_cast<int>(rng() % 20);
+      // Often at a grid point's own time, often again at the same time.
+      if (kind < 4) {
+        t += 0;
+      } else if (kind == 4) {
+        t += 61 + static_cast<int64_t>(rng() % (max_points > 0 ? 100 * step : 400));
+      } else if (kind < 10) {
+        t = (t / step + 1) * step;
+      } else {
+        t += 1 + static_cast<int64_t>(rng() % 30);
+      }
+      // Loads stay a while, so runs are long.
+      if (rng() % 4 == 0) load = static_cast<double>(rng() % 1000) / 1000.0;
+      const std::shared_ptr<const StateSeries> before = b.Snapshot();
+      b.Add(Sample(t, load, rng() % 30 == 0 ? 100.0 : 4000.0));
+      const StateSeries& g = *b.Snapshot();
+      if (g.states.empty()) {
+        EXPECT_EQ(b.run_start_unix(), 0);
+        continue;
+      }
+      if (before->states.size() == g.states.size() && before->start_unix == g.start_unix &&
+          before->states.back() != g.states.back()) {
+        ++redone_changes;
+      }
+      size_t k = g.states.size() - 1;
+      while (k > 0 && g.states[k - 1] == g.states.back()) --k;
+      ASSERT_EQ(b.run_start_unix(), g.start_unix + static_cast<int64_t>(k) * step)
+          << "trial " << trial << " sample " << i << " t " << t;
+    }
+  }
+  EXPECT_GT(redone_changes, 50);  // the redo paths were taken
+}
+
 }  // namespace
 }  // namespace sojourn::availability

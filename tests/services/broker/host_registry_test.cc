@@ -195,5 +195,70 @@ TEST(HostRegistryTest, RejectsLastSampleTimesOutsideTheClock) {
   EXPECT_TRUE(absl::IsNotFound(registry.Heartbeat("ghost", 1)));
 }
 
+sojourn::v1::HostCondition Condition(sojourn::v1::HostState state, int64_t since, int band) {
+  sojourn::v1::HostCondition c;
+  c.set_state(state);
+  c.set_state_since_unix_seconds(since);
+  c.set_load_band(band);
+  return c;
+}
+
+// The host's condition (the ranker's cache key when present): stored by a
+// registration that has one and forgotten by one without; a heartbeat with
+// one replaces it, and one without keeps it unless it reports newer history.
+// A bad condition is refused and changes nothing.
+TEST(HostRegistryTest, KeepsTheReportedCondition) {
+  FakeClock clock;
+  const int64_t now = absl::ToUnixSeconds(clock.Now());
+  HostRegistry registry(clock, absl::Seconds(60), /*max_clock_skew_seconds=*/600);
+  sojourn::v1::RegisterHostRequest r = Req("a", "h:1");
+  r.set_last_sample_unix_seconds(now - 10);
+  *r.mutable_condition() = Condition(sojourn::v1::HOST_STATE_S2_BUSY, now - 100, 1);
+  ASSERT_THAT(registry.Register(r), IsOk());
+  ASSERT_TRUE(registry.Get("a")->has_condition());
+  EXPECT_EQ(registry.Get("a")->condition().state(), sojourn::v1::HOST_STATE_S2_BUSY);
+  EXPECT_EQ(registry.Get("a")->condition().state_since_unix_seconds(), now - 100);
+  EXPECT_EQ(registry.Get("a")->condition().load_band(), 1);
+  EXPECT_TRUE(registry.List()[0].has_condition());
+
+  // Refused: unknown states, a start outside the clock, a band outside [-1, 1].
+  clock.Advance(absl::Seconds(61));
+  const sojourn::v1::HostCondition bad[] = {
+      Condition(sojourn::v1::HOST_STATE_UNSPECIFIED, now, 0),
+      Condition(static_cast<sojourn::v1::HostState>(6), now, 0),
+      Condition(sojourn::v1::HOST_STATE_S1_IDLE, -1, 0),
+      Condition(sojourn::v1::HOST_STATE_S1_IDLE, now + 61 + 601, 0),
+      Condition(sojourn::v1::HOST_STATE_S1_IDLE, now, 2),
+      Condition(sojourn::v1::HOST_STATE_S1_IDLE, now, -2)};
+  for (const auto& c : bad) {
+    absl::Status s = registry.Heartbeat("a", now, &c);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.ShortDebugString() << ": " << s;
+    EXPECT_NE(s.message().find("condition."), std::string::npos) << s;
+    sojourn::v1::RegisterHostRequest rr = r;
+    *rr.mutable_condition() = c;
+    EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(rr))) << c.ShortDebugString();
+    EXPECT_FALSE(registry.Get("a")->live());  // not counted as a heartbeat
+    EXPECT_EQ(registry.Get("a")->condition().state(), sojourn::v1::HOST_STATE_S2_BUSY);
+  }
+
+  // A heartbeat with a condition replaces it.
+  const sojourn::v1::HostCondition s1 = Condition(sojourn::v1::HOST_STATE_S1_IDLE, now + 50, -1);
+  ASSERT_THAT(registry.Heartbeat("a", now + 55, &s1), IsOk());
+  EXPECT_EQ(registry.Get("a")->condition().state(), sojourn::v1::HOST_STATE_S1_IDLE);
+  EXPECT_EQ(registry.Get("a")->condition().load_band(), -1);
+  // Without one: kept when the history is not newer, forgotten when it is.
+  ASSERT_THAT(registry.Heartbeat("a", now + 55), IsOk());
+  ASSERT_THAT(registry.Heartbeat("a", 0), IsOk());
+  EXPECT_TRUE(registry.Get("a")->has_condition());
+  ASSERT_THAT(registry.Heartbeat("a", now + 60), IsOk());
+  EXPECT_FALSE(registry.Get("a")->has_condition());
+  // A registration with one sets it again, one without forgets it.
+  ASSERT_THAT(registry.Register(r), IsOk());
+  EXPECT_TRUE(registry.Get("a")->has_condition());
+  r.clear_condition();
+  ASSERT_THAT(registry.Register(r), IsOk());
+  EXPECT_FALSE(registry.Get("a")->has_condition());
+}
+
 }  // namespace
 }  // namespace sojourn::broker

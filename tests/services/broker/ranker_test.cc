@@ -252,6 +252,59 @@ TEST_F(RankerTest, CacheIsInvalidatedByNewHistoryAndTtl) {
   EXPECT_FALSE(r->hosts(0).eligible());
 }
 
+// A host whose state manager reports its condition (state, since when, load
+// band) keeps its cached prediction through newer samples in the same
+// condition, as a live monitor sends them every few seconds, and loses it at
+// a change of any of the three or at the TTL. A host that stops reporting a
+// condition is keyed on its last sample again. Before, every newer sample
+// recomputed every curve, so a live cluster's rankings were always cold.
+TEST_F(RankerTest, CacheIsKeyedOnTheReportedCondition) {
+  RankerConfig c = Config();
+  c.cache_ttl = absl::Seconds(60);
+  Ranker ranker(tr_, nullptr, clock_, c);
+  std::vector<sojourn::v1::RegisteredHost> hosts = {Host("a", 2000), Host("b", 1000)};
+  for (auto& h : hosts) {
+    h.set_last_sample_unix_seconds(1000);
+    h.mutable_condition()->set_state(sojourn::v1::HOST_STATE_S1_IDLE);
+    h.mutable_condition()->set_state_since_unix_seconds(400);
+    h.mutable_condition()->set_load_band(0);
+  }
+  auto rank = [&](int fetched, int cached) {
+    auto r = ranker.Rank(Job(3600), hosts);
+    ASSERT_THAT(r.status(), IsOk());
+    EXPECT_EQ(r->predictions_fetched(), fetched);
+    EXPECT_EQ(r->predictions_cached(), cached);
+  };
+  rank(2, 0);
+  for (int i = 1; i <= 5; ++i) {  // a heartbeat every 10 s, newer samples, same condition
+    clock_.Advance(absl::Seconds(10));
+    for (auto& h : hosts) h.set_last_sample_unix_seconds(1000 + 10 * i);
+    rank(0, 2);
+  }
+  EXPECT_EQ(hosts_.predict_calls.load(), 2);
+  // Each part of the condition invalidates a's entry alone.
+  hosts[0].mutable_condition()->set_load_band(1);
+  rank(1, 1);
+  EXPECT_EQ(tr_.requests.back().host(), "a");
+  hosts[0].mutable_condition()->set_state_since_unix_seconds(1040);
+  rank(1, 1);
+  hosts[0].mutable_condition()->set_state(sojourn::v1::HOST_STATE_S2_BUSY);
+  rank(1, 1);
+  EXPECT_EQ(tr_.requests.back().host(), "a");
+  // No condition any more (an older state manager): keyed on the last
+  // sample, which is the one a's entry was fetched at, then a newer one.
+  hosts[0].clear_condition();
+  rank(0, 2);
+  hosts[0].set_last_sample_unix_seconds(1060);
+  rank(1, 1);
+  EXPECT_EQ(tr_.requests.back().host(), "a");
+  rank(0, 2);
+  // The TTL still bounds every entry: b's was fetched 50 s ago.
+  clock_.Advance(absl::Seconds(11));
+  rank(1, 1);
+  EXPECT_EQ(tr_.requests.back().host(), "b");
+}
+
 // A cached entry keeps its curve once, as the ranker's TrCurve: the
 // response it keeps holds no curve points, not even cleared ones kept for
 // reuse (clear_curve() kept them: about 100 kB for a 7-day curve).
@@ -261,7 +314,7 @@ TEST_F(RankerTest, CachedEntriesHoldNoCurvePoints) {
   ASSERT_THAT(r.status(), IsOk());
   ASSERT_EQ(r->predictions_fetched(), 1);
   ASSERT_EQ(tr_.requests.back().curve_points(), 6 * 86400 / 300);
-  auto e = ranker.cache().Get("a", 6 * 86400, 0);
+  auto e = ranker.cache().Get("a", 6 * 86400, {});
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->tr->values().size(), 6u * 86400 / 300);
   EXPECT_EQ(e->response.curve_size(), 0);
@@ -289,9 +342,9 @@ TEST_F(RankerTest, CacheDropsStaleEntries) {
   clock_.Advance(absl::Seconds(31));  // a and b are 61 s old, c 31 s
   cache.Put("d", 86400, entry(0));
   EXPECT_EQ(cache.size(), 2u);
-  EXPECT_EQ(cache.Get("a", 86400, 0), nullptr);
-  EXPECT_NE(cache.Get("c", 86400, 0), nullptr);
-  EXPECT_NE(cache.Get("d", 86400, 0), nullptr);
+  EXPECT_EQ(cache.Get("a", 86400, {}), nullptr);
+  EXPECT_NE(cache.Get("c", 86400, {}), nullptr);
+  EXPECT_NE(cache.Get("d", 86400, {}), nullptr);
   // Past its valid_until (the host fell silent), within the TTL.
   PredictionCache slow(clock_, absl::Seconds(600));
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
@@ -300,7 +353,7 @@ TEST_F(RankerTest, CacheDropsStaleEntries) {
   clock_.Advance(absl::Seconds(600));
   slow.Put("z", 86400, entry(0));
   EXPECT_EQ(slow.size(), 2u);
-  EXPECT_NE(slow.Get("y", 86400, 0), nullptr);
+  EXPECT_NE(slow.Get("y", 86400, {}), nullptr);
 }
 
 // A host that falls silent: its cached prediction (valid until its newest

@@ -693,21 +693,71 @@ TEST_F(HostBookTest, FallbackCountsEveryFailure) {
 namespace sojourn::statemgr {
 namespace {
 
-// ListBrief gives the same names, counts and times as List, without states.
-TEST_F(HostBookTest, ListBriefMatchesList) {
-  Fill("a", 1, [](int64_t) { return 0.1; });
+// List gives each host's grid state, the start of its run (kept by the
+// grid, not walked back) and the newest sample's load band, as a walk over
+// Info's grid gives them; they follow a change of band and of state, and a
+// host's silence.
+TEST_F(HostBookTest, ListGivesTheStateItsStartAndLoadBand) {
+  Fill("a", 1, [](int64_t) { return 0.05; });
   Fill("b", 2, [](int64_t) { return 0.3; });
-  const auto full = book_->List();
-  const auto brief = book_->ListBrief();
-  ASSERT_EQ(brief.size(), full.size());
-  for (size_t i = 0; i < full.size(); ++i) {
-    EXPECT_EQ(brief[i].host, full[i].host);
-    EXPECT_EQ(brief[i].samples, full[i].samples);
-    EXPECT_EQ(brief[i].first_unix, full[i].first_unix);
-    EXPECT_EQ(brief[i].last_unix, full[i].last_unix);
-    EXPECT_EQ(brief[i].meta.period_seconds, 300);
-  }
+  // c: S1 in the upper band (0.15 >= Th1 / 2), after a morning in S2.
+  Fill("c", 1, [](int64_t t) { return (t - kMonday) < 6 * 3600 ? 0.4 : 0.15; });
+  clock_.Set(absl::FromUnixSeconds(kMonday + 86400));
+  auto check = [&]() {
+    const auto list = book_->List();
+    ASSERT_EQ(list.size(), 3u);
+    for (const HostInfo& info : list) {
+      SCOPED_TRACE(info.host);
+      EXPECT_EQ(info.meta.period_seconds, 300);
+      bool truncated = false;
+      auto series = book_->Series(info.host, 0, INT64_MAX, SIZE_MAX, &truncated);
+      ASSERT_THAT(series.status(), IsOk());
+      const bool silent = absl::ToUnixSeconds(clock_.Now()) - info.last_unix > 450;
+      EXPECT_EQ(info.revocation_gap_seconds, 450);
+      if (silent) {
+        EXPECT_EQ(info.state, availability::HostState::kS5);
+        EXPECT_EQ(info.state_since_unix, info.last_unix);
+        EXPECT_EQ(info.load_band, availability::kLoadBandUnknown);
+        continue;
+      }
+      availability::ClassifierConfig c;  // the book's: its gap is 1.5 periods
+      c.revocation_gap_seconds = 450;
+      const availability::StateSeries grid = availability::ClassifyToGrid(*series, c, 300, 0);
+      size_t k = grid.states.size() - 1;
+      while (k > 0 && grid.states[k - 1] == grid.states.back()) --k;
+      EXPECT_EQ(info.state, grid.states.back());
+      EXPECT_EQ(info.state_since_unix, grid.start_unix + static_cast<int64_t>(k) * 300);
+      EXPECT_EQ(info.load_band, availability::LoadBandOf(info.state, series->back().cpu_load, c));
+    }
+  };
+  check();
+  const auto brief = book_->List();
   EXPECT_EQ(brief[1].samples, 2 * 288);
+  EXPECT_EQ(brief[0].state, availability::HostState::kS1);
+  EXPECT_EQ(brief[0].load_band, 0);
+  EXPECT_EQ(brief[0].state_since_unix, kMonday);
+  EXPECT_EQ(brief[1].state, availability::HostState::kS2);
+  EXPECT_EQ(brief[2].state, availability::HostState::kS1);
+  EXPECT_EQ(brief[2].load_band, 1);
+  EXPECT_EQ(brief[2].state_since_unix, kMonday + 6 * 3600);
+  // a's load rises into S1's upper band, then into S2.
+  ASSERT_THAT(book_->Append("a", {At(kMonday + 86400, 0.15)}).status(), IsOk());
+  check();
+  EXPECT_EQ(book_->List()[0].load_band, 1);
+  EXPECT_EQ(book_->List()[0].state_since_unix, kMonday);
+  ASSERT_THAT(book_->Append("a", {At(kMonday + 86400 + 300, 0.3)}).status(), IsOk());
+  check();
+  EXPECT_EQ(book_->List()[0].state, availability::HostState::kS2);
+  EXPECT_EQ(book_->List()[0].state_since_unix, kMonday + 86400 + 300);
+  // At Tuesday 00:10, b and c have been silent for 15 min, past their
+  // revocation gap (1.5 periods, 450 s): S5 from their last sample. a has
+  // been silent for 5 min.
+  clock_.Set(absl::FromUnixSeconds(kMonday + 86400 + 600));
+  check();
+  EXPECT_EQ(book_->List()[0].state, availability::HostState::kS2);
+  EXPECT_EQ(book_->List()[2].state, availability::HostState::kS5);
+  EXPECT_EQ(book_->List()[2].state_since_unix, kMonday + 86400 - 300);
+  EXPECT_EQ(book_->List()[2].load_band, availability::kLoadBandUnknown);
 }
 
 // A PushSamples stream of several messages sends the attributes in the
