@@ -13,25 +13,29 @@ reports to, and for `--seconds`: every `--push-every` seconds (6, the
 monitor's default period) each host gets a
 sample stamped now whose load and free memory are the host's own a week
 before (a monitor's samples of a host that behaves as it did: the trace's
-5-minute values, sampled more often), while RankHosts (2 h, half a CPU) starts
+5-minute values, sampled more often; `--load-noise SD` adds Gaussian noise to
+each, as a monitor's few-second samples are noisier than 5-minute means; the
+state grid keeps the trace's 300 s step), while RankHosts (2 h, half a CPU) starts
 every `--rank-every` seconds (at once when the last one took longer), as
-middleware placing jobs would call it. Prints JSON: per run, every ranking's
-wall time; over all but the first (cold) one, their median, 90th percentile
-and mean, the share of the hosts' predictions the broker took from its cache
+middleware placing jobs would call it; the rankings start once every host has
+been registered with a live sample. Prints JSON: per run, every ranking's
+wall time; over all but the first (cold) one, their median, 90th percentile,
+maximum and mean, the share of the hosts' predictions the broker took from its cache
 and how many it fetched per minute (TR curves computed by the predictor);
 per binary, the medians of the runs and the ratios to the first binary's.
 
   tools/eval/gwa_replicate.py ../shared/data/bitbrains-rnd-vm-load/bitbrains-rnd-100vms-2013Q3.tar.xz /tmp/bb1000 10
   bench/cluster/rank_live.py --trace /tmp/bb1000 --brokers OLD_BROKER,build/bin/broker --rounds 2
 
-Exit 2 with a one-line reason on bad arguments, 1 when a service or the replay fails, a
-ranking leaves out a host or a run's cached share is below --min-cached-share. Uses Debian's python3-grpcio.
+Exit 2 with a one-line reason on bad arguments, 1 when a service, the replay or a push
+fails, a ranking leaves out a host or a run's cached share is below --min-cached-share. Uses Debian's python3-grpcio.
 """
 
 import argparse
 import bisect
 import json
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -67,6 +71,9 @@ def main():
                         "--period_seconds)")
     parser.add_argument("--rank-every", type=float, default=2,
                         help="seconds between the starts of two rankings (default 2)")
+    parser.add_argument("--load-noise", type=float, default=0,
+                        help="standard deviation of Gaussian noise added to each pushed load "
+                        "(clamped to [0, 1]; default 0)")
     parser.add_argument("--min-cached-share", type=float, default=0,
                         help="exit 1 when a run's cached share is below this (a check for tests)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
@@ -86,9 +93,9 @@ def run(args):
         if not os.access(b, os.X_OK):
             die(f"--brokers: {b} is not an executable")
     if (args.rounds < 1 or not args.seconds >= 10 or not 1 <= args.push_every <= 300 or
-            not 0 <= args.rank_every <= 60):
-        die("--rounds must be >= 1, --seconds >= 10, --push-every in [1, 300] and --rank-every "
-            "in [0, 60]")
+            not 0 <= args.rank_every <= 60 or not 0 <= args.load_noise <= 1):
+        die("--rounds must be >= 1, --seconds >= 10, --push-every in [1, 300], --rank-every "
+            "in [0, 60] and --load-noise in [0, 1]")
 
     import grpc
     workdir = tempfile.mkdtemp(prefix="sojourn-livebench-")
@@ -146,16 +153,23 @@ def run(args):
                     broker = broker_pb2_grpc.BrokerStub(grpc.insecure_channel(
                         f"127.0.0.1:{broker_port}",
                         options=[("grpc.max_receive_message_length", 64 << 20)]))
-                    pushed = {"samples": 0, "errors": 0}
+                    pushed = {"samples": 0, "errors": 0, "hosts": set()}
+                    first_push = int(time.time())
                     pusher = threading.Thread(target=push_loop, args=(
-                        sm, statemgr_pb2, common_pb2, hosts, week_ago, args.push_every, stop,
-                        pushed))
+                        sm, statemgr_pb2, common_pb2, hosts, week_ago, args.push_every,
+                        args.load_noise, random.Random(rnd), stop, pushed))
                     pusher.start()
 
-                    def all_registered():
+                    # Hosts without samples a week before (a gap in the trace) get none
+                    # now either: they go silent, as such a host would.
+                    def all_registered_live():
                         listed = broker.ListHosts(broker_pb2.BrokerListHostsRequest(), timeout=30)
-                        return sum(h.live for h in listed.hosts) == len(hosts)
-                    sojourn_cluster.wait_until(all_registered, 60, "every host registered",
+                        live = {h.host for h in listed.hosts
+                                if h.live and h.last_sample_unix_seconds >= first_push}
+                        return (len(listed.hosts) == len(hosts) and pushed["hosts"] and
+                                pushed["hosts"] <= live)
+                    sojourn_cluster.wait_until(all_registered_live, 120,
+                                               "every host registered with a live sample",
                                                interval_seconds=0.5)
                     times, cached, fetched = [], 0, 0
                     began = time.monotonic()
@@ -183,13 +197,18 @@ def run(args):
                            "rankings": len(times), "times_s": [round(t, 3) for t in times],
                            "median_warm_s": round(statistics.median(warm), 4),
                            "p90_warm_s": round(warm[int(0.9 * (len(warm) - 1))], 4),
+                           "max_warm_s": round(warm[-1], 4),
                            "mean_warm_s": round(statistics.mean(warm), 4),
                            "cached_share": round(cached / max(1, cached + fetched), 4),
                            "fetched_per_minute": round(fetched / minutes, 1),
                            "samples_pushed": pushed["samples"],
+                           "hosts_pushed": len(pushed["hosts"]),
                            "push_errors": pushed["errors"]}
                     runs.append(run)
                     print(json.dumps(run), file=sys.stderr)
+                    if pushed["errors"] or not pushed["samples"]:
+                        raise RuntimeError(f"{pushed['errors']} failed pushes, "
+                                           f"{pushed['samples']} samples stored")
                     if run["cached_share"] < args.min_cached_share:
                         raise RuntimeError(f"{binary}: cached share {run['cached_share']} below "
                                            f"--min-cached-share {args.min_cached_share}")
@@ -202,21 +221,23 @@ def run(args):
         base.stop()
         if not args.keep:
             subprocess.run(["rm", "-rf", workdir])
-    keys = ("median_warm_s", "p90_warm_s", "mean_warm_s", "cached_share", "fetched_per_minute")
+    keys = ("median_warm_s", "p90_warm_s", "max_warm_s", "mean_warm_s", "cached_share",
+            "fetched_per_minute")
     out = {"trace": args.trace, "push_every_s": args.push_every, "rank_every_s": args.rank_every,
-           "seconds": args.seconds, "runs": runs}
+           "load_noise": args.load_noise, "seconds": args.seconds, "runs": runs}
     for key in keys:
         out[key] = {b: statistics.median(r[key] for r in runs if r["broker"] == b)
                     for b in brokers}
     out["ratio_to_first"] = {
         key: {b: round(v / out[key][brokers[0]], 4) if out[key][brokers[0]] else None
               for b, v in out[key].items()}
-        for key in ("median_warm_s", "p90_warm_s", "mean_warm_s", "fetched_per_minute")}
+        for key in ("median_warm_s", "p90_warm_s", "max_warm_s", "mean_warm_s",
+                    "fetched_per_minute")}
     print(json.dumps(out, indent=1))
     return 0
 
 
-def push_loop(sm, statemgr_pb2, common_pb2, hosts, week_ago, every, stop, pushed):
+def push_loop(sm, statemgr_pb2, common_pb2, hosts, week_ago, every, noise, rng, stop, pushed):
     """Every `every` seconds, one sample per host stamped now: its load a week before."""
     while not stop.is_set():
         tick = time.monotonic()
@@ -229,9 +250,13 @@ def push_loop(sm, statemgr_pb2, common_pb2, hosts, week_ago, every, stop, pushed
                 if i < 0:
                     continue
                 s = samples[i]
-                sample = common_pb2.HostSample(unix_seconds=now, cpu_load_ratio=s.cpu_load_ratio)
+                load = s.cpu_load_ratio
+                if noise > 0:
+                    load = min(1.0, max(0.0, load + rng.gauss(0, noise)))
+                sample = common_pb2.HostSample(unix_seconds=now, cpu_load_ratio=load)
                 if s.HasField("free_mem_mb"):
                     sample.free_mem_mb = s.free_mem_mb
+                pushed["hosts"].add(h)
                 yield statemgr_pb2.PushSamplesRequest(host=h, samples=[sample])
         try:
             r = sm.PushSamples(requests(), timeout=60)

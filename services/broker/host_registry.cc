@@ -56,19 +56,25 @@ absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& requ
   h.set_statemgr_address(request.statemgr_address());
   *h.mutable_attributes() = request.attributes();
   h.set_last_heartbeat_unix_seconds(now);
+  // A registration older than what the broker knows (a late or retried call)
+  // leaves the condition as it is.
+  if (inserted || request.last_sample_unix_seconds() == 0 ||
+      request.last_sample_unix_seconds() >= h.last_sample_unix_seconds()) {
+    if (request.has_condition()) {
+      *h.mutable_condition() = request.condition();
+    } else {
+      h.clear_condition();
+    }
+  }
   if (request.last_sample_unix_seconds() > h.last_sample_unix_seconds()) {
     h.set_last_sample_unix_seconds(request.last_sample_unix_seconds());
   }
   if (request.has_cpu_load_ratio()) h.set_cpu_load_ratio(request.cpu_load_ratio());
-  if (request.has_condition()) {
-    *h.mutable_condition() = request.condition();
-  } else {
-    h.clear_condition();
-  }
   return absl::OkStatus();
 }
 
-absl::Status HostRegistry::ValidateLastSample(int64_t last_sample_unix_seconds) const {
+absl::Status HostRegistry::ValidateLastSample(int64_t last_sample_unix_seconds,
+                                              absl::string_view field) const {
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   const int64_t latest =
       now > INT64_MAX - max_clock_skew_seconds_ ? INT64_MAX : now + max_clock_skew_seconds_;
@@ -76,9 +82,9 @@ absl::Status HostRegistry::ValidateLastSample(int64_t last_sample_unix_seconds) 
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "last_sample_unix_seconds ", last_sample_unix_seconds, " must be in [0, ", latest,
-      "] (0 = no sample yet; at most the broker's clock + --max_clock_skew_seconds ",
-      max_clock_skew_seconds_, ")"));
+      field, " ", last_sample_unix_seconds, " must be in [0, ", latest, "] (",
+      field == "last_sample_unix_seconds" ? "0 = no sample yet; " : "",
+      "at most the broker's clock + --max_clock_skew_seconds ", max_clock_skew_seconds_, ")"));
 }
 
 absl::Status HostRegistry::ValidateCondition(const sojourn::v1::HostCondition& c) const {
@@ -87,13 +93,15 @@ absl::Status HostRegistry::ValidateCondition(const sojourn::v1::HostCondition& c
     return absl::InvalidArgumentError(
         absl::StrCat("condition.state must be S1..S5 (1..5), got ", static_cast<int>(c.state())));
   }
-  if (absl::Status s = ValidateLastSample(c.state_since_unix_seconds()); !s.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("condition.state_since_unix_seconds: ", s.message()));
-  }
+  RETURN_IF_ERROR(
+      ValidateLastSample(c.state_since_unix_seconds(), "condition.state_since_unix_seconds"));
   if (c.load_band() < -1 || c.load_band() > 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("condition.load_band must be -1 (unknown), 0 or 1, got ", c.load_band()));
+  }
+  if (c.step_seconds() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("condition.step_seconds must be >= 0 (0 = unknown), got ", c.step_seconds()));
   }
   return absl::OkStatus();
 }
@@ -108,9 +116,13 @@ absl::Status HostRegistry::Heartbeat(const std::string& host, int64_t last_sampl
     return absl::NotFoundError(absl::StrCat("host '", Excerpt(host), "' is not registered; register first"));
   }
   it->second.set_last_heartbeat_unix_seconds(absl::ToUnixSeconds(clock_.Now()));
+  const int64_t known = it->second.last_sample_unix_seconds();
   if (condition != nullptr) {
-    *it->second.mutable_condition() = *condition;
-  } else if (last_sample_unix_seconds > it->second.last_sample_unix_seconds()) {
+    // Not from a heartbeat older than what the broker knows.
+    if (last_sample_unix_seconds == 0 || last_sample_unix_seconds >= known) {
+      *it->second.mutable_condition() = *condition;
+    }
+  } else if (last_sample_unix_seconds > known) {
     it->second.clear_condition();
   }
   if (last_sample_unix_seconds > it->second.last_sample_unix_seconds()) {

@@ -9,6 +9,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
@@ -47,7 +48,9 @@ class HostRegistry {
   // (ValidateHostPortAddress), bad attributes or a bad
   // last_sample_unix_seconds or condition (see Heartbeat); RESOURCE_EXHAUSTED
   // for a new host when max_hosts live hosts are registered. The host's
-  // condition becomes the request's; a request without one forgets it.
+  // condition becomes the request's (a request without one forgets it),
+  // unless the request reports a last sample older than the one known (a
+  // late or retried call: the condition is kept).
   absl::Status Register(const sojourn::v1::RegisterHostRequest& request);
   // NOT_FOUND for a host never registered. A `last_sample_unix_seconds`
   // newer than the one known marks new history (the ranker's cache key); 0 =
@@ -56,11 +59,12 @@ class HostRegistry {
   // a time of INT64_MAX would stay the host's newest forever, and newer
   // history could no longer invalidate its cached predictions.
   //
-  // `condition` (when not null) replaces the host's known condition
-  // (broker.proto HostCondition; INVALID_ARGUMENT, nothing stored, for an
-  // unknown state, a bad state_since_unix_seconds or load band). Without it,
-  // a newer last sample forgets the known condition: new history in an
-  // unknown condition must not keep a prediction keyed on the old one.
+  // `condition` (when not null) replaces the host's known condition unless
+  // the heartbeat reports a last sample older than the one known
+  // (common.proto HostCondition; INVALID_ARGUMENT, nothing stored, for an
+  // unknown state, a bad state_since_unix_seconds, load band or step).
+  // Without it, a newer last sample forgets the known condition: new history
+  // in an unknown condition must not keep a prediction keyed on the old one.
   absl::Status Heartbeat(const std::string& host, int64_t last_sample_unix_seconds = 0,
                          const sojourn::v1::HostCondition* condition = nullptr);
   absl::StatusOr<sojourn::v1::RegisteredHost> Get(const std::string& host) const;
@@ -74,7 +78,8 @@ class HostRegistry {
  private:
   bool Live(const sojourn::v1::RegisteredHost& h) const;
   sojourn::v1::RegisteredHost WithLiveness(const sojourn::v1::RegisteredHost& h) const;
-  absl::Status ValidateLastSample(int64_t last_sample_unix_seconds) const;
+  absl::Status ValidateLastSample(int64_t last_sample_unix_seconds,
+                                  absl::string_view field = "last_sample_unix_seconds") const;
   absl::Status ValidateCondition(const sojourn::v1::HostCondition& condition) const;
   Clock& clock_;
   const absl::Duration ttl_;

@@ -42,9 +42,9 @@ ABSL_FLAG(int, fanout_threads, 16,
           "(0 = one after the other)");
 ABSL_FLAG(int64_t, cache_ttl_seconds, 60,
           "cached predictions (TR curve, load forecast) per host and horizon expire after this; "
-          "a host reporting another condition (state, its start, load band; or, from a state "
-          "manager that reports none, a newer sample), or silent for longer than its revocation "
-          "gap (it is S5 then), invalidates them earlier");
+          "a host registering another condition than the prediction's (state, its start, load "
+          "band, grid step; or, from a state manager that reports none, a newer sample), or "
+          "silent for longer than its revocation gap (it is S5 then), invalidates them earlier");
 ABSL_FLAG(int64_t, horizon_seconds, 86400,
           "TR curves behind MTTF / JCTF / ETL cover max(this, 2 x the job's duration), in whole "
           "days, at most 7 days");

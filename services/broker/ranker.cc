@@ -37,34 +37,59 @@ bool IsPredictorUnreachable(const absl::Status& status) {
 
 namespace {
 
-// Whether a cached entry is too old at `now` whatever the host reports: past
-// the TTL, or past its prediction's valid_until_unix_seconds (silent past its
-// revocation gap: the host is S5 now, whatever the TTL says).
-bool Stale(const HostPrediction& e, absl::Time now, absl::Duration ttl) {
+// Whether a cached entry is too old at `now`: past the TTL or, for a host
+// whose newest sample is `last_sample_unix` as registered now (0 = unknown),
+// past its prediction's valid_until_unix_seconds moved on by the samples
+// registered since (silent past its revocation gap, the host is S5 now,
+// whatever the TTL says; a host still sampling is not). Without the move, an
+// entry of a host sampled every 6 s (revocation gap 60 s) lasted 60 s
+// whatever --cache_ttl_seconds said.
+bool Stale(const HostPrediction& e, absl::Time now, absl::Duration ttl,
+           int64_t last_sample_unix = 0) {
   if (now - e.fetched > ttl) return true;
-  const int64_t valid_until = e.response.valid_until_unix_seconds();
-  return valid_until > 0 && absl::ToUnixSeconds(now) > valid_until;
+  int64_t valid_until = e.response.valid_until_unix_seconds();
+  if (valid_until <= 0) return false;
+  const int64_t fetched_last = e.response.last_sample_unix_seconds();
+  if (fetched_last > 0 && last_sample_unix > fetched_last && valid_until >= fetched_last) {
+    valid_until = last_sample_unix + (valid_until - fetched_last);
+  }
+  return absl::ToUnixSeconds(now) > valid_until;
+}
+
+bool SameCondition(const HistoryVersion& a, const HistoryVersion& b) {
+  return a.has_condition && b.has_condition && a.state == b.state &&
+         a.state_since_unix == b.state_since_unix && a.load_band == b.load_band &&
+         a.step_seconds == b.step_seconds;
 }
 
 }  // namespace
 
+void HistoryVersion::SetCondition(const sojourn::v1::HostCondition& c) {
+  has_condition = true;
+  state = static_cast<int>(c.state());
+  state_since_unix = c.state_since_unix_seconds();
+  load_band = c.load_band();
+  step_seconds = c.step_seconds();
+}
+
 HistoryVersion HistoryVersion::Of(const sojourn::v1::RegisteredHost& host) {
   HistoryVersion v;
   v.last_sample_unix = host.last_sample_unix_seconds();
-  if (host.has_condition()) {
-    v.has_condition = true;
-    v.state = static_cast<int>(host.condition().state());
-    v.state_since_unix = host.condition().state_since_unix_seconds();
-    v.load_band = host.condition().load_band();
-  }
+  if (host.has_condition()) v.SetCondition(host.condition());
+  return v;
+}
+
+HistoryVersion HistoryVersion::OfFetch(const sojourn::v1::RegisteredHost& host,
+                                       const sojourn::v1::PredictAvailabilityResponse& r) {
+  HistoryVersion v = Of(host);
+  // The registration may be up to a period behind the state manager: the
+  // prediction's own condition is what it was computed from.
+  if (r.has_condition()) v.SetCondition(r.condition());
   return v;
 }
 
 bool HistoryVersion::Keeps(const HistoryVersion& cached) const {
-  if (has_condition) {
-    return cached.has_condition && state == cached.state &&
-           state_since_unix == cached.state_since_unix && load_band == cached.load_band;
-  }
+  if (has_condition) return SameCondition(*this, cached);
   // No condition: a newer sample is new history (0 = nothing reported).
   return last_sample_unix <= 0 || last_sample_unix == cached.last_sample_unix;
 }
@@ -76,7 +101,7 @@ std::shared_ptr<const HostPrediction> PredictionCache::Get(const std::string& ho
   auto it = entries_.find({host, horizon_seconds});
   if (it == entries_.end()) return nullptr;
   const HostPrediction& e = *it->second;
-  if (Stale(e, clock_.Now(), ttl_)) return nullptr;
+  if (Stale(e, clock_.Now(), ttl_, version.last_sample_unix)) return nullptr;
   if (!version.Keeps(e.version)) return nullptr;  // the host's condition or history changed
   return it->second;
 }
@@ -89,7 +114,9 @@ void PredictionCache::Put(const std::string& host, int64_t horizon_seconds,
   if (now - last_sweep_ < ttl_) return;
   last_sweep_ = now;
   for (auto it = entries_.begin(); it != entries_.end();) {
-    it = Stale(*it->second, now, ttl_) ? entries_.erase(it) : std::next(it);
+    // Past the TTL only: an entry past its valid_until may still serve a host
+    // whose newer samples Get is told of.
+    it = now - it->second->fetched > ttl_ ? entries_.erase(it) : std::next(it);
   }
 }
 
@@ -169,7 +196,7 @@ absl::StatusOr<std::shared_ptr<const HostPrediction>> Ranker::Fetch(
   // of about 48 bytes for a 7-day curve in every cached entry, about 470 MB
   // at 1,000 hosts and 7 horizons. Swapped into a temporary, they are freed.
   google::protobuf::RepeatedPtrField<sojourn::v1::TrPoint>().Swap(e->response.mutable_curve());
-  e->version = HistoryVersion::Of(host);
+  e->version = HistoryVersion::OfFetch(host, e->response);
   e->fetched = clock_.Now();
   if (e->response.load_forecast_size() > 0) {
     // The state manager's forecast came with the prediction: no second call.

@@ -61,23 +61,30 @@ class LoadSource {
       const sojourn::v1::RegisteredHost& host, int64_t start_unix) = 0;
 };
 
-// What a host's cached predictions are keyed on, from its registration
-// (broker.proto RegisteredHost). A host whose state manager reports its
-// condition (state, its start, load band) keeps a prediction while the
-// condition is the same: a monitor's new sample every few seconds in the
-// same condition changes the TR curve from now by no more than the clock
-// does, and the TTL bounds that. Without a condition, any newer last sample
-// is new history and recomputes (the only signal an older state manager
-// sends).
+// What a host's cached predictions are keyed on (common.proto
+// HostCondition). A host whose state manager reports its condition (state,
+// its start, load band, grid step) keeps a prediction while its registered
+// condition is the one the prediction was computed from: a monitor's new
+// sample every few seconds in the same condition changes the TR curve from
+// now by no more than the clock does, and the TTL bounds that. Without a
+// condition, any newer last sample is new history and recomputes (the only
+// signal an older state manager sends).
 struct HistoryVersion {
-  // The host's last sample time (0 = unknown).
+  // The host's last sample time as registered (0 = unknown).
   int64_t last_sample_unix = 0;
   bool has_condition = false;
   int state = 0;
   int64_t state_since_unix = 0;
   int load_band = -1;
+  int64_t step_seconds = 0;
 
+  void SetCondition(const sojourn::v1::HostCondition& c);
+  // The host as registered now.
   static HistoryVersion Of(const sojourn::v1::RegisteredHost& host);
+  // A prediction fetched for `host`: the condition is the prediction's own
+  // when it has one (the state manager's, newer than the registration).
+  static HistoryVersion OfFetch(const sojourn::v1::RegisteredHost& host,
+                                const sojourn::v1::PredictAvailabilityResponse& r);
   // Whether a prediction computed when the host was at `cached` still holds
   // for it now, at *this.
   bool Keeps(const HistoryVersion& cached) const;
@@ -99,13 +106,14 @@ class PredictionCache {
   PredictionCache(Clock& clock, absl::Duration ttl) : clock_(clock), ttl_(ttl) {}
   // The entry if present, younger than the TTL, kept by the host's
   // `version` now (HistoryVersion::Keeps), and not past its prediction's
-  // valid_until_unix_seconds (a host silent for longer than its revocation
-  // gap is S5); else null.
+  // valid_until_unix_seconds moved on by the samples registered since
+  // (`version.last_sample_unix`; a host silent for longer than its
+  // revocation gap is S5); else null.
   std::shared_ptr<const HostPrediction> Get(const std::string& host, int64_t horizon_seconds,
                                             const HistoryVersion& version) const;
-  // Stores the entry; once per TTL it also drops the entries Get would no
-  // longer return (those of hosts gone from the registry and of horizons no
-  // one asks for any more stayed for good: an entry of 7 days is 33 kB).
+  // Stores the entry; once per TTL it also drops the entries past the TTL
+  // (those of hosts gone from the registry and of horizons no one asks for
+  // any more stayed for good: an entry of 7 days is 33 kB).
   void Put(const std::string& host, int64_t horizon_seconds,
            std::shared_ptr<const HostPrediction> entry);
   void Clear();

@@ -259,6 +259,9 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
                                      stats_resp.revocation_gap_seconds());
   }
   *out.mutable_load_forecast() = stats_resp.load_forecast();
+  if (request.start_unix_seconds() <= 0 && stats_resp.has_condition()) {
+    *out.mutable_condition() = stats_resp.condition();
+  }
   if (request.deployed_estimates() && stats_resp.has_deployed_estimates()) {
     *out.mutable_deployed_estimates() = stats_resp.deployed_estimates();
   }

@@ -309,6 +309,7 @@ HostInfo HostBook::InfoOf(const std::string& name, const Host& h) const {
   info.revocation_gap_seconds = ClassifierFor(h).revocation_gap_seconds;
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   auto series = SeriesOf(h);
+  info.step_seconds = series->step_seconds;
   if (now - info.last_unix > info.revocation_gap_seconds) {
     // Nothing heard for longer than the revocation gap: the host is gone now.
     info.state = HostState::kS5;

@@ -95,6 +95,8 @@ struct HostInfo {
   // Band of the newest sample's load within `state`'s load range
   // (availability::LoadBandOf; kLoadBandUnknown for a failure state).
   uint8_t load_band = availability::kLoadBandUnknown;
+  // Step of the host's state grid (its period), seconds.
+  int64_t step_seconds = 0;
   // With no sample after last_unix + this the host is S5 (0 without samples).
   int64_t revocation_gap_seconds = 0;
   HostMeta meta;

@@ -9,6 +9,15 @@
 
 namespace sojourn::statemgr {
 
+sojourn::v1::HostCondition ConditionProto(const HostInfo& info) {
+  sojourn::v1::HostCondition c;
+  c.set_state(ToProto(info.state));
+  c.set_state_since_unix_seconds(std::max<int64_t>(0, info.state_since_unix));
+  c.set_load_band(info.load_band == availability::kLoadBandUnknown ? -1 : info.load_band);
+  c.set_step_seconds(std::max<int64_t>(0, info.step_seconds));
+  return c;
+}
+
 Registrar::Registrar(const RegistrarConfig& config, HostBook& book, Clock& clock)
     : config_(config), book_(book), clock_(clock) {
   stub_ = sojourn::v1::Broker::NewStub(
@@ -39,11 +48,8 @@ int Registrar::RegisterAll() {
     req.set_last_sample_unix_seconds(info.last_unix);
     if (info.last_cpu_load >= 0) req.set_cpu_load_ratio(std::min(1.0, info.last_cpu_load));
     *req.mutable_attributes() = info.meta.attributes;
-    // What the broker keys its cached predictions on (broker.proto HostCondition).
-    sojourn::v1::HostCondition& cond = *req.mutable_condition();
-    cond.set_state(ToProto(info.state));
-    cond.set_state_since_unix_seconds(std::max<int64_t>(0, info.state_since_unix));
-    cond.set_load_band(info.load_band == availability::kLoadBandUnknown ? -1 : info.load_band);
+    // What the broker keys its cached predictions on (common.proto HostCondition).
+    *req.mutable_condition() = ConditionProto(info);
     sojourn::v1::RegisterHostResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));

@@ -19,6 +19,10 @@
 
 namespace sojourn::statemgr {
 
+// The host's condition (common.proto HostCondition) from its HostInfo: what
+// the registrar reports to the broker and GetWindowStats to the predictor.
+sojourn::v1::HostCondition ConditionProto(const HostInfo& info);
+
 struct RegistrarConfig {
   std::string broker_address;
   // Address under which the broker and predictor reach this state manager.

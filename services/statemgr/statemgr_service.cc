@@ -16,6 +16,7 @@
 #include "common/text.h"
 #include "models/usage/forecasters.h"
 #include "services/convert.h"
+#include "services/statemgr/registrar.h"
 
 namespace sojourn::statemgr {
 namespace {
@@ -495,6 +496,11 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
   response->set_state_since_unix_seconds(result->info.state_since_unix);
   response->set_last_sample_unix_seconds(result->info.last_unix);
   response->set_revocation_gap_seconds(result->info.revocation_gap_seconds);
+  // The condition now, as the registrar reports it (a window in the past has
+  // its own state in `info`).
+  if (request->end_unix_seconds() == 0) {
+    *response->mutable_condition() = ConditionProto(result->info);
+  }
   for (int64_t t : result->window_starts_unix) response->add_window_start_unix_seconds(t);
   response->set_whole_history_fallback(result->whole_history_fallback);
   if (result->failure_exposure) {

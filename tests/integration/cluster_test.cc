@@ -547,6 +547,18 @@ TEST_F(ClusterTest, LiveSamplesInTheSameConditionKeepTheCachedPredictions) {
     EXPECT_EQ(h.current_state(),
               h.host() == "calm" ? v1::HOST_STATE_S2_BUSY : v1::HOST_STATE_S1_IDLE);
   }
+  // The prediction carries the condition it was made in: the registered one.
+  grpc::ClientContext ctx;
+  v1::PredictAvailabilityRequest p;
+  p.set_host("calm");
+  p.set_window_seconds(3600);
+  v1::PredictAvailabilityResponse resp;
+  ASSERT_TRUE(predictor_stub_->PredictAvailability(&ctx, p, &resp).ok());
+  ASSERT_TRUE(resp.has_condition());
+  EXPECT_EQ(resp.condition().SerializeAsString(),
+            registry_->Get("calm")->condition().SerializeAsString())
+      << resp.condition().ShortDebugString();
+  EXPECT_EQ(resp.condition().step_seconds(), 300);
 }
 
 // A window that starts in the stormy host's busy hours predicts failure more

@@ -175,9 +175,13 @@ class GrpcClientTest(unittest.TestCase):
                 else None
         b = sojourn_cluster.wait_until(agree, 30, "the broker's condition of the host to match "
                                        "the state manager's state", interval_seconds=0.2)
+        # Up (S1, S2), or S5 once the samples of test_01 are older than the revocation gap.
         self.assertIn(b.condition.state, (pb["common"].HOST_STATE_S1_IDLE,
-                                          pb["common"].HOST_STATE_S2_BUSY))
-        self.assertIn(b.condition.load_band, (0, 1))
+                                          pb["common"].HOST_STATE_S2_BUSY,
+                                          pb["common"].HOST_STATE_S5_REVOKED))
+        self.assertIn(b.condition.load_band,
+                      (-1,) if b.condition.state == pb["common"].HOST_STATE_S5_REVOKED else (0, 1))
+        self.assertEqual(b.condition.step_seconds, PERIOD_SECONDS)
 
     def test_03_rank_hosts(self):
         self.wait_registered(PUSHED_HOST)

@@ -262,7 +262,8 @@ TEST_F(StateClassifierTest, GridBuilderKeepsTheStartOfTheLastRun) {
   for (int trial = 0; trial < 300; ++trial) {
     const int64_t step = 1 + static_cast<int64_t>(rng() % 20);
     const int64_t max_points = trial % 3 == 0 ? 0 : 5 + static_cast<int64_t>(rng() % 40);
-    GridBuilder b(config_, step, static_cast<int64_t>(rng() % 100) - 50, max_points);
+    const int64_t origin = static_cast<int64_t>(rng() % 100) - 50;
+    GridBuilder b(config_, step, origin, max_points);
     EXPECT_EQ(b.run_start_unix(), 0);
     int64_t t = static_cast<int64_t>(rng() % 1000) - 500;
     double load = 0.1;
@@ -274,7 +275,8 @@ TEST_F(StateClassifierTest, GridBuilderKeepsTheStartOfTheLastRun) {
       } else if (kind == 4) {
         t += 61 + static_cast<int64_t>(rng() % (max_points > 0 ? 100 * step : 400));
       } else if (kind < 10) {
-        t = (t / step + 1) * step;
+        // The next grid point (origin + k step).
+        t = origin + ((t - origin) / step + 1) * step;
       } else {
         t += 1 + static_cast<int64_t>(rng() % 30);
       }

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct FakeHost {
   double load = 0;
   // The prediction's valid_until_unix_seconds (0 = none).
   int64_t valid_until = 0;
+  // The prediction's condition (none when unset).
+  std::optional<sojourn::v1::HostCondition> condition;
 };
 
 // Thread-safe table of fake hosts; unknown hosts get `fallback(name)` or
@@ -73,6 +76,7 @@ class FakeHosts {
     r.set_history_windows(7);
     r.set_method("fake-linear");
     r.set_valid_until_unix_seconds(h.valid_until);
+    if (h.condition) *r.mutable_condition() = *h.condition;
     auto tr = [&](double t) { return std::max(0.0, 1.0 - t / h.life_seconds); };
     const int n = std::max(1, req.curve_points());
     for (int k = 1; k <= n; ++k) {

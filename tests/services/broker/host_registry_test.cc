@@ -195,11 +195,13 @@ TEST(HostRegistryTest, RejectsLastSampleTimesOutsideTheClock) {
   EXPECT_TRUE(absl::IsNotFound(registry.Heartbeat("ghost", 1)));
 }
 
-sojourn::v1::HostCondition Condition(sojourn::v1::HostState state, int64_t since, int band) {
+sojourn::v1::HostCondition Condition(sojourn::v1::HostState state, int64_t since, int band,
+                                     int64_t step = 300) {
   sojourn::v1::HostCondition c;
   c.set_state(state);
   c.set_state_since_unix_seconds(since);
   c.set_load_band(band);
+  c.set_step_seconds(step);
   return c;
 }
 
@@ -229,11 +231,13 @@ TEST(HostRegistryTest, KeepsTheReportedCondition) {
       Condition(sojourn::v1::HOST_STATE_S1_IDLE, -1, 0),
       Condition(sojourn::v1::HOST_STATE_S1_IDLE, now + 61 + 601, 0),
       Condition(sojourn::v1::HOST_STATE_S1_IDLE, now, 2),
-      Condition(sojourn::v1::HOST_STATE_S1_IDLE, now, -2)};
+      Condition(sojourn::v1::HOST_STATE_S1_IDLE, now, -2),
+      Condition(sojourn::v1::HOST_STATE_S1_IDLE, now, 0, -300)};
   for (const auto& c : bad) {
     absl::Status s = registry.Heartbeat("a", now, &c);
     EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.ShortDebugString() << ": " << s;
     EXPECT_NE(s.message().find("condition."), std::string::npos) << s;
+    EXPECT_EQ(s.message().find("last_sample_unix_seconds"), std::string::npos) << s;
     sojourn::v1::RegisterHostRequest rr = r;
     *rr.mutable_condition() = c;
     EXPECT_TRUE(absl::IsInvalidArgument(registry.Register(rr))) << c.ShortDebugString();
@@ -253,11 +257,24 @@ TEST(HostRegistryTest, KeepsTheReportedCondition) {
   ASSERT_THAT(registry.Heartbeat("a", now + 60), IsOk());
   EXPECT_FALSE(registry.Get("a")->has_condition());
   // A registration with one sets it again, one without forgets it.
+  r.set_last_sample_unix_seconds(now + 60);
   ASSERT_THAT(registry.Register(r), IsOk());
-  EXPECT_TRUE(registry.Get("a")->has_condition());
+  EXPECT_EQ(registry.Get("a")->condition().state(), sojourn::v1::HOST_STATE_S2_BUSY);
   r.clear_condition();
   ASSERT_THAT(registry.Register(r), IsOk());
   EXPECT_FALSE(registry.Get("a")->has_condition());
+  // Older news (a late call, reporting an older last sample) changes neither.
+  *r.mutable_condition() = s1;
+  r.set_last_sample_unix_seconds(now + 70);
+  ASSERT_THAT(registry.Register(r), IsOk());
+  r.set_last_sample_unix_seconds(now + 65);
+  r.clear_condition();
+  ASSERT_THAT(registry.Register(r), IsOk());
+  EXPECT_EQ(registry.Get("a")->condition().state(), sojourn::v1::HOST_STATE_S1_IDLE);
+  const sojourn::v1::HostCondition s2 = Condition(sojourn::v1::HOST_STATE_S2_BUSY, now + 62, 0);
+  ASSERT_THAT(registry.Heartbeat("a", now + 66, &s2), IsOk());
+  EXPECT_EQ(registry.Get("a")->condition().state(), sojourn::v1::HOST_STATE_S1_IDLE);
+  EXPECT_EQ(registry.Get("a")->last_sample_unix_seconds(), now + 70);
 }
 
 }  // namespace

@@ -305,6 +305,57 @@ TEST_F(RankerTest, CacheIsKeyedOnTheReportedCondition) {
   EXPECT_EQ(tr_.requests.back().host(), "b");
 }
 
+// An entry is keyed on the condition its prediction was computed in when the
+// prediction says (the state manager's, which the registration may lag by a
+// period): a host whose registration still shows the old condition is
+// fetched until it shows the new one, and a change that is undone before
+// the next registration does not leave the changed prediction keyed on the
+// old condition.
+TEST_F(RankerTest, CacheIsKeyedOnThePredictionsOwnCondition) {
+  RankerConfig c = Config();
+  c.cache_ttl = absl::Seconds(60);
+  Ranker ranker(tr_, nullptr, clock_, c);
+  auto cond = [](int band) {
+    sojourn::v1::HostCondition k;
+    k.set_state(sojourn::v1::HOST_STATE_S1_IDLE);
+    k.set_state_since_unix_seconds(400);
+    k.set_load_band(band);
+    k.set_step_seconds(6);
+    return k;
+  };
+  std::vector<sojourn::v1::RegisteredHost> hosts = {Host("a", 2000)};
+  hosts[0].set_last_sample_unix_seconds(1000);
+  *hosts[0].mutable_condition() = cond(0);
+  FakeHost a{36000};
+  a.condition = cond(1);  // the state manager has seen the band change already
+  hosts_.Set("a", a);
+  auto rank = [&](int fetched) {
+    auto r = ranker.Rank(Job(3600), hosts);
+    ASSERT_THAT(r.status(), IsOk());
+    EXPECT_EQ(r->predictions_fetched(), fetched);
+  };
+  rank(1);
+  rank(1);  // the registration still says band 0
+  *hosts[0].mutable_condition() = cond(1);
+  rank(0);  // now it matches
+  rank(0);
+  // The band goes back to 0: the registration then says so, and the band-1
+  // prediction is not served for it.
+  a.condition = cond(0);
+  hosts_.Set("a", a);
+  *hosts[0].mutable_condition() = cond(0);
+  rank(1);
+  rank(0);
+  // A new grid step (a new sampling period) is another condition.
+  sojourn::v1::HostCondition six = cond(0);
+  six.set_step_seconds(12);
+  a.condition = six;
+  hosts_.Set("a", a);
+  *hosts[0].mutable_condition() = six;
+  rank(1);
+  rank(0);
+}
+
 // A cached entry keeps its curve once, as the ranker's TrCurve: the
 // response it keeps holds no curve points, not even cleared ones kept for
 // reuse (clear_curve() kept them: about 100 kB for a 7-day curve).
@@ -322,9 +373,10 @@ TEST_F(RankerTest, CachedEntriesHoldNoCurvePoints) {
   EXPECT_EQ(e->response.curve().Capacity(), 0);
 }
 
-// The cache drops what Get would no longer return, once per TTL: entries
-// past the TTL (a host gone from the registry, a horizon no one asks for any
-// more) and entries past their valid_until. Before, they stayed for good.
+// The cache drops the entries past the TTL, once per TTL (a host gone from
+// the registry, a horizon no one asks for any more). Before, they stayed for
+// good. An entry past its valid_until is not returned (the host fell silent)
+// but stays until the TTL: a host that kept sampling may still use it.
 TEST_F(RankerTest, CacheDropsStaleEntries) {
   auto entry = [&](int64_t valid_until) {
     auto e = std::make_shared<HostPrediction>();
@@ -350,10 +402,41 @@ TEST_F(RankerTest, CacheDropsStaleEntries) {
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   slow.Put("x", 86400, entry(now + 10));
   slow.Put("y", 86400, entry(0));
-  clock_.Advance(absl::Seconds(600));
-  slow.Put("z", 86400, entry(0));
-  EXPECT_EQ(slow.size(), 2u);
+  clock_.Advance(absl::Seconds(11));
+  EXPECT_EQ(slow.Get("x", 86400, {}), nullptr);
   EXPECT_NE(slow.Get("y", 86400, {}), nullptr);
+  clock_.Advance(absl::Seconds(590));
+  slow.Put("z", 86400, entry(0));
+  EXPECT_EQ(slow.size(), 1u);
+  EXPECT_NE(slow.Get("z", 86400, {}), nullptr);
+}
+
+// An entry's valid_until (its newest sample + the revocation gap) moves on
+// with the samples registered since: a host sampled every 6 s (gap 60 s)
+// kept an entry for 60 s whatever the TTL; one that falls silent still
+// loses it at its gap after its last registered sample.
+TEST_F(RankerTest, CachedPredictionLivesWhileTheHostKeepsSampling) {
+  PredictionCache cache(clock_, absl::Seconds(300));
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  auto e = std::make_shared<HostPrediction>();
+  e->fetched = clock_.Now();
+  e->response.set_last_sample_unix_seconds(now - 2);
+  e->response.set_valid_until_unix_seconds(now - 2 + 60);
+  e->version.has_condition = true;
+  e->version.state = 1;
+  cache.Put("a", 86400, e);
+  HistoryVersion v = e->version;
+  v.last_sample_unix = now - 2;
+  clock_.Advance(absl::Seconds(58));
+  EXPECT_NE(cache.Get("a", 86400, v), nullptr);
+  clock_.Advance(absl::Seconds(1));  // past now - 2 + 60: silent since
+  EXPECT_EQ(cache.Get("a", 86400, v), nullptr);
+  v.last_sample_unix = now + 50;  // but it registered newer samples
+  EXPECT_NE(cache.Get("a", 86400, v), nullptr);
+  clock_.Advance(absl::Seconds(51));  // now + 110: the gap after now + 50
+  EXPECT_NE(cache.Get("a", 86400, v), nullptr);
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(cache.Get("a", 86400, v), nullptr);
 }
 
 // A host that falls silent: its cached prediction (valid until its newest
