@@ -51,7 +51,7 @@ if(TARGET broker AND TARGET predictor AND TARGET statemgr AND TARGET monitor)
   # The bench behind docs/EVALUATION.md "A live cluster", on the demo's 8 hosts for 15 s: it
   # runs to the end, ranks every host and takes at least 95 % of the predictions from the
   # broker's cache (it exits 1 otherwise; the broker before session 32 refetched every host at
-  # each 10 s registration, 86-93 % here).
+  # each 10 s registration: 93.3 % here in both runs made).
   add_test(NAME sojourn_bench_rank_live_smoke
     COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/bench/cluster/rank_live.py
             --bin-dir $<TARGET_FILE_DIR:broker> --rounds 1 --seconds 15 --rank-every 1
