@@ -49,6 +49,10 @@ class Cluster {
     backend_ = std::move(*b);
     tr_source_ = std::make_unique<GrpcTrSource>(backend_->address());
     RankerConfig rc;
+    // Entries live the TTL from their fetch and nothing is fetched in the
+    // background: the warm cases time rankings served wholly from the cache.
+    rc.spread_cache_refreshes = false;
+    rc.refresh_threads = 0;
     if (load == 0) rc.load_history_seconds = 0;  // one predictor call per host, no GetSeries
     if (const char* f = std::getenv("SOJOURN_BENCH_FANOUT")) rc.fanout_threads = std::atoi(f);
     ranker_ = std::make_unique<Ranker>(*tr_source_, &load_source_, Clock::Real(), rc);

@@ -9,7 +9,7 @@ rank_statemgrs.py) and registers its hosts with the broker every 10 s
 (`--heartbeat_seconds`). For each round and each broker binary in turn (a
 baseline measured in the same run), a fresh predictor and broker (default
 `--cache_ttl_seconds`, 60) are started on the broker port the statemgr
-reports to, and for `--seconds`: every `--push-every` seconds (6, the
+reports to (plus any `--broker-flag`), and for `--seconds`: every `--push-every` seconds (6, the
 monitor's default period) each host gets a
 sample stamped now whose load and free memory are the host's own a week
 before (a monitor's samples of a host that behaves as it did: the trace's
@@ -21,7 +21,9 @@ middleware placing jobs would call it; the rankings start once every host has
 been registered with a live sample. Prints JSON: per run, every ranking's
 wall time; over all but the first (cold) one, their median, 90th percentile,
 maximum and mean, the share of the hosts' predictions the broker took from its cache
-and how many it fetched per minute (TR curves computed by the predictor);
+(without waiting), how many it fetched per minute (TR curves computed by the
+predictor, for the rankings or in the background) and how many of those were
+refreshes ahead of an entry's expiry (in the background);
 per binary, the medians of the runs and the ratios to the first binary's.
 
   tools/eval/gwa_replicate.py ../shared/data/bitbrains-rnd-vm-load/bitbrains-rnd-100vms-2013Q3.tar.xz /tmp/bb1000 10
@@ -74,6 +76,9 @@ def main():
     parser.add_argument("--load-noise", type=float, default=0,
                         help="standard deviation of Gaussian noise added to each pushed load "
                         "(clamped to [0, 1]; default 0)")
+    parser.add_argument("--broker-flag", action="append", default=[], metavar="FLAG",
+                        help="a flag passed to every broker binary, e.g. "
+                        "--broker-flag=--cache_ttl_seconds=600 (repeatable)")
     parser.add_argument("--min-cached-share", type=float, default=0,
                         help="exit 1 when a run's cached share is below this (a check for tests)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
@@ -96,6 +101,10 @@ def run(args):
             not 0 <= args.rank_every <= 60 or not 0 <= args.load_noise <= 1):
         die("--rounds must be >= 1, --seconds >= 10, --push-every in [1, 300], --rank-every "
             "in [0, 60] and --load-noise in [0, 1]")
+    for f in args.broker_flag:
+        if not f.startswith("--") or f.split("=")[0] in ("--predictor", "--listen"):
+            die(f"--broker-flag {f}: must be a broker flag (--NAME[=VALUE]) other than "
+                "--predictor and --listen, which the bench sets")
 
     import grpc
     workdir = tempfile.mkdtemp(prefix="sojourn-livebench-")
@@ -149,7 +158,8 @@ def run(args):
                     predictor = cluster.start("predictor", "predictor", [
                         f"--broker=127.0.0.1:{broker_port}", "--histdb_path="])
                     cluster.start("broker", os.path.abspath(binary), [
-                        f"--predictor={predictor.address}", f"--listen=127.0.0.1:{broker_port}"])
+                        f"--predictor={predictor.address}", f"--listen=127.0.0.1:{broker_port}"]
+                        + args.broker_flag)
                     broker = broker_pb2_grpc.BrokerStub(grpc.insecure_channel(
                         f"127.0.0.1:{broker_port}",
                         options=[("grpc.max_receive_message_length", 64 << 20)]))
@@ -171,7 +181,7 @@ def run(args):
                     sojourn_cluster.wait_until(all_registered_live, 120,
                                                "every host registered with a live sample",
                                                interval_seconds=0.5)
-                    times, cached, fetched = [], 0, 0
+                    times, cached, fetched, refreshing = [], 0, 0, 0
                     began = time.monotonic()
                     deadline = began + args.seconds
                     next_start = began
@@ -186,6 +196,7 @@ def run(args):
                         if len(times) > 1:
                             cached += r.predictions_cached
                             fetched += r.predictions_fetched
+                            refreshing += r.predictions_refreshing
                         if len(r.hosts) != len(hosts):
                             raise RuntimeError(f"ranked {len(r.hosts)} of {len(hosts)} hosts")
                     minutes = (time.monotonic() - began) / 60
@@ -200,7 +211,8 @@ def run(args):
                            "max_warm_s": round(warm[-1], 4),
                            "mean_warm_s": round(statistics.mean(warm), 4),
                            "cached_share": round(cached / max(1, cached + fetched), 4),
-                           "fetched_per_minute": round(fetched / minutes, 1),
+                           "fetched_per_minute": round((fetched + refreshing) / minutes, 1),
+                           "refreshed_ahead_per_minute": round(refreshing / minutes, 1),
                            "samples_pushed": pushed["samples"],
                            "hosts_pushed": len(pushed["hosts"]),
                            "push_errors": pushed["errors"]}

@@ -141,6 +141,25 @@ grpc::ServerUnaryReactor* BrokerService::GetHost(grpc::CallbackServerContext* co
   return FinishNow(context, h.status());
 }
 
+namespace {
+
+constexpr char kRankingPredictionsMetric[] = "sojourn_broker_ranking_predictions_total";
+constexpr char kRankingPredictionsHelp[] =
+    "Host predictions (TR curve and load forecast) the broker's successful rankings took, by "
+    "source: its cache, or the predictor (and the host's state manager) while the ranking "
+    "waited, including fetches that failed";
+
+}  // namespace
+
+void BrokerService::ExportRankingMetrics(Metrics& metrics) {
+  ranking_metrics_ = &metrics;
+  for (const char* source : {"cache", "predictor"}) {
+    metrics.DeclareCounter(kRankingPredictionsMetric, kRankingPredictionsHelp,
+                           {{"source", source}});
+  }
+  ranker_.ExportMetrics(metrics);
+}
+
 grpc::ServerUnaryReactor* BrokerService::RankHosts(grpc::CallbackServerContext* context,
                                                    const sojourn::v1::RankHostsRequest* request,
                                                    sojourn::v1::RankHostsResponse* response) {
@@ -148,6 +167,12 @@ grpc::ServerUnaryReactor* BrokerService::RankHosts(grpc::CallbackServerContext* 
       context, pool_, ranker_.clock(),
       [this, request, response](const std::function<bool()>& abandoned) -> absl::Status {
         ASSIGN_OR_RETURN(*response, ranker_.Rank(*request, registry_.List(), abandoned));
+        if (ranking_metrics_ != nullptr) {
+          ranking_metrics_->Increment(kRankingPredictionsMetric, kRankingPredictionsHelp,
+                                      {{"source", "cache"}}, response->predictions_cached());
+          ranking_metrics_->Increment(kRankingPredictionsMetric, kRankingPredictionsHelp,
+                                      {{"source", "predictor"}}, response->predictions_fetched());
+        }
         if (queue_ != nullptr && !request->include_busy_hosts()) {
           MarkBusyHosts(queue_->List(), std::max(1, queue_config_.policy.mpl_limit()), response);
         }

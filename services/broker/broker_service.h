@@ -127,6 +127,14 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
                                       const sojourn::v1::RankHostsRequest* request,
                                       sojourn::v1::RankHostsResponse* response) override;
 
+  // Counts the host predictions each successful RankHosts took, by source,
+  // in sojourn_broker_ranking_predictions_total{source="cache"|"predictor"}
+  // (the predictor: fetched, or tried, while the ranking waited), and the
+  // ranker's refreshes ahead (Ranker::ExportMetrics); all exported at 0 from
+  // this call. The share from the cache is what --cache_ttl_seconds and the
+  // hosts' conditions leave of the rankings' waiting for the predictor.
+  // `metrics` must outlive the service. Call before the server starts.
+  void ExportRankingMetrics(Metrics& metrics);
   // Serves the job queue RPCs on `queue`, forwarding to `history`; both (and
   // `metrics`, when not null) must outlive the service. Without this call
   // they answer FAILED_PRECONDITION. Call before the server starts.
@@ -176,6 +184,7 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   JobHistory* history_ = nullptr;
   JobQueueServiceConfig queue_config_;
   Metrics* metrics_ = nullptr;
+  Metrics* ranking_metrics_ = nullptr;
   // Held while an event goes to the history, so that events (new ones and
   // the outbox's) reach it in the order they happened.
   absl::Mutex history_mu_;

@@ -45,6 +45,18 @@ ABSL_FLAG(int64_t, cache_ttl_seconds, 60,
           "a host registering another condition than the prediction's (state, its start, load "
           "band, grid step; or, from a state manager that reports none, a newer sample), or "
           "silent for longer than its revocation gap (it is S5 then), invalidates them earlier");
+ABSL_FLAG(bool, cache_spread_refreshes, true,
+          "each host and horizon's cached predictions expire at their own phase of "
+          "--cache_ttl_seconds (at most the TTL after they were asked for), so the hosts fetched "
+          "by one ranking are not all fetched again by one ranking a TTL later; false = each entry "
+          "lives the TTL from its fetch");
+ABSL_FLAG(int, cache_refresh_threads, 2,
+          "threads fetching again, in the background, a cached prediction that a ranking finds "
+          "due (from --cache_ttl_seconds / 6 before its expiry, or from the middle of its life if "
+          "that is later; the ranking uses it as it is), so that rankings do not wait for the "
+          "TTL's refreshes; the predictor then computes about 1.2 x hosts x horizons / TTL curves "
+          "for the broker instead of 1 x (0 = off: the ranking after the expiry fetches it; no "
+          "effect with --cache_ttl_seconds=0)");
 ABSL_FLAG(int64_t, horizon_seconds, 86400,
           "TR curves behind MTTF / JCTF / ETL cover max(this, 2 x the job's duration), in whole "
           "days, at most 7 days");
@@ -102,6 +114,9 @@ int main(int argc, char** argv) {
                                   sojourn::kMaxServiceThreads, "(0 = one after the other)"),
           sojourn::IntFlagInRange("--cache_ttl_seconds", absl::GetFlag(FLAGS_cache_ttl_seconds),
                                   0, kMax),
+          sojourn::IntFlagInRange("--cache_refresh_threads",
+                                  absl::GetFlag(FLAGS_cache_refresh_threads), 0,
+                                  sojourn::kMaxServiceThreads, "(0 = off)"),
           sojourn::IntFlagInRange("--horizon_seconds", absl::GetFlag(FLAGS_horizon_seconds), 1,
                                   7 * 86400, "(7 days)"),
           sojourn::IntFlagInRange("--curve_resolution_seconds",
@@ -173,6 +188,8 @@ int main(int argc, char** argv) {
   rc.horizon_seconds = absl::GetFlag(FLAGS_horizon_seconds);
   rc.curve_resolution_seconds = absl::GetFlag(FLAGS_curve_resolution_seconds);
   rc.cache_ttl = absl::Seconds(absl::GetFlag(FLAGS_cache_ttl_seconds));
+  rc.spread_cache_refreshes = absl::GetFlag(FLAGS_cache_spread_refreshes);
+  rc.refresh_threads = absl::GetFlag(FLAGS_cache_refresh_threads);
   rc.load_history_seconds = absl::GetFlag(FLAGS_load_history_seconds);
   rc.fanout_threads = absl::GetFlag(FLAGS_fanout_threads);
   sojourn::broker::Ranker ranker(tr_source, &load_source, sojourn::Clock::Real(), rc);
@@ -181,6 +198,7 @@ int main(int argc, char** argv) {
   sojourn::Metrics metrics("broker");
   sojourn::broker::GrpcJobHistory history(absl::GetFlag(FLAGS_predictor));
   service.EnableJobQueue(**queue, history, qc, &metrics);
+  service.ExportRankingMetrics(metrics);
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());

@@ -17,6 +17,11 @@ namespace sojourn::broker {
 namespace {
 
 constexpr int64_t kMaxSeconds = 7 * 86400;
+constexpr char kRefreshesMetric[] = "sojourn_broker_prediction_refreshes_total";
+constexpr char kRefreshesHelp[] =
+    "Cached predictions the broker fetched again in the background near the end of their time "
+    "in the cache (--cache_refresh_threads), by outcome: ok, error (the entry lives to its "
+    "expiry), skipped (replaced or expired while queued)";
 // Payload marking PredictorUnreachableError statuses.
 constexpr char kUnreachablePayload[] = "type.sojourn.dev/predictor-unreachable";
 
@@ -37,16 +42,16 @@ bool IsPredictorUnreachable(const absl::Status& status) {
 
 namespace {
 
-// Whether a cached entry is too old at `now`: past the TTL or, for a host
-// whose newest sample is `last_sample_unix` as registered now (0 = unknown),
-// past its prediction's valid_until_unix_seconds moved on by the samples
-// registered since (silent past its revocation gap, the host is S5 now,
-// whatever the TTL says; a host still sampling is not). Without the move, an
-// entry of a host sampled every 6 s (revocation gap 60 s) lasted 60 s
-// whatever --cache_ttl_seconds said.
-bool Stale(const HostPrediction& e, absl::Time now, absl::Duration ttl,
+// Whether a cached entry that expires at `expires` is too old at `now`:
+// past its expiry or, for a host whose newest sample is `last_sample_unix` as
+// registered now (0 = unknown), past its prediction's
+// valid_until_unix_seconds moved on by the samples registered since (silent
+// past its revocation gap, the host is S5 now, whatever the TTL says; a host
+// still sampling is not). Without the move, an entry of a host sampled every
+// 6 s (revocation gap 60 s) lasted 60 s whatever --cache_ttl_seconds said.
+bool Stale(const HostPrediction& e, absl::Time expires, absl::Time now,
            int64_t last_sample_unix = 0) {
-  if (now - e.fetched > ttl) return true;
+  if (now > expires) return true;
   int64_t valid_until = e.response.valid_until_unix_seconds();
   if (valid_until <= 0) return false;
   const int64_t fetched_last = e.response.last_sample_unix_seconds();
@@ -54,6 +59,28 @@ bool Stale(const HostPrediction& e, absl::Time now, absl::Duration ttl,
     valid_until = last_sample_unix + (valid_until - fetched_last);
   }
   return absl::ToUnixSeconds(now) > valid_until;
+}
+
+// FNV-1a (64 bits) of the host name and the horizon, finished with
+// MurmurHash3's fmix64 so that names differing in one character (host-1,
+// host-2) spread over the top bits: stable across runs and builds
+// (absl::Hash is seeded per process), so a key's refresh phase is too.
+uint64_t KeyHash(const std::string& host, int64_t horizon_seconds) {
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&h](unsigned char c) {
+    h ^= c;
+    h *= 1099511628211ull;
+  };
+  for (char c : host) mix(static_cast<unsigned char>(c));
+  for (int i = 0; i < 8; ++i) {
+    mix(static_cast<unsigned char>(static_cast<uint64_t>(horizon_seconds) >> (8 * i)));
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return h;
 }
 
 bool SameCondition(const HistoryVersion& a, const HistoryVersion& b) {
@@ -94,29 +121,74 @@ bool HistoryVersion::Keeps(const HistoryVersion& cached) const {
   return last_sample_unix <= 0 || last_sample_unix == cached.last_sample_unix;
 }
 
-std::shared_ptr<const HostPrediction> PredictionCache::Get(const std::string& host,
-                                                           int64_t horizon_seconds,
-                                                           const HistoryVersion& version) const {
+absl::Time PredictionCache::ExpiryOf(const std::string& host, int64_t horizon_seconds,
+                                     absl::Time fetched) const {
+  if (ttl_ <= absl::ZeroDuration()) return fetched;
+  if (ttl_ == absl::InfiniteDuration()) return absl::InfiniteFuture();
+  if (!spread_refreshes_) return fetched + ttl_;
+  // The phase, uniform in [0, ttl) from the top 53 bits of the hash.
+  const absl::Duration phase =
+      absl::Trunc(ttl_ * (static_cast<double>(KeyHash(host, horizon_seconds) >> 11) * 0x1.0p-53),
+                  absl::Nanoseconds(1));
+  absl::Duration into = (fetched - absl::UnixEpoch() - phase) % ttl_;  // (-ttl, ttl)
+  if (into < absl::ZeroDuration()) into += ttl_;
+  return fetched + (ttl_ - into);  // the next refresh time, in (fetched, fetched + ttl]
+}
+
+PredictionCache::Found PredictionCache::Find(const std::string& host, int64_t horizon_seconds,
+                                             const HistoryVersion& version) const {
+  const absl::Time now = clock_.Now();
   absl::MutexLock l(&mu_);
   auto it = entries_.find({host, horizon_seconds});
-  if (it == entries_.end()) return nullptr;
-  const HostPrediction& e = *it->second;
-  if (Stale(e, clock_.Now(), ttl_, version.last_sample_unix)) return nullptr;
-  if (!version.Keeps(e.version)) return nullptr;  // the host's condition or history changed
-  return it->second;
+  if (it == entries_.end()) return {};
+  const HostPrediction& e = *it->second.entry;
+  if (Stale(e, it->second.expires, now, version.last_sample_unix)) return {};
+  if (!version.Keeps(e.version)) return {};  // the host's condition or history changed
+  return {it->second.entry, now >= it->second.refresh_from};
 }
 
 void PredictionCache::Put(const std::string& host, int64_t horizon_seconds,
-                          std::shared_ptr<const HostPrediction> entry) {
+                          std::shared_ptr<const HostPrediction> entry, bool refreshed) {
   const absl::Time now = clock_.Now();
+  const absl::Time fetched = entry->fetched;
+  const absl::Time expires =
+      refreshed && ttl_ > absl::ZeroDuration() && ttl_ != absl::InfiniteDuration()
+          ? fetched + ttl_
+          : ExpiryOf(host, horizon_seconds, fetched);
+  const absl::Time refresh_from =
+      ttl_ == absl::InfiniteDuration()
+          ? absl::InfiniteFuture()
+          : std::max(expires - ttl_ / 6, fetched + (expires - fetched) / 2);
   absl::MutexLock l(&mu_);
-  entries_[{host, horizon_seconds}] = std::move(entry);
+  Slot& slot = entries_[{host, horizon_seconds}];
+  // An entry asked for earlier than the one cached (a refresh that waited
+  // in the queue while a ranking fetched the host) does not replace it.
+  if (slot.entry == nullptr || slot.entry->fetched <= fetched) {
+    slot = Slot{std::move(entry), expires, refresh_from};
+  }
   if (now - last_sweep_ < ttl_) return;
   last_sweep_ = now;
   for (auto it = entries_.begin(); it != entries_.end();) {
-    // Past the TTL only: an entry past its valid_until may still serve a host
-    // whose newer samples Get is told of.
-    it = now - it->second->fetched > ttl_ ? entries_.erase(it) : std::next(it);
+    // Past the expiry only: an entry past its valid_until may still serve a
+    // host whose newer samples Get is told of.
+    it = now > it->second.expires ? entries_.erase(it) : std::next(it);
+  }
+}
+
+bool PredictionCache::Holds(const std::string& host, int64_t horizon_seconds,
+                            const HostPrediction* entry) const {
+  const absl::Time now = clock_.Now();
+  absl::MutexLock l(&mu_);
+  auto it = entries_.find({host, horizon_seconds});
+  return it != entries_.end() && it->second.entry.get() == entry && now <= it->second.expires;
+}
+
+void PredictionCache::KeepUntilExpiry(const std::string& host, int64_t horizon_seconds,
+                                      const HostPrediction* entry) {
+  absl::MutexLock l(&mu_);
+  auto it = entries_.find({host, horizon_seconds});
+  if (it != entries_.end() && it->second.entry.get() == entry) {
+    it->second.refresh_from = absl::InfiniteFuture();
   }
 }
 
@@ -166,11 +238,65 @@ Ranker::Ranker(TrSource& tr_source, LoadSource* load_source, Clock& clock,
       load_source_(load_source),
       clock_(clock),
       config_(config),
-      cache_(clock, config.cache_ttl) {
+      cache_(clock, config.cache_ttl, config.spread_cache_refreshes) {
   if (config_.fanout_threads > 0) fanout_ = std::make_unique<ThreadPool>(config_.fanout_threads);
+  if (config_.refresh_threads > 0 && config_.cache_ttl > absl::ZeroDuration()) {
+    refresh_ = std::make_unique<ThreadPool>(config_.refresh_threads);
+  }
 }
 
-Ranker::~Ranker() = default;
+Ranker::~Ranker() {
+  // The pool (the last member) is joined first: the refreshes running finish,
+  // those queued return at once.
+  StopRefreshes();
+}
+
+void Ranker::ExportMetrics(Metrics& metrics) {
+  metrics_ = &metrics;
+  for (const char* outcome : {"ok", "error", "skipped"}) {
+    metrics.DeclareCounter(kRefreshesMetric, kRefreshesHelp, {{"outcome", outcome}});
+  }
+}
+
+void Ranker::StopRefreshes() { stopping_.store(true); }
+
+bool Ranker::RefreshAhead(const sojourn::v1::RegisteredHost& host, int64_t horizon,
+                          std::shared_ptr<const HostPrediction> cached) {
+  {
+    absl::MutexLock l(&refresh_mu_);
+    if (!refreshing_.insert({host.host(), horizon}).second) return false;
+  }
+  refresh_->Schedule([this, host, horizon, cached = std::move(cached)] {
+    const char* outcome = "skipped";
+    // Not when stopping, nor when the entry was replaced (a ranking fetched
+    // the host) or has expired while the refresh waited in the queue.
+    if (!stopping_.load() && cache_.Holds(host.host(), horizon, cached.get())) {
+      auto p = Fetch(host, horizon);
+      if (p.ok()) {
+        outcome = "ok";
+        cache_.Put(host.host(), horizon, *p, /*refreshed=*/true);
+      } else {
+        // Not tried again by each later ranking: the entry lives to its
+        // expiry, and the ranking after that fetches it and reports the error.
+        outcome = "error";
+        cache_.KeepUntilExpiry(host.host(), horizon, cached.get());
+      }
+    }
+    if (metrics_ != nullptr)
+      metrics_->Increment(kRefreshesMetric, kRefreshesHelp, {{"outcome", outcome}});
+    absl::MutexLock l(&refresh_mu_);
+    if (outcome != std::string_view("skipped")) ++refreshes_;
+    refreshing_.erase({host.host(), horizon});
+  });
+  return true;
+}
+
+void Ranker::WaitForRefreshes() {
+  absl::MutexLock l(&refresh_mu_);
+  refresh_mu_.Await(absl::Condition(
+      +[](std::set<std::pair<std::string, int64_t>>* keys) { return keys->empty(); },
+      &refreshing_));
+}
 
 int64_t Ranker::HorizonFor(int64_t duration_seconds) const {
   const int64_t want = std::max(config_.horizon_seconds, 2 * duration_seconds);
@@ -186,6 +312,9 @@ absl::StatusOr<std::shared_ptr<const HostPrediction>> Ranker::Fetch(
   req.set_statemgr_address(host.statemgr_address());
   req.set_curve_points(static_cast<int>(
       std::max<int64_t>(1, horizon / std::max<int64_t>(1, config_.curve_resolution_seconds))));
+  // Stamped before the call: the TTL bounds the age of what the predictor
+  // read, however long it took to answer.
+  const absl::Time asked = clock_.Now();
   auto p = tr_source_.Predict(req);
   if (!p.ok()) return p.status();
   auto e = std::make_shared<HostPrediction>();
@@ -197,7 +326,7 @@ absl::StatusOr<std::shared_ptr<const HostPrediction>> Ranker::Fetch(
   // at 1,000 hosts and 7 horizons. Swapped into a temporary, they are freed.
   google::protobuf::RepeatedPtrField<sojourn::v1::TrPoint>().Swap(e->response.mutable_curve());
   e->version = HistoryVersion::OfFetch(host, e->response);
-  e->fetched = clock_.Now();
+  e->fetched = asked;
   if (e->response.load_forecast_size() > 0) {
     // The state manager's forecast came with the prediction: no second call.
     scheduling::LoadForecast load;
@@ -261,13 +390,18 @@ absl::StatusOr<sojourn::v1::RankHostsResponse> Ranker::Rank(
   std::vector<std::shared_ptr<const HostPrediction>> pred(n);
   std::vector<absl::Status> errors(n);
   std::vector<size_t> misses;
-  int cached = 0;
+  int cached = 0, refreshing = 0;
   for (size_t i = 0; i < n; ++i) {
     if (!hosts[i].live() || (!only.empty() && !only.contains(hosts[i].host()))) continue;
     asked[i] = true;
-    pred[i] = cache_.Get(hosts[i].host(), horizon, HistoryVersion::Of(hosts[i]));
+    PredictionCache::Found found =
+        cache_.Find(hosts[i].host(), horizon, HistoryVersion::Of(hosts[i]));
+    pred[i] = std::move(found.entry);
     if (pred[i] != nullptr) {
       ++cached;
+      if (found.refresh_due && refresh_ != nullptr && RefreshAhead(hosts[i], horizon, pred[i])) {
+        ++refreshing;
+      }
     } else {
       misses.push_back(i);
     }
@@ -364,6 +498,7 @@ absl::StatusOr<sojourn::v1::RankHostsResponse> Ranker::Rank(
   out.set_horizon_seconds(horizon);
   out.set_predictions_fetched(static_cast<int>(misses.size()));
   out.set_predictions_cached(cached);
+  out.set_predictions_refreshing(refreshing);
   for (scheduling::RankedHost& r : ranking->hosts) {
     const size_t i = r.input_index;
     sojourn::v1::HostRank* hr = out.add_hosts();

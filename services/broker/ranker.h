@@ -3,7 +3,10 @@
 // from now over a horizon (from the predictor) and the recent CPU load (from
 // the host's state manager, for the aggregated one-step-ahead forecast).
 // Both are cached per host and horizon: an entry is reused until its TTL
-// passes, the host reports a change of what the prediction is conditioned on
+// passes (by default at the entry's own phase of the TTL, so that the
+// refreshes of many hosts spread over it instead of all falling on one
+// ranking, and fetched again in the background shortly before, so that no
+// ranking waits for them), the host reports a change of what the prediction is conditioned on
 // (HistoryVersion), or the host has been silent for longer than its
 // revocation gap (the prediction's valid_until_unix_seconds: it is S5 now),
 // so a ranking over many hosts does not recompute every TR curve. Misses are
@@ -16,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +30,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/host_sample.h"
+#include "common/metrics.h"
 #include "common/thread_pool.h"
 #include "models/scheduling/load_forecast.h"
 #include "models/scheduling/policy.h"
@@ -103,28 +108,71 @@ struct HostPrediction {
 // Thread-safe cache of HostPrediction per (host, horizon).
 class PredictionCache {
  public:
-  PredictionCache(Clock& clock, absl::Duration ttl) : clock_(clock), ttl_(ttl) {}
-  // The entry if present, younger than the TTL, kept by the host's
+  // With `spread_refreshes`, an entry expires at the first of its key's
+  // refresh times after it was fetched: the times phase + k x ttl, the phase
+  // fixed in [0, ttl) by a hash of (host, horizon). An entry so lives at most
+  // the TTL after it was asked for (HostPrediction::fetched; fetched again
+  // right after its refresh time, it lives to the next one), but the entries
+  // fetched by one
+  // ranking (the first one, or any after a predictor restart) no longer all
+  // expire on the same later ranking: their expiries are spread evenly over
+  // the TTL from the start. Without it, an entry lives the TTL from its
+  // fetch, and 1,000 hosts fetched together were all fetched again together
+  // at every TTL (bench/cluster/rank_live.py: a 1.3 s ranking each minute).
+  PredictionCache(Clock& clock, absl::Duration ttl, bool spread_refreshes = false)
+      : clock_(clock), ttl_(ttl), spread_refreshes_(spread_refreshes) {}
+  // When an entry of (host, horizon) fetched at `fetched` expires (see the
+  // constructor); in (fetched, fetched + ttl], or fetched for a TTL <= 0. An
+  // entry refreshed ahead of its expiry (Put's `refreshed`) lives the TTL
+  // from its fetch instead: fetched before its key's refresh time, it could
+  // not live to the next one without outliving the TTL.
+  absl::Time ExpiryOf(const std::string& host, int64_t horizon_seconds, absl::Time fetched) const;
+  // An entry, and whether it is due to be refreshed ahead of its expiry:
+  // from ttl / 6 before its expiry, but not before the middle of its own
+  // life, so that an entry fetched just before its key's refresh time is not
+  // refreshed at once.
+  struct Found {
+    std::shared_ptr<const HostPrediction> entry;
+    bool refresh_due = false;
+  };
+  // The entry if present, before its expiry (ExpiryOf), kept by the host's
   // `version` now (HistoryVersion::Keeps), and not past its prediction's
   // valid_until_unix_seconds moved on by the samples registered since
   // (`version.last_sample_unix`; a host silent for longer than its
   // revocation gap is S5); else null.
   std::shared_ptr<const HostPrediction> Get(const std::string& host, int64_t horizon_seconds,
-                                            const HistoryVersion& version) const;
-  // Stores the entry; once per TTL it also drops the entries past the TTL
-  // (those of hosts gone from the registry and of horizons no one asks for
+                                            const HistoryVersion& version) const {
+    return Find(host, horizon_seconds, version).entry;
+  }
+  // Get, and whether the entry is due for a refresh ahead of its expiry.
+  Found Find(const std::string& host, int64_t horizon_seconds, const HistoryVersion& version) const;
+  // Whether `entry` is the one cached for (host, horizon), and not expired.
+  bool Holds(const std::string& host, int64_t horizon_seconds, const HostPrediction* entry) const;
+  // Makes `entry`, if it is the one cached, never due for a refresh ahead.
+  void KeepUntilExpiry(const std::string& host, int64_t horizon_seconds,
+                       const HostPrediction* entry);
+  // Stores the entry; once per TTL it also drops the entries past their
+  // expiry (those of hosts gone from the registry and of horizons no one asks for
   // any more stayed for good: an entry of 7 days is 33 kB).
+  // `refreshed`: fetched ahead of the expiry of the entry it replaces
+  // (ExpiryOf). An entry fetched (asked for) before the one cached does not
+  // replace it.
   void Put(const std::string& host, int64_t horizon_seconds,
-           std::shared_ptr<const HostPrediction> entry);
+           std::shared_ptr<const HostPrediction> entry, bool refreshed = false);
   void Clear();
   size_t size() const;
 
  private:
+  struct Slot {
+    std::shared_ptr<const HostPrediction> entry;
+    absl::Time expires;
+    absl::Time refresh_from;  // Found::refresh_due from then on
+  };
   Clock& clock_;
   const absl::Duration ttl_;
+  const bool spread_refreshes_;
   mutable absl::Mutex mu_;
-  std::map<std::pair<std::string, int64_t>, std::shared_ptr<const HostPrediction>> entries_
-      ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<std::string, int64_t>, Slot> entries_ ABSL_GUARDED_BY(mu_);
   absl::Time last_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
@@ -136,6 +184,18 @@ struct RankerConfig {
   int64_t curve_resolution_seconds = 300;
   // Cached predictions expire after this (the window start moves with time).
   absl::Duration cache_ttl = absl::Seconds(60);
+  // Each (host, horizon) expires at its own phase of the TTL
+  // (PredictionCache); false = the TTL from the fetch.
+  bool spread_cache_refreshes = true;
+  // A ranking that finds a cached entry due for a refresh (from TTL / 6
+  // before its expiry; PredictionCache::Found::refresh_due) uses it and has
+  // it fetched again in the background on this many threads, so that no
+  // ranking waits for the TTL's refreshes, only for hosts that changed
+  // condition (or that no ranking asked for while due). A refreshed entry
+  // lives the TTL from its fetch, so a host is fetched about every 5/6 TTL:
+  // 1.2 times the predictor's work. 0 = off: entries are fetched when they
+  // have expired, by the ranking that needs them.
+  int refresh_threads = 2;
   // Recent history fetched for the load forecast (0 = no load: L = 0).
   int64_t load_history_seconds = 4 * 3600;
   // Concurrent fetches for cache misses (0 = one after the other).
@@ -167,6 +227,20 @@ class Ranker {
       const std::function<bool()>& stop = nullptr);
 
   PredictionCache& cache() { return cache_; }
+  // Counts the refreshes ahead in sojourn_broker_prediction_refreshes_total
+  // {outcome="ok"|"error"|"skipped"} (exported at 0 from this call).
+  // `metrics` must outlive the ranker. Call before the first ranking.
+  void ExportMetrics(Metrics& metrics);
+  // Blocks until no refresh ahead is scheduled or running (tests).
+  void WaitForRefreshes();
+  // Refreshes ahead that asked the predictor so far (successful or not).
+  int64_t refreshes() const {
+    absl::MutexLock l(&refresh_mu_);
+    return refreshes_;
+  }
+  // Refreshes ahead scheduled from now on return without fetching; those
+  // running finish. The destructor calls it.
+  void StopRefreshes();
   const Clock& clock() const { return clock_; }
   // The horizon used for a job of `duration_seconds`.
   int64_t HorizonFor(int64_t duration_seconds) const;
@@ -174,6 +248,12 @@ class Ranker {
  private:
   absl::StatusOr<std::shared_ptr<const HostPrediction>> Fetch(
       const sojourn::v1::RegisteredHost& host, int64_t horizon);
+  // Has (host, horizon) fetched again on refresh_ unless that is already
+  // scheduled. Returns whether it scheduled it.
+  // `cached` is the entry found due: the refresh is skipped once the cache
+  // no longer holds it.
+  bool RefreshAhead(const sojourn::v1::RegisteredHost& host, int64_t horizon,
+                    std::shared_ptr<const HostPrediction> cached);
 
   TrSource& tr_source_;
   LoadSource* load_source_;
@@ -182,6 +262,15 @@ class Ranker {
   PredictionCache cache_;
   std::unique_ptr<ThreadPool> fanout_;
   std::atomic<uint64_t> round_robin_{0};
+  Metrics* metrics_ = nullptr;
+  mutable absl::Mutex refresh_mu_;
+  // Keys with a refresh ahead scheduled or running.
+  std::set<std::pair<std::string, int64_t>> refreshing_ ABSL_GUARDED_BY(refresh_mu_);
+  int64_t refreshes_ ABSL_GUARDED_BY(refresh_mu_) = 0;
+  // Set by the destructor: scheduled refreshes return without fetching.
+  std::atomic<bool> stopping_{false};
+  // Last, so that it is joined first, while the rest is alive.
+  std::unique_ptr<ThreadPool> refresh_;
 };
 
 // Converts a predictor TR curve (points evenly spaced up to the window end)

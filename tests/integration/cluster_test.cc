@@ -94,8 +94,15 @@ class ClusterTest : public ::testing::Test {
     // broker (TR source connected below)
     registry_ = std::make_unique<broker::HostRegistry>(clock_, absl::Seconds(60));
     // The ranker on the test's clock (its cache TTL and the predictions'
-    // valid_until_unix_seconds are judged against it).
-    ranker_ = std::make_unique<broker::Ranker>(tr_source_, nullptr, clock_, broker::RankerConfig{});
+    // valid_until_unix_seconds are judged against it). Its entries live the
+    // TTL from their fetch and are fetched by the ranking after it
+    // (ranker_test covers the spread of refreshes and the refreshes ahead),
+    // so that what a test sees of the cache does not depend on the hosts'
+    // phases of the TTL or on background fetches.
+    broker::RankerConfig rc;
+    rc.spread_cache_refreshes = false;
+    rc.refresh_threads = 0;
+    ranker_ = std::make_unique<broker::Ranker>(tr_source_, nullptr, clock_, rc);
     broker_service_ = std::make_unique<broker::BrokerService>(*registry_, *ranker_, pool_);
     auto queue = broker::JobQueue::Open("");
     ASSERT_THAT(queue.status(), IsOk());

@@ -170,12 +170,16 @@ class PrometheusTest(unittest.TestCase):
         # Counters of rare events exist at 0 from start-up: a counter created by
         # its first event is invisible until then, so rate() misses that first
         # increment and the dashboards said "No data". Nothing in this cluster
-        # rejects a batch, fails a /proc read or asks a usage question.
+        # rejects a batch, fails a /proc read, asks a usage question or ranks hosts.
         expected = [
             'sojourn_statemgr_rejected_batches_total{job="sojourn-statemgr"}',
             'sojourn_monitor_sample_errors_total{job="sojourn-monitor"}',
         ] + [f'sojourn_statemgr_usage_answers_total{{job="sojourn-statemgr",method="{m}"}}'
-             for m in ("upa", "last4", "persist", "same_time_yesterday")]
+             for m in ("upa", "last4", "persist", "same_time_yesterday")] + [
+            f'sojourn_broker_ranking_predictions_total{{job="sojourn-broker",source="{s}"}}'
+            for s in ("cache", "predictor")] + [
+            f'sojourn_broker_prediction_refreshes_total{{job="sojourn-broker",outcome="{o}"}}'
+            for o in ("ok", "error", "skipped")]
         for expr in expected:
             with self.subTest(series=expr):
                 # Bounded wait for a scrape that has the series (test_1 saw every

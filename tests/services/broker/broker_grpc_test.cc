@@ -42,6 +42,7 @@ class BrokerGrpcTest : public ::testing::Test {
     rc.cache_ttl = absl::Seconds(60);
     ranker_ = std::make_unique<Ranker>(*tr_source_, &load_source_, clock_, rc);
     service_ = std::make_unique<BrokerService>(registry_, *ranker_, pool_);
+    service_->ExportRankingMetrics(broker_metrics_);
     auto s = GrpcServer::Start({}, {service_.get()}, broker_metrics_);
     ASSERT_THAT(s.status(), IsOk());
     broker_ = std::move(*s);
@@ -67,6 +68,23 @@ class BrokerGrpcTest : public ::testing::Test {
     req.set_last_sample_unix_seconds(last_sample);
     v1::RegisterHostResponse resp;
     ASSERT_TRUE(stub_->RegisterHost(&ctx, req, &resp).ok());
+  }
+
+  // sojourn_broker_ranking_predictions_total{source} as the broker's
+  // /metrics shows it; -1 when the series is missing.
+  double RankingPredictions(const std::string& source) {
+    const std::string text = broker_metrics_.Render();
+    const std::string label = "source=\"" + source + "\"";
+    size_t at = 0;
+    while ((at = text.find("sojourn_broker_ranking_predictions_total{", at)) != std::string::npos) {
+      const size_t end = text.find('\n', at);
+      const std::string line = text.substr(at, end - at);
+      if (line.find(label) != std::string::npos) {
+        return std::stod(line.substr(line.rfind(' ') + 1));
+      }
+      at = end;
+    }
+    return -1;
   }
 
   grpc::Status Rank(const std::string& policy, int64_t seconds, v1::RankHostsResponse* resp,
@@ -173,7 +191,11 @@ TEST_F(BrokerGrpcTest, EveryPolicyReturnsFigures) {
 }
 
 // A heartbeat that reports newer history invalidates that host's prediction.
+// The broker's /metrics counts the predictions by source (at 0 before any
+// ranking, so that a rate over the first one is not lost).
 TEST_F(BrokerGrpcTest, HeartbeatWithNewHistoryInvalidatesTheCache) {
+  EXPECT_EQ(RankingPredictions("cache"), 0);
+  EXPECT_EQ(RankingPredictions("predictor"), 0);
   v1::RankHostsResponse resp;
   ASSERT_TRUE(Rank("", 3600, &resp).ok());
   EXPECT_EQ(resp.predictions_fetched(), 3);
@@ -187,6 +209,8 @@ TEST_F(BrokerGrpcTest, HeartbeatWithNewHistoryInvalidatesTheCache) {
   ASSERT_TRUE(Rank("", 3600, &resp).ok());
   EXPECT_EQ(resp.predictions_fetched(), 1);
   EXPECT_EQ(resp.predictions_cached(), 2);
+  EXPECT_EQ(RankingPredictions("cache"), 2);
+  EXPECT_EQ(RankingPredictions("predictor"), 4);
 }
 
 // RegisterHost / Heartbeat with a last_sample_unix_seconds outside [0, the

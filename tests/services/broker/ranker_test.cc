@@ -3,12 +3,16 @@
 // the job, the prediction cache and its invalidation, and the fan-out.
 #include "services/broker/ranker.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
+#include <thread>
 #include <utility>
 
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
+#include "common/metrics.h"
 #include "tests/services/broker/fake_backends.h"
 #include "tests/test_util.h"
 
@@ -52,9 +56,16 @@ class RankerTest : public ::testing::Test {
     hosts_.Set("a", FakeHost{36000});
     hosts_.Set("b", FakeHost{72000});
   }
+  // Entries live the TTL from their fetch here and are fetched by the
+  // ranking after it, so that the tests of the TTL and of the keying can
+  // count in whole seconds; the spread of the refreshes over the TTL and the
+  // refreshes ahead in the background (both the default) have their own
+  // tests below.
   RankerConfig Config(int fanout = 0) {
     RankerConfig c;
     c.fanout_threads = fanout;
+    c.spread_cache_refreshes = false;
+    c.refresh_threads = 0;
     return c;
   }
   FakeHosts hosts_;
@@ -465,6 +476,309 @@ TEST_F(RankerTest, CachedPredictionOfASilentHostExpiresAtItsRevocation) {
   EXPECT_EQ(r->predictions_fetched(), 1);
   EXPECT_EQ(r->predictions_cached(), 1);
   EXPECT_EQ(tr_.requests.back().host(), "a");
+}
+
+// With spread refreshes (the default), an entry expires at the first of its
+// key's refresh times phase + k x TTL after its fetch: never later than the
+// TTL, exactly the TTL for an entry fetched again at its refresh time, the
+// phase the same for a key whenever it is fetched, and the phases of many
+// keys spread over the TTL. Without, the TTL from the fetch.
+TEST_F(RankerTest, SpreadRefreshTimesAreEachKeysPhaseOfTheTtl) {
+  const absl::Duration ttl = absl::Seconds(60);
+  PredictionCache spread(clock_, ttl, /*spread_refreshes=*/true);
+  PredictionCache plain(clock_, ttl);
+  const absl::Time t0 = clock_.Now();
+  std::vector<int> per_second(60, 0);
+  for (int i = 0; i < 600; ++i) {
+    const std::string host = absl::StrCat("host-", i);
+    for (int64_t horizon : {int64_t{86400}, int64_t{7 * 86400}}) {
+      const absl::Time e = spread.ExpiryOf(host, horizon, t0);
+      ASSERT_GT(e, t0) << host;
+      ASSERT_LE(e, t0 + ttl) << host;
+      // Fetched again just after its refresh time: the TTL to the next one.
+      EXPECT_EQ(spread.ExpiryOf(host, horizon, e + absl::Milliseconds(1500)), e + ttl) << host;
+      // Fetched at any time, it keeps its phase.
+      const absl::Time later = t0 + absl::Seconds(1000 + 7 * i);
+      const absl::Time e2 = spread.ExpiryOf(host, horizon, later);
+      ASSERT_GT(e2, later);
+      ASSERT_LE(e2, later + ttl);
+      EXPECT_EQ((e2 - e) % ttl, absl::ZeroDuration()) << host;
+      EXPECT_EQ(plain.ExpiryOf(host, horizon, t0), t0 + ttl);
+      ++per_second[absl::ToInt64Seconds(absl::Ceil(e - t0, absl::Seconds(1))) - 1];
+    }
+  }
+  // 1,200 keys over 60 s: 20 a second on average.
+  EXPECT_LE(*std::max_element(per_second.begin(), per_second.end()), 45);
+  EXPECT_GE(*std::min_element(per_second.begin(), per_second.end()), 5);
+  // Get holds an entry up to its expiry and not after it.
+  auto e = std::make_shared<HostPrediction>();
+  e->fetched = t0;
+  spread.Put("host-7", 86400, e);
+  const absl::Time expiry = spread.ExpiryOf("host-7", 86400, t0);
+  clock_.Set(expiry);
+  EXPECT_NE(spread.Get("host-7", 86400, {}), nullptr);
+  clock_.Set(expiry + absl::Nanoseconds(1));
+  EXPECT_EQ(spread.Get("host-7", 86400, {}), nullptr);
+  // No TTL, no cache: an entry expires when fetched.
+  PredictionCache none(clock_, absl::ZeroDuration(), true);
+  EXPECT_EQ(none.ExpiryOf("host-7", 86400, t0), t0);
+}
+
+// The ranker with spread refreshes: 300 hosts fetched by one ranking are not
+// all fetched again by one ranking a TTL later (without the spread, every
+// one was: a cold ranking each TTL); each is fetched again within the TTL
+// and then every TTL exactly (without the spread, every TTL plus the time to
+// the next ranking), so the refreshes cost no more than they did.
+TEST_F(RankerTest, TtlRefreshesSpreadOverTheTtl) {
+  hosts_.fallback = [](const std::string&, FakeHost*) { return true; };
+  std::vector<sojourn::v1::RegisteredHost> hosts;
+  for (int i = 0; i < 300; ++i) hosts.push_back(Host(absl::StrCat("h", i)));
+  for (bool spread : {false, true}) {
+    SCOPED_TRACE(spread ? "spread" : "plain");
+    RankerConfig c = Config();
+    c.cache_ttl = absl::Seconds(60);
+    c.spread_cache_refreshes = spread;
+    Ranker ranker(tr_, nullptr, clock_, c);
+    const absl::Time t0 = clock_.Now();
+    tr_.requests.clear();
+    auto r = ranker.Rank(Job(3600), hosts);
+    ASSERT_THAT(r.status(), IsOk());
+    ASSERT_EQ(r->predictions_fetched(), 300);
+    tr_.requests.clear();
+    std::map<std::string, std::vector<absl::Duration>> fetched_at;  // after t0
+    int max_fetched = 0;
+    for (int k = 1; k <= 100; ++k) {  // a ranking every 2 s for 200 s
+      clock_.Advance(absl::Seconds(2));
+      r = ranker.Rank(Job(3600), hosts);
+      ASSERT_THAT(r.status(), IsOk());
+      ASSERT_EQ(r->predictions_fetched() + r->predictions_cached(), 300);
+      max_fetched = std::max(max_fetched, r->predictions_fetched());
+      for (const auto& q : tr_.requests) fetched_at[q.host()].push_back(clock_.Now() - t0);
+      tr_.requests.clear();
+    }
+    ASSERT_EQ(fetched_at.size(), 300u);
+    for (const auto& [host, at] : fetched_at) {
+      ASSERT_GE(at.size(), 3u) << host;
+      EXPECT_LE(at[0], absl::Seconds(62)) << host;  // the TTL, and the ranking after it
+      // Spread: at the host's refresh time each TTL. Plain: the TTL after
+      // the ranking that fetched it, so at the ranking after that.
+      const absl::Duration every = spread ? absl::Seconds(60) : absl::Seconds(62);
+      for (size_t j = 1; j < at.size(); ++j) EXPECT_EQ(at[j] - at[j - 1], every) << host;
+    }
+    if (spread) {
+      EXPECT_LE(max_fetched, 30);  // 10 a ranking on average
+    } else {
+      EXPECT_EQ(max_fetched, 300);
+    }
+    clock_.Advance(absl::Hours(1));
+  }
+}
+
+// Refreshes ahead (the default): a ranking that finds an entry in the last
+// sixth of its life uses it and has it fetched again in the background, so
+// after the first (cold) ranking and the next (hosts whose refresh time
+// fell between them) no ranking of hosts that keep their condition waits
+// for the predictor, while no prediction a ranking uses is
+// older than the TTL, each host is fetched again at most once per 5/6 of
+// the TTL, and the refreshes stay spread over the TTL. A host reporting new
+// history is still fetched by the ranking. Without refreshes ahead the
+// rankings after each host's expiry wait for it.
+TEST_F(RankerTest, RefreshesAheadKeepRankingsFromWaiting) {
+  hosts_.fallback = [](const std::string&, FakeHost*) { return true; };
+  std::vector<sojourn::v1::RegisteredHost> hosts;
+  for (int i = 0; i < 300; ++i) hosts.push_back(Host(absl::StrCat("h", i)));
+  const absl::Duration ttl = absl::Seconds(60);
+  const int64_t horizon = 86400;
+  for (int threads : {0, 2}) {
+    SCOPED_TRACE(absl::StrCat(threads, " refresh threads"));
+    RankerConfig c = Config(4);
+    c.cache_ttl = ttl;
+    c.spread_cache_refreshes = true;
+    c.refresh_threads = threads;
+    auto ranker = std::make_unique<Ranker>(tr_, nullptr, clock_, c);
+    auto r = ranker->Rank(Job(3600), hosts);
+    ASSERT_THAT(r.status(), IsOk());
+    ASSERT_EQ(r->predictions_fetched(), 300);
+    EXPECT_EQ(r->predictions_refreshing(), 0);
+    tr_.requests.clear();
+    int first_waited = 0, waited = 0, refreshing = 0, max_refreshing = 0;
+    for (int k = 1; k <= 100; ++k) {  // a ranking every 2 s for 200 s
+      clock_.Advance(absl::Seconds(2));
+      r = ranker->Rank(Job(3600), hosts);
+      ASSERT_THAT(r.status(), IsOk());
+      ASSERT_EQ(r->predictions_fetched() + r->predictions_cached(), 300);
+      // The first ranking after the cold one fetches the hosts whose refresh
+      // time fell before it (their first life, at most the TTL, is shorter
+      // than the gap); no ranking waits for any after that.
+      (k == 1 ? first_waited : waited) += r->predictions_fetched();
+      refreshing += r->predictions_refreshing();
+      max_refreshing = std::max(max_refreshing, r->predictions_refreshing());
+      ranker->WaitForRefreshes();
+      for (const auto& h : hosts) {  // what the next ranking would use
+        auto e = ranker->cache().Get(h.host(), horizon, {});
+        ASSERT_NE(e, nullptr) << h.host();
+        ASSERT_LE(clock_.Now() - e->fetched, ttl) << h.host();
+      }
+    }
+    std::map<std::string, int> fetches;
+    for (const auto& q : tr_.requests) ++fetches[q.host()];
+    EXPECT_EQ(ranker->refreshes(), refreshing);
+    if (threads == 0) {
+      EXPECT_EQ(refreshing, 0);
+      EXPECT_GE(first_waited + waited, 900);  // every host at least 3 times in 200 s
+    } else {
+      EXPECT_LE(first_waited, 30);  // 10 on average: 300 hosts x 2 s / 60 s
+      EXPECT_EQ(waited, 0);
+      EXPECT_EQ(first_waited + refreshing, static_cast<int>(tr_.requests.size()));
+      EXPECT_LE(max_refreshing, 30);  // 300 hosts over 60 s, 10 a ranking on average
+      ASSERT_EQ(fetches.size(), 300u);
+      for (const auto& [host, n] : fetches) {
+        EXPECT_GE(n, 3) << host;  // within the first TTL, then every <= 60 s
+        EXPECT_LE(n, 5) << host;  // at most every 50 s after the first
+      }
+      // New history for one host: the ranking fetches it, the others are cached.
+      hosts[7].set_last_sample_unix_seconds(absl::ToUnixSeconds(clock_.Now()));
+      clock_.Advance(absl::Seconds(2));
+      r = ranker->Rank(Job(3600), hosts);
+      ASSERT_THAT(r.status(), IsOk());
+      EXPECT_EQ(r->predictions_fetched(), 1);
+      EXPECT_EQ(r->predictions_cached(), 299);
+    }
+    ranker->WaitForRefreshes();
+    tr_.requests.clear();
+    ranker.reset();
+    clock_.Advance(absl::Hours(1));
+  }
+}
+
+// Refreshes ahead that cannot help do not ask the predictor: once stopped
+// (the broker shutting down) the queued ones return and only those already
+// running finish; a refresh whose entry a ranking replaced meanwhile is
+// skipped; a refresh that fails is not tried again by each later ranking
+// (the entry lives to its expiry, and the ranking after that fetches the
+// host and reports the error). Every outcome is counted.
+TEST_F(RankerTest, RefreshesAheadThatCannotHelpDoNotAskThePredictor) {
+  std::atomic<bool> down{false};
+  hosts_.fallback = [&down](const std::string&, FakeHost*) { return !down.load(); };
+  std::vector<sojourn::v1::RegisteredHost> hosts;
+  for (int i = 0; i < 20; ++i) hosts.push_back(Host(absl::StrCat("h", i)));
+  RankerConfig c = Config(0);  // misses fetched on this thread
+  c.cache_ttl = absl::Seconds(60);
+  c.refresh_threads = 2;  // entries live 60 s from their fetch, due from 50 s
+  // sojourn_broker_prediction_refreshes_total{outcome} in `m`; -1 if missing.
+  auto refreshes = [](const Metrics& m, const std::string& outcome) {
+    const std::string text = m.Render();
+    const std::string want = "outcome=\"" + outcome + "\"";
+    for (size_t at = 0; (at = text.find("sojourn_broker_prediction_refreshes_total{", at)) !=
+                        std::string::npos;) {
+      const size_t end = text.find('\n', at);
+      const std::string line = text.substr(at, end - at);
+      if (line.find(want) != std::string::npos) return std::stod(line.substr(line.rfind(' ') + 1));
+      at = end;
+    }
+    return -1.0;
+  };
+  {
+    Metrics metrics("broker");
+    Ranker ranker(tr_, nullptr, clock_, c);
+    ranker.ExportMetrics(metrics);
+    EXPECT_EQ(refreshes(metrics, "ok"), 0);
+    EXPECT_EQ(refreshes(metrics, "error"), 0);
+    ASSERT_EQ(ranker.Rank(Job(3600), hosts)->predictions_fetched(), 20);
+    // Stopped while both refresh threads are asking the predictor.
+    const std::thread::id me = std::this_thread::get_id();
+    absl::Mutex mu;
+    int entered = 0;
+    absl::Notification release;
+    hosts_.on_predict = [&](const std::string&) {
+      if (std::this_thread::get_id() == me) return;
+      {
+        absl::MutexLock l(&mu);
+        ++entered;
+      }
+      release.WaitForNotification();
+    };
+    const int before = hosts_.predict_calls.load();
+    clock_.Advance(absl::Seconds(55));
+    auto r = ranker.Rank(Job(3600), hosts);
+    ASSERT_THAT(r.status(), IsOk());
+    EXPECT_EQ(r->predictions_cached(), 20);
+    EXPECT_EQ(r->predictions_refreshing(), 20);
+    {
+      absl::MutexLock l(&mu);
+      mu.Await(absl::Condition(+[](int* n) { return *n == 2; }, &entered));
+    }
+    ranker.StopRefreshes();
+    release.Notify();
+    ranker.WaitForRefreshes();
+    hosts_.on_predict = nullptr;
+    EXPECT_EQ(hosts_.predict_calls.load() - before, 2);
+    EXPECT_EQ(ranker.refreshes(), 2);
+    EXPECT_EQ(refreshes(metrics, "ok"), 2);
+    EXPECT_EQ(refreshes(metrics, "skipped"), 18);
+  }
+  clock_.Advance(absl::Hours(1));
+  {
+    Metrics m2("broker");
+    Ranker ranker(tr_, nullptr, clock_, c);
+    ranker.ExportMetrics(m2);
+    ASSERT_EQ(ranker.Rank(Job(3600), hosts)->predictions_fetched(), 20);
+    // The predictor is down: each due entry is tried once, not by every
+    // ranking; they serve to their expiry, then the ranking fetches them.
+    down = true;
+    const int before = hosts_.predict_calls.load();
+    for (int k = 0; k < 5; ++k) {  // at 51..55 s
+      clock_.Advance(absl::Seconds(k == 0 ? 51 : 1));
+      auto r = ranker.Rank(Job(3600), hosts);
+      ASSERT_THAT(r.status(), IsOk());
+      EXPECT_EQ(r->predictions_cached(), 20);
+      EXPECT_EQ(r->predictions_refreshing(), k == 0 ? 20 : 0) << k;
+      ranker.WaitForRefreshes();
+    }
+    EXPECT_EQ(hosts_.predict_calls.load() - before, 20);
+    EXPECT_EQ(refreshes(m2, "error"), 20);
+    clock_.Advance(absl::Seconds(6));  // 61 s: expired
+    auto r = ranker.Rank(Job(3600), hosts);
+    ASSERT_THAT(r.status(), IsOk());
+    EXPECT_EQ(r->predictions_fetched(), 20);
+    for (const auto& h : r->hosts()) EXPECT_FALSE(h.eligible()) << h.host();
+    EXPECT_EQ(hosts_.predict_calls.load() - before, 40);
+    down = false;
+    r = ranker.Rank(Job(3600), hosts);
+    ASSERT_THAT(r.status(), IsOk());
+    EXPECT_EQ(r->predictions_fetched(), 20);
+    // A refresh queued behind a ranking that fetched the host is skipped.
+    const absl::Time fetched = clock_.Now();
+    clock_.Advance(absl::Seconds(52));
+    absl::Notification hold;
+    std::atomic<int> held{0};
+    const std::thread::id me = std::this_thread::get_id();
+    hosts_.on_predict = [&](const std::string&) {
+      if (std::this_thread::get_id() != me && held.fetch_add(1) < 2) hold.WaitForNotification();
+    };
+    r = ranker.Rank(Job(3600), hosts);  // 20 refreshes, 2 held running
+    ASSERT_THAT(r.status(), IsOk());
+    EXPECT_EQ(r->predictions_refreshing(), 20);
+    clock_.Advance(absl::Seconds(10));  // all expired: this ranking fetches them
+    const absl::Time refetched = clock_.Now();
+    r = ranker.Rank(Job(3600), hosts);
+    ASSERT_THAT(r.status(), IsOk());
+    EXPECT_EQ(r->predictions_fetched(), 20);
+    hold.Notify();
+    ranker.WaitForRefreshes();
+    hosts_.on_predict = nullptr;
+    EXPECT_EQ(ranker.refreshes(), 20 + 2);  // the failed ones and the two held
+    EXPECT_EQ(refreshes(m2, "ok"), 2);
+    EXPECT_EQ(refreshes(m2, "skipped"), 18);
+    // The two held refreshes asked before the ranking did: they did not
+    // replace its entries.
+    EXPECT_LT(fetched, refetched);
+    for (const auto& h : hosts) {
+      auto e = ranker.cache().Get(h.host(), 86400, {});
+      ASSERT_NE(e, nullptr) << h.host();
+      EXPECT_EQ(e->fetched, refetched) << h.host();
+    }
+  }
 }
 
 // Misses fetched concurrently give the same ranking as one by one.
