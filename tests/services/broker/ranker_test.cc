@@ -751,14 +751,24 @@ TEST_F(RankerTest, RefreshesAheadThatCannotHelpDoNotAskThePredictor) {
     const absl::Time fetched = clock_.Now();
     clock_.Advance(absl::Seconds(52));
     absl::Notification hold;
-    std::atomic<int> held{0};
+    absl::Mutex mu;
+    int held = 0;
     const std::thread::id me = std::this_thread::get_id();
     hosts_.on_predict = [&](const std::string&) {
-      if (std::this_thread::get_id() != me && held.fetch_add(1) < 2) hold.WaitForNotification();
+      if (std::this_thread::get_id() == me) return;
+      {
+        absl::MutexLock l(&mu);
+        if (++held > 2) return;
+      }
+      hold.WaitForNotification();
     };
     r = ranker.Rank(Job(3600), hosts);  // 20 refreshes, 2 held running
     ASSERT_THAT(r.status(), IsOk());
     EXPECT_EQ(r->predictions_refreshing(), 20);
+    {
+      absl::MutexLock l(&mu);
+      mu.Await(absl::Condition(+[](int* n) { return *n == 2; }, &held));
+    }
     clock_.Advance(absl::Seconds(10));  // all expired: this ranking fetches them
     const absl::Time refetched = clock_.Now();
     r = ranker.Rank(Job(3600), hosts);
