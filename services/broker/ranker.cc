@@ -282,10 +282,11 @@ bool Ranker::RefreshAhead(const sojourn::v1::RegisteredHost& host, int64_t horiz
         cache_.KeepUntilExpiry(host.host(), horizon, cached.get());
       }
     }
-    if (metrics_ != nullptr)
+    if (metrics_ != nullptr) {
       metrics_->Increment(kRefreshesMetric, kRefreshesHelp, {{"outcome", outcome}});
+    }
     absl::MutexLock l(&refresh_mu_);
-    if (outcome != std::string_view("skipped")) ++refreshes_;
+    if (std::string_view(outcome) != "skipped") ++refreshes_;
     refreshing_.erase({host.host(), horizon});
   });
   return true;
