@@ -10,10 +10,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -67,6 +74,28 @@ class SilentListener {
   int fd_ = -1;
   std::string address_;
 };
+
+// The value of the series `name` in Prometheus exposition text (what
+// Metrics::Render returns) whose labels include every `label=value` of
+// `labels` (the service label and any others may be there too); -1 when no
+// series matches.
+inline double MetricValue(const std::string& text, const std::string& name,
+                          const std::vector<std::pair<std::string, std::string>>& labels = {}) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StartsWith(line, name + "{")) continue;
+    const size_t close = line.find('}');
+    if (close == absl::string_view::npos) continue;
+    const absl::string_view inside = line.substr(name.size() + 1, close - name.size() - 1);
+    bool all = true;
+    for (const auto& [key, value] : labels) {
+      all = all && absl::StrContains(absl::StrCat(",", inside, ","),
+                                     absl::StrCat(",", key, "=\"", value, "\","));
+    }
+    double v = 0;
+    if (all && absl::SimpleAtod(absl::StripAsciiWhitespace(line.substr(close + 1)), &v)) return v;
+  }
+  return -1;
+}
 
 }  // namespace sojourn::testing
 

@@ -73,18 +73,9 @@ class BrokerGrpcTest : public ::testing::Test {
   // sojourn_broker_ranking_predictions_total{source} as the broker's
   // /metrics shows it; -1 when the series is missing.
   double RankingPredictions(const std::string& source) {
-    const std::string text = broker_metrics_.Render();
-    const std::string label = "source=\"" + source + "\"";
-    size_t at = 0;
-    while ((at = text.find("sojourn_broker_ranking_predictions_total{", at)) != std::string::npos) {
-      const size_t end = text.find('\n', at);
-      const std::string line = text.substr(at, end - at);
-      if (line.find(label) != std::string::npos) {
-        return std::stod(line.substr(line.rfind(' ') + 1));
-      }
-      at = end;
-    }
-    return -1;
+    return sojourn::testing::MetricValue(broker_metrics_.Render(),
+                                         "sojourn_broker_ranking_predictions_total",
+                                         {{"source", source}});
   }
 
   grpc::Status Rank(const std::string& policy, int64_t seconds, v1::RankHostsResponse* resp,

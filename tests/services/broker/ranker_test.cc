@@ -667,16 +667,8 @@ TEST_F(RankerTest, RefreshesAheadThatCannotHelpDoNotAskThePredictor) {
   c.refresh_threads = 2;  // entries live 60 s from their fetch, due from 50 s
   // sojourn_broker_prediction_refreshes_total{outcome} in `m`; -1 if missing.
   auto refreshes = [](const Metrics& m, const std::string& outcome) {
-    const std::string text = m.Render();
-    const std::string want = "outcome=\"" + outcome + "\"";
-    for (size_t at = 0; (at = text.find("sojourn_broker_prediction_refreshes_total{", at)) !=
-                        std::string::npos;) {
-      const size_t end = text.find('\n', at);
-      const std::string line = text.substr(at, end - at);
-      if (line.find(want) != std::string::npos) return std::stod(line.substr(line.rfind(' ') + 1));
-      at = end;
-    }
-    return -1.0;
+    return sojourn::testing::MetricValue(m.Render(), "sojourn_broker_prediction_refreshes_total",
+                                         {{"outcome", outcome}});
   };
   {
     Metrics metrics("broker");

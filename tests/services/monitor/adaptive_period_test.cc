@@ -31,6 +31,8 @@
 namespace sojourn::monitor {
 namespace {
 
+using sojourn::testing::MetricValue;
+
 constexpr int64_t kStart = 1'700'000'000;  // FakeClock's default start
 constexpr double kIdle = 0.05;             // S1, below Th1 = 0.2
 constexpr double kBusy = 0.4;              // S2
@@ -261,18 +263,6 @@ class FakeProc {
   uint64_t idle_ = 1000;
   bool broken_ = false;
 };
-
-// The value of an unlabelled series of `name` in the exposition text (-1 when
-// absent).
-double MetricValue(const std::string& text, const std::string& name) {
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (!absl::StartsWith(line, name + "{")) continue;
-    double v = 0;
-    std::vector<absl::string_view> parts = absl::StrSplit(line, ' ');
-    if (parts.size() == 2 && absl::SimpleAtod(parts[1], &v)) return v;
-  }
-  return -1;
-}
 
 // One monitor on a fake /proc and a FakeClock, its state manager unreachable
 // (the samples stay buffered), driven one Step at a time.
