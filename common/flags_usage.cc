@@ -28,6 +28,12 @@ bool DefinedIn(absl::string_view flag_file, const std::string& main_file) {
          (flag_file == main_file || absl::EndsWith(main_file, absl::StrCat("/", flag_file)));
 }
 
+// Flags every service shares, defined once in common/ rather than in each
+// main.cc; --help lists them beside the binary's own.
+bool SharedFlag(absl::string_view flag_file) {
+  return absl::EndsWith(flag_file, "common/tls_flags.cc");
+}
+
 bool IsHelp(absl::string_view name) {
   return name == "help" || name == "h" || name == "helpfull" || name == "helpshort" ||
          name == "helppackage" || name == "helpon" || name == "helpmatch";
@@ -68,7 +74,9 @@ std::string FlagsHelp(absl::string_view usage_message, const char* main_file) {
   const std::string file = main_file;
   std::vector<const absl::CommandLineFlag*> mine;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
-    if (!flag->IsRetired() && DefinedIn(flag->Filename(), file)) mine.push_back(flag);
+    if (!flag->IsRetired() && (DefinedIn(flag->Filename(), file) || SharedFlag(flag->Filename()))) {
+      mine.push_back(flag);
+    }
   }
   std::sort(mine.begin(), mine.end(),
             [](const auto* a, const auto* b) { return a->Name() < b->Name(); });

@@ -318,6 +318,16 @@ absl::Status ValidateClassifierFlags(double th1, double th2, int64_t grace_secon
   return NumberFlagInRange("--working_set_mb", working_set_mb, 0, 1e12);
 }
 
+std::shared_ptr<grpc::ChannelCredentials> ServiceTlsFromFlags(ServerOptions* options) {
+  absl::StatusOr<TlsMaterial> tls = LoadTlsFromFlags(TlsRole::kService);
+  if (!tls.ok()) {
+    SOJOURN_LOG(ERROR, "%s", tls.status().message());
+    return nullptr;
+  }
+  options->tls = *tls;
+  return ChannelCredentialsFor(*tls);
+}
+
 bool FlagsOk(std::initializer_list<absl::Status> checks) {
   for (const absl::Status& s : checks) {
     if (!s.ok()) {
@@ -346,7 +356,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
     }
   }
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(), &out->port_);
+  builder.AddListeningPort(options.listen_address, ServerCredentialsFor(options.tls), &out->port_);
   // gRPC sets SO_REUSEPORT by default: a second instance on a taken port
   // would start and share it with the first, each getting some of the calls.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -366,6 +376,15 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
   out->listen_host_ = out->host_;
   if (out->host_.empty() || out->host_ == "0.0.0.0" || out->host_ == "[::]") out->host_ = "127.0.0.1";
   out->server_->GetHealthCheckService()->SetServingStatus(true);
+  if (options.tls.enabled) {
+    const char* kHelp =
+        "When the TLS certificate this service presents (file=cert) and the earliest of the CA "
+        "certificates it verifies peers with (file=ca) expire, Unix seconds; read at start-up";
+    metrics.Set("sojourn_tls_certificate_expiry_timestamp_seconds", kHelp, {{"file", "cert"}},
+                absl::ToDoubleSeconds(options.tls.cert_expires - absl::UnixEpoch()));
+    metrics.Set("sojourn_tls_certificate_expiry_timestamp_seconds", kHelp, {{"file", "ca"}},
+                absl::ToDoubleSeconds(options.tls.ca_expires - absl::UnixEpoch()));
+  }
   if (!options.metrics_address.empty()) {
     auto port = metrics.StartHttp(options.metrics_address);
     if (!port.ok()) {

@@ -10,19 +10,20 @@
 #ifndef SOJOURN_COMMON_SERVER_H_
 #define SOJOURN_COMMON_SERVER_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
-
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
+#include "common/tls.h"
 
 namespace sojourn {
 
@@ -33,6 +34,10 @@ struct ServerOptions {
   std::string metrics_address;
   // Written with "grpc_port=N\nmetrics_port=M\n" once bound (empty: not written).
   std::string port_file;
+  // TLS for the gRPC port (common/tls.h); not enabled = plaintext. When
+  // enabled, Start exports the certificate's and the CA's notAfter as
+  // sojourn_tls_certificate_expiry_timestamp_seconds{file="cert"|"ca"}.
+  TlsMaterial tls;
 };
 
 // Start-up checks of the flags behind ServerOptions, before a service opens
@@ -59,6 +64,14 @@ absl::Status ValidateServerOptions(const ServerOptions& options);
 // --grace_seconds in [0, a year], --working_set_mb in [0, 1e12].
 absl::Status ValidateClassifierFlags(double th1, double th2, int64_t grace_seconds,
                                      double working_set_mb);
+
+// The TLS flags of a service (common/tls.h LoadTlsFromFlags, TlsRole::kService):
+// sets options->tls and returns the credentials of the channels the service
+// opens (insecure ones without TLS). On a bad flag or file, logs the one-line
+// reason and returns null (a service exits 2). In main(), after FlagsOk:
+//   auto credentials = sojourn::ServiceTlsFromFlags(&options);
+//   if (credentials == nullptr) return sojourn::kExitUsage;
+std::shared_ptr<grpc::ChannelCredentials> ServiceTlsFromFlags(ServerOptions* options);
 
 // Logs the first failed check (one line; each message names its flag) and
 // returns false; true when all passed. In main():

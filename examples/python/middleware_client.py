@@ -26,8 +26,13 @@ FAILED_PRECONDITION for a request sojourn refuses, NOT_FOUND for an unknown
 host, UNAVAILABLE when a service cannot be reached. This client prints them
 and exits 1.
 
+With TLS on (deploy/README.md "TLS"), give the lab CA and this client's
+certificate and key: --tls-ca, --tls-cert, --tls-key (or SOJOURN_TLS_CA,
+SOJOURN_TLS_CERT, SOJOURN_TLS_KEY, as for the sojourn CLI).
+
 usage: examples/python/middleware_client.py [--broker ADDR] [--predictor ADDR]
            [--duration-hours H] [--procs N] [--nodes N] [--user U]
+           [--tls-ca CA.pem [--tls-cert CERT.pem --tls-key KEY.pem]]
 """
 
 import argparse
@@ -60,6 +65,19 @@ def load_stubs(out_dir):
                          "turnaround_pb2")}
 
 
+def channel(grpc, address, a):
+    """A plaintext channel, or with --tls-ca one over TLS (a client certificate if given)."""
+    if not a.tls_ca:
+        return grpc.insecure_channel(address)
+
+    def read(path):
+        with open(path, "rb") as f:
+            return f.read()
+    return grpc.secure_channel(address, grpc.ssl_channel_credentials(
+        read(a.tls_ca), read(a.tls_key) if a.tls_key else None,
+        read(a.tls_cert) if a.tls_cert else None))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--broker", default=os.environ.get("SOJOURN_BROKER", "127.0.0.1:7401"))
@@ -68,13 +86,21 @@ def main():
     ap.add_argument("--procs", type=int, default=4, help="turnaround: processors the job needs")
     ap.add_argument("--nodes", type=int, default=16, help="turnaround: idle nodes of the cluster")
     ap.add_argument("--user", type=int, default=34, help="turnaround: the job's user id")
+    ap.add_argument("--tls-ca", default=os.environ.get("SOJOURN_TLS_CA"),
+                    help="TLS: the CA (PEM) that signed the services' certificates")
+    ap.add_argument("--tls-cert", default=os.environ.get("SOJOURN_TLS_CERT"),
+                    help="TLS: this client's certificate (PEM), for services that require one")
+    ap.add_argument("--tls-key", default=os.environ.get("SOJOURN_TLS_KEY"),
+                    help="TLS: the key (PEM) of --tls-cert")
     a = ap.parse_args()
+    if (a.tls_cert or a.tls_key) and not (a.tls_ca and a.tls_cert and a.tls_key):
+        ap.error("--tls-cert and --tls-key go together, and need --tls-ca")
 
     import grpc
     with tempfile.TemporaryDirectory() as tmp:
         pb = load_stubs(tmp)
-        broker = pb["broker_pb2_grpc"].BrokerStub(grpc.insecure_channel(a.broker))
-        predictor = pb["predictor_pb2_grpc"].PredictorStub(grpc.insecure_channel(a.predictor))
+        broker = pb["broker_pb2_grpc"].BrokerStub(channel(grpc, a.broker, a))
+        predictor = pb["predictor_pb2_grpc"].PredictorStub(channel(grpc, a.predictor, a))
         duration = int(a.duration_hours * 3600)
         try:
             # 1. Rank every host for the job: eligible hosts first, best first.

@@ -18,10 +18,11 @@
 #include "services/job_spec.h"
 
 namespace sojourn::broker {
-GrpcTrSource::GrpcTrSource(const std::string& predictor_address, absl::Duration timeout)
+GrpcTrSource::GrpcTrSource(const std::string& predictor_address, absl::Duration timeout,
+                           std::shared_ptr<grpc::ChannelCredentials> credentials)
     : address_(predictor_address),
       timeout_(timeout),
-      channel_(grpc::CreateChannel(predictor_address, grpc::InsecureChannelCredentials())),
+      channel_(grpc::CreateChannel(predictor_address, OrInsecure(std::move(credentials)))),
       stub_(sojourn::v1::Predictor::NewStub(channel_)) {}
 
 absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> GrpcTrSource::Predict(
@@ -68,18 +69,18 @@ sojourn::v1::StateManager::Stub* GrpcLoadSource::Stub(const std::string& address
   absl::MutexLock l(&mu_);
   auto& stub = stubs_[address];
   if (stub == nullptr) {
-    stub = sojourn::v1::StateManager::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    stub = sojourn::v1::StateManager::NewStub(grpc::CreateChannel(address, credentials_));
   }
   return stub.get();
 }
 
 GrpcJobHistory::GrpcJobHistory(const std::string& predictor_address, absl::Duration record_timeout,
-                               absl::Duration estimate_timeout)
+                               absl::Duration estimate_timeout,
+                               std::shared_ptr<grpc::ChannelCredentials> credentials)
     : record_timeout_(record_timeout),
       estimate_timeout_(estimate_timeout),
       stub_(sojourn::v1::Predictor::NewStub(
-          grpc::CreateChannel(predictor_address, grpc::InsecureChannelCredentials()))) {}
+          grpc::CreateChannel(predictor_address, OrInsecure(std::move(credentials))))) {}
 
 absl::StatusOr<sojourn::v1::RecordJobEventResponse> GrpcJobHistory::Record(
     const sojourn::v1::JobEvent& event) {

@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
 #include "common/thread_pool.h"
+#include "common/tls.h"
 #include "services/broker/host_registry.h"
 #include "services/broker/job_queue.h"
 #include "services/broker/ranker.h"
@@ -25,8 +26,10 @@ namespace sojourn::broker {
 // PredictorUnreachableError; errors the predictor answers pass through.
 class GrpcTrSource final : public TrSource {
  public:
+  // `credentials`: TLS to the predictor (common/tls.h); null = plaintext.
   explicit GrpcTrSource(const std::string& predictor_address,
-                        absl::Duration timeout = absl::Seconds(10));
+                        absl::Duration timeout = absl::Seconds(10),
+                        std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
   absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> Predict(
       const sojourn::v1::PredictAvailabilityRequest& request) override;
 
@@ -40,13 +43,17 @@ class GrpcTrSource final : public TrSource {
 // LoadSource backed by the hosts' state managers (GetSeries). Thread-safe.
 class GrpcLoadSource final : public LoadSource {
  public:
-  explicit GrpcLoadSource(absl::Duration timeout = absl::Seconds(5)) : timeout_(timeout) {}
+  // `credentials`: TLS to the state managers (common/tls.h); null = plaintext.
+  explicit GrpcLoadSource(absl::Duration timeout = absl::Seconds(5),
+                          std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr)
+      : timeout_(timeout), credentials_(OrInsecure(std::move(credentials))) {}
   absl::StatusOr<std::vector<HostSample>> RecentSamples(const sojourn::v1::RegisteredHost& host,
                                                         int64_t start_unix) override;
 
  private:
   sojourn::v1::StateManager::Stub* Stub(const std::string& address);
   const absl::Duration timeout_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<sojourn::v1::StateManager::Stub>> stubs_
       ABSL_GUARDED_BY(mu_);
@@ -67,9 +74,11 @@ class JobHistory {
 // EstimateTurnaround).
 class GrpcJobHistory final : public JobHistory {
  public:
+  // `credentials`: TLS to the predictor (common/tls.h); null = plaintext.
   explicit GrpcJobHistory(const std::string& predictor_address,
                           absl::Duration record_timeout = absl::Seconds(10),
-                          absl::Duration estimate_timeout = absl::Seconds(60));
+                          absl::Duration estimate_timeout = absl::Seconds(60),
+                          std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
   absl::StatusOr<sojourn::v1::RecordJobEventResponse> Record(
       const sojourn::v1::JobEvent& event) override;
   absl::StatusOr<sojourn::v1::EstimateTurnaroundResponse> Estimate(

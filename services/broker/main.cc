@@ -147,6 +147,9 @@ int main(int argc, char** argv) {
       })) {
     return sojourn::kExitUsage;
   }
+  const std::shared_ptr<grpc::ChannelCredentials> credentials =
+      sojourn::ServiceTlsFromFlags(&options);
+  if (credentials == nullptr) return sojourn::kExitUsage;
   // Each registered host's state manager keeps a connection to the broker,
   // and clients and the predictor need some more.
   sojourn::RaiseOpenFileLimitOrWarn(
@@ -182,8 +185,9 @@ int main(int argc, char** argv) {
                                          absl::Seconds(absl::GetFlag(FLAGS_heartbeat_ttl_seconds)),
                                          absl::GetFlag(FLAGS_max_clock_skew_seconds),
                                          absl::GetFlag(FLAGS_max_hosts));
-  sojourn::broker::GrpcTrSource tr_source(absl::GetFlag(FLAGS_predictor));
-  sojourn::broker::GrpcLoadSource load_source;
+  sojourn::broker::GrpcTrSource tr_source(absl::GetFlag(FLAGS_predictor), absl::Seconds(10),
+                                          credentials);
+  sojourn::broker::GrpcLoadSource load_source(absl::Seconds(5), credentials);
   sojourn::broker::RankerConfig rc;
   rc.horizon_seconds = absl::GetFlag(FLAGS_horizon_seconds);
   rc.curve_resolution_seconds = absl::GetFlag(FLAGS_curve_resolution_seconds);
@@ -196,7 +200,8 @@ int main(int argc, char** argv) {
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
   sojourn::broker::BrokerService service(registry, ranker, pool);
   sojourn::Metrics metrics("broker");
-  sojourn::broker::GrpcJobHistory history(absl::GetFlag(FLAGS_predictor));
+  sojourn::broker::GrpcJobHistory history(absl::GetFlag(FLAGS_predictor), absl::Seconds(10),
+                                          absl::Seconds(60), credentials);
   service.EnableJobQueue(**queue, history, qc, &metrics);
   service.ExportRankingMetrics(metrics);
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);

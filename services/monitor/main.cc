@@ -110,6 +110,9 @@ int main(int argc, char** argv) {
                          sojourn::ValidateServerOptions(options)})) {
     return sojourn::kExitUsage;
   }
+  const std::shared_ptr<grpc::ChannelCredentials> credentials =
+      sojourn::ServiceTlsFromFlags(&options);
+  if (credentials == nullptr) return sojourn::kExitUsage;
   sojourn::monitor::AdaptivePeriodConfig adaptive_config;
   if (absl::GetFlag(FLAGS_adaptive_period)) {
     const int64_t period = absl::GetFlag(FLAGS_period_seconds);
@@ -198,6 +201,7 @@ int main(int argc, char** argv) {
   sojourn::monitor::SenderConfig sc;
   sc.host = host;
   sc.statemgr_address = absl::GetFlag(FLAGS_statemgr);
+  sc.credentials = credentials;
   sc.attributes = sampler.Attributes();
   // With --adaptive_period too, the state manager is told --period_seconds,
   // the fixed period's default of 6 s, as the host's nominal period: it is the

@@ -40,7 +40,7 @@ bool ParseSpoolLine(absl::string_view line, HostSample* s) {
 SampleSender::SampleSender(const SenderConfig& config, Clock& clock)
     : config_(config), clock_(clock) {
   stub_ = sojourn::v1::StateManager::NewStub(
-      grpc::CreateChannel(config_.statemgr_address, grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(config_.statemgr_address, OrInsecure(config_.credentials)));
   if (!config_.spool_path.empty()) {
     absl::MutexLock l(&mu_);
     LoadSpool();

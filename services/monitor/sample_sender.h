@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/host_sample.h"
+#include "common/tls.h"
 #include "sojourn/v1/statemgr.grpc.pb.h"
 
 namespace sojourn::monitor {
@@ -41,6 +42,8 @@ struct SenderConfig {
   // dropped silently; the rest is put in time order (duplicate times once).
   std::string spool_path;
   absl::Duration max_spool_future = absl::Hours(24);
+  // TLS to the state manager (common/tls.h); null = plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 // Thread-safe.

@@ -15,11 +15,11 @@
 #include "common/server.h"
 #include "common/text.h"
 #include "common/thread_pool.h"
+#include "models/turnaround/estimator.h"
+#include "models/turnaround/hist_db_rocksdb.h"
 #include "services/job_spec.h"
 #include "services/predictor/availability_predictor.h"
 #include "services/predictor/predictor_service.h"
-#include "models/turnaround/hist_db_rocksdb.h"
-#include "models/turnaround/estimator.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7402", "gRPC listen address (port 0 = any free port)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9402",
@@ -114,7 +114,12 @@ int main(int argc, char** argv) {
       })) {
     return sojourn::kExitUsage;
   }
-  sojourn::predictor::StatemgrDirectory directory(absl::GetFlag(FLAGS_broker), absl::Seconds(10));
+  const std::shared_ptr<grpc::ChannelCredentials> credentials =
+      sojourn::ServiceTlsFromFlags(&options);
+  if (credentials == nullptr) return sojourn::kExitUsage;
+  sojourn::predictor::StatemgrDirectory directory(
+      absl::GetFlag(FLAGS_broker), absl::Seconds(10),
+      sojourn::predictor::StatemgrDirectory::kDefaultMaxChannels, nullptr, credentials);
   sojourn::predictor::AvailabilityPredictor predictor(config, directory, sojourn::Clock::Real());
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
   std::unique_ptr<sojourn::turnaround::RocksHistDb> histdb;

@@ -59,16 +59,18 @@ absl::Status StatemgrCallError(const std::string& address, const std::string& ho
 }
 
 StatemgrDirectory::StatemgrDirectory(const std::string& broker_address, absl::Duration timeout,
-                                     size_t max_channels, Clock* clock)
+                                     size_t max_channels, Clock* clock,
+                                     std::shared_ptr<grpc::ChannelCredentials> credentials)
     : broker_address_(broker_address),
+      credentials_(OrInsecure(std::move(credentials))),
       timeout_(timeout),
       max_channels_(std::max<size_t>(1, max_channels)),
       clock_(clock != nullptr ? *clock : Clock::Real()) {
   if (!broker_address_.empty()) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(kMaxBrokerMessageBytes);
-    broker_ = sojourn::v1::Broker::NewStub(grpc::CreateCustomChannel(
-        broker_address_, grpc::InsecureChannelCredentials(), args));
+    broker_ = sojourn::v1::Broker::NewStub(
+        grpc::CreateCustomChannel(broker_address_, credentials_, args));
   }
 }
 
@@ -147,8 +149,7 @@ StatemgrDirectory::StubPtr StatemgrDirectory::StubFor(const std::string& address
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->second;
   }
-  StubPtr stub = sojourn::v1::StateManager::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  StubPtr stub = sojourn::v1::StateManager::NewStub(grpc::CreateChannel(address, credentials_));
   lru_.emplace_front(address, stub);
   stubs_[address] = lru_.begin();
   while (lru_.size() > max_channels_ + listed_.size()) {

@@ -26,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/tls.h"
 #include "sojourn/v1/broker.grpc.pb.h"
 #include "sojourn/v1/statemgr.grpc.pb.h"
 
@@ -72,11 +73,13 @@ class StatemgrDirectory {
   // Channels are kept for the state manager addresses of the broker's last
   // host list (ListHosts) and for at most `max_channels` (>= 1) others; when
   // a new address needs one, the least recently used other address is closed
-  // (a listed one only when all kept are listed, i.e. after the list shrank). `clock` (Clock::Real() when
-  // null) times the silent state managers' backoff; deadlines of calls are
-  // on the wall clock.
+  // (a listed one only when all kept are listed, i.e. after the list shrank). `clock`
+  // (Clock::Real() when null) times the silent state managers' backoff; deadlines of calls are on
+  // the wall clock. `credentials`: TLS to the broker and the state managers (common/tls.h); null =
+  // plaintext.
   StatemgrDirectory(const std::string& broker_address, absl::Duration timeout,
-                    size_t max_channels = kDefaultMaxChannels, Clock* clock = nullptr);
+                    size_t max_channels = kDefaultMaxChannels, Clock* clock = nullptr,
+                    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
   // The stub for `host`: `explicit_address` when non-empty, else the broker's
   // record. The stub stays valid while the caller holds it, even if its
@@ -137,6 +140,7 @@ class StatemgrDirectory {
   using StubPtr = std::shared_ptr<sojourn::v1::StateManager::Stub>;
   StubPtr StubFor(const std::string& address);
   const std::string broker_address_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   const absl::Duration timeout_;
   const size_t max_channels_;
   Clock& clock_;

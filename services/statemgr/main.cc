@@ -18,12 +18,12 @@
 #include "common/metrics.h"
 #include "common/server.h"
 #include "common/text.h"
+#include "common/thread_pool.h"
 #include "services/statemgr/host_book.h"
 #include "services/statemgr/registrar.h"
 #include "services/statemgr/sample_store.h"
 #include "services/statemgr/statemgr_service.h"
 #include "services/statemgr/usage_keeper.h"
-#include "common/thread_pool.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7403", "gRPC listen address (port 0 = any free port)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9403",
@@ -132,6 +132,9 @@ int main(int argc, char** argv) {
       })) {
     return sojourn::kExitUsage;
   }
+  const std::shared_ptr<grpc::ChannelCredentials> credentials =
+      sojourn::ServiceTlsFromFlags(&options);
+  if (credentials == nullptr) return sojourn::kExitUsage;
 
   auto store = sojourn::statemgr::SampleStore::Open(db_path, absl::GetFlag(FLAGS_sync_writes));
   if (!store.ok()) {
@@ -192,6 +195,7 @@ int main(int argc, char** argv) {
       }
     }
     rc.period = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_seconds));
+    rc.credentials = credentials;
     registrar = std::make_unique<sojourn::statemgr::Registrar>(rc, book, clock);
     registrar->Start();
   }

@@ -21,7 +21,7 @@ sojourn::v1::HostCondition ConditionProto(const HostInfo& info) {
 Registrar::Registrar(const RegistrarConfig& config, HostBook& book, Clock& clock)
     : config_(config), book_(book), clock_(clock) {
   stub_ = sojourn::v1::Broker::NewStub(
-      grpc::CreateChannel(config_.broker_address, grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(config_.broker_address, OrInsecure(config_.credentials)));
 }
 
 Registrar::~Registrar() { Stop(); }

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/tls.h"
 #include "services/statemgr/host_book.h"
 #include "sojourn/v1/broker.grpc.pb.h"
 
@@ -28,6 +29,8 @@ struct RegistrarConfig {
   // Address under which the broker and predictor reach this state manager.
   std::string advertise_address;
   absl::Duration period = absl::Seconds(10);
+  // TLS to the broker (common/tls.h); null = plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 // Runs one background thread; Stop() (or the destructor) joins it.

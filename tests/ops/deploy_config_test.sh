@@ -8,7 +8,8 @@
 #   3. `promtool check config deploy/prometheus.yml` and `promtool test rules
 #      deploy/sojourn-alerts.test.yml` (each alert fires when it should, and only then);
 #   4. `systemd-analyze verify` prints nothing for deploy/systemd/*.service (ExecStart
-#      binaries replaced by /bin/true, since they are not installed here);
+#      binaries replaced by /bin/true, since they are not installed here), nor for them with
+#      the TLS drop-in deploy/systemd/tls.conf;
 #   5. the Grafana dashboard and provisioning files parse.
 # usage: tests/ops/deploy_config_test.sh [REPO_DIR]
 # Prints "N passed, N failed" last; exits non-zero on any failure.
@@ -178,6 +179,24 @@ systemd_units_verify() {
   [ -z "$out" ] || { echo "$out"; return 1; }
 }
 
+# Every unit passes $SOJOURN_TLS_FLAGS, and each still verifies with deploy/systemd/tls.conf,
+# the drop-in that sets it, appended (as systemd merges a drop-in's [Service] section).
+systemd_units_with_tls_verify() {
+  if ! command -v systemd-analyze >/dev/null; then
+    echo "systemd-analyze not installed: skipped"
+    return 0
+  fi
+  mkdir -p "$TMP/tls-units"
+  for u in "$REPO"/deploy/systemd/*.service; do
+    grep -q '^    \$SOJOURN_TLS_FLAGS \\$' "$u" || { echo "$u: ExecStart lacks \$SOJOURN_TLS_FLAGS"; return 1; }
+    { sed 's|^ExecStart=/usr/local/bin/[A-Za-z_-]*|ExecStart=/bin/true|' "$u"; echo; cat "$REPO/deploy/systemd/tls.conf"; } \
+      >"$TMP/tls-units/$(basename "$u")"
+  done
+  local out
+  out="$(systemd-analyze verify "$TMP"/tls-units/*.service 2>&1)" || { echo "$out"; return 1; }
+  [ -z "$out" ] || { echo "$out"; return 1; }
+}
+
 grafana_files_parse() {
   "$PYTHON3" - "$REPO/deploy/grafana" <<'EOF'
 import glob, json, os, sys
@@ -209,6 +228,7 @@ check "compose cluster shape matches deploy/prometheus.yml" compose_matches_prom
 check "promtool check config deploy/prometheus.yml" promtool_accepts
 check "promtool test rules deploy/sojourn-alerts.test.yml" alert_rules_tested
 check "systemd-analyze verify deploy/systemd/*.service" systemd_units_verify
+check "systemd-analyze verify the units with deploy/systemd/tls.conf" systemd_units_with_tls_verify
 check "grafana dashboard and provisioning parse" grafana_files_parse
 
 echo "$passed passed, $failed failed"

@@ -17,6 +17,9 @@ query of the Grafana dashboard runs, and those on gauges return data. The
 services start with a soft limit of 256 open files and raise it to the hard
 limit; every service exports the process_* metrics of the Prometheus client
 guidelines and its heap, and they agree with what /proc says of its process.
+The cluster runs with TLS on (certificates of scripts/make-certs; /metrics
+stays plain HTTP), so the certificate expiry gauge and its alert are
+evaluated on live data too.
 
 usage: /usr/bin/python3 tests/ops/prometheus_test.py --bin-dir BUILD/bin
        [--prometheus /usr/bin/prometheus] [--promtool /usr/bin/promtool]
@@ -52,6 +55,7 @@ CLUSTER = None
 PROMETHEUS = None  # subprocess.Popen
 PROM_URL = None
 WORKDIR = None
+CERTS = None  # the TLS files of make_tls_files
 
 
 def listening_tcp_ports(pid):
@@ -78,6 +82,27 @@ def listening_tcp_ports(pid):
         except OSError:
             continue
     return ports
+
+
+def make_tls_files(workdir):
+    """A CA and certificates for the services (localhost) and this client; the services' flags."""
+    global CERTS
+    CERTS = os.path.join(workdir, "certs")
+    subprocess.run([os.path.join(REPO_DIR, "scripts", "make-certs"), CERTS, "localhost", "client"],
+                   check=True, capture_output=True)
+    return [f"--tls_cert={CERTS}/localhost.pem", f"--tls_key={CERTS}/localhost.key",
+            f"--tls_ca={CERTS}/ca.pem"]
+
+
+def secure_channel(address):
+    """A channel to a service over mutual TLS, as this test's client."""
+    import grpc
+
+    def read(name):
+        with open(os.path.join(CERTS, name), "rb") as f:
+            return f.read()
+    return grpc.secure_channel(address, grpc.ssl_channel_credentials(
+        read("ca.pem"), read("client.key"), read("client.pem")))
 
 
 def write_prometheus_config(path):
@@ -269,7 +294,7 @@ class PrometheusTest(unittest.TestCase):
     def test_2_request_counter_visible(self):
         import grpc
         from sojourn.v1 import broker_pb2, broker_pb2_grpc
-        stub = broker_pb2_grpc.BrokerStub(grpc.insecure_channel(CLUSTER.services["broker"].address))
+        stub = broker_pb2_grpc.BrokerStub(secure_channel(CLUSTER.services["broker"].address))
         for _ in range(CALLS):
             stub.ListHosts(broker_pb2.BrokerListHostsRequest(), timeout=10)
 
@@ -339,7 +364,7 @@ class PrometheusTest(unittest.TestCase):
         import health_pb2
         import health_pb2_grpc
         for name in SERVICES:
-            stub = health_pb2_grpc.HealthStub(grpc.insecure_channel(CLUSTER.services[name].address))
+            stub = health_pb2_grpc.HealthStub(secure_channel(CLUSTER.services[name].address))
             stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
         for name in SERVICES:
             with self.subTest(service=name):
@@ -371,6 +396,7 @@ def main():
         global CLUSTER, WORKDIR
         CLUSTER, WORKDIR = cluster, workdir
         sojourn_cluster.generate_sojourn_stubs(REPO_DIR, os.path.join(workdir, "stubs"))
+        cluster.common_args = make_tls_files(workdir)
         # The services inherit a low soft limit on open files (test_1d: they
         # raise it); this process gets its own back.
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -137,6 +137,8 @@ class Cluster:
         self.workdir = workdir
         self.start_timeout_seconds = start_timeout_seconds
         self.services = {}  # name -> Service, in start order
+        # Appended to every service's command line (e.g. the TLS flags of tests/ops/tls_test.py).
+        self.common_args = []
 
     def binary(self, program):
         path = os.path.join(self.bin_dir, program)
@@ -155,7 +157,7 @@ class Cluster:
         argv = list(prefix) + [self.binary(program),
                 "--listen=127.0.0.1:0",
                 "--metrics_listen=127.0.0.1:0",
-                f"--port_file={port_file}"] + list(args)
+                f"--port_file={port_file}"] + list(self.common_args) + list(args)
         log = open(log_path, "wb")
         try:
             popen = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,

@@ -12,6 +12,8 @@
 //
 // Addresses: --broker (env SOJOURN_BROKER, default 127.0.0.1:7401) and
 // --predictor (env SOJOURN_PREDICTOR, default 127.0.0.1:7402).
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -34,9 +36,6 @@
 #include <thread>
 #include <vector>
 
-#include <google/protobuf/util/json_util.h>
-#include <grpcpp/grpcpp.h>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -48,6 +47,7 @@
 #include "common/cli_util.h"
 #include "common/proc_stat.h"
 #include "common/text.h"
+#include "common/tls.h"
 #include "sojourn/v1/broker.grpc.pb.h"
 #include "sojourn/v1/monitor.grpc.pb.h"
 #include "sojourn/v1/predictor.grpc.pb.h"
@@ -108,6 +108,11 @@ const char kUsage[] =
     "  --predictor ADDR           predictor address (env SOJOURN_PREDICTOR, default "
     "127.0.0.1:7402)\n"
     "  --timeout SECONDS          per-call deadline (default 30)\n"
+    "  --tls-ca FILE              TLS: the CA (PEM) that signed the services' certificates\n"
+    "                             (env SOJOURN_TLS_CA; without it, plaintext)\n"
+    "  --tls-cert FILE, --tls-key FILE\n"
+    "                             this client's certificate and key (PEM), for services that\n"
+    "                             require one (env SOJOURN_TLS_CERT, SOJOURN_TLS_KEY)\n"
     "\n"
     "DURATION: 2h, 90m, 45s, 1h30m or seconds. Exit codes: 0 ok, 2 bad usage or rejected\n"
     "request, 1 cluster unreachable or other failure.\n";
@@ -118,6 +123,10 @@ const char kCommonHelp[] =
     "common options:\n"
     "  --json                 print the answer as JSON (proto field names)\n"
     "  --timeout SECONDS      per-call deadline (default 30)\n"
+    "  --tls-ca FILE          TLS: the CA (PEM) that signed the services' certificates\n"
+    "                         (env SOJOURN_TLS_CA; without it, plaintext)\n"
+    "  --tls-cert FILE        this client's certificate (PEM), for services that require one\n"
+    "                         (env SOJOURN_TLS_CERT); --tls-key FILE: its key (SOJOURN_TLS_KEY)\n"
     "\n"
     "Exit codes: 0 ok, 2 bad usage or rejected request, 1 cluster unreachable or other "
     "failure.\n";
@@ -348,9 +357,37 @@ std::string CommandHelp(const char* text, const char* address_help) {
 
 using Args = sojourn::CommandLine;
 
+// The credentials of every channel a command opens (common/tls.h), set by
+// Parse from --tls-ca / --tls-cert / --tls-key or their environment
+// variables; plaintext without them.
+std::shared_ptr<grpc::ChannelCredentials> g_credentials;
+bool g_client_cert = false;  // --tls-cert given
+
+std::shared_ptr<grpc::ChannelCredentials> Credentials() {
+  return sojourn::OrInsecure(g_credentials);
+}
+
+// --KEY, else the environment variable ENV, else "".
+std::string TlsPath(const Args& a, const std::string& key, const char* env) {
+  if (a.Has(key)) return a.Get(key);
+  const char* e = std::getenv(env);
+  return e == nullptr ? "" : e;
+}
+
 Args Parse(int argc, char** argv, const std::string& help,
            const std::vector<std::string>& with_value, const std::vector<std::string>& flags) {
-  return sojourn::ParseCommandLine(argc, argv, kProgram, help, with_value, flags);
+  Args a = sojourn::ParseCommandLine(argc, argv, kProgram, help, with_value, flags);
+  sojourn::TlsFiles files;
+  files.flag_prefix = "--tls-";
+  files.ca = TlsPath(a, "tls-ca", "SOJOURN_TLS_CA");
+  files.cert = TlsPath(a, "tls-cert", "SOJOURN_TLS_CERT");
+  files.key = TlsPath(a, "tls-key", "SOJOURN_TLS_KEY");
+  absl::StatusOr<sojourn::TlsMaterial> tls =
+      sojourn::LoadTls(files, sojourn::TlsRole::kClient, absl::Now());
+  if (!tls.ok()) sojourn::DieUsage(kProgram, tls.status().message());
+  if (tls->enabled) g_credentials = sojourn::ChannelCredentialsFor(*tls);
+  g_client_cert = !tls->cert_pem.empty();
+  return a;
 }
 
 // A service address given by the user (`field` names where), checked by
@@ -406,10 +443,32 @@ const char* CodeName(grpc::StatusCode code) {
 // Prints "sojourn: WHAT: MESSAGE" and returns the exit code for `s`. An empty
 // message (e.g. UNIMPLEMENTED from a server that is not a `service`) is
 // replaced by the status code's name, with a hint for UNIMPLEMENTED.
+// After gRPC's message of a failed connection, what to check when it looks
+// like TLS on one end only or a certificate the other end refuses; "" else.
+std::string TlsHint(const grpc::Status& s) {
+  const std::string& m = s.error_message();
+  if (absl::StrContains(m, "certificate verify failed")) {
+    return " (is the service's certificate signed by --tls-ca, and does it name the address "
+           "dialled?)";
+  }
+  if (absl::StrContains(m, "unknown ca") || absl::StrContains(m, "bad certificate")) {
+    return " (the service refused --tls-cert: is it signed by the CA the service trusts?)";
+  }
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && absl::StrContains(m, "Socket closed")) {
+    if (g_credentials == nullptr) return " (if the service uses TLS, give --tls-ca)";
+    if (!g_client_cert) {
+      return " (if the service requires a client certificate, give --tls-cert and --tls-key)";
+    }
+    return " (if the service refused --tls-cert: is it signed by the CA the service trusts?)";
+  }
+  return "";
+}
+
 int Fail(const grpc::Status& s, const std::string& what, const char* service,
          const std::string& address) {
   std::string message = s.error_message();
   if (message.empty()) message = CodeName(s.error_code());
+  message += TlsHint(s);
   if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
     message = absl::StrCat(message, " (is ", address, " a ", service, "?)");
   }
@@ -501,7 +560,9 @@ double NumberArg(const Args& a, const std::string& key, double def) {
 }
 
 std::vector<std::string> With(std::vector<std::string> s) {
-  for (const char* common : {"broker", "predictor", "timeout"}) s.push_back(common);
+  for (const char* common : {"broker", "predictor", "timeout", "tls-ca", "tls-cert", "tls-key"}) {
+    s.push_back(common);
+  }
   return s;
 }
 
@@ -512,8 +573,8 @@ int ListBrokerHosts(const Args& a, const std::string& what,
   const std::string broker = BrokerAddress(a);
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(256 << 20);  // as rank: many thousands of hosts
-  auto stub = sojourn::v1::Broker::NewStub(
-      grpc::CreateCustomChannel(broker, grpc::InsecureChannelCredentials(), channel_args));
+  auto stub =
+      sojourn::v1::Broker::NewStub(grpc::CreateCustomChannel(broker, Credentials(), channel_args));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   grpc::Status s = stub->ListHosts(&ctx, {}, resp);
@@ -552,8 +613,7 @@ int Guest(int argc, char** argv) {
                  {"json", "unregister"});
   const std::string monitor = Address(a, "monitor", "SOJOURN_MONITOR", "127.0.0.1:7405");
   if (a.Flag("unregister") && !a.Has("pid")) sojourn::DieUsage(kProgram, "--unregister needs --pid");
-  auto stub = sojourn::v1::Monitor::NewStub(
-      grpc::CreateChannel(monitor, grpc::InsecureChannelCredentials()));
+  auto stub = sojourn::v1::Monitor::NewStub(grpc::CreateChannel(monitor, Credentials()));
   if (a.Has("pid")) {
     const int pid = static_cast<int>(a.GetIntInRange("pid", 0, 1, 4194304));
     grpc::ClientContext ctx;
@@ -605,8 +665,7 @@ int Availability(int argc, char** argv) {
   req.set_curve_points(static_cast<int>(a.GetIntInRange("curve", 0, 0, 100000)));
   req.set_deployed_estimates(a.Flag("baselines"));
   const std::string predictor = PredictorAddress(a);
-  auto stub = sojourn::v1::Predictor::NewStub(
-      grpc::CreateChannel(predictor, grpc::InsecureChannelCredentials()));
+  auto stub = sojourn::v1::Predictor::NewStub(grpc::CreateChannel(predictor, Credentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::PredictAvailabilityResponse resp;
@@ -692,8 +751,8 @@ int Rank(int argc, char** argv) {
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(256 << 20);  // rankings of many thousands of hosts
   const std::string broker = BrokerAddress(a);
-  auto stub = sojourn::v1::Broker::NewStub(
-      grpc::CreateCustomChannel(broker, grpc::InsecureChannelCredentials(), channel_args));
+  auto stub =
+      sojourn::v1::Broker::NewStub(grpc::CreateCustomChannel(broker, Credentials(), channel_args));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::RankHostsResponse resp;
@@ -758,8 +817,7 @@ double HoursArg(const Args& a) {
 }
 
 std::unique_ptr<sojourn::v1::Predictor::Stub> PredictorStub(const std::string& address) {
-  return sojourn::v1::Predictor::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  return sojourn::v1::Predictor::NewStub(grpc::CreateChannel(address, Credentials()));
 }
 
 // can-run / how-long's --cpu: the fraction of the host's CPU that must stay free.
@@ -958,7 +1016,7 @@ int Watch(int argc, char** argv) {
     threads.emplace_back([&, i] {
       const std::string& address = statemgrs[i];
       grpc::ClientContext& ctx = *contexts[i];
-      auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+      auto channel = grpc::CreateChannel(address, Credentials());
       // Connect first, within --timeout (a host that drops the packets would
       // keep the channel connecting for minutes), in slices so that a watch
       // already ended by another stream does not wait for this one. A refused
@@ -1165,8 +1223,7 @@ int Turnaround(int argc, char** argv) {
       sojourn::DieUsage(kProgram, "give the cluster with one of --nodes N, --snapshot FILE or --queue");
     }
     const std::string broker = BrokerAddress(a);
-    auto stub = sojourn::v1::Broker::NewStub(
-        grpc::CreateChannel(broker, grpc::InsecureChannelCredentials()));
+    auto stub = sojourn::v1::Broker::NewStub(grpc::CreateChannel(broker, Credentials()));
     sojourn::v1::EstimateJobTurnaroundRequest breq;
     *breq.mutable_job() = *job;  // submitted now, by the broker's clock
     grpc::ClientContext ctx;
@@ -1211,7 +1268,7 @@ int Turnaround(int argc, char** argv) {
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxSendMessageSize(256 << 20);  // snapshots of large clusters
   auto stub = sojourn::v1::Predictor::NewStub(
-      grpc::CreateCustomChannel(predictor, grpc::InsecureChannelCredentials(), channel_args));
+      grpc::CreateCustomChannel(predictor, Credentials(), channel_args));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   sojourn::v1::EstimateTurnaroundResponse resp;
@@ -1270,8 +1327,7 @@ int Jobs(int argc, char** argv) {
                        "cpu", "hosts", "cpu-seconds"}),
                  {"json"});
   const std::string broker = BrokerAddress(a);
-  auto stub = sojourn::v1::Broker::NewStub(
-      grpc::CreateChannel(broker, grpc::InsecureChannelCredentials()));
+  auto stub = sojourn::v1::Broker::NewStub(grpc::CreateChannel(broker, Credentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(a));
   if (action == "list") {
@@ -1350,7 +1406,7 @@ int JobEvent(int argc, char** argv) {
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxSendMessageSize(256 << 20);
   auto stub = sojourn::v1::Predictor::NewStub(
-      grpc::CreateCustomChannel(predictor, grpc::InsecureChannelCredentials(), channel_args));
+      grpc::CreateCustomChannel(predictor, Credentials(), channel_args));
   int64_t recorded = 0, history = -1, line_no = 0;
   auto done = [&] {
     if (a.Flag("json")) {

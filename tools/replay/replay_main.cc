@@ -3,6 +3,8 @@
 // weekdays and clock times) so that it ends after now: everything up to now is
 // loaded at once as history, the rest is streamed when its time comes, and
 // the trace then repeats (shifted by its length rounded up to whole weeks).
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,8 +13,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -23,6 +23,7 @@
 #include "common/logging.h"
 #include "common/server.h"
 #include "common/text.h"
+#include "common/tls.h"
 #include "models/traces/traces.h"
 #include "services/monitor/sample_sender.h"
 
@@ -84,6 +85,14 @@ int main(int argc, char** argv) {
                  connect_timeout);
     return 2;
   }
+  // Checked before the (possibly long) import of the trace.
+  absl::StatusOr<sojourn::TlsMaterial> tls = sojourn::LoadTlsFromFlags(sojourn::TlsRole::kClient);
+  if (!tls.ok()) {
+    std::fprintf(stderr, "sojourn-replay: %s\n", std::string(tls.status().message()).c_str());
+    return 2;
+  }
+  const std::shared_ptr<grpc::ChannelCredentials> credentials =
+      sojourn::ChannelCredentialsFor(*tls);
   sojourn::traces::ImportOptions io;
   auto format = sojourn::traces::ParseTraceFormat(absl::GetFlag(FLAGS_format));
   if (!format.ok()) {
@@ -147,8 +156,7 @@ int main(int argc, char** argv) {
   // A state manager still loading its database has no port yet: the first
   // push failed at once with "Connection refused" (exit 1).
   {
-    auto channel = grpc::CreateChannel(absl::GetFlag(FLAGS_statemgr),
-                                       grpc::InsecureChannelCredentials());
+    auto channel = grpc::CreateChannel(absl::GetFlag(FLAGS_statemgr), credentials);
     if (!channel->WaitForConnected(std::chrono::system_clock::now() +
                                    std::chrono::seconds(connect_timeout))) {
       SOJOURN_LOG(ERROR, "state manager %s did not accept a connection within %d s "
@@ -172,6 +180,7 @@ int main(int argc, char** argv) {
     sojourn::monitor::SenderConfig sc;
     sc.host = h.host;
     sc.statemgr_address = absl::GetFlag(FLAGS_statemgr);
+    sc.credentials = credentials;
     // What the trace knows of the host (0 = unknown); sent with every message.
     sc.attributes.set_total_mem_mb(h.total_mem_mb);
     sc.attributes.set_cpu_cores(h.cpu_cores);

@@ -1,0 +1,266 @@
+#include "common/tls.h"
+
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/security/server_credentials.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace sojourn {
+namespace {
+
+struct BioFree {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+struct X509Free {
+  void operator()(X509* x) const { X509_free(x); }
+};
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+struct StoreFree {
+  void operator()(X509_STORE* s) const { X509_STORE_free(s); }
+};
+struct StoreCtxFree {
+  void operator()(X509_STORE_CTX* c) const { X509_STORE_CTX_free(c); }
+};
+struct StackFree {
+  void operator()(STACK_OF(X509) * s) const { sk_X509_free(s); }
+};
+using BioPtr = std::unique_ptr<BIO, BioFree>;
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
+
+// A PEM file is a few KiB; anything this large is not one.
+constexpr std::streamoff kMaxPemBytes = 1 << 20;
+
+std::string FormatUtc(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", t, absl::UTCTimeZone());
+}
+
+// The first queued OpenSSL error as text (and the queue cleared).
+std::string OpenSslError() {
+  const unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return "unknown error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof(buf));
+  return buf;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const std::string& option) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(option, ": cannot read ", path, " (", std::strerror(errno), ")"));
+  }
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  if (size > kMaxPemBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(option, ": ", path, " is larger than 1 MiB; not a PEM file"));
+  }
+  f.seekg(0);
+  std::ostringstream out;
+  out << f.rdbuf();
+  if (f.bad()) {
+    return absl::InvalidArgumentError(absl::StrCat(option, ": cannot read ", path));
+  }
+  return out.str();
+}
+
+BioPtr MemoryBio(const std::string& pem) {
+  return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+}
+
+// Every certificate in `pem`, in file order; at least one.
+absl::StatusOr<std::vector<X509Ptr>> ParseCertificates(const std::string& pem,
+                                                       const std::string& option,
+                                                       const std::string& path) {
+  std::vector<X509Ptr> certs;
+  BioPtr bio = MemoryBio(pem);
+  while (X509* x = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+    certs.emplace_back(x);
+  }
+  ERR_clear_error();  // the read past the last certificate
+  if (certs.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(option, ": no PEM certificate in ", path,
+                                                   " (expected -----BEGIN CERTIFICATE-----)"));
+  }
+  return certs;
+}
+
+absl::Time AsTime(const ASN1_TIME* t) {
+  struct tm tm {};
+  if (t == nullptr || ASN1_TIME_to_tm(t, &tm) != 1) return absl::InfinitePast();
+  return absl::FromTimeT(timegm(&tm));
+}
+
+// A passphrase callback that refuses: an encrypted key fails to load.
+int NoPassphrase(char*, int, int, void* asked) {
+  *static_cast<bool*>(asked) = true;
+  return -1;
+}
+
+absl::StatusOr<PkeyPtr> ParseKey(const std::string& pem, const std::string& option,
+                                 const std::string& path) {
+  BioPtr bio = MemoryBio(pem);
+  bool asked = false;
+  PkeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, NoPassphrase, &asked));
+  if (key == nullptr) {
+    const std::string why = OpenSslError();
+    if (asked || absl::StrContains(pem, "ENCRYPTED")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          option, ": ", path,
+          " is an encrypted key; give it unencrypted (openssl pkey -in KEY -out PLAIN.key)"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(option, ": no PEM private key in ", path,
+                                                   " (expected -----BEGIN PRIVATE KEY-----; ", why,
+                                                   ")"));
+  }
+  return key;
+}
+
+// Whether `chain[0]` verifies against the CA certificates (with the rest of
+// `chain` as intermediates) at `now`: "" when it does, else why not.
+std::string VerifyAgainst(const std::vector<X509Ptr>& chain, const std::vector<X509Ptr>& cas,
+                          absl::Time now) {
+  std::unique_ptr<X509_STORE, StoreFree> store(X509_STORE_new());
+  for (const X509Ptr& ca : cas) X509_STORE_add_cert(store.get(), ca.get());
+  std::unique_ptr<STACK_OF(X509), StackFree> untrusted(sk_X509_new_null());
+  for (size_t i = 1; i < chain.size(); ++i) sk_X509_push(untrusted.get(), chain[i].get());
+  std::unique_ptr<X509_STORE_CTX, StoreCtxFree> ctx(X509_STORE_CTX_new());
+  if (X509_STORE_CTX_init(ctx.get(), store.get(), chain[0].get(), untrusted.get()) != 1) {
+    return OpenSslError();
+  }
+  X509_STORE_CTX_set_time(ctx.get(), 0, absl::ToTimeT(now));
+  if (X509_verify_cert(ctx.get()) == 1) return "";
+  const std::string why = X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get()));
+  ERR_clear_error();
+  return why;
+}
+
+}  // namespace
+
+absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files, TlsRole role, absl::Time now,
+                                    std::string* warning) {
+  TlsMaterial out;
+  out.require_client_cert = files.require_client_cert;
+  if (!files.enabled()) return out;
+  out.enabled = true;
+  const std::string& p = files.flag_prefix;
+  const std::string cert_opt = p + "cert", key_opt = p + "key", ca_opt = p + "ca";
+  if (role == TlsRole::kService) {
+    for (const auto& [value, option] :
+         {std::pair{&files.cert, &cert_opt}, {&files.key, &key_opt}, {&files.ca, &ca_opt}}) {
+      if (value->empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(*option, " is missing: a service with TLS ",
+                                                       "needs ", cert_opt, ", ", key_opt, " and ",
+                                                       ca_opt));
+      }
+    }
+  } else {
+    if (files.ca.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ca_opt, " is missing: TLS needs the CA that signed the services' certificates"));
+    }
+    if (files.cert.empty() != files.key.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(cert_opt, " and ", key_opt,
+                                                     " go together (a client certificate and "
+                                                     "its key)"));
+    }
+  }
+
+  absl::StatusOr<std::string> ca_pem = ReadFile(files.ca, ca_opt);
+  if (!ca_pem.ok()) return ca_pem.status();
+  absl::StatusOr<std::vector<X509Ptr>> cas = ParseCertificates(*ca_pem, ca_opt, files.ca);
+  if (!cas.ok()) return cas.status();
+  bool any_ca_valid = false;
+  absl::Time latest_ca = absl::InfinitePast();
+  out.ca_expires = absl::InfiniteFuture();
+  for (const X509Ptr& ca : *cas) {
+    const absl::Time expires = AsTime(X509_get0_notAfter(ca.get()));
+    out.ca_expires = std::min(out.ca_expires, expires);
+    latest_ca = std::max(latest_ca, expires);
+    if (expires > now) any_ca_valid = true;
+  }
+  if (!any_ca_valid) {
+    return absl::InvalidArgumentError(absl::StrCat(ca_opt, ": the CA certificate in ", files.ca,
+                                                   " expired on ", FormatUtc(latest_ca)));
+  }
+  out.ca_pem = std::move(*ca_pem);
+
+  if (files.cert.empty()) return out;
+  absl::StatusOr<std::string> cert_pem = ReadFile(files.cert, cert_opt);
+  if (!cert_pem.ok()) return cert_pem.status();
+  absl::StatusOr<std::vector<X509Ptr>> chain = ParseCertificates(*cert_pem, cert_opt, files.cert);
+  if (!chain.ok()) return chain.status();
+  absl::StatusOr<std::string> key_pem = ReadFile(files.key, key_opt);
+  if (!key_pem.ok()) return key_pem.status();
+  absl::StatusOr<PkeyPtr> key = ParseKey(*key_pem, key_opt, files.key);
+  if (!key.ok()) return key.status();
+  X509* leaf = (*chain)[0].get();
+  if (X509_check_private_key(leaf, key->get()) != 1) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError(absl::StrCat(
+        key_opt, ": the key in ", files.key, " does not match the certificate in ", files.cert));
+  }
+  const absl::Time not_before = AsTime(X509_get0_notBefore(leaf));
+  out.cert_expires = AsTime(X509_get0_notAfter(leaf));
+  if (now < not_before) {
+    return absl::InvalidArgumentError(absl::StrCat(cert_opt, ": the certificate in ", files.cert,
+                                                   " is not valid before ", FormatUtc(not_before),
+                                                   " (is this machine's clock right?)"));
+  }
+  if (now >= out.cert_expires) {
+    return absl::InvalidArgumentError(absl::StrCat(cert_opt, ": the certificate in ", files.cert,
+                                                   " expired on ", FormatUtc(out.cert_expires)));
+  }
+  if (warning != nullptr) {
+    if (const std::string why = VerifyAgainst(*chain, *cas, now); !why.empty()) {
+      *warning =
+          absl::StrCat(cert_opt, ": the certificate in ", files.cert, " does not verify against ",
+                       files.ca, " (", why, "); peers that trust only that CA will refuse it");
+    }
+  }
+  out.cert_pem = std::move(*cert_pem);
+  out.key_pem = std::move(*key_pem);
+  return out;
+}
+
+std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(const TlsMaterial& material) {
+  if (!material.enabled) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options(
+      material.require_client_cert ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                   : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  options.pem_root_certs = material.ca_pem;
+  options.pem_key_cert_pairs.push_back({material.key_pem, material.cert_pem});
+  return grpc::SslServerCredentials(options);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsFor(const TlsMaterial& material) {
+  if (!material.enabled) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = material.ca_pem;
+  options.pem_private_key = material.key_pem;
+  options.pem_cert_chain = material.cert_pem;
+  return grpc::SslCredentials(options);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> OrInsecure(
+    std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  return credentials != nullptr ? credentials : grpc::InsecureChannelCredentials();
+}
+
+}  // namespace sojourn

@@ -1,0 +1,379 @@
+#!/usr/bin/python3
+"""A sojourn cluster over mutual TLS (common/tls.h), with the files of scripts/make-certs.
+
+Makes a CA and certificates with scripts/make-certs, starts the real predictor,
+broker, statemgr and monitor on loopback with --tls_cert/--tls_key/--tls_ca,
+and checks, with Python's grpcio as an independent client and with the
+sojourn CLI:
+- the whole data flow runs over TLS: the monitor's samples reach the state
+  manager, the state manager registers its hosts with the broker, and a
+  ranking asks the predictor, which asks the state manager;
+- callers without TLS, without a client certificate or with one from another
+  CA are refused, and so is a server whose certificate does not name the
+  address dialled; --tls_client_auth=none serves callers without a
+  certificate, still over TLS only;
+- bad TLS files stop a service at start-up with exit 2 and one line naming
+  the flag and the file, before it opens its database;
+- /metrics exports the certificate's expiry time as the file says.
+
+usage: /usr/bin/python3 tests/ops/tls_test.py --bin-dir BUILD/bin
+Needs openssl (scripts/make-certs) and python3-cryptography (Debian packages).
+Prints "N passed, N failed" last; exits non-zero on any failure.
+"""
+
+import argparse
+import datetime
+import os
+import re
+import subprocess
+import sys
+import time
+import unittest
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO_DIR, "tests", "python"))
+import sojourn_cluster  # noqa: E402
+import grpc_client_test as client_test  # noqa: E402  (stubs and a synthetic history)
+
+MONITOR_HOST = "tls-monitor-host"
+CLUSTER = None
+WORKDIR = None
+CERTS = None  # the cluster's CA and certificates
+ROGUE = None  # another CA, with a certificate for localhost
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def credentials(ca_dir, name=None):
+    import grpc
+    key = read(os.path.join(ca_dir, f"{name}.key")) if name else None
+    cert = read(os.path.join(ca_dir, f"{name}.pem")) if name else None
+    return grpc.ssl_channel_credentials(read(os.path.join(ca_dir, "ca.pem")), key, cert)
+
+
+def tls_flags(name="localhost", ca_dir=None):
+    ca_dir = ca_dir or CERTS
+    return [f"--tls_cert={os.path.join(ca_dir, name + '.pem')}",
+            f"--tls_key={os.path.join(ca_dir, name + '.key')}",
+            f"--tls_ca={os.path.join(ca_dir, 'ca.pem')}"]
+
+
+def cli_tls(name="client"):
+    return ["--tls-ca", os.path.join(CERTS, "ca.pem"),
+            "--tls-cert", os.path.join(CERTS, name + ".pem"),
+            "--tls-key", os.path.join(CERTS, name + ".key")]
+
+
+def make_certs(directory, *names):
+    subprocess.run([os.path.join(REPO_DIR, "scripts", "make-certs"), directory, *names],
+                   check=True, capture_output=True)
+
+
+def signed_certificate(name, sans, not_before, not_after):
+    """A certificate for `sans` (DNS names) signed by the cluster's CA, with the given validity."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    ca_key = serialization.load_pem_private_key(read(os.path.join(CERTS, "ca.key")), None)
+    ca_cert = x509.load_pem_x509_certificate(read(os.path.join(CERTS, "ca.pem")))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+            .issuer_name(ca_cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(not_before)
+            .not_valid_after(not_after)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(s) for s in sans]), False)
+            .sign(ca_key, hashes.SHA256()))
+    with open(os.path.join(CERTS, name + ".pem"), "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(os.path.join(CERTS, name + ".key"), "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+
+
+def health(address, creds, timeout=10):
+    """The health status of `address` over `creds` (None = plaintext); raises grpc.RpcError."""
+    import grpc
+    pb = client_test.pb
+    channel = (grpc.secure_channel(address, creds) if creds is not None
+               else grpc.insecure_channel(address))
+    with channel:
+        stub = pb["health_grpc"].HealthStub(channel)
+        return stub.Check(pb["health"].HealthCheckRequest(service=""), timeout=timeout).status
+
+
+def run_cli(*args, env=None):
+    return subprocess.run([os.path.join(CLUSTER.bin_dir, "sojourn"), *args], capture_output=True,
+                          text=True, timeout=60, env=env)
+
+
+class TlsClusterTest(unittest.TestCase):
+
+    def secure_stub(self, service, stub_class):
+        import grpc
+        channel = grpc.secure_channel(CLUSTER.services[service].address,
+                                      credentials(CERTS, "client"))
+        self.addCleanup(channel.close)
+        return stub_class(channel)
+
+    def test_data_flow_runs_over_mutual_tls(self):
+        pb = client_test.pb
+        broker = self.secure_stub("broker", pb["broker_grpc"].BrokerStub)
+        statemgr = self.secure_stub("statemgr", pb["statemgr_grpc"].StateManagerStub)
+        # monitor -> statemgr -> broker: the monitor's host is registered by its state manager.
+        sojourn_cluster.wait_until(
+            lambda: MONITOR_HOST in {h.host for h in broker.ListHosts(
+                pb["broker"].BrokerListHostsRequest(), timeout=10).hosts},
+            60, f"{MONITOR_HOST} registered at the broker over TLS")
+        # A host with days of history, pushed over TLS; a ranking then asks the predictor
+        # (broker -> predictor) for its TR, which reads the statemgr (predictor -> statemgr).
+        now = int(time.time())
+        ack = statemgr.PushSamples(client_test.push_requests(client_test.synthetic_history(now)),
+                                   timeout=60)
+        self.assertGreater(ack.persisted_samples, 0)
+        sojourn_cluster.wait_until(
+            lambda: client_test.PUSHED_HOST in {h.host for h in broker.ListHosts(
+                pb["broker"].BrokerListHostsRequest(), timeout=10).hosts},
+            60, "the pushed host registered")
+        resp = broker.RankHosts(pb["broker"].RankHostsRequest(
+            job=pb["broker"].JobRequirements(duration_seconds=3600, cpu_share_ratio=1.0)),
+            timeout=60)
+        ranked = {r.host: r for r in resp.hosts}
+        self.assertIn(client_test.PUSHED_HOST, ranked, str(resp))
+        mine = ranked[client_test.PUSHED_HOST]
+        self.assertTrue(mine.HasField("tr_ratio"), f"no TR: {mine.reason}")
+        self.assertTrue(0.0 <= mine.tr_ratio <= 1.0)
+
+    def test_callers_without_the_right_certificate_are_refused(self):
+        import grpc
+        serving = client_test.pb["health"].HealthCheckResponse.SERVING
+        for name in ("statemgr", "predictor", "broker", "monitor"):
+            address = CLUSTER.services[name].address
+            with self.subTest(service=name):
+                self.assertEqual(health(address, credentials(CERTS, "client")), serving)
+                for case, creds in (("plaintext", None),
+                                    ("no client certificate", credentials(CERTS)),
+                                    ("client certificate of another CA",
+                                     grpc.ssl_channel_credentials(
+                                         read(os.path.join(CERTS, "ca.pem")),
+                                         read(os.path.join(ROGUE, "localhost.key")),
+                                         read(os.path.join(ROGUE, "localhost.pem")))),
+                                    ("server not signed by the trusted CA",
+                                     credentials(ROGUE, "localhost"))):
+                    with self.subTest(case=case):
+                        with self.assertRaises(grpc.RpcError) as ctx:
+                            health(address, creds, timeout=5)
+                        self.assertEqual(ctx.exception.code(), grpc.StatusCode.UNAVAILABLE)
+
+    def test_a_server_must_name_the_address_dialled(self):
+        now = datetime.datetime.now(datetime.timezone.utc)
+        signed_certificate("elsewhere", ["elsewhere.example"], now - datetime.timedelta(hours=1),
+                           now + datetime.timedelta(days=2))
+        other = CLUSTER.start("statemgr-elsewhere", "statemgr", [
+            f"--db_path={os.path.join(WORKDIR, 'elsewhere-db')}", *tls_flags("elsewhere")])
+        # The sojourn CLI (C++ gRPC) dials 127.0.0.1, which the certificate does not name.
+        out = run_cli("watch", "--statemgr", other.address, "--timeout", "5", "--json",
+                      *cli_tls())
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertRegex(out.stderr, r"certificate verify failed|[Pp]eer name")
+        # Python's client, told to expect the name the certificate holds, gets through.
+        import grpc
+        creds = credentials(CERTS, "client")
+        with grpc.secure_channel(other.address, creds, options=[
+                ("grpc.ssl_target_name_override", "elsewhere.example")]) as channel:
+            stub = client_test.pb["health_grpc"].HealthStub(channel)
+            status = stub.Check(client_test.pb["health"].HealthCheckRequest(), timeout=10).status
+        self.assertEqual(status, client_test.pb["health"].HealthCheckResponse.SERVING)
+
+    def test_client_auth_none_takes_callers_without_a_certificate(self):
+        import grpc
+        svc = CLUSTER.start("statemgr-open", "statemgr", [
+            f"--db_path={os.path.join(WORKDIR, 'open-db')}", *tls_flags(),
+            "--tls_client_auth=none"])
+        serving = client_test.pb["health"].HealthCheckResponse.SERVING
+        self.assertEqual(health(svc.address, credentials(CERTS)), serving)
+        with self.assertRaises(grpc.RpcError):
+            health(svc.address, None, timeout=5)
+
+    def test_cli_over_tls(self):
+        broker = CLUSTER.services["broker"].address
+        # The monitor's host appears once its state manager registered it (over TLS).
+        out = sojourn_cluster.wait_until(
+            lambda: (lambda o: o if MONITOR_HOST in o.stdout else None)(
+                run_cli("hosts", "--json", "--broker", broker, *cli_tls())),
+            60, f"`sojourn hosts` over TLS listing {MONITOR_HOST}")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        # The same files from the environment.
+        env = dict(os.environ, SOJOURN_TLS_CA=os.path.join(CERTS, "ca.pem"),
+                   SOJOURN_TLS_CERT=os.path.join(CERTS, "client.pem"),
+                   SOJOURN_TLS_KEY=os.path.join(CERTS, "client.key"))
+        out = run_cli("hosts", "--json", "--broker", broker, env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn(MONITOR_HOST, out.stdout)
+        # Without TLS, or without a client certificate: exit 1 and a hint at the options.
+        out = run_cli("hosts", "--broker", broker, "--timeout", "5")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("give --tls-ca", out.stderr)
+        out = run_cli("hosts", "--broker", broker, "--timeout", "5",
+                      "--tls-ca", os.path.join(CERTS, "ca.pem"))
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("give --tls-cert and --tls-key", out.stderr)
+        # A bad file is a usage error, before any call.
+        out = run_cli("hosts", "--broker", broker, "--tls-ca", os.path.join(CERTS, "client.key"))
+        self.assertEqual(out.returncode, 2)
+        self.assertEqual(len(out.stderr.strip().splitlines()), 1, out.stderr)
+        self.assertIn("--tls-ca: no PEM certificate in", out.stderr)
+        out = run_cli("hosts", "--broker", broker, "--tls-ca", os.path.join(CERTS, "ca.pem"),
+                      "--tls-cert", os.path.join(CERTS, "client.pem"))
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("--tls-cert and --tls-key go together", out.stderr)
+        out = run_cli("hosts", "--broker", broker, "--tls-cert", os.path.join(CERTS, "client.pem"),
+                      "--tls-key", os.path.join(CERTS, "client.key"))
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("--tls-ca is missing", out.stderr)
+
+    def test_bad_tls_files_stop_a_service_at_start_up(self):
+        now = datetime.datetime.now(datetime.timezone.utc)
+        signed_certificate("expired", ["localhost"], now - datetime.timedelta(days=30),
+                           now - datetime.timedelta(days=1))
+        signed_certificate("future", ["localhost"], now + datetime.timedelta(days=30),
+                           now + datetime.timedelta(days=60))
+        garbage = os.path.join(WORKDIR, "garbage.pem")
+        with open(garbage, "w") as f:
+            f.write("not a certificate\n")
+        c = lambda name: os.path.join(CERTS, name)  # noqa: E731
+        cases = [
+            ("cert without key", [f"--tls_cert={c('localhost.pem')}", f"--tls_ca={c('ca.pem')}"],
+             r"--tls_key is missing"),
+            ("missing file", tls_flags() + [f"--tls_ca={c('nope.pem')}"],
+             r"--tls_ca: cannot read .*nope\.pem \(No such file"),
+            ("not PEM", [f"--tls_cert={garbage}", f"--tls_key={c('localhost.key')}",
+                         f"--tls_ca={c('ca.pem')}"], r"--tls_cert: no PEM certificate in .*garbage"),
+            ("key of another certificate", [f"--tls_cert={c('localhost.pem')}",
+                                            f"--tls_key={c('client.key')}",
+                                            f"--tls_ca={c('ca.pem')}"],
+             r"--tls_key: the key in .*client\.key does not match the certificate in"),
+            ("expired", tls_flags("expired"), r"--tls_cert: the certificate in .*expired\.pem "
+                                              r"expired on \d{4}-\d\d-\d\d"),
+            ("not yet valid", tls_flags("future"), r"is not valid before .*clock"),
+            ("client auth", tls_flags() + ["--tls_client_auth=maybe"],
+             r"--tls_client_auth must be 'require' or 'none', got 'maybe'"),
+        ]
+        for case, flags, message in cases:
+            with self.subTest(case=case):
+                db = os.path.join(WORKDIR, "never-db-" + re.sub(r"\W", "-", case))
+                out = subprocess.run(
+                    [os.path.join(CLUSTER.bin_dir, "statemgr"), "--listen=127.0.0.1:0",
+                     "--metrics_listen=", f"--db_path={db}", *flags],
+                    capture_output=True, text=True, timeout=30)
+                self.assertEqual(out.returncode, 2, out.stderr)
+                lines = out.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, out.stderr)
+                self.assertRegex(lines[0], message)
+                self.assertFalse(os.path.exists(db), "the database was opened")
+
+    def test_middleware_example_over_tls(self):
+        example = os.path.join(REPO_DIR, "examples", "python", "middleware_client.py")
+        sojourn_cluster.wait_until(
+            lambda: MONITOR_HOST in run_cli("hosts", "--json", "--broker",
+                                            CLUSTER.services["broker"].address,
+                                            *cli_tls()).stdout,
+            60, f"{MONITOR_HOST} registered")
+        p = subprocess.run([sys.executable, example,
+                            "--broker", CLUSTER.services["broker"].address,
+                            "--predictor", CLUSTER.services["predictor"].address,
+                            "--duration-hours", "1", *cli_tls()],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        self.assertRegex(p.stdout, r"\d+ of \d+ hosts can run a 1 h job")
+        self.assertRegex(p.stdout, r"cancelled job \d+: 0 waiting, 0 running")
+
+    def test_replay_over_tls(self):
+        host, rows = "tls-replayed-host", 50
+        last = int(time.time()) - 300
+        path = os.path.join(WORKDIR, "replay-trace.csv")
+        with open(path, "w") as f:
+            f.write("host,timestamp,cpu_load,free_mem_mb\n")
+            for i in range(rows):
+                f.write(f"{host},{last - (rows - 1 - i) * 300},0.1,4000\n")
+        replay = [os.path.join(CLUSTER.bin_dir, "sojourn-replay"), f"--trace={path}",
+                  f"--statemgr={CLUSTER.services['statemgr'].address}", "--follow=false",
+                  "--shift=false", "--connect_timeout_seconds=5"]
+        run = subprocess.run(replay + tls_flags("client"), capture_output=True, text=True,
+                             timeout=120)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        statemgr = self.secure_stub("statemgr", client_test.pb["statemgr_grpc"].StateManagerStub)
+        listed = {h.host: h for h in statemgr.ListHosts(
+            client_test.pb["statemgr"].ListHostsRequest(), timeout=10).hosts}
+        self.assertEqual(listed[host].sample_count, rows)
+        # Without TLS it cannot connect (exit 1), and a bad file is a usage error (exit 2).
+        run = subprocess.run(replay, capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 1, run.stdout + run.stderr)
+        run = subprocess.run(replay + [f"--tls_ca={path}"], capture_output=True, text=True,
+                             timeout=120)
+        self.assertEqual(run.returncode, 2, run.stdout + run.stderr)
+        self.assertIn("--tls_ca: no PEM certificate in", run.stderr)
+
+    def test_a_certificate_the_ca_did_not_sign_is_a_warning(self):
+        # Peers that trust another CA as well could accept it: the service starts, and says so.
+        svc = CLUSTER.start("statemgr-rogue", "statemgr", [
+            f"--db_path={os.path.join(WORKDIR, 'rogue-db')}", *tls_flags("localhost", ROGUE),
+            f"--tls_ca={os.path.join(CERTS, 'ca.pem')}"])
+        self.assertTrue(svc.alive())
+        self.assertRegex(CLUSTER.log_tail("statemgr-rogue"),
+                         r"W .*--tls_cert: the certificate in .*rogue/localhost\.pem does not "
+                         r"verify against .*certs/ca\.pem \(.*\); peers that trust only that CA "
+                         r"will refuse it")
+
+    def test_metrics_export_the_certificate_expiry(self):
+        from cryptography import x509
+        cert = x509.load_pem_x509_certificate(read(os.path.join(CERTS, "localhost.pem")))
+        ca = x509.load_pem_x509_certificate(read(os.path.join(CERTS, "ca.pem")))
+        epoch = datetime.datetime(1970, 1, 1)
+        for name in ("statemgr", "predictor", "broker", "monitor"):
+            with self.subTest(service=name):
+                port = CLUSTER.services[name].metrics_port
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                    text = r.read().decode()
+                for file, c in (("cert", cert), ("ca", ca)):
+                    m = re.search(r'^sojourn_tls_certificate_expiry_timestamp_seconds\{[^}]*'
+                                  rf'file="{file}"[^}}]*\}} (\S+)$', text, re.M)
+                    self.assertIsNotNone(m, f"no {file} expiry in /metrics")
+                    self.assertEqual(float(m.group(1)),
+                                     (c.not_valid_after - epoch).total_seconds())
+
+
+def main():
+    global CERTS, ROGUE, WORKDIR
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bin-dir", default=os.environ.get("SOJOURN_BIN_DIR",
+                                                            os.path.join(REPO_DIR, "build", "bin")))
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args()
+
+    def setup(cluster, workdir):
+        global CLUSTER, CERTS, ROGUE, WORKDIR
+        CLUSTER, WORKDIR = cluster, workdir
+        CERTS = os.path.join(workdir, "certs")
+        ROGUE = os.path.join(workdir, "rogue")
+        make_certs(CERTS, "localhost", "client")
+        make_certs(ROGUE, "localhost")
+        client_test.load_stubs(os.path.join(workdir, "stubs"))
+        cluster.common_args = tls_flags()
+        cluster.start_all(monitor_host=MONITOR_HOST)
+
+    return sojourn_cluster.run_suite_with_cluster(
+        args.bin_dir, "sojourn-tls-", args.keep, setup,
+        lambda: unittest.TestLoader().loadTestsFromTestCase(TlsClusterTest))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
