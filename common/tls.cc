@@ -6,6 +6,8 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
@@ -60,6 +62,14 @@ std::string OpenSslError() {
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, const std::string& option) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(option, ": cannot read ", path, " (", std::strerror(errno), ")"));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(option, ": ", path, " is not a file"));
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     return absl::InvalidArgumentError(
@@ -67,7 +77,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const std::string&
   }
   f.seekg(0, std::ios::end);
   const std::streamoff size = f.tellg();
-  if (size > kMaxPemBytes) {
+  if (size < 0 || size > kMaxPemBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(option, ": ", path, " is larger than 1 MiB; not a PEM file"));
   }
@@ -154,7 +164,10 @@ std::string VerifyAgainst(const std::vector<X509Ptr>& chain, const std::vector<X
 }  // namespace
 
 absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files, TlsRole role, absl::Time now,
-                                    std::string* warning) {
+                                    std::vector<std::string>* warnings) {
+  const auto warn = [warnings](std::string w) {
+    if (warnings != nullptr) warnings->push_back(std::move(w));
+  };
   TlsMaterial out;
   out.require_client_cert = files.require_client_cert;
   if (!files.enabled()) return out;
@@ -186,16 +199,31 @@ absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files, TlsRole role, absl::T
   if (!ca_pem.ok()) return ca_pem.status();
   absl::StatusOr<std::vector<X509Ptr>> cas = ParseCertificates(*ca_pem, ca_opt, files.ca);
   if (!cas.ok()) return cas.status();
-  bool any_ca_valid = false;
+  // Only CA certificates count (a host's certificate given as --tls_ca is a
+  // likely slip); expired ones are reported and left out of ca_expires.
+  int ca_certs = 0, valid_ca_certs = 0;
   absl::Time latest_ca = absl::InfinitePast();
   out.ca_expires = absl::InfiniteFuture();
   for (const X509Ptr& ca : *cas) {
+    if (X509_check_ca(ca.get()) <= 0) continue;
+    ++ca_certs;
     const absl::Time expires = AsTime(X509_get0_notAfter(ca.get()));
-    out.ca_expires = std::min(out.ca_expires, expires);
     latest_ca = std::max(latest_ca, expires);
-    if (expires > now) any_ca_valid = true;
+    if (expires <= now) {
+      warn(absl::StrCat(ca_opt, ": a CA certificate in ", files.ca, " expired on ",
+                        FormatUtc(expires), "; remove it from the file"));
+      continue;
+    }
+    ++valid_ca_certs;
+    out.ca_expires = std::min(out.ca_expires, expires);
   }
-  if (!any_ca_valid) {
+  ERR_clear_error();
+  if (ca_certs == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ca_opt, ": no CA certificate in ", files.ca,
+        " (a certificate there is not a CA's: give the CA's ca.pem, not a host's certificate)"));
+  }
+  if (valid_ca_certs == 0) {
     return absl::InvalidArgumentError(absl::StrCat(ca_opt, ": the CA certificate in ", files.ca,
                                                    " expired on ", FormatUtc(latest_ca)));
   }
@@ -227,12 +255,14 @@ absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files, TlsRole role, absl::T
     return absl::InvalidArgumentError(absl::StrCat(cert_opt, ": the certificate in ", files.cert,
                                                    " expired on ", FormatUtc(out.cert_expires)));
   }
-  if (warning != nullptr) {
-    if (const std::string why = VerifyAgainst(*chain, *cas, now); !why.empty()) {
-      *warning =
-          absl::StrCat(cert_opt, ": the certificate in ", files.cert, " does not verify against ",
-                       files.ca, " (", why, "); peers that trust only that CA will refuse it");
+  if (const std::string why = VerifyAgainst(*chain, *cas, now); !why.empty()) {
+    std::string message = absl::StrCat(cert_opt, ": the certificate in ", files.cert,
+                                       " does not verify against ", files.ca, " (", why, ")");
+    if (role == TlsRole::kService) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          message, "; the other services verify against the same CA and would refuse it"));
     }
+    warn(absl::StrCat(message, "; services that trust only that CA will refuse it"));
   }
   out.cert_pem = std::move(*cert_pem);
   out.key_pem = std::move(*key_pem);

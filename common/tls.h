@@ -19,12 +19,14 @@
 // sojourn-replay) needs --tls_ca, and --tls_cert/--tls_key when the server
 // asks for a client certificate. Servers check each client against the CA;
 // clients also check that the server's certificate names the address they
-// dial (a DNS name or an IP address in its subjectAltName).
+// dial (a DNS name or an IP address in its subjectAltName). A certificate
+// proves membership of the lab's CA, not which host the caller is: nothing
+// here matches it to the host a call is about (deploy/README.md "TLS").
 //
-// The files are read once, at start-up, and checked there (readable, PEM,
-// key matching certificate, certificate valid now), so a mistake stops the
-// service with one line rather than failing every handshake later. After
-// rotating them, restart the service. The /metrics endpoint stays plain HTTP.
+// The files are read once, at start-up, and checked there (LoadTls), so a
+// mistake stops the service with one line rather than failing every handshake
+// later. After rotating them, restart the service. The /metrics endpoint stays
+// plain HTTP.
 #ifndef SOJOURN_COMMON_TLS_H_
 #define SOJOURN_COMMON_TLS_H_
 
@@ -33,6 +35,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -63,7 +66,8 @@ struct TlsMaterial {
   std::string key_pem;
   std::string ca_pem;
   // notAfter of the (first) certificate in cert_pem, and the earliest notAfter
-  // of the CA certificates; absl::InfinitePast() when absent.
+  // of the CA certificates still valid at load time; absl::InfinitePast()
+  // when absent.
   absl::Time cert_expires = absl::InfinitePast();
   absl::Time ca_expires = absl::InfinitePast();
 };
@@ -76,12 +80,16 @@ enum class TlsRole {
 // Reads and checks `files` for `role` as of `now`. Not enabled (no file given)
 // is OK and yields a material with enabled == false. Errors are
 // INVALID_ARGUMENT with one line naming the option and the file: a missing
-// partner option, an unreadable file, no PEM certificate or key in it, an
-// encrypted key, a key that does not match the certificate, a certificate not
-// yet valid or expired. A certificate that does not chain to the CA is not an
-// error (a peer may trust another CA) but is reported in `warning` when given.
+// partner option, a path that is not a readable regular file, no PEM
+// certificate or key in it, a CA file without a CA certificate or with only
+// expired ones, an encrypted key, a key that does not match the certificate, a
+// certificate not yet valid or expired, and for a service a certificate that
+// does not verify against its own CA file (the peers of a sojourn cluster
+// verify against the same CA, so all of them would refuse it). For a client
+// that is only a warning, as is an expired certificate in a CA bundle that
+// still holds a valid one; warnings are appended to `warnings` when given.
 absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files, TlsRole role, absl::Time now,
-                                    std::string* warning = nullptr);
+                                    std::vector<std::string>* warnings = nullptr);
 
 // Credentials for a server and for channels from `material`; insecure ones
 // when it is not enabled.
@@ -97,7 +105,8 @@ std::shared_ptr<grpc::ChannelCredentials> OrInsecure(
 // (require | none; common/tls_flags.cc), as TlsFiles. An unknown
 // --tls_client_auth value yields INVALID_ARGUMENT.
 absl::StatusOr<TlsFiles> TlsFilesFromFlags();
-// TlsFilesFromFlags, then LoadTls as of now; logs LoadTls's warning. In a
+// TlsFilesFromFlags, then LoadTls as of now; logs LoadTls's warnings, and one
+// for --tls_client_auth=none without TLS files (it has no effect then). In a
 // service's main(), before anything is opened (exit 2 on an error):
 //   absl::StatusOr<sojourn::TlsMaterial> tls = sojourn::LoadTlsFromFlags(TlsRole::kService);
 absl::StatusOr<TlsMaterial> LoadTlsFromFlags(TlsRole role);

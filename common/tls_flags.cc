@@ -1,6 +1,7 @@
 // The services' TLS flags (common/tls.h), defined once for the four services
 // and sojourn-replay; each binary's --help lists them (common/flags_usage.cc).
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
@@ -44,10 +45,15 @@ absl::StatusOr<TlsFiles> TlsFilesFromFlags() {
 absl::StatusOr<TlsMaterial> LoadTlsFromFlags(TlsRole role) {
   absl::StatusOr<TlsFiles> files = TlsFilesFromFlags();
   if (!files.ok()) return files.status();
-  std::string warning;
-  absl::StatusOr<TlsMaterial> material = LoadTls(*files, role, absl::Now(), &warning);
+  std::vector<std::string> warnings;
+  absl::StatusOr<TlsMaterial> material = LoadTls(*files, role, absl::Now(), &warnings);
+  if (material.ok() && !material->enabled && !files->require_client_cert) {
+    SOJOURN_LOG(WARNING,
+                "--tls_client_auth=none has no effect without --tls_cert, --tls_key "
+                "and --tls_ca: the service is plaintext");
+  }
   if (!material.ok() || !material->enabled) return material;
-  if (!warning.empty()) SOJOURN_LOG(WARNING, "%s", warning);
+  for (const std::string& w : warnings) SOJOURN_LOG(WARNING, "%s", w);
   const auto utc = [](absl::Time t) {
     return absl::FormatTime("%Y-%m-%d", t, absl::UTCTimeZone());
   };

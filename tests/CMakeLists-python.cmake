@@ -8,7 +8,8 @@
 #   sojourn_ops_open_files_test a broker started with a soft limit of 64 open files
 #                               serves 150 hosts' connections; `sojourn watch` over 150
 #                               state manager addresses; the predictor's warning of its limit
-#   sojourn_bench_rank_statemgrs_smoke  bench/cluster/rank_statemgrs.py on the demo trace
+#   sojourn_bench_rank_statemgrs_smoke  bench/cluster/rank_statemgrs.py on the demo trace, plaintext
+#                               and over TLS
 #   sojourn_bench_rank_live_smoke  bench/cluster/rank_live.py on the demo trace (live samples,
 #                               registrations every 10 s, rankings every second)
 #   sojourn_deploy_config_test  docker-compose config, promtool check config, units, dashboard
@@ -48,10 +49,11 @@ if(TARGET broker AND TARGET predictor AND TARGET statemgr AND TARGET monitor)
     COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/ops/open_files_test.py
             --bin-dir $<TARGET_FILE_DIR:broker>)
   # The bench behind docs/EVALUATION.md "A state manager per host", on the demo's 8 hosts:
-  # it runs to the end (exit 0) and ranks every host (it exits 1 otherwise).
+  # plaintext and over TLS, it runs to the end (exit 0) and ranks every host (it exits 1
+  # otherwise).
   add_test(NAME sojourn_bench_rank_statemgrs_smoke
     COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/bench/cluster/rank_statemgrs.py
-            --bin-dir $<TARGET_FILE_DIR:broker> --rounds 1 --rankings 2
+            --bin-dir $<TARGET_FILE_DIR:broker> --rounds 1 --rankings 2 --tls both
             --trace ${CMAKE_SOURCE_DIR}/data/demo/bitbrains-8vms-4weeks.csv.gz)
   # The bench behind docs/EVALUATION.md "A live cluster", on the demo's 8 hosts for 15 s: it
   # runs to the end, ranks every host and takes at least 95 % of the predictions from the

@@ -20,8 +20,17 @@ JSON: every ranking's wall time, the median of the warm ones (all but the
 first) per binary, the predictor's open files and RSS after its rankings, and
 the ratio of each binary's median to the first's.
 
+`--tls both` measures what TLS costs (deploy/README.md "TLS"): a second
+statemgr, loaded with the same trace, runs with TLS, and each predictor binary
+is measured in each round twice, plaintext ("BINARY") and with TLS on every
+service and connection ("BINARY+tls"; mutual TLS, certificates of a CA made
+for the run, the statemgr's naming every address the hosts are registered
+under). The first ranking then includes a TLS handshake per state manager
+address.
+
   tools/eval/gwa_replicate.py ../shared/data/bitbrains-rnd-vm-load/bitbrains-rnd-100vms-2013Q3.tar.xz /tmp/bb1000 10
   bench/cluster/rank_statemgrs.py --trace /tmp/bb1000 --predictors OLD,build/bin/predictor --rounds 2
+  bench/cluster/rank_statemgrs.py --trace /tmp/bb1000 --tls both --rounds 2
 
 Exit 2 with a one-line reason on bad arguments, 1 when a service or the replay fails or a
 ranking leaves out a host. Uses Debian's python3-grpcio.
@@ -62,6 +71,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--rankings", type=int, default=5)
     parser.add_argument("--addresses", choices=("distinct", "same"), default="distinct")
+    parser.add_argument("--tls", choices=("off", "both"), default="off",
+                        help="plaintext only, or each binary plaintext and with TLS in turn")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
     try:
@@ -87,92 +98,177 @@ def run(args):
     sojourn_cluster.generate_sojourn_stubs(REPO_DIR, os.path.join(workdir, "stubs"))
     from sojourn.v1 import broker_pb2, broker_pb2_grpc, statemgr_pb2, statemgr_pb2_grpc
 
+    modes = {"off": [False], "both": [False, True]}[args.tls]
     base = sojourn_cluster.Cluster(args.bin_dir, workdir, start_timeout_seconds=60)
-    runs = []
+    runs, replays, statemgrs, tls = [], [], {}, None
     try:
-        statemgr = base.start("statemgr", "statemgr", [
-            "--listen=0.0.0.0:0", f"--db_path={os.path.join(workdir, 'statemgr-db')}"])
-        port = statemgr.grpc_port
-        replay_log = os.path.join(workdir, "replay.log")
-        with open(replay_log, "wb") as log:
-            replay = subprocess.Popen(
-                [base.binary("sojourn-replay"), f"--trace={args.trace}",
-                 f"--statemgr=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=sojourn_cluster._die_with_parent)
-        print("loading the trace ...", file=sys.stderr)
-
-        def loaded():
-            if replay.poll() is not None:
-                return "exited"
-            with open(replay_log) as f:
-                return "as history" in f.read()
-        if sojourn_cluster.wait_until(loaded, 1800, "sojourn-replay to load the history",
-                                      interval_seconds=1) == "exited":
-            with open(replay_log) as f:
-                raise RuntimeError(f"sojourn-replay exited with code {replay.returncode}:\n"
-                                   f"{f.read()[-2000:]}")
-        sm = statemgr_pb2_grpc.StateManagerStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
-        hosts = sorted(sm.ListHosts(statemgr_pb2.ListHostsRequest(), timeout=120).hosts,
-                       key=lambda h: h.host)
+        statemgrs[False] = start_loaded_statemgr(base, args.trace, None, replays)
+        hosts = sorted(statemgrs[False][1].ListHosts(statemgr_pb2.ListHostsRequest(),
+                                                     timeout=120).hosts, key=lambda h: h.host)
         if len(hosts) > 250 * 250:
             die(f"{len(hosts)} hosts: at most 62,500 loopback addresses")
+        if args.tls == "both":
+            # The TLS statemgr's certificate names the addresses of the hosts it holds.
+            tls = TlsFiles(workdir, len(hosts))
+            statemgrs[True] = start_loaded_statemgr(base, args.trace, tls, replays)
+            listed = statemgrs[True][1].ListHosts(statemgr_pb2.ListHostsRequest(), timeout=120)
+            if sorted(h.host for h in listed.hosts) != [h.host for h in hosts]:
+                raise RuntimeError("the two statemgrs hold different hosts")
 
-        def address(i):
+        def address(i, port):
             if args.addresses == "same":
                 return f"127.0.0.1:{port}"
             return f"127.0.{i // 250}.{i % 250 + 1}:{port}"
 
         for rnd in range(args.rounds):
             for k, binary in enumerate(predictors):
-                rundir = os.path.join(workdir, f"round{rnd}-predictor{k}")
-                os.makedirs(rundir)
-                cluster = sojourn_cluster.Cluster(args.bin_dir, rundir)
-                try:
-                    predictor, broker_port = start_predictor_and_broker(cluster, binary)
-                    broker = broker_pb2_grpc.BrokerStub(grpc.insecure_channel(
-                        f"127.0.0.1:{broker_port}",
-                        options=[("grpc.max_receive_message_length", 64 << 20)]))
-                    fresh = {h.host: h for h in sm.ListHosts(
-                        statemgr_pb2.ListHostsRequest(), timeout=120).hosts}
-                    for i, h in enumerate(hosts):
-                        broker.RegisterHost(broker_pb2.RegisterHostRequest(
-                            host=h.host, statemgr_address=address(i), attributes=h.attributes,
-                            last_sample_unix_seconds=fresh[h.host].last_sample_unix_seconds),
-                            timeout=30)
-                    times = []
-                    for _ in range(args.rankings):
-                        start = time.monotonic()
-                        r = broker.RankHosts(broker_pb2.RankHostsRequest(
-                            job=broker_pb2.JobRequirements(duration_seconds=7200,
-                                                           cpu_share_ratio=0.5)), timeout=900)
-                        times.append(time.monotonic() - start)
-                    pid = predictor.popen.pid
-                    run = {"round": rnd, "predictor": binary, "hosts": len(hosts),
-                           "ranked": len(r.hosts),
-                           "times_s": [round(t, 3) for t in times],
-                           "median_warm_s": round(statistics.median(times[1:]), 3),
-                           "predictor_open_files": len(os.listdir(f"/proc/{pid}/fd")),
-                           "predictor_rss_mb": round(rss_mb(pid), 1)}
-                    runs.append(run)
-                    print(json.dumps(run), file=sys.stderr)
-                    if run["ranked"] != run["hosts"]:
-                        raise RuntimeError(f"ranked {run['ranked']} of {run['hosts']} hosts")
-                finally:
-                    cluster.stop()
+                for on in modes:
+                    label = binary + ("+tls" if on else "")
+                    port, sm = statemgrs[on]
+                    rundir = os.path.join(workdir, f"round{rnd}-predictor{k}-tls{int(on)}")
+                    os.makedirs(rundir)
+                    cluster = sojourn_cluster.Cluster(args.bin_dir, rundir)
+                    if on:
+                        cluster.common_args = tls.flags("localhost")
+                    try:
+                        predictor, broker_port = start_predictor_and_broker(cluster, binary)
+                        broker = broker_pb2_grpc.BrokerStub(channel(
+                            f"127.0.0.1:{broker_port}", tls if on else None))
+                        fresh = {h.host: h for h in sm.ListHosts(
+                            statemgr_pb2.ListHostsRequest(), timeout=120).hosts}
+                        for i, h in enumerate(hosts):
+                            broker.RegisterHost(broker_pb2.RegisterHostRequest(
+                                host=h.host, statemgr_address=address(i, port),
+                                attributes=h.attributes,
+                                last_sample_unix_seconds=fresh[h.host].last_sample_unix_seconds),
+                                timeout=30)
+                        times = []
+                        for _ in range(args.rankings):
+                            start = time.monotonic()
+                            r = broker.RankHosts(broker_pb2.RankHostsRequest(
+                                job=broker_pb2.JobRequirements(duration_seconds=7200,
+                                                               cpu_share_ratio=0.5)), timeout=900)
+                            times.append(time.monotonic() - start)
+                        pid = predictor.popen.pid
+                        run = {"round": rnd, "predictor": label, "hosts": len(hosts),
+                               "ranked": len(r.hosts),
+                               "times_s": [round(t, 3) for t in times],
+                               "median_warm_s": round(statistics.median(times[1:]), 3),
+                               "predictor_open_files": len(os.listdir(f"/proc/{pid}/fd")),
+                               "predictor_rss_mb": round(rss_mb(pid), 1)}
+                        runs.append(run)
+                        print(json.dumps(run), file=sys.stderr)
+                        if run["ranked"] != run["hosts"]:
+                            raise RuntimeError(f"ranked {run['ranked']} of {run['hosts']} hosts")
+                    finally:
+                        cluster.stop()
     finally:
         base.stop()
-        if 'replay' in locals() and replay.poll() is None:
-            replay.kill()
-            replay.wait()
+        for replay in replays:
+            if replay.poll() is None:
+                replay.kill()
+                replay.wait()
         if not args.keep:
             subprocess.run(["rm", "-rf", workdir])
+    labels = list(dict.fromkeys(r["predictor"] for r in runs))
     medians = {b: statistics.median(r["median_warm_s"] for r in runs if r["predictor"] == b)
-               for b in predictors}
-    print(json.dumps({"addresses": args.addresses, "trace": args.trace, "runs": runs,
-                      "median_warm_s": medians,
-                      "ratio_to_first": {b: round(m / medians[predictors[0]], 3)
-                                         for b, m in medians.items()}}, indent=1))
+               for b in labels}
+    firsts = {b: statistics.median(r["times_s"][0] for r in runs if r["predictor"] == b)
+              for b in labels}
+    print(json.dumps({"addresses": args.addresses, "trace": args.trace, "tls": args.tls,
+                      "runs": runs, "median_warm_s": medians, "median_first_s": firsts,
+                      "ratio_to_first": {b: round(m / medians[labels[0]], 3)
+                                         for b, m in medians.items()},
+                      "first_ratio_to_first": {b: round(m / firsts[labels[0]], 3)
+                                               for b, m in firsts.items()}}, indent=1))
     return 0
+
+
+class TlsFiles:
+    """A CA for the run (scripts/make-certs): certificates for localhost (the predictor and
+    broker), this client, and the statemgr, which names every 127.0.X.Y it is dialled at."""
+
+    def __init__(self, workdir, hosts):
+        self.dir = os.path.join(workdir, "certs")
+        subprocess.run([os.path.join(REPO_DIR, "scripts", "make-certs"), self.dir, "localhost",
+                        "client"], check=True, capture_output=True)
+        self._statemgr_certificate(hosts)
+
+    def flags(self, name):
+        return [f"--tls_cert={self.dir}/{name}.pem", f"--tls_key={self.dir}/{name}.key",
+                f"--tls_ca={self.dir}/ca.pem"]
+
+    def read(self, name):
+        with open(os.path.join(self.dir, name), "rb") as f:
+            return f.read()
+
+    def _statemgr_certificate(self, hosts):
+        import datetime
+        import ipaddress
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+        ca_key = serialization.load_pem_private_key(self.read("ca.key"), None)
+        ca = x509.load_pem_x509_certificate(self.read("ca.pem"))
+        key = ec.generate_private_key(ec.SECP256R1())
+        sans = [x509.IPAddress(ipaddress.ip_address(f"127.0.{i // 250}.{i % 250 + 1}"))
+                for i in range(hosts)]
+        now = datetime.datetime.now(datetime.timezone.utc)
+        cert = (x509.CertificateBuilder()
+                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "statemgr")]))
+                .issuer_name(ca.subject).public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(hours=1))
+                .not_valid_after(now + datetime.timedelta(days=2))
+                .add_extension(x509.SubjectAlternativeName(sans), False)
+                .sign(ca_key, hashes.SHA256()))
+        with open(os.path.join(self.dir, "statemgr.pem"), "wb") as f:
+            f.write(cert.public_bytes(serialization.Encoding.PEM))
+        with open(os.path.join(self.dir, "statemgr.key"), "wb") as f:
+            f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+
+
+def channel(address, tls):
+    """A channel for this client: plaintext, or mutual TLS with `tls` (a TlsFiles)."""
+    import grpc
+    options = [("grpc.max_receive_message_length", 64 << 20)]
+    if tls is None:
+        return grpc.insecure_channel(address, options=options)
+    return grpc.secure_channel(address, grpc.ssl_channel_credentials(
+        tls.read("ca.pem"), tls.read("client.key"), tls.read("client.pem")), options=options)
+
+
+def start_loaded_statemgr(base, trace, tls, replays):
+    """A statemgr on 0.0.0.0 (TLS with `tls`), loaded with `trace` by sojourn-replay, which
+    goes on in real time (appended to `replays`). Returns (port, stub)."""
+    from sojourn.v1 import statemgr_pb2_grpc
+    name = "statemgr-tls" if tls else "statemgr"
+    statemgr = base.start(name, "statemgr", [
+        "--listen=0.0.0.0:0", f"--db_path={os.path.join(base.workdir, name + '-db')}"]
+        + (tls.flags("statemgr") if tls else []))
+    port = statemgr.grpc_port
+    replay_log = os.path.join(base.workdir, name + "-replay.log")
+    with open(replay_log, "wb") as log:
+        replay = subprocess.Popen(
+            [base.binary("sojourn-replay"), f"--trace={trace}", f"--statemgr=127.0.0.1:{port}"]
+            + (tls.flags("client") if tls else []), stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=sojourn_cluster._die_with_parent)
+    replays.append(replay)
+    print(f"loading the trace into {name} ...", file=sys.stderr)
+
+    def loaded():
+        if replay.poll() is not None:
+            return "exited"
+        with open(replay_log) as f:
+            return "as history" in f.read()
+    if sojourn_cluster.wait_until(loaded, 1800, "sojourn-replay to load the history",
+                                  interval_seconds=1) == "exited":
+        with open(replay_log) as f:
+            raise RuntimeError(f"sojourn-replay exited with code {replay.returncode}:\n"
+                               f"{f.read()[-2000:]}")
+    return port, statemgr_pb2_grpc.StateManagerStub(channel(f"127.0.0.1:{port}", tls))
 
 
 def start_predictor_and_broker(cluster, binary):

@@ -146,10 +146,11 @@ class Cluster:
             raise FileNotFoundError(f"{path} is not an executable (build the target '{program}')")
         return path
 
-    def start(self, name, program, args, prefix=()):
+    def start(self, name, program, args, prefix=(), common=True):
         """Starts `program` with `args` plus loopback port-0 listen flags.
 
-        `prefix` goes before the program (e.g. ["prlimit", "--nofile=64:600", "--"]).
+        `prefix` goes before the program (e.g. ["prlimit", "--nofile=64:600", "--"]);
+        `common` appends self.common_args.
         Returns the Service once its port file is written (bounded wait).
         """
         port_file = os.path.join(self.workdir, f"{name}.ports")
@@ -157,7 +158,7 @@ class Cluster:
         argv = list(prefix) + [self.binary(program),
                 "--listen=127.0.0.1:0",
                 "--metrics_listen=127.0.0.1:0",
-                f"--port_file={port_file}"] + list(self.common_args) + list(args)
+                f"--port_file={port_file}"] + (list(self.common_args) if common else []) + list(args)
         log = open(log_path, "wb")
         try:
             popen = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,

@@ -440,16 +440,20 @@ const char* CodeName(grpc::StatusCode code) {
   }
 }
 
-// Prints "sojourn: WHAT: MESSAGE" and returns the exit code for `s`. An empty
-// message (e.g. UNIMPLEMENTED from a server that is not a `service`) is
-// replaced by the status code's name, with a hint for UNIMPLEMENTED.
 // After gRPC's message of a failed connection, what to check when it looks
 // like TLS on one end only or a certificate the other end refuses; "" else.
 std::string TlsHint(const grpc::Status& s) {
   const std::string& m = s.error_message();
   if (absl::StrContains(m, "certificate verify failed")) {
-    return " (is the service's certificate signed by --tls-ca, and does it name the address "
-           "dialled?)";
+    return " (is the service's certificate signed by --tls-ca?)";
+  }
+  if (absl::StrContains(m, "is not in peer certificate")) {
+    return " (the service's certificate does not name the address dialled: dial a name it "
+           "holds, or give the service a certificate for this one)";
+  }
+  if (absl::StrContains(m, "wrong version number") ||
+      (g_credentials != nullptr && absl::StrContains(m, "Ssl handshake failed"))) {
+    return " (does the service use TLS? without --tls-ca the call is plaintext)";
   }
   if (absl::StrContains(m, "unknown ca") || absl::StrContains(m, "bad certificate")) {
     return " (the service refused --tls-cert: is it signed by the CA the service trusts?)";
@@ -464,6 +468,10 @@ std::string TlsHint(const grpc::Status& s) {
   return "";
 }
 
+// Prints "sojourn: WHAT: MESSAGE" and returns the exit code for `s`. An empty
+// message (e.g. UNIMPLEMENTED from a server that is not a `service`) is
+// replaced by the status code's name, with a hint for UNIMPLEMENTED, and a
+// failed connection gets TlsHint's.
 int Fail(const grpc::Status& s, const std::string& what, const char* service,
          const std::string& address) {
   std::string message = s.error_message();
