@@ -16,8 +16,11 @@
 #include <sstream>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/text.h"
 
 namespace sojourn {
 namespace {
@@ -286,6 +289,35 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsFor(const TlsMateria
   options.pem_private_key = material.key_pem;
   options.pem_cert_chain = material.cert_pem;
   return grpc::SslCredentials(options);
+}
+
+std::vector<std::string> PeerCertificateNames(const grpc::ServerContextBase& context) {
+  std::vector<std::string> names;
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr) return names;
+  for (const grpc::string_ref& v : auth->FindPropertyValues(GRPC_X509_SAN_PROPERTY_NAME)) {
+    names.push_back(absl::AsciiStrToLower(absl::string_view(v.data(), v.size())));
+  }
+  return names;
+}
+
+absl::Status CheckHostNamed(const std::vector<std::string>& names, absl::string_view what,
+                            absl::string_view host) {
+  const std::string want = absl::AsciiStrToLower(host);
+  for (const std::string& n : names) {
+    if (n == want) return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      what, " ", Excerpt(host), " is not named in the caller's TLS certificate (",
+      names.empty() ? "it presented none" : absl::StrCat("it names ", absl::StrJoin(names, ", ")),
+      "); --tls_bind_hosts takes reports for a host only from a certificate naming it"));
+}
+
+absl::Status CheckBindHostsFlag(bool bind_hosts, const TlsMaterial& tls) {
+  if (!bind_hosts || (tls.enabled && tls.require_client_cert)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      "--tls_bind_hosts needs mutual TLS: --tls_cert, --tls_key, --tls_ca and "
+      "--tls_client_auth=require");
 }
 
 std::shared_ptr<grpc::ChannelCredentials> OrInsecure(

@@ -20,8 +20,9 @@
 // asks for a client certificate. Servers check each client against the CA;
 // clients also check that the server's certificate names the address they
 // dial (a DNS name or an IP address in its subjectAltName). A certificate
-// proves membership of the lab's CA, not which host the caller is: nothing
-// here matches it to the host a call is about (deploy/README.md "TLS").
+// proves membership of the lab's CA, not which host the caller is; the state
+// manager and the broker match it to the host a call reports for only with
+// --tls_bind_hosts (CheckHostNamed; deploy/README.md "TLS").
 //
 // The files are read once, at start-up, and checked there (LoadTls), so a
 // mistake stops the service with one line rather than failing every handshake
@@ -32,6 +33,7 @@
 
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_context.h>
 
 #include <memory>
 #include <string>
@@ -95,6 +97,22 @@ absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files, TlsRole role, absl::T
 // when it is not enabled.
 std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(const TlsMaterial& material);
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsFor(const TlsMaterial& material);
+
+// The names the caller's TLS certificate holds (its subjectAltName: DNS names
+// and IP addresses), lowercased; empty without TLS or a client certificate.
+std::vector<std::string> PeerCertificateNames(const grpc::ServerContextBase& context);
+
+// --tls_bind_hosts: OK when `names` (PeerCertificateNames of the caller) holds
+// `host` (case-insensitively), else PERMISSION_DENIED "`what` HOST is not
+// named in the caller's TLS certificate (it names: ...)". A host name proves
+// nothing otherwise: any holder of a certificate of the lab's CA could report
+// for any host.
+absl::Status CheckHostNamed(const std::vector<std::string>& names, absl::string_view what,
+                            absl::string_view host);
+
+// The check of a service's --tls_bind_hosts: it needs mutual TLS (`tls`
+// enabled, client certificates required); INVALID_ARGUMENT otherwise.
+absl::Status CheckBindHostsFlag(bool bind_hosts, const TlsMaterial& tls);
 
 // `credentials`, or insecure channel credentials when it is null: what a
 // service's client classes dial with when not given any.

@@ -111,6 +111,14 @@ BrokerService::BrokerService(HostRegistry& registry, TrSource& tr_source, Thread
 grpc::ServerUnaryReactor* BrokerService::RegisterHost(
     grpc::CallbackServerContext* context, const sojourn::v1::RegisterHostRequest* request,
     sojourn::v1::RegisterHostResponse* response) {
+  if (bind_hosts_) {
+    // Checked after the request's own checks (a malformed request is INVALID_ARGUMENT).
+    if (absl::Status s = ValidateLookupName(request->host()); !s.ok()) return FinishNow(context, s);
+    if (absl::Status s = CheckCaller(*context, request->host(), request->statemgr_address());
+        !s.ok()) {
+      return FinishNow(context, s);
+    }
+  }
   absl::Status s = registry_.Register(*request);
   response->set_heartbeat_ttl_seconds(absl::ToInt64Seconds(registry_.ttl()));
   return FinishNow(context, s);
@@ -120,10 +128,29 @@ grpc::ServerUnaryReactor* BrokerService::Heartbeat(grpc::CallbackServerContext* 
                                                    const sojourn::v1::HeartbeatRequest* request,
                                                    sojourn::v1::HeartbeatResponse* response) {
   if (absl::Status s = ValidateLookupName(request->host()); !s.ok()) return FinishNow(context, s);
+  if (bind_hosts_) {
+    if (absl::Status s = CheckCaller(*context, request->host(), ""); !s.ok()) {
+      return FinishNow(context, s);
+    }
+  }
   response->set_heartbeat_ttl_seconds(absl::ToInt64Seconds(registry_.ttl()));
   return FinishNow(context,
                    registry_.Heartbeat(request->host(), request->last_sample_unix_seconds(),
                                        request->has_condition() ? &request->condition() : nullptr));
+}
+
+absl::Status BrokerService::CheckCaller(const grpc::CallbackServerContext& context,
+                                        const std::string& host,
+                                        const std::string& statemgr_address) const {
+  const std::vector<std::string> names = PeerCertificateNames(context);
+  RETURN_IF_ERROR(CheckHostNamed(names, "host", host));
+  if (statemgr_address.empty()) return absl::OkStatus();
+  // HOST:PORT or [V6]:PORT (the registry refuses other shapes).
+  std::string address_host = statemgr_address.substr(0, statemgr_address.rfind(':'));
+  if (address_host.size() >= 2 && address_host.front() == '[' && address_host.back() == ']') {
+    address_host = address_host.substr(1, address_host.size() - 2);
+  }
+  return CheckHostNamed(names, "state manager address host", address_host);
 }
 
 grpc::ServerUnaryReactor* BrokerService::ListHosts(

@@ -119,6 +119,11 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
       : registry_(registry), ranker_(ranker), pool_(pool) {}
   // A ranker of default configuration without load forecasts, on `tr_source`.
   BrokerService(HostRegistry& registry, TrSource& tr_source, ThreadPool& pool);
+  // --tls_bind_hosts: RegisterHost and Heartbeat take a host only from a
+  // caller whose TLS certificate names it, and RegisterHost only a state
+  // manager address whose host it names (CheckHostNamed, common/tls.h);
+  // PERMISSION_DENIED otherwise. Needs mutual TLS. Call before serving.
+  void set_bind_hosts(bool on) { bind_hosts_ = on; }
 
   grpc::ServerUnaryReactor* RegisterHost(grpc::CallbackServerContext* context,
                                          const sojourn::v1::RegisterHostRequest* request,
@@ -175,6 +180,11 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
       sojourn::v1::EstimateJobTurnaroundResponse* response) override;
 
  private:
+  // With bind_hosts_, whether the caller of `context` may report `host` (and,
+  // when not empty, register a state manager at `statemgr_address`).
+  absl::Status CheckCaller(const grpc::CallbackServerContext& context, const std::string& host,
+                           const std::string& statemgr_address) const;
+  bool bind_hosts_ = false;
   // Checks a time a job event carries (0 = now): in [now -
   // turnaround::kMaxWaitSeconds, now + kMaxJobClockSkewSeconds].
   absl::StatusOr<int64_t> EventTime(int64_t job_id, const char* field, int64_t t) const;

@@ -76,6 +76,11 @@ ABSL_FLAG(std::string, job_selection, "fcfs",
           "name none: fcfs or easy (EASY backfilling)");
 ABSL_FLAG(std::string, node_selection, "normal",
           "the cluster's node selection (paper 002): normal (least loaded first) or uniform");
+ABSL_FLAG(bool, tls_bind_hosts, false,
+          "with mutual TLS: register a host, and take its heartbeats, only from a caller whose "
+          "TLS certificate names it and the host of its state manager address (a state manager "
+          "per host, with that host's certificate); PERMISSION_DENIED otherwise. Needs "
+          "--tls_cert, --tls_key, --tls_ca and --tls_client_auth=require");
 ABSL_FLAG(int, mpl_limit, 1, "parallel tasks one host may hold at once (multiprogramming limit)");
 ABSL_FLAG(int64_t, history_retry_seconds, 30,
           "how often job events the predictor's job history could not take (it was unreachable) "
@@ -149,7 +154,10 @@ int main(int argc, char** argv) {
   }
   const std::shared_ptr<grpc::ChannelCredentials> credentials =
       sojourn::ServiceTlsFromFlags(&options);
-  if (credentials == nullptr) return sojourn::kExitUsage;
+  if (credentials == nullptr || !sojourn::FlagsOk({sojourn::CheckBindHostsFlag(
+                                    absl::GetFlag(FLAGS_tls_bind_hosts), options.tls)})) {
+    return sojourn::kExitUsage;
+  }
   // Each registered host's state manager keeps a connection to the broker,
   // and clients and the predictor need some more.
   sojourn::RaiseOpenFileLimitOrWarn(
@@ -199,6 +207,7 @@ int main(int argc, char** argv) {
   sojourn::broker::Ranker ranker(tr_source, &load_source, sojourn::Clock::Real(), rc);
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
   sojourn::broker::BrokerService service(registry, ranker, pool);
+  service.set_bind_hosts(absl::GetFlag(FLAGS_tls_bind_hosts));
   sojourn::Metrics metrics("broker");
   sojourn::broker::GrpcJobHistory history(absl::GetFlag(FLAGS_predictor), absl::Seconds(10),
                                           absl::Seconds(60), credentials);

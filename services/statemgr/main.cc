@@ -36,6 +36,11 @@ ABSL_FLAG(int64_t, min_free_disk_mb, sojourn::kDefaultMinFreeDiskMb,
           "PushSamples refuses samples (RESOURCE_EXHAUSTED; the monitor keeps them and sends them "
           "again) while fewer MiB than this are free on --db_path's disk, and the state manager "
           "does not start then: RocksDB aborts on a full disk (0 = no check)");
+ABSL_FLAG(bool, tls_bind_hosts, false,
+          "with mutual TLS: take samples of a host only from a caller whose TLS certificate names "
+          "it (a state manager per host, its monitor's certificate naming the host); "
+          "PERMISSION_DENIED otherwise. Needs --tls_cert, --tls_key, --tls_ca and "
+          "--tls_client_auth=require");
 ABSL_FLAG(bool, sync_writes, true,
           "fsync every acknowledged batch (off: survives a process kill, not a power loss)");
 ABSL_FLAG(double, th1, 0.20, "CPU load below this is S1 (idle)");
@@ -134,7 +139,10 @@ int main(int argc, char** argv) {
   }
   const std::shared_ptr<grpc::ChannelCredentials> credentials =
       sojourn::ServiceTlsFromFlags(&options);
-  if (credentials == nullptr) return sojourn::kExitUsage;
+  if (credentials == nullptr || !sojourn::FlagsOk({sojourn::CheckBindHostsFlag(
+                                    absl::GetFlag(FLAGS_tls_bind_hosts), options.tls)})) {
+    return sojourn::kExitUsage;
+  }
 
   auto store = sojourn::statemgr::SampleStore::Open(db_path, absl::GetFlag(FLAGS_sync_writes));
   if (!store.ok()) {
@@ -166,6 +174,7 @@ int main(int argc, char** argv) {
   sc.max_watch_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_watch_queue));
   sc.db_path = db_path;
   sc.min_free_disk_mb = absl::GetFlag(FLAGS_min_free_disk_mb);
+  sc.bind_hosts = absl::GetFlag(FLAGS_tls_bind_hosts);
   sojourn::statemgr::StateManagerService service(book, usage, pool, metrics, sc);
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {

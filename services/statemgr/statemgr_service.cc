@@ -10,10 +10,11 @@
 #include "absl/strings/str_format.h"
 #include "common/cli_util.h"
 #include "common/grpc_status.h"
-#include "common/reactors.h"
 #include "common/logging.h"
+#include "common/reactors.h"
 #include "common/status.h"
 #include "common/text.h"
+#include "common/tls.h"
 #include "models/usage/forecasters.h"
 #include "services/convert.h"
 #include "services/statemgr/registrar.h"
@@ -74,8 +75,9 @@ absl::Status CheckRange(int64_t start_unix, int64_t end_unix) {
 class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
  public:
   PushReactor(HostBook& book, Metrics& metrics, const StateManagerServiceConfig& config,
-              PushSamplesResponse* response)
+              const grpc::CallbackServerContext& context, PushSamplesResponse* response)
       : book_(book), metrics_(metrics), config_(config), response_(response) {
+    if (config_.bind_hosts) peer_names_ = PeerCertificateNames(context);
     StartRead(&request_);
   }
 
@@ -114,6 +116,7 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
  private:
   absl::Status Handle() {
     RETURN_IF_ERROR(sojourn::ValidateHostName(request_.host()));
+    if (config_.bind_hosts) RETURN_IF_ERROR(CheckHostNamed(peer_names_, "host", request_.host()));
     const std::string host = Excerpt(request_.host());
     if (request_.period_seconds() != 0 &&
         (request_.period_seconds() < 1 || request_.period_seconds() > kMaxPeriodSeconds)) {
@@ -205,6 +208,7 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
   const StateManagerServiceConfig& config_;
   PushSamplesResponse* response_;
   PushSamplesRequest request_;
+  std::vector<std::string> peer_names_;  // the caller's certificate's, with bind_hosts
   int64_t messages_ = 0;
 };
 
@@ -399,8 +403,8 @@ StateManagerService::StateManagerService(HostBook& book, UsageKeeper& usage, Thr
 }
 
 grpc::ServerReadReactor<PushSamplesRequest>* StateManagerService::PushSamples(
-    grpc::CallbackServerContext* /*context*/, PushSamplesResponse* response) {
-  return new PushReactor(book_, metrics_, config_, response);
+    grpc::CallbackServerContext* context, PushSamplesResponse* response) {
+  return new PushReactor(book_, metrics_, config_, *context, response);
 }
 
 StateManagerService::~StateManagerService() { book_.RemoveWatcher(&state_metrics_); }

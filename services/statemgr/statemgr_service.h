@@ -27,6 +27,10 @@ struct StateManagerServiceConfig {
   // check): RESOURCE_EXHAUSTED below it.
   std::string db_path;
   int64_t min_free_disk_mb = 0;
+  // --tls_bind_hosts: PushSamples takes samples of a host only from a caller
+  // whose TLS certificate names it (CheckHostNamed, common/tls.h);
+  // PERMISSION_DENIED otherwise. Needs mutual TLS.
+  bool bind_hosts = false;
 };
 
 // Initial-metadata key of a WatchStates stream whose watcher is registered

@@ -285,6 +285,11 @@ class TlsClusterTest(unittest.TestCase):
              + [f"--tls_ca={c('ca.pem')}"],
              r"--tls_cert: the certificate in .*rogue/localhost\.pem does not verify against "
              r".*certs/ca\.pem \(.*\); the other services verify against the same CA"),
+            ("bind hosts without TLS", ["--tls_bind_hosts"],
+             r"--tls_bind_hosts needs mutual TLS"),
+            ("bind hosts without client certificates",
+             tls_flags() + ["--tls_bind_hosts", "--tls_client_auth=none"],
+             r"--tls_bind_hosts needs mutual TLS"),
             ("a host's certificate as the CA", tls_flags()[:2] + [f"--tls_cert={c('localhost.pem')}",
                                                                   f"--tls_ca={c('client.pem')}"],
              r"--tls_ca: no CA certificate in .*client\.pem"),
@@ -297,7 +302,8 @@ class TlsClusterTest(unittest.TestCase):
                      "--metrics_listen=", f"--db_path={db}", *flags],
                     capture_output=True, text=True, timeout=30)
                 self.assertEqual(out.returncode, 2, out.stderr)
-                lines = out.stderr.strip().splitlines()
+                # One error line (an INFO line may come first, once the TLS files loaded).
+                lines = [l for l in out.stderr.strip().splitlines() if not l.startswith("I ")]
                 self.assertEqual(len(lines), 1, out.stderr)
                 self.assertRegex(lines[0], message)
                 self.assertFalse(os.path.exists(db), "the database was opened")
@@ -320,6 +326,58 @@ class TlsClusterTest(unittest.TestCase):
         # The broker forwarded the job's events to the predictor's job history, over TLS.
         self.assertRegex(p.stdout, r"queued job \d+: 1 waiting, 0 running; job history "
                                    r"recorded it: True")
+
+    def test_bind_hosts_takes_reports_only_for_the_certificates_host(self):
+        # A state manager per host: the broker and the state manager bind host names to
+        # certificates, and the host "client" (its certificate names client, localhost,
+        # 127.0.0.1, ::1) reports through a monitor and a state manager holding its certificate.
+        import grpc
+        pb = client_test.pb
+        broker = CLUSTER.start("broker-bound", "broker", [
+            f"--predictor={CLUSTER.services['predictor'].address}", "--tls_bind_hosts"])
+        statemgr = CLUSTER.start("statemgr-bound", "statemgr", [
+            f"--db_path={os.path.join(WORKDIR, 'bound-db')}", f"--broker={broker.address}",
+            "--heartbeat_seconds=1", "--tls_bind_hosts", *tls_flags("client")], common=False)
+        CLUSTER.start("monitor-bound", "monitor", [
+            f"--statemgr={statemgr.address}", "--host=client", "--period_seconds=1",
+            *tls_flags("client")], common=False)
+        broker_stub = self.secure_stub("broker-bound", pb["broker_grpc"].BrokerStub)
+        sojourn_cluster.wait_until(
+            lambda: "client" in {h.host for h in broker_stub.ListHosts(
+                pb["broker"].BrokerListHostsRequest(), timeout=10).hosts},
+            60, "host 'client' registered by its own state manager")
+        # Reports for another host, or a state manager address the certificate does not
+        # name, are refused, with what the certificate names.
+        sm_stub = self.secure_stub("statemgr-bound", pb["statemgr_grpc"].StateManagerStub)
+        now = int(time.time())
+        sample = pb["common"].HostSample(unix_seconds=now - 60, cpu_load_ratio=0.1,
+                                         free_mem_mb=1000)
+
+        def push(host):
+            return sm_stub.PushSamples(iter([pb["statemgr"].PushSamplesRequest(
+                host=host, samples=[sample], period_seconds=6)]), timeout=10)
+        # Taken (stored, or a duplicate of what the monitor sent).
+        ack = push("client")
+        self.assertEqual(ack.persisted_samples + ack.duplicate_samples, 1)
+        cases = [
+            ("push for another host", lambda: push("intruder")),
+            ("register another host", lambda: broker_stub.RegisterHost(
+                pb["broker"].RegisterHostRequest(host="intruder",
+                                                 statemgr_address="client:7403"), timeout=10)),
+            ("register at an address not named", lambda: broker_stub.RegisterHost(
+                pb["broker"].RegisterHostRequest(host="client",
+                                                 statemgr_address="elsewhere:7403"), timeout=10)),
+            ("heartbeat for another host", lambda: broker_stub.Heartbeat(
+                pb["broker"].HeartbeatRequest(host="intruder"), timeout=10)),
+        ]
+        for case, call in cases:
+            with self.subTest(case=case):
+                with self.assertRaises(grpc.RpcError) as ctx:
+                    call()
+                self.assertEqual(ctx.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
+                self.assertIn("is not named in the caller's TLS certificate (it names client, "
+                              "localhost, 127.0.0.1", ctx.exception.details())
+        broker_stub.Heartbeat(pb["broker"].HeartbeatRequest(host="client"), timeout=10)
 
     def test_replay_over_tls(self):
         host, rows = "tls-replayed-host", 50
