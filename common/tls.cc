@@ -1,7 +1,9 @@
 #include "common/tls.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
+#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -20,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/text.h"
 
 namespace sojourn {
@@ -291,26 +294,117 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsFor(const TlsMateria
   return grpc::SslCredentials(options);
 }
 
-std::vector<std::string> PeerCertificateNames(const grpc::ServerContextBase& context) {
-  std::vector<std::string> names;
-  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
-  if (auth == nullptr) return names;
-  for (const grpc::string_ref& v : auth->FindPropertyValues(GRPC_X509_SAN_PROPERTY_NAME)) {
-    names.push_back(absl::AsciiStrToLower(absl::string_view(v.data(), v.size())));
+namespace {
+
+// An IP address literal in inet_ntop form, or "" when `text` is not one.
+std::string CanonicalIp(absl::string_view text) {
+  const std::string t(text);
+  unsigned char buf[sizeof(in6_addr)];
+  char out[INET6_ADDRSTRLEN];
+  if (inet_pton(AF_INET, t.c_str(), buf) == 1) {
+    return inet_ntop(AF_INET, buf, out, sizeof(out)) != nullptr ? out : "";
   }
-  return names;
+  if (inet_pton(AF_INET6, t.c_str(), buf) == 1) {
+    return inet_ntop(AF_INET6, buf, out, sizeof(out)) != nullptr ? out : "";
+  }
+  return "";
 }
 
-absl::Status CheckHostNamed(const std::vector<std::string>& names, absl::string_view what,
+// localhost, *.localhost, 127.0.0.0/8 and ::1 (`name` lowercased / canonical).
+bool IsLoopbackName(const std::string& name) {
+  return name == "localhost" || absl::EndsWith(name, ".localhost") ||
+         absl::StartsWith(name, "127.") || name == "::1";
+}
+
+}  // namespace
+
+CertificateIdentity CertificateIdentityOf(absl::string_view pem) {
+  CertificateIdentity id;
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  ERR_clear_error();
+  if (cert == nullptr) return id;
+  id.present = true;
+  id.server_auth = (X509_get_extended_key_usage(cert.get()) & XKU_SSL_SERVER) != 0;
+  auto* sans = static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(cert.get(), NID_subject_alt_name, nullptr, nullptr));
+  for (int k = 0; sans != nullptr && k < sk_GENERAL_NAME_num(sans); ++k) {
+    const GENERAL_NAME* g = sk_GENERAL_NAME_value(sans, k);
+    std::string name;
+    if (g->type == GEN_DNS) {
+      const ASN1_STRING* d = g->d.dNSName;
+      name = absl::AsciiStrToLower(absl::string_view(
+          reinterpret_cast<const char*>(ASN1_STRING_get0_data(d)), ASN1_STRING_length(d)));
+    } else if (g->type == GEN_IPADD) {
+      const ASN1_OCTET_STRING* ip = g->d.iPAddress;
+      char out[INET6_ADDRSTRLEN];
+      const int family = ASN1_STRING_length(ip) == 4    ? AF_INET
+                         : ASN1_STRING_length(ip) == 16 ? AF_INET6
+                                                        : 0;
+      if (family != 0 && inet_ntop(family, ASN1_STRING_get0_data(ip), out, sizeof(out))) {
+        name = out;
+      }
+    }
+    if (!name.empty() && !IsLoopbackName(name)) id.names.push_back(std::move(name));
+  }
+  GENERAL_NAMES_free(sans);
+  ERR_clear_error();
+  return id;
+}
+
+CertificateIdentity PeerCertificateIdentity(const grpc::ServerContextBase& context) {
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr) return {};
+  for (const grpc::string_ref& v : auth->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME)) {
+    return CertificateIdentityOf(absl::string_view(v.data(), v.size()));
+  }
+  return {};
+}
+
+std::string AddressHost(absl::string_view address) {
+  absl::ConsumePrefix(&address, "dns:///");
+  absl::ConsumePrefix(&address, "dns:");
+  const size_t colon = address.rfind(':');
+  absl::string_view host = colon == absl::string_view::npos ? address : address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+    host = host.substr(0, host.find('%'));  // a zone (fe80::1%eth0) is not in certificates
+  }
+  const std::string ip = CanonicalIp(host);
+  return ip.empty() ? std::string(host) : ip;
+}
+
+absl::Status CheckHostNamed(const CertificateIdentity& peer, absl::string_view what,
                             absl::string_view host) {
-  const std::string want = absl::AsciiStrToLower(host);
-  for (const std::string& n : names) {
+  constexpr absl::string_view kWhy =
+      "--tls_bind_hosts takes reports for a host only from that host's own certificate";
+  const std::string ip = CanonicalIp(host);
+  const std::string want = ip.empty() ? std::string(host) : ip;
+  if (IsLoopbackName(absl::AsciiStrToLower(want))) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, " ", Excerpt(host),
+                     " is a loopback name, which every certificate of the lab holds; ", kWhy));
+  }
+  if (!peer.present) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, " ", Excerpt(host), ": the caller presented no certificate; ", kWhy));
+  }
+  if (!peer.server_auth) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, " ", Excerpt(host),
+                     ": the caller's certificate is a client's (no serverAuth, as "
+                     "make-certs --client makes them); ",
+                     kWhy));
+  }
+  for (const std::string& n : peer.names) {
     if (n == want) return absl::OkStatus();
   }
   return absl::PermissionDeniedError(absl::StrCat(
       what, " ", Excerpt(host), " is not named in the caller's TLS certificate (",
-      names.empty() ? "it presented none" : absl::StrCat("it names ", absl::StrJoin(names, ", ")),
-      "); --tls_bind_hosts takes reports for a host only from a certificate naming it"));
+      peer.names.empty() ? "it names no host"
+                         : absl::StrCat("it names ", absl::StrJoin(peer.names, ", ")),
+      absl::AsciiStrToLower(want) != want ? "; host names are matched in lowercase" : "", "); ",
+      kWhy));
 }
 
 absl::Status CheckBindHostsFlag(bool bind_hosts, const TlsMaterial& tls) {

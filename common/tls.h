@@ -98,16 +98,37 @@ absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files, TlsRole role, absl::T
 std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(const TlsMaterial& material);
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsFor(const TlsMaterial& material);
 
-// The names the caller's TLS certificate holds (its subjectAltName: DNS names
-// and IP addresses), lowercased; empty without TLS or a client certificate.
-std::vector<std::string> PeerCertificateNames(const grpc::ServerContextBase& context);
+// What a certificate says about the host holding it, for --tls_bind_hosts.
+struct CertificateIdentity {
+  bool present = false;
+  // It may serve: extendedKeyUsage has serverAuth, or it has no such
+  // extension. scripts/make-certs --client certificates may not.
+  bool server_auth = false;
+  // The DNS names (lowercased) and IP addresses (inet_ntop form) of its
+  // subjectAltName, loopback names left out (localhost, *.localhost,
+  // 127.0.0.0/8, ::1: every make-certs certificate names them). URI, email
+  // and other kinds of names are ignored.
+  std::vector<std::string> names;
+};
 
-// --tls_bind_hosts: OK when `names` (PeerCertificateNames of the caller) holds
-// `host` (case-insensitively), else PERMISSION_DENIED "`what` HOST is not
-// named in the caller's TLS certificate (it names: ...)". A host name proves
-// nothing otherwise: any holder of a certificate of the lab's CA could report
-// for any host.
-absl::Status CheckHostNamed(const std::vector<std::string>& names, absl::string_view what,
+// The identity of the first certificate in `pem`; not present when it holds none.
+CertificateIdentity CertificateIdentityOf(absl::string_view pem);
+// The identity of the caller's TLS certificate; not present without TLS or a
+// client certificate.
+CertificateIdentity PeerCertificateIdentity(const grpc::ServerContextBase& context);
+
+// The host of a state manager address: HOST of HOST:PORT, [V6]:PORT (zone
+// dropped) or dns:///HOST:PORT, with an IP address in inet_ntop form.
+std::string AddressHost(absl::string_view address);
+
+// --tls_bind_hosts: OK when the caller (`peer`) may report for `host`: it
+// presented a certificate that may serve and whose names hold `host` exactly
+// (DNS names are lowercased, so a host name must be lowercase; an IP address
+// in inet_ntop form). PERMISSION_DENIED otherwise, naming `what` and what the
+// certificate names; loopback names are refused as hosts (any certificate
+// names them). A host name proves nothing otherwise: any holder of a
+// certificate of the lab's CA could report for any host.
+absl::Status CheckHostNamed(const CertificateIdentity& peer, absl::string_view what,
                             absl::string_view host);
 
 // The check of a service's --tls_bind_hosts: it needs mutual TLS (`tls`

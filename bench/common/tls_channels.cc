@@ -9,8 +9,9 @@
 // process opens --channels channels, each to its own loopback address
 // 127.0.X.Y (one connection each, as to distinct state managers; with TLS the
 // server's name is taken as "localhost", which its certificate names), and
-// waits until every one is connected. Prints JSON: per run the client's
-// resident memory before and after, the KiB per channel and the seconds to
+// waits until every one is connected (10 s at most each). Prints JSON: per run
+// the client's resident memory (MiB) before and after (after one warm-up
+// channel, which is not counted), the KiB per channel and the seconds to
 // connect them all; then the medians per mode and the TLS / plaintext ratios.
 // Each measurement runs in a fresh process (fork before gRPC starts), so one
 // mode's freed memory does not hide the other's.
@@ -84,13 +85,23 @@ sojourn::TlsMaterial Load(const std::string& dir, bool tls) {
   const sojourn::TlsMaterial material = Load(dir, tls);
   std::shared_ptr<grpc::ChannelCredentials> creds = sojourn::ChannelCredentialsFor(material);
   Run run;
-  run.rss_before_mb = RssMb();
   std::vector<std::shared_ptr<grpc::Channel>> held;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < channels; ++i) {
+  {
+    // One channel first, not counted: gRPC's and OpenSSL's one-time set-up.
     grpc::ChannelArguments args;
     if (tls) args.SetSslTargetNameOverride("localhost");
-    const std::string target = absl::StrCat("127.0.", i / 250, ".", i % 250 + 1, ":", port);
+    auto warm = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port), creds, args);
+    warm->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    held.push_back(std::move(warm));
+  }
+  run.rss_before_mb = RssMb();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < channels; ++i) {
+    // A server that stopped answering would take 10 s a channel: give up after 10 minutes.
+    if (std::chrono::steady_clock::now() - start > std::chrono::minutes(10)) break;
+    grpc::ChannelArguments args;
+    if (tls) args.SetSslTargetNameOverride("localhost");
+    const std::string target = absl::StrCat("127.0.", i / 250 + 1, ".", i % 250 + 1, ":", port);
     auto channel = grpc::CreateCustomChannel(target, creds, args);
     if (channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
       ++run.connected;
@@ -104,23 +115,42 @@ sojourn::TlsMaterial Load(const std::string& dir, bool tls) {
   std::_Exit(0);
 }
 
+// Reads exactly `n` bytes from `fd`; false at EOF (the writer died) or on an error.
+bool ReadAll(int fd, void* buf, size_t n) { return read(fd, buf, n) == static_cast<ssize_t>(n); }
+
 bool Measure(const std::string& dir, bool tls, int channels, Run* out) {
-  int server_pipe[2], client_pipe[2];
-  if (pipe(server_pipe) != 0 || pipe(client_pipe) != 0) return false;
+  int server_pipe[2];
+  if (pipe(server_pipe) != 0) return false;
   const pid_t server = fork();
-  if (server == 0) Serve(dir, tls, server_pipe[1]);
+  if (server < 0) {
+    close(server_pipe[0]);
+    close(server_pipe[1]);
+    return false;
+  }
+  if (server == 0) {
+    close(server_pipe[0]);
+    Serve(dir, tls, server_pipe[1]);
+  }
+  close(server_pipe[1]);  // EOF when the server dies before writing its port
   int port = 0;
-  const bool got_port = read(server_pipe[0], &port, sizeof(port)) == sizeof(port) && port > 0;
-  bool ok = false;
-  if (got_port) {
+  bool ok = ReadAll(server_pipe[0], &port, sizeof(port)) && port > 0;
+  close(server_pipe[0]);
+  int client_pipe[2];
+  if (ok && pipe(client_pipe) == 0) {
     const pid_t client = fork();
-    if (client == 0) Connect(dir, tls, port, channels, client_pipe[1]);
-    ok = read(client_pipe[0], out, sizeof(*out)) == sizeof(*out);
-    waitpid(client, nullptr, 0);
+    if (client == 0) {
+      close(client_pipe[0]);
+      Connect(dir, tls, port, channels, client_pipe[1]);
+    }
+    close(client_pipe[1]);  // EOF when the client dies before reporting
+    ok = client > 0 && ReadAll(client_pipe[0], out, sizeof(*out));
+    close(client_pipe[0]);
+    if (client > 0) waitpid(client, nullptr, 0);
+  } else {
+    ok = false;
   }
   kill(server, SIGKILL);
   waitpid(server, nullptr, 0);
-  for (int fd : {server_pipe[0], server_pipe[1], client_pipe[0], client_pipe[1]}) close(fd);
   return ok;
 }
 

@@ -142,15 +142,10 @@ grpc::ServerUnaryReactor* BrokerService::Heartbeat(grpc::CallbackServerContext* 
 absl::Status BrokerService::CheckCaller(const grpc::CallbackServerContext& context,
                                         const std::string& host,
                                         const std::string& statemgr_address) const {
-  const std::vector<std::string> names = PeerCertificateNames(context);
-  RETURN_IF_ERROR(CheckHostNamed(names, "host", host));
+  const CertificateIdentity peer = PeerCertificateIdentity(context);
+  RETURN_IF_ERROR(CheckHostNamed(peer, "host", host));
   if (statemgr_address.empty()) return absl::OkStatus();
-  // HOST:PORT or [V6]:PORT (the registry refuses other shapes).
-  std::string address_host = statemgr_address.substr(0, statemgr_address.rfind(':'));
-  if (address_host.size() >= 2 && address_host.front() == '[' && address_host.back() == ']') {
-    address_host = address_host.substr(1, address_host.size() - 2);
-  }
-  return CheckHostNamed(names, "state manager address host", address_host);
+  return CheckHostNamed(peer, "state manager address host", AddressHost(statemgr_address));
 }
 
 grpc::ServerUnaryReactor* BrokerService::ListHosts(

@@ -175,6 +175,7 @@ int main(int argc, char** argv) {
   sc.db_path = db_path;
   sc.min_free_disk_mb = absl::GetFlag(FLAGS_min_free_disk_mb);
   sc.bind_hosts = absl::GetFlag(FLAGS_tls_bind_hosts);
+  sc.own = sojourn::CertificateIdentityOf(options.tls.cert_pem);
   sojourn::statemgr::StateManagerService service(book, usage, pool, metrics, sc);
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {

@@ -77,7 +77,7 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
   PushReactor(HostBook& book, Metrics& metrics, const StateManagerServiceConfig& config,
               const grpc::CallbackServerContext& context, PushSamplesResponse* response)
       : book_(book), metrics_(metrics), config_(config), response_(response) {
-    if (config_.bind_hosts) peer_names_ = PeerCertificateNames(context);
+    if (config_.bind_hosts) peer_ = PeerCertificateIdentity(context);
     StartRead(&request_);
   }
 
@@ -116,7 +116,15 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
  private:
   absl::Status Handle() {
     RETURN_IF_ERROR(sojourn::ValidateHostName(request_.host()));
-    if (config_.bind_hosts) RETURN_IF_ERROR(CheckHostNamed(peer_names_, "host", request_.host()));
+    if (config_.bind_hosts) {
+      RETURN_IF_ERROR(CheckHostNamed(peer_, "host", request_.host()));
+      if (absl::Status own = CheckHostNamed(config_.own, "host", request_.host()); !own.ok()) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "host ", Excerpt(request_.host()),
+            " is not this state manager's: its own certificate (--tls_cert) does not name it, "
+            "and with --tls_bind_hosts a state manager keeps only its own host's samples"));
+      }
+    }
     const std::string host = Excerpt(request_.host());
     if (request_.period_seconds() != 0 &&
         (request_.period_seconds() < 1 || request_.period_seconds() > kMaxPeriodSeconds)) {
@@ -208,7 +216,7 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
   const StateManagerServiceConfig& config_;
   PushSamplesResponse* response_;
   PushSamplesRequest request_;
-  std::vector<std::string> peer_names_;  // the caller's certificate's, with bind_hosts
+  CertificateIdentity peer_;  // the caller's certificate's, with bind_hosts
   int64_t messages_ = 0;
 };
 

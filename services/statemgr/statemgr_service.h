@@ -6,6 +6,7 @@
 
 #include "common/metrics.h"
 #include "common/thread_pool.h"
+#include "common/tls.h"
 #include "services/statemgr/host_book.h"
 #include "services/statemgr/usage_keeper.h"
 #include "sojourn/v1/statemgr.grpc.pb.h"
@@ -28,9 +29,12 @@ struct StateManagerServiceConfig {
   std::string db_path;
   int64_t min_free_disk_mb = 0;
   // --tls_bind_hosts: PushSamples takes samples of a host only from a caller
-  // whose TLS certificate names it (CheckHostNamed, common/tls.h);
+  // whose TLS certificate names it (CheckHostNamed, common/tls.h), and only
+  // of a host this state manager's own certificate names too (`own`, its
+  // --tls_cert): a state manager per host keeps its own host's samples.
   // PERMISSION_DENIED otherwise. Needs mutual TLS.
   bool bind_hosts = false;
+  CertificateIdentity own;
 };
 
 // Initial-metadata key of a WatchStates stream whose watcher is registered

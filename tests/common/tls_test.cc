@@ -64,11 +64,14 @@ class TlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
-    const char* src = std::getenv("SOJOURN_SOURCE_DIR");
-    const std::string make = absl::StrCat(src != nullptr ? src : ".", "/scripts/make-certs");
-    Shell(absl::StrCat(make, " ", dir_->File("a"), " localhost client"));
-    Shell(absl::StrCat(make, " ", dir_->File("b"), " localhost"));
+    MakeCerts(absl::StrCat(dir_->File("a"), " localhost client"));
+    MakeCerts(absl::StrCat(dir_->File("b"), " localhost"));
     made_ = absl::Now();
+  }
+  // scripts/make-certs ARGS.
+  static void MakeCerts(const std::string& args) {
+    const char* src = std::getenv("SOJOURN_SOURCE_DIR");
+    Shell(absl::StrCat(src != nullptr ? src : ".", "/scripts/make-certs ", args));
   }
   static void TearDownTestSuite() { delete dir_; }
 
@@ -220,6 +223,59 @@ TEST_F(TlsTest, BadFilesAndOptions) {
     EXPECT_THAT(m.status().message(), HasSubstr(c.message));
     EXPECT_EQ(m.status().message().find('\n'), absl::string_view::npos) << m.status();
   }
+}
+
+// What --tls_bind_hosts reads of a certificate: its DNS names and IP
+// addresses, without the loopback names, and whether it may serve.
+TEST_F(TlsTest, CertificateIdentityOfMakeCertsFiles) {
+  MakeCerts(absl::StrCat(dir_->File("a"), " Lab-PC01,lab-pc01.lab.example,10.0.0.7,2001:DB8:0::1"));
+  MakeCerts(absl::StrCat("--client ", dir_->File("a"), " ops"));
+  const CertificateIdentity host = CertificateIdentityOf(Slurp(A("Lab-PC01.pem")));
+  EXPECT_TRUE(host.present);
+  EXPECT_TRUE(host.server_auth);
+  EXPECT_EQ(host.names, (std::vector<std::string>{"lab-pc01", "lab-pc01.lab.example", "10.0.0.7",
+                                                  "2001:db8::1"}));
+  const CertificateIdentity client = CertificateIdentityOf(Slurp(A("ops.pem")));
+  EXPECT_TRUE(client.present);
+  EXPECT_FALSE(client.server_auth);
+  EXPECT_EQ(client.names, std::vector<std::string>{"ops"});
+  const CertificateIdentity local = CertificateIdentityOf(Slurp(A("localhost.pem")));
+  EXPECT_TRUE(local.server_auth);
+  EXPECT_THAT(local.names, IsEmpty());
+  EXPECT_FALSE(CertificateIdentityOf("not PEM").present);
+
+  EXPECT_TRUE(CheckHostNamed(host, "host", "lab-pc01").ok());
+  EXPECT_TRUE(CheckHostNamed(host, "host", "10.0.0.7").ok());
+  EXPECT_TRUE(CheckHostNamed(host, "host", "2001:db8:0:0::1").ok());  // the same address
+  struct Refusal {
+    CertificateIdentity peer;
+    std::string host, message;
+  };
+  for (const Refusal& r : std::vector<Refusal>{
+           {host, "lab-pc02",
+            "host lab-pc02 is not named in the caller's TLS certificate (it "
+            "names lab-pc01, lab-pc01.lab.example, 10.0.0.7, 2001:db8::1)"},
+           {host, "Lab-PC01", "matched in lowercase"},
+           {host, "localhost", "is a loopback name"},
+           {host, "127.0.0.9", "is a loopback name"},
+           {host, "::1", "is a loopback name"},
+           {client, "ops", "the caller's certificate is a client's"},
+           {CertificateIdentity{}, "lab-pc01", "the caller presented no certificate"},
+           {local, "lab-pc01", "(it names no host)"},
+       }) {
+    absl::Status st = CheckHostNamed(r.peer, "host", r.host);
+    EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied) << r.host;
+    EXPECT_THAT(st.message(), HasSubstr(r.message)) << r.host;
+  }
+}
+
+// The host of a state manager address, as CheckHostNamed compares it.
+TEST(AddressHostTest, TakesTheHostOfEveryAddressForm) {
+  EXPECT_EQ(AddressHost("lab-pc01:7403"), "lab-pc01");
+  EXPECT_EQ(AddressHost("dns:///lab-pc01:7403"), "lab-pc01");
+  EXPECT_EQ(AddressHost("10.0.0.7:7403"), "10.0.0.7");
+  EXPECT_EQ(AddressHost("[2001:DB8:0::1]:7403"), "2001:db8::1");
+  EXPECT_EQ(AddressHost("[fe80::1%eth0]:7403"), "fe80::1");
 }
 
 // A server started with the material serves a client holding a certificate

@@ -329,15 +329,17 @@ class TlsClusterTest(unittest.TestCase):
 
     def test_bind_hosts_takes_reports_only_for_the_certificates_host(self):
         # A state manager per host: the broker and the state manager bind host names to
-        # certificates, and the host "client" (its certificate names client, localhost,
-        # 127.0.0.1, ::1) reports through a monitor and a state manager holding its certificate.
+        # certificates. The host "client" (its certificate names client, and the loopback
+        # names, which do not count) reports through a monitor and a state manager holding
+        # its certificate; the state manager advertises itself as client:7403.
         import grpc
         pb = client_test.pb
         broker = CLUSTER.start("broker-bound", "broker", [
             f"--predictor={CLUSTER.services['predictor'].address}", "--tls_bind_hosts"])
         statemgr = CLUSTER.start("statemgr-bound", "statemgr", [
             f"--db_path={os.path.join(WORKDIR, 'bound-db')}", f"--broker={broker.address}",
-            "--heartbeat_seconds=1", "--tls_bind_hosts", *tls_flags("client")], common=False)
+            "--heartbeat_seconds=1", "--advertise_address=client:7403", "--tls_bind_hosts",
+            *tls_flags("client")], common=False)
         CLUSTER.start("monitor-bound", "monitor", [
             f"--statemgr={statemgr.address}", "--host=client", "--period_seconds=1",
             *tls_flags("client")], common=False)
@@ -346,38 +348,63 @@ class TlsClusterTest(unittest.TestCase):
             lambda: "client" in {h.host for h in broker_stub.ListHosts(
                 pb["broker"].BrokerListHostsRequest(), timeout=10).hosts},
             60, "host 'client' registered by its own state manager")
-        # Reports for another host, or a state manager address the certificate does not
-        # name, are refused, with what the certificate names.
-        sm_stub = self.secure_stub("statemgr-bound", pb["statemgr_grpc"].StateManagerStub)
         now = int(time.time())
         sample = pb["common"].HostSample(unix_seconds=now - 60, cpu_load_ratio=0.1,
                                          free_mem_mb=1000)
 
-        def push(host):
-            return sm_stub.PushSamples(iter([pb["statemgr"].PushSamplesRequest(
-                host=host, samples=[sample], period_seconds=6)]), timeout=10)
+        def stub(service, cert):
+            channel = grpc.secure_channel(CLUSTER.services[service].address,
+                                          credentials(CERTS, cert))
+            self.addCleanup(channel.close)
+            return channel
+
+        def push(host, cert="client", hosts=None):
+            sm = pb["statemgr_grpc"].StateManagerStub(stub("statemgr-bound", cert))
+            return sm.PushSamples(iter([pb["statemgr"].PushSamplesRequest(
+                host=h, samples=[sample], period_seconds=6) for h in (hosts or [host])]),
+                timeout=10)
+
+        def register(host, address, cert="client"):
+            return pb["broker_grpc"].BrokerStub(stub("broker-bound", cert)).RegisterHost(
+                pb["broker"].RegisterHostRequest(host=host, statemgr_address=address), timeout=10)
         # Taken (stored, or a duplicate of what the monitor sent).
         ack = push("client")
         self.assertEqual(ack.persisted_samples + ack.duplicate_samples, 1)
+        register("client", "dns:///client:7403")
+        names = "is not named in the caller's TLS certificate (it names client)"
         cases = [
-            ("push for another host", lambda: push("intruder")),
-            ("register another host", lambda: broker_stub.RegisterHost(
-                pb["broker"].RegisterHostRequest(host="intruder",
-                                                 statemgr_address="client:7403"), timeout=10)),
-            ("register at an address not named", lambda: broker_stub.RegisterHost(
-                pb["broker"].RegisterHostRequest(host="client",
-                                                 statemgr_address="elsewhere:7403"), timeout=10)),
+            ("push for another host", lambda: push("intruder"), names),
+            ("another host in the stream's second message",
+             lambda: push(None, hosts=["client", "intruder"]), names),
+            ("push in another case", lambda: push("CLIENT"), "matched in lowercase"),
+            ("push for localhost", lambda: push("localhost"), "is a loopback name"),
+            ("push with a client-only certificate", lambda: push("ops", cert="ops"),
+             "the caller's certificate is a client's"),
+            ("push for a host this state manager is not", lambda: push("pc02", cert="pc02"),
+             "host pc02 is not this state manager's"),
+            ("register another host", lambda: register("intruder", "client:7403"), names),
+            ("register at an address not named", lambda: register("client", "elsewhere:7403"),
+             names),
+            ("register at a loopback address", lambda: register("client", "127.0.0.1:7403"),
+             "is a loopback name"),
+            ("register with a client-only certificate", lambda: register("ops", "ops:7403", "ops"),
+             "the caller's certificate is a client's"),
             ("heartbeat for another host", lambda: broker_stub.Heartbeat(
-                pb["broker"].HeartbeatRequest(host="intruder"), timeout=10)),
+                pb["broker"].HeartbeatRequest(host="intruder"), timeout=10), names),
         ]
-        for case, call in cases:
+        for case, call, message in cases:
             with self.subTest(case=case):
                 with self.assertRaises(grpc.RpcError) as ctx:
                     call()
                 self.assertEqual(ctx.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
-                self.assertIn("is not named in the caller's TLS certificate (it names client, "
-                              "localhost, 127.0.0.1", ctx.exception.details())
+                self.assertIn(message, ctx.exception.details())
         broker_stub.Heartbeat(pb["broker"].HeartbeatRequest(host="client"), timeout=10)
+        # The broker refuses the flag without mutual TLS, as the state manager does.
+        out = subprocess.run([os.path.join(CLUSTER.bin_dir, "broker"), "--listen=127.0.0.1:0",
+                              "--metrics_listen=", "--tls_bind_hosts"],
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("--tls_bind_hosts needs mutual TLS", out.stderr)
 
     def test_replay_over_tls(self):
         host, rows = "tls-replayed-host", 50
@@ -436,7 +463,9 @@ def main():
         CLUSTER, WORKDIR = cluster, workdir
         CERTS = os.path.join(workdir, "certs")
         ROGUE = os.path.join(workdir, "rogue")
-        make_certs(CERTS, "localhost", "client")
+        make_certs(CERTS, "localhost", "client", "pc02")
+        subprocess.run([os.path.join(REPO_DIR, "scripts", "make-certs"), "--client", CERTS, "ops"],
+                       check=True, capture_output=True)
         make_certs(ROGUE, "localhost")
         client_test.load_stubs(os.path.join(workdir, "stubs"))
         cluster.common_args = tls_flags()
