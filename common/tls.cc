@@ -96,7 +96,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const std::string&
   return out.str();
 }
 
-BioPtr MemoryBio(const std::string& pem) {
+BioPtr MemoryBio(absl::string_view pem) {
   return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
 }
 
@@ -320,7 +320,7 @@ bool IsLoopbackName(const std::string& name) {
 
 CertificateIdentity CertificateIdentityOf(absl::string_view pem) {
   CertificateIdentity id;
-  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  BioPtr bio = MemoryBio(pem);
   X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
   ERR_clear_error();
   if (cert == nullptr) return id;

@@ -109,7 +109,7 @@ def run(args):
             die(f"{len(hosts)} hosts: at most 62,500 loopback addresses")
         if args.tls == "both":
             # The TLS statemgr's certificate names the addresses of the hosts it holds.
-            tls = TlsFiles(workdir, len(hosts))
+            tls = make_tls_files(workdir, len(hosts))
             statemgrs[True] = start_loaded_statemgr(base, args.trace, tls, replays)
             listed = statemgrs[True][1].ListHosts(statemgr_pb2.ListHostsRequest(), timeout=120)
             if sorted(h.host for h in listed.hosts) != [h.host for h in hosts]:
@@ -184,50 +184,15 @@ def run(args):
     return 0
 
 
-class TlsFiles:
-    """A CA for the run (scripts/make-certs): certificates for localhost (the predictor and
+def make_tls_files(workdir, hosts):
+    """A CA for the run (scripts/make-certs) with certificates for localhost (the predictor and
     broker), this client, and the statemgr, which names every 127.0.X.Y it is dialled at."""
-
-    def __init__(self, workdir, hosts):
-        self.dir = os.path.join(workdir, "certs")
-        subprocess.run([os.path.join(REPO_DIR, "scripts", "make-certs"), self.dir, "localhost",
-                        "client"], check=True, capture_output=True)
-        self._statemgr_certificate(hosts)
-
-    def flags(self, name):
-        return [f"--tls_cert={self.dir}/{name}.pem", f"--tls_key={self.dir}/{name}.key",
-                f"--tls_ca={self.dir}/ca.pem"]
-
-    def read(self, name):
-        with open(os.path.join(self.dir, name), "rb") as f:
-            return f.read()
-
-    def _statemgr_certificate(self, hosts):
-        import datetime
-        import ipaddress
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.x509.oid import NameOID
-        ca_key = serialization.load_pem_private_key(self.read("ca.key"), None)
-        ca = x509.load_pem_x509_certificate(self.read("ca.pem"))
-        key = ec.generate_private_key(ec.SECP256R1())
-        sans = [x509.IPAddress(ipaddress.ip_address(f"127.0.{i // 250}.{i % 250 + 1}"))
-                for i in range(hosts)]
-        now = datetime.datetime.now(datetime.timezone.utc)
-        cert = (x509.CertificateBuilder()
-                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "statemgr")]))
-                .issuer_name(ca.subject).public_key(key.public_key())
-                .serial_number(x509.random_serial_number())
-                .not_valid_before(now - datetime.timedelta(hours=1))
-                .not_valid_after(now + datetime.timedelta(days=2))
-                .add_extension(x509.SubjectAlternativeName(sans), False)
-                .sign(ca_key, hashes.SHA256()))
-        with open(os.path.join(self.dir, "statemgr.pem"), "wb") as f:
-            f.write(cert.public_bytes(serialization.Encoding.PEM))
-        with open(os.path.join(self.dir, "statemgr.key"), "wb") as f:
-            f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                      serialization.NoEncryption()))
+    import datetime
+    tls = sojourn_cluster.TlsFiles(os.path.join(workdir, "certs"), ["localhost", "client"])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    tls.sign("statemgr", [f"127.0.{i // 250}.{i % 250 + 1}" for i in range(hosts)],
+             now - datetime.timedelta(hours=1), now + datetime.timedelta(days=2))
+    return tls
 
 
 def channel(address, tls):
@@ -236,8 +201,7 @@ def channel(address, tls):
     options = [("grpc.max_receive_message_length", 64 << 20)]
     if tls is None:
         return grpc.insecure_channel(address, options=options)
-    return grpc.secure_channel(address, grpc.ssl_channel_credentials(
-        tls.read("ca.pem"), tls.read("client.key"), tls.read("client.pem")), options=options)
+    return tls.channel(address, "client", options=options)
 
 
 def start_loaded_statemgr(base, trace, tls, replays):

@@ -55,7 +55,7 @@ CLUSTER = None
 PROMETHEUS = None  # subprocess.Popen
 PROM_URL = None
 WORKDIR = None
-CERTS = None  # the TLS files of make_tls_files
+CERTS = None  # sojourn_cluster.TlsFiles: the services' and this client's
 
 
 def listening_tcp_ports(pid):
@@ -82,27 +82,6 @@ def listening_tcp_ports(pid):
         except OSError:
             continue
     return ports
-
-
-def make_tls_files(workdir):
-    """A CA and certificates for the services (localhost) and this client; the services' flags."""
-    global CERTS
-    CERTS = os.path.join(workdir, "certs")
-    subprocess.run([os.path.join(REPO_DIR, "scripts", "make-certs"), CERTS, "localhost", "client"],
-                   check=True, capture_output=True)
-    return [f"--tls_cert={CERTS}/localhost.pem", f"--tls_key={CERTS}/localhost.key",
-            f"--tls_ca={CERTS}/ca.pem"]
-
-
-def secure_channel(address):
-    """A channel to a service over mutual TLS, as this test's client."""
-    import grpc
-
-    def read(name):
-        with open(os.path.join(CERTS, name), "rb") as f:
-            return f.read()
-    return grpc.secure_channel(address, grpc.ssl_channel_credentials(
-        read("ca.pem"), read("client.key"), read("client.pem")))
 
 
 def write_prometheus_config(path):
@@ -292,9 +271,8 @@ class PrometheusTest(unittest.TestCase):
                 self.assertGreaterEqual(values["sojourn_process_heap_in_use_bytes"], 0.0, values)
 
     def test_2_request_counter_visible(self):
-        import grpc
         from sojourn.v1 import broker_pb2, broker_pb2_grpc
-        stub = broker_pb2_grpc.BrokerStub(secure_channel(CLUSTER.services["broker"].address))
+        stub = broker_pb2_grpc.BrokerStub(CERTS.channel(CLUSTER.services["broker"].address))
         for _ in range(CALLS):
             stub.ListHosts(broker_pb2.BrokerListHostsRequest(), timeout=10)
 
@@ -360,11 +338,10 @@ class PrometheusTest(unittest.TestCase):
     def test_3_metrics_exposition_format(self):
         # One health check per service, so that every service has counted a request
         # (request counters are labelled by method and appear with the first call).
-        import grpc
         import health_pb2
         import health_pb2_grpc
         for name in SERVICES:
-            stub = health_pb2_grpc.HealthStub(secure_channel(CLUSTER.services[name].address))
+            stub = health_pb2_grpc.HealthStub(CERTS.channel(CLUSTER.services[name].address))
             stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
         for name in SERVICES:
             with self.subTest(service=name):
@@ -393,10 +370,11 @@ def main():
     ARGS = parser.parse_args()
 
     def setup(cluster, workdir):
-        global CLUSTER, WORKDIR
+        global CLUSTER, WORKDIR, CERTS
         CLUSTER, WORKDIR = cluster, workdir
         sojourn_cluster.generate_sojourn_stubs(REPO_DIR, os.path.join(workdir, "stubs"))
-        cluster.common_args = make_tls_files(workdir)
+        CERTS = sojourn_cluster.TlsFiles(os.path.join(workdir, "certs"), ["localhost", "client"])
+        cluster.common_args = CERTS.flags()
         # The services inherit a low soft limit on open files (test_1d: they
         # raise it); this process gets its own back.
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

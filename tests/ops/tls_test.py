@@ -40,63 +40,8 @@ import grpc_client_test as client_test  # noqa: E402  (stubs and a synthetic his
 MONITOR_HOST = "tls-monitor-host"
 CLUSTER = None
 WORKDIR = None
-CERTS = None  # the cluster's CA and certificates
+CERTS = None  # sojourn_cluster.TlsFiles: the cluster's CA and certificates
 ROGUE = None  # another CA, with a certificate for localhost
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def credentials(ca_dir, name=None):
-    import grpc
-    key = read(os.path.join(ca_dir, f"{name}.key")) if name else None
-    cert = read(os.path.join(ca_dir, f"{name}.pem")) if name else None
-    return grpc.ssl_channel_credentials(read(os.path.join(ca_dir, "ca.pem")), key, cert)
-
-
-def tls_flags(name="localhost", ca_dir=None):
-    ca_dir = ca_dir or CERTS
-    return [f"--tls_cert={os.path.join(ca_dir, name + '.pem')}",
-            f"--tls_key={os.path.join(ca_dir, name + '.key')}",
-            f"--tls_ca={os.path.join(ca_dir, 'ca.pem')}"]
-
-
-def cli_tls(name="client"):
-    return ["--tls-ca", os.path.join(CERTS, "ca.pem"),
-            "--tls-cert", os.path.join(CERTS, name + ".pem"),
-            "--tls-key", os.path.join(CERTS, name + ".key")]
-
-
-def make_certs(directory, *names):
-    subprocess.run([os.path.join(REPO_DIR, "scripts", "make-certs"), directory, *names],
-                   check=True, capture_output=True)
-
-
-def signed_certificate(name, sans, not_before, not_after):
-    """A certificate for `sans` (DNS names) signed by the cluster's CA, with the given validity."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-    ca_key = serialization.load_pem_private_key(read(os.path.join(CERTS, "ca.key")), None)
-    ca_cert = x509.load_pem_x509_certificate(read(os.path.join(CERTS, "ca.pem")))
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-            .issuer_name(ca_cert.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(not_before)
-            .not_valid_after(not_after)
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(s) for s in sans]), False)
-            .sign(ca_key, hashes.SHA256()))
-    with open(os.path.join(CERTS, name + ".pem"), "wb") as f:
-        f.write(cert.public_bytes(serialization.Encoding.PEM))
-    with open(os.path.join(CERTS, name + ".key"), "wb") as f:
-        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                  serialization.NoEncryption()))
 
 
 def health(address, creds, timeout=10):
@@ -117,10 +62,9 @@ def run_cli(*args, env=None):
 
 class TlsClusterTest(unittest.TestCase):
 
-    def secure_stub(self, service, stub_class):
-        import grpc
-        channel = grpc.secure_channel(CLUSTER.services[service].address,
-                                      credentials(CERTS, "client"))
+    def secure_stub(self, service, stub_class, cert="client"):
+        """A stub of `service` over mutual TLS, presenting CERT's certificate."""
+        channel = CERTS.channel(CLUSTER.services[service].address, cert)
         self.addCleanup(channel.close)
         return stub_class(channel)
 
@@ -158,19 +102,17 @@ class TlsClusterTest(unittest.TestCase):
         for name in ("statemgr", "predictor", "broker", "monitor"):
             address = CLUSTER.services[name].address
             with self.subTest(service=name):
-                self.assertEqual(health(address, credentials(CERTS, "client")), serving)
+                self.assertEqual(health(address, CERTS.credentials("client")), serving)
                 for case, creds in (("plaintext", None),
-                                    ("no client certificate", credentials(CERTS)),
+                                    ("no client certificate", CERTS.credentials()),
                                     ("client certificate of another CA",
                                      grpc.ssl_channel_credentials(
-                                         read(os.path.join(CERTS, "ca.pem")),
-                                         read(os.path.join(ROGUE, "localhost.key")),
-                                         read(os.path.join(ROGUE, "localhost.pem")))),
+                                         CERTS.read("ca.pem"), ROGUE.read("localhost.key"),
+                                         ROGUE.read("localhost.pem"))),
                                     ("server not signed by the trusted CA",
                                      grpc.ssl_channel_credentials(
-                                         read(os.path.join(ROGUE, "ca.pem")),
-                                         read(os.path.join(CERTS, "client.key")),
-                                         read(os.path.join(CERTS, "client.pem"))))):
+                                         ROGUE.read("ca.pem"), CERTS.read("client.key"),
+                                         CERTS.read("client.pem")))):
                     with self.subTest(case=case):
                         with self.assertRaises(grpc.RpcError) as ctx:
                             health(address, creds, timeout=5)
@@ -181,19 +123,19 @@ class TlsClusterTest(unittest.TestCase):
 
     def test_a_server_must_name_the_address_dialled(self):
         now = datetime.datetime.now(datetime.timezone.utc)
-        signed_certificate("elsewhere", ["elsewhere.example"], now - datetime.timedelta(hours=1),
+        CERTS.sign("elsewhere", ["elsewhere.example"], now - datetime.timedelta(hours=1),
                            now + datetime.timedelta(days=2))
         other = CLUSTER.start("statemgr-elsewhere", "statemgr", [
-            f"--db_path={os.path.join(WORKDIR, 'elsewhere-db')}", *tls_flags("elsewhere")])
+            f"--db_path={os.path.join(WORKDIR, 'elsewhere-db')}", *CERTS.flags("elsewhere")])
         # The sojourn CLI (C++ gRPC) dials 127.0.0.1, which the certificate does not name.
         out = run_cli("watch", "--statemgr", other.address, "--timeout", "5", "--json",
-                      *cli_tls())
+                      *CERTS.cli_flags())
         self.assertEqual(out.returncode, 1, out.stderr)
         self.assertIn("Peer name 127.0.0.1 is not in peer certificate (the service's certificate "
                       "does not name the address dialled", out.stderr)
         # Python's client, told to expect the name the certificate holds, gets through.
         import grpc
-        creds = credentials(CERTS, "client")
+        creds = CERTS.credentials("client")
         with grpc.secure_channel(other.address, creds, options=[
                 ("grpc.ssl_target_name_override", "elsewhere.example")]) as channel:
             stub = client_test.pb["health_grpc"].HealthStub(channel)
@@ -203,17 +145,17 @@ class TlsClusterTest(unittest.TestCase):
     def test_client_auth_none_takes_callers_without_a_certificate(self):
         import grpc
         svc = CLUSTER.start("statemgr-open", "statemgr", [
-            f"--db_path={os.path.join(WORKDIR, 'open-db')}", *tls_flags(),
+            f"--db_path={os.path.join(WORKDIR, 'open-db')}", *CERTS.flags(),
             "--tls_client_auth=none"])
         serving = client_test.pb["health"].HealthCheckResponse.SERVING
-        self.assertEqual(health(svc.address, credentials(CERTS)), serving)
+        self.assertEqual(health(svc.address, CERTS.credentials()), serving)
         with self.assertRaises(grpc.RpcError):
             health(svc.address, None, timeout=5)
 
     def test_cli_with_tls_to_a_plaintext_service(self):
         svc = CLUSTER.start("statemgr-plain", "statemgr", [
             f"--db_path={os.path.join(WORKDIR, 'plain-db')}"], common=False)
-        out = run_cli("watch", "--statemgr", svc.address, "--timeout", "5", *cli_tls())
+        out = run_cli("watch", "--statemgr", svc.address, "--timeout", "5", *CERTS.cli_flags())
         self.assertEqual(out.returncode, 1, out.stderr)
         self.assertIn("does the service use TLS? without --tls-ca the call is plaintext",
                       out.stderr)
@@ -223,13 +165,13 @@ class TlsClusterTest(unittest.TestCase):
         # The monitor's host appears once its state manager registered it (over TLS).
         out = sojourn_cluster.wait_until(
             lambda: (lambda o: o if MONITOR_HOST in o.stdout else None)(
-                run_cli("hosts", "--json", "--broker", broker, *cli_tls())),
+                run_cli("hosts", "--json", "--broker", broker, *CERTS.cli_flags())),
             60, f"`sojourn hosts` over TLS listing {MONITOR_HOST}")
         self.assertEqual(out.returncode, 0, out.stderr)
         # The same files from the environment.
-        env = dict(os.environ, SOJOURN_TLS_CA=os.path.join(CERTS, "ca.pem"),
-                   SOJOURN_TLS_CERT=os.path.join(CERTS, "client.pem"),
-                   SOJOURN_TLS_KEY=os.path.join(CERTS, "client.key"))
+        env = dict(os.environ, SOJOURN_TLS_CA=CERTS.path("ca.pem"),
+                   SOJOURN_TLS_CERT=CERTS.path("client.pem"),
+                   SOJOURN_TLS_KEY=CERTS.path("client.key"))
         out = run_cli("hosts", "--json", "--broker", broker, env=env)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertIn(MONITOR_HOST, out.stdout)
@@ -238,37 +180,37 @@ class TlsClusterTest(unittest.TestCase):
         self.assertEqual(out.returncode, 1)
         self.assertIn("give --tls-ca", out.stderr)
         out = run_cli("hosts", "--broker", broker, "--timeout", "5",
-                      "--tls-ca", os.path.join(CERTS, "ca.pem"))
+                      "--tls-ca", CERTS.path("ca.pem"))
         self.assertEqual(out.returncode, 1)
         self.assertIn("give --tls-cert and --tls-key", out.stderr)
         # A bad file is a usage error, before any call.
-        out = run_cli("hosts", "--broker", broker, "--tls-ca", os.path.join(CERTS, "client.key"))
+        out = run_cli("hosts", "--broker", broker, "--tls-ca", CERTS.path("client.key"))
         self.assertEqual(out.returncode, 2)
         self.assertEqual(len(out.stderr.strip().splitlines()), 1, out.stderr)
         self.assertIn("--tls-ca: no PEM certificate in", out.stderr)
-        out = run_cli("hosts", "--broker", broker, "--tls-ca", os.path.join(CERTS, "ca.pem"),
-                      "--tls-cert", os.path.join(CERTS, "client.pem"))
+        out = run_cli("hosts", "--broker", broker, "--tls-ca", CERTS.path("ca.pem"),
+                      "--tls-cert", CERTS.path("client.pem"))
         self.assertEqual(out.returncode, 2)
         self.assertIn("--tls-cert and --tls-key go together", out.stderr)
-        out = run_cli("hosts", "--broker", broker, "--tls-cert", os.path.join(CERTS, "client.pem"),
-                      "--tls-key", os.path.join(CERTS, "client.key"))
+        out = run_cli("hosts", "--broker", broker, "--tls-cert", CERTS.path("client.pem"),
+                      "--tls-key", CERTS.path("client.key"))
         self.assertEqual(out.returncode, 2)
         self.assertIn("--tls-ca is missing", out.stderr)
 
     def test_bad_tls_files_stop_a_service_at_start_up(self):
         now = datetime.datetime.now(datetime.timezone.utc)
-        signed_certificate("expired", ["localhost"], now - datetime.timedelta(days=30),
+        CERTS.sign("expired", ["localhost"], now - datetime.timedelta(days=30),
                            now - datetime.timedelta(days=1))
-        signed_certificate("future", ["localhost"], now + datetime.timedelta(days=30),
+        CERTS.sign("future", ["localhost"], now + datetime.timedelta(days=30),
                            now + datetime.timedelta(days=60))
         garbage = os.path.join(WORKDIR, "garbage.pem")
         with open(garbage, "w") as f:
             f.write("not a certificate\n")
-        c = lambda name: os.path.join(CERTS, name)  # noqa: E731
+        c = CERTS.path
         cases = [
             ("cert without key", [f"--tls_cert={c('localhost.pem')}", f"--tls_ca={c('ca.pem')}"],
              r"--tls_key is missing"),
-            ("missing file", tls_flags() + [f"--tls_ca={c('nope.pem')}"],
+            ("missing file", CERTS.flags() + [f"--tls_ca={c('nope.pem')}"],
              r"--tls_ca: cannot read .*nope\.pem \(No such file"),
             ("not PEM", [f"--tls_cert={garbage}", f"--tls_key={c('localhost.key')}",
                          f"--tls_ca={c('ca.pem')}"], r"--tls_cert: no PEM certificate in .*garbage"),
@@ -276,21 +218,21 @@ class TlsClusterTest(unittest.TestCase):
                                             f"--tls_key={c('client.key')}",
                                             f"--tls_ca={c('ca.pem')}"],
              r"--tls_key: the key in .*client\.key does not match the certificate in"),
-            ("expired", tls_flags("expired"), r"--tls_cert: the certificate in .*expired\.pem "
+            ("expired", CERTS.flags("expired"), r"--tls_cert: the certificate in .*expired\.pem "
                                               r"expired on \d{4}-\d\d-\d\d"),
-            ("not yet valid", tls_flags("future"), r"is not valid before .*clock"),
-            ("client auth", tls_flags() + ["--tls_client_auth=maybe"],
+            ("not yet valid", CERTS.flags("future"), r"is not valid before .*clock"),
+            ("client auth", CERTS.flags() + ["--tls_client_auth=maybe"],
              r"--tls_client_auth must be 'require' or 'none', got 'maybe'"),
-            ("certificate of another CA", tls_flags("localhost", ROGUE)[:2]
+            ("certificate of another CA", ROGUE.flags("localhost")[:2]
              + [f"--tls_ca={c('ca.pem')}"],
              r"--tls_cert: the certificate in .*rogue/localhost\.pem does not verify against "
              r".*certs/ca\.pem \(.*\); the other services verify against the same CA"),
             ("bind hosts without TLS", ["--tls_bind_hosts"],
              r"--tls_bind_hosts needs mutual TLS"),
             ("bind hosts without client certificates",
-             tls_flags() + ["--tls_bind_hosts", "--tls_client_auth=none"],
+             CERTS.flags() + ["--tls_bind_hosts", "--tls_client_auth=none"],
              r"--tls_bind_hosts needs mutual TLS"),
-            ("a host's certificate as the CA", tls_flags()[:2] + [f"--tls_cert={c('localhost.pem')}",
+            ("a host's certificate as the CA", CERTS.flags()[:2] + [f"--tls_cert={c('localhost.pem')}",
                                                                   f"--tls_ca={c('client.pem')}"],
              r"--tls_ca: no CA certificate in .*client\.pem"),
         ]
@@ -313,12 +255,12 @@ class TlsClusterTest(unittest.TestCase):
         sojourn_cluster.wait_until(
             lambda: MONITOR_HOST in run_cli("hosts", "--json", "--broker",
                                             CLUSTER.services["broker"].address,
-                                            *cli_tls()).stdout,
+                                            *CERTS.cli_flags()).stdout,
             60, f"{MONITOR_HOST} registered")
         p = subprocess.run([sys.executable, example,
                             "--broker", CLUSTER.services["broker"].address,
                             "--predictor", CLUSTER.services["predictor"].address,
-                            "--duration-hours", "1", *cli_tls()],
+                            "--duration-hours", "1", *CERTS.cli_flags()],
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr[-2000:])
         self.assertRegex(p.stdout, r"\d+ of \d+ hosts can run a 1 h job")
@@ -339,10 +281,10 @@ class TlsClusterTest(unittest.TestCase):
         statemgr = CLUSTER.start("statemgr-bound", "statemgr", [
             f"--db_path={os.path.join(WORKDIR, 'bound-db')}", f"--broker={broker.address}",
             "--heartbeat_seconds=1", "--advertise_address=client:7403", "--tls_bind_hosts",
-            *tls_flags("client")], common=False)
+            *CERTS.flags("client")], common=False)
         CLUSTER.start("monitor-bound", "monitor", [
             f"--statemgr={statemgr.address}", "--host=client", "--period_seconds=1",
-            *tls_flags("client")], common=False)
+            *CERTS.flags("client")], common=False)
         broker_stub = self.secure_stub("broker-bound", pb["broker_grpc"].BrokerStub)
         sojourn_cluster.wait_until(
             lambda: "client" in {h.host for h in broker_stub.ListHosts(
@@ -352,20 +294,15 @@ class TlsClusterTest(unittest.TestCase):
         sample = pb["common"].HostSample(unix_seconds=now - 60, cpu_load_ratio=0.1,
                                          free_mem_mb=1000)
 
-        def stub(service, cert):
-            channel = grpc.secure_channel(CLUSTER.services[service].address,
-                                          credentials(CERTS, cert))
-            self.addCleanup(channel.close)
-            return channel
-
         def push(host, cert="client", hosts=None):
-            sm = pb["statemgr_grpc"].StateManagerStub(stub("statemgr-bound", cert))
+            sm = self.secure_stub("statemgr-bound", pb["statemgr_grpc"].StateManagerStub, cert)
             return sm.PushSamples(iter([pb["statemgr"].PushSamplesRequest(
                 host=h, samples=[sample], period_seconds=6) for h in (hosts or [host])]),
                 timeout=10)
 
         def register(host, address, cert="client"):
-            return pb["broker_grpc"].BrokerStub(stub("broker-bound", cert)).RegisterHost(
+            broker = self.secure_stub("broker-bound", pb["broker_grpc"].BrokerStub, cert)
+            return broker.RegisterHost(
                 pb["broker"].RegisterHostRequest(host=host, statemgr_address=address), timeout=10)
         # Taken (stored, or a duplicate of what the monitor sent).
         ack = push("client")
@@ -417,7 +354,7 @@ class TlsClusterTest(unittest.TestCase):
         replay = [os.path.join(CLUSTER.bin_dir, "sojourn-replay"), f"--trace={path}",
                   f"--statemgr={CLUSTER.services['statemgr'].address}", "--follow=false",
                   "--shift=false", "--connect_timeout_seconds=5"]
-        run = subprocess.run(replay + tls_flags("client"), capture_output=True, text=True,
+        run = subprocess.run(replay + CERTS.flags("client"), capture_output=True, text=True,
                              timeout=120)
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         statemgr = self.secure_stub("statemgr", client_test.pb["statemgr_grpc"].StateManagerStub)
@@ -434,8 +371,8 @@ class TlsClusterTest(unittest.TestCase):
 
     def test_metrics_export_the_certificate_expiry(self):
         from cryptography import x509
-        cert = x509.load_pem_x509_certificate(read(os.path.join(CERTS, "localhost.pem")))
-        ca = x509.load_pem_x509_certificate(read(os.path.join(CERTS, "ca.pem")))
+        cert = x509.load_pem_x509_certificate(CERTS.read("localhost.pem"))
+        ca = x509.load_pem_x509_certificate(CERTS.read("ca.pem"))
         epoch = datetime.datetime(1970, 1, 1)
         for name in ("statemgr", "predictor", "broker", "monitor"):
             with self.subTest(service=name):
@@ -461,14 +398,11 @@ def main():
     def setup(cluster, workdir):
         global CLUSTER, CERTS, ROGUE, WORKDIR
         CLUSTER, WORKDIR = cluster, workdir
-        CERTS = os.path.join(workdir, "certs")
-        ROGUE = os.path.join(workdir, "rogue")
-        make_certs(CERTS, "localhost", "client", "pc02")
-        subprocess.run([os.path.join(REPO_DIR, "scripts", "make-certs"), "--client", CERTS, "ops"],
-                       check=True, capture_output=True)
-        make_certs(ROGUE, "localhost")
+        CERTS = sojourn_cluster.TlsFiles(os.path.join(workdir, "certs"),
+                                         ["localhost", "client", "pc02"], ["ops"])
+        ROGUE = sojourn_cluster.TlsFiles(os.path.join(workdir, "rogue"), ["localhost"])
         client_test.load_stubs(os.path.join(workdir, "stubs"))
-        cluster.common_args = tls_flags()
+        cluster.common_args = CERTS.flags()
         cluster.start_all(monitor_host=MONITOR_HOST)
 
     return sojourn_cluster.run_suite_with_cluster(

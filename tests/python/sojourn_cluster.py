@@ -1,6 +1,7 @@
 """Starts a sojourn cluster (the real service binaries) on loopback for tests.
 
-Shared by tests/python/grpc_client_test.py and tests/ops/prometheus_test.py.
+Shared by tests/python/grpc_client_test.py, tests/ops/ and bench/cluster/; TlsFiles
+makes the TLS files of a test or bench.
 Runs with Debian's interpreter (/usr/bin/python3): python3-grpcio,
 python3-grpc-tools and python3-protobuf.
 
@@ -29,6 +30,7 @@ import time
 import unittest
 
 _PR_SET_PDEATHSIG = 1
+_REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _die_with_parent():
@@ -243,6 +245,87 @@ class Cluster:
             if s.exit_code is None:
                 s.exit_code = s.popen.returncode
         return {name: s.exit_code for name, s in self.services.items()}
+
+
+class TlsFiles:
+    """TLS files for a test or a bench (common/tls.h; deploy/README.md "TLS").
+
+    scripts/make-certs makes a CA in `directory` (or reuses the one there) and
+    a certificate and key for each of `names` (good for services and clients;
+    they name localhost too) and of `client_names` (make-certs --client).
+    sign() adds certificates make-certs cannot make (any validity, any names).
+    """
+
+    def __init__(self, directory, names=(), client_names=()):
+        self.dir = directory
+        make = os.path.join(_REPO_DIR, "scripts", "make-certs")
+        if names:
+            subprocess.run([make, directory, *names], check=True, capture_output=True)
+        if client_names:
+            subprocess.run([make, "--client", directory, *client_names], check=True,
+                           capture_output=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def read(self, name):
+        with open(self.path(name), "rb") as f:
+            return f.read()
+
+    def flags(self, name="localhost"):
+        """A service's (or sojourn-replay's) flags presenting NAME's certificate."""
+        return [f"--tls_cert={self.path(name + '.pem')}", f"--tls_key={self.path(name + '.key')}",
+                f"--tls_ca={self.path('ca.pem')}"]
+
+    def cli_flags(self, name="client"):
+        """The sojourn CLI's (and the middleware example's) options for NAME's certificate."""
+        return ["--tls-ca", self.path("ca.pem"), "--tls-cert", self.path(name + ".pem"),
+                "--tls-key", self.path(name + ".key")]
+
+    def credentials(self, name=None):
+        """grpcio channel credentials trusting this CA, presenting NAME's certificate if given."""
+        import grpc
+        return grpc.ssl_channel_credentials(
+            self.read("ca.pem"), self.read(name + ".key") if name else None,
+            self.read(name + ".pem") if name else None)
+
+    def channel(self, address, name="client", options=None):
+        import grpc
+        return grpc.secure_channel(address, self.credentials(name), options=options)
+
+    def sign(self, name, sans, not_before, not_after):
+        """NAME.pem and NAME.key: a certificate signed by this CA for `sans` (DNS names or IP
+        addresses), valid from `not_before` to `not_after` (aware datetimes)."""
+        import ipaddress
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
+        def general_name(s):
+            try:
+                return x509.IPAddress(ipaddress.ip_address(s))
+            except ValueError:
+                return x509.DNSName(s)
+        ca_key = serialization.load_pem_private_key(self.read("ca.key"), None)
+        ca = x509.load_pem_x509_certificate(self.read("ca.pem"))
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = (x509.CertificateBuilder()
+                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+                .issuer_name(ca.subject)
+                .public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(not_before)
+                .not_valid_after(not_after)
+                .add_extension(x509.SubjectAlternativeName([general_name(s) for s in sans]),
+                               False)
+                .sign(ca_key, hashes.SHA256()))
+        with open(self.path(name + ".pem"), "wb") as f:
+            f.write(cert.public_bytes(serialization.Encoding.PEM))
+        with open(self.path(name + ".key"), "wb") as f:
+            f.write(key.private_bytes(serialization.Encoding.PEM,
+                                      serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
 
 
 def run_suite_with_cluster(bin_dir, prefix, keep, setup, make_suite, on_failure=None,
