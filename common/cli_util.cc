@@ -83,8 +83,10 @@ std::string DatabaseOpenError(absl::string_view flag, const std::string& path,
                               const absl::Status& status) {
   return absl::StrCat(flag, " ", path, ": ", status.ToString(),
                       absl::IsDataLoss(status)
-                          ? " (the database is damaged: restore it from a backup, or move the "
-                            "directory aside to start with an empty one)"
+                          ? " (the database is damaged: restore it from a backup, e.g. "
+                            "'sojourn-backup restore --backup-dir DIR --db-path NEW' for one "
+                            "taken with --backup_dir, or move the directory aside to start "
+                            "with an empty one)"
                           : "");
 }
 

@@ -28,10 +28,12 @@ bool DefinedIn(absl::string_view flag_file, const std::string& main_file) {
          (flag_file == main_file || absl::EndsWith(main_file, absl::StrCat("/", flag_file)));
 }
 
-// Flags every service shares, defined once in common/ rather than in each
-// main.cc; --help lists them beside the binary's own.
+// Flags services share, defined once in common/ rather than in each main.cc
+// (TLS: every service; backups: the three with a database, which alone link
+// them); --help lists them beside the binary's own.
 bool SharedFlag(absl::string_view flag_file) {
-  return absl::EndsWith(flag_file, "common/tls_flags.cc");
+  return absl::EndsWith(flag_file, "common/tls_flags.cc") ||
+         absl::EndsWith(flag_file, "common/db_backup_flags.cc");
 }
 
 bool IsHelp(absl::string_view name) {

@@ -50,6 +50,9 @@ class RocksHistDb final : public HistDb {
                                                            const RocksHistDbOptions& options);
   ~RocksHistDb() override;
 
+  // The database itself, for online backups (common/db_backup.h).
+  rocksdb::DB* db() const { return db_.get(); }
+
   absl::Status Put(const JobRecord& record) override;
   absl::StatusOr<std::vector<JobRecord>> Recent(const TemplateKey& key, int limit) const override;
   absl::StatusOr<TemplateStats> Stats(const TemplateKey& key) const override;

@@ -46,6 +46,9 @@ class JobQueue {
                                                         int max_jobs = kDefaultMaxQueuedJobs);
   ~JobQueue();
 
+  // The database, for online backups (common/db_backup.h); null in memory.
+  rocksdb::DB* db() const { return db_.get(); }
+
   // Queues `spec` (submit time already resolved, > 0). INVALID_ARGUMENT for
   // job_id <= 0, procs outside [1, kMaxJobHosts], or a spec the predictor
   // would refuse (CheckJobSpec: e.g. a requested time above a year, cpu_ratio

@@ -10,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/cli_util.h"
 #include "common/clock.h"
+#include "common/db_backup.h"
 #include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/metrics.h"
@@ -107,6 +108,8 @@ int main(int argc, char** argv) {
   options.metrics_address = absl::GetFlag(FLAGS_metrics_listen);
   options.port_file = absl::GetFlag(FLAGS_port_file);
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+  const absl::StatusOr<sojourn::DbBackupConfig> backup_config = sojourn::DbBackupConfigFromFlags(
+      "broker", data_dir, "--data_dir", absl::GetFlag(FLAGS_min_free_disk_mb));
   if (!sojourn::FlagsOk({
           sojourn::IntFlagInRange("--heartbeat_ttl_seconds",
                                   absl::GetFlag(FLAGS_heartbeat_ttl_seconds), 1, kMax),
@@ -149,6 +152,7 @@ int main(int argc, char** argv) {
           sojourn::IntFlagInRange("--min_free_disk_mb", absl::GetFlag(FLAGS_min_free_disk_mb), 0,
                                   int64_t{1} << 40),
           sojourn::CheckFreeDisk(data_dir, absl::GetFlag(FLAGS_min_free_disk_mb), "--data_dir"),
+          backup_config.status(),
       })) {
     return sojourn::kExitUsage;
   }
@@ -213,6 +217,12 @@ int main(int argc, char** argv) {
                                           absl::Seconds(60), credentials);
   service.EnableJobQueue(**queue, history, qc, &metrics);
   service.ExportRankingMetrics(metrics);
+  auto backup = sojourn::StartDbBackup(*backup_config, (*queue)->db(), sojourn::Clock::Real(),
+                                       &metrics);
+  if (!backup.ok()) {
+    SOJOURN_LOG(ERROR, "%s", backup.status().message());
+    return sojourn::kExitUsage;
+  }
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());
@@ -251,6 +261,7 @@ int main(int argc, char** argv) {
     stopping = true;
   }
   retry.join();
+  if (*backup) (*backup)->Stop();
   (*server)->Shutdown(absl::Seconds(5));
   return 0;
 }

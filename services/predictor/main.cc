@@ -9,6 +9,7 @@
 #include "absl/flags/parse.h"
 #include "common/cli_util.h"
 #include "common/clock.h"
+#include "common/db_backup.h"
 #include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/metrics.h"
@@ -81,6 +82,8 @@ int main(int argc, char** argv) {
   // Each check names its flag. Thread creation fails beyond a few thousand
   // (an uncaught std::system_error at start-up); a negative TTL or window
   // count is a typo.
+  const absl::StatusOr<sojourn::DbBackupConfig> backup_config = sojourn::DbBackupConfigFromFlags(
+      "predictor", histdb_path, "--histdb_path", absl::GetFlag(FLAGS_min_free_disk_mb));
   if (!sojourn::FlagsOk({
           sojourn::IntFlagInRange("--history_days", config.history_days, 0, kMaxHistoryDays,
                                   "(0 = all)"),
@@ -111,6 +114,7 @@ int main(int argc, char** argv) {
                                   int64_t{1} << 40),
           sojourn::CheckFreeDisk(histdb_path, absl::GetFlag(FLAGS_min_free_disk_mb),
                                  "--histdb_path"),
+          backup_config.status(),
       })) {
     return sojourn::kExitUsage;
   }
@@ -141,6 +145,12 @@ int main(int argc, char** argv) {
   sc.min_free_disk_mb = absl::GetFlag(FLAGS_min_free_disk_mb);
   sojourn::predictor::PredictorService service(predictor, directory, pool, turnaround.get(), sc);
   sojourn::Metrics metrics("predictor");
+  auto backup = sojourn::StartDbBackup(*backup_config, histdb ? histdb->db() : nullptr,
+                                       sojourn::Clock::Real(), &metrics);
+  if (!backup.ok()) {
+    SOJOURN_LOG(ERROR, "%s", backup.status().message());
+    return sojourn::kExitUsage;
+  }
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());
@@ -149,6 +159,7 @@ int main(int argc, char** argv) {
   SOJOURN_LOG(INFO, "predictor serving on %s (%s), broker %s", (*server)->listen_address(),
               (*server)->metrics_description(), absl::GetFlag(FLAGS_broker));
   sojourn::WaitForTerminationSignal();
+  if (*backup) (*backup)->Stop();
   (*server)->Shutdown(absl::Seconds(5));
   return 0;
 }

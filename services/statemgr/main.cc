@@ -13,6 +13,7 @@
 #include "absl/flags/parse.h"
 #include "common/cli_util.h"
 #include "common/clock.h"
+#include "common/db_backup.h"
 #include "common/flags_usage.h"
 #include "common/logging.h"
 #include "common/metrics.h"
@@ -103,6 +104,8 @@ int main(int argc, char** argv) {
   // classifier's arithmetic (1.5 x period, time + gap) overflows, and
   // PushSamples refuses a period over a day anyway.
   constexpr int64_t kYear = 365 * 86400;
+  const absl::StatusOr<sojourn::DbBackupConfig> backup_config = sojourn::DbBackupConfigFromFlags(
+      "statemgr", db_path, "--db_path", absl::GetFlag(FLAGS_min_free_disk_mb));
   if (!sojourn::FlagsOk({
           sojourn::ValidateClassifierFlags(config.classifier.th1, config.classifier.th2,
                                            config.classifier.grace_seconds,
@@ -134,6 +137,7 @@ int main(int argc, char** argv) {
           sojourn::IntFlagInRange("--min_free_disk_mb", absl::GetFlag(FLAGS_min_free_disk_mb), 0,
                                   int64_t{1} << 40),
           sojourn::CheckFreeDisk(db_path, absl::GetFlag(FLAGS_min_free_disk_mb), "--db_path"),
+          backup_config.status(),
       })) {
     return sojourn::kExitUsage;
   }
@@ -177,6 +181,11 @@ int main(int argc, char** argv) {
   sc.bind_hosts = absl::GetFlag(FLAGS_tls_bind_hosts);
   sc.own = sojourn::CertificateIdentityOf(options.tls.cert_pem);
   sojourn::statemgr::StateManagerService service(book, usage, pool, metrics, sc);
+  auto backup = sojourn::StartDbBackup(*backup_config, (*store)->db(), clock, &metrics);
+  if (!backup.ok()) {
+    SOJOURN_LOG(ERROR, "%s", backup.status().message());
+    return sojourn::kExitUsage;
+  }
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());
@@ -230,6 +239,7 @@ int main(int argc, char** argv) {
     stopping = true;
   }
   silence.join();
+  if (*backup) (*backup)->Stop();
   if (registrar) registrar->Stop();
   // Watch streams never end by themselves: end them first, so the shutdown
   // does not wait out its grace period for them.

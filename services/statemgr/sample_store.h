@@ -43,6 +43,9 @@ class SampleStore {
                                                            bool sync_writes);
   ~SampleStore();
 
+  // The database itself, for online backups (common/db_backup.h).
+  rocksdb::DB* db() const { return db_.get(); }
+
   // Writes the samples (and the meta, when given) of one host atomically.
   absl::Status Append(const std::string& host, const std::vector<HostSample>& samples,
                       const HostMeta* meta);

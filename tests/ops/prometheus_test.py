@@ -380,7 +380,9 @@ def main():
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (SOFT_FILES, hard))
         try:
-            cluster.start_all(monitor_host=MONITOR_HOST)
+            # Backups on, so that sojourn_backup_* and their alert are evaluated live.
+            cluster.start_all(monitor_host=MONITOR_HOST, statemgr_args=[
+                f"--backup_dir={os.path.join(workdir, 'statemgr-backups')}"])
         finally:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         start_prometheus()

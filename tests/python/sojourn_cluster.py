@@ -193,8 +193,11 @@ class Cluster:
         service.metrics_port = ports["metrics_port"]
         return service
 
-    def start_all(self, monitor_host, monitor_period_seconds=1, heartbeat_seconds=1):
+    def start_all(self, monitor_host, monitor_period_seconds=1, heartbeat_seconds=1,
+                  statemgr_args=()):
         """Starts predictor, broker, statemgr and monitor, wired together.
+
+        `statemgr_args` are added to the statemgr's command line.
 
         Order: the broker needs the predictor's address and the predictor
         would need the broker's; both bind port 0, so the predictor runs
@@ -207,6 +210,7 @@ class Cluster:
             f"--db_path={os.path.join(self.workdir, 'statemgr-db')}",
             f"--broker={broker.address}",
             f"--heartbeat_seconds={heartbeat_seconds}",
+            *statemgr_args,
         ])
         monitor = self.start("monitor", "monitor", [
             f"--statemgr={statemgr.address}",

@@ -139,6 +139,25 @@ refused statemgr "--db_path: '$tmp/missing/db' cannot be created: its parent dir
 refused statemgr "--db_path: '$tmp/foreign' holds other files but no RocksDB database" \
   --db_path="$tmp/foreign"
 
+# --backup_dir (common/db_backup.h): outside the database, a directory of
+# backups or empty, with a database to back up; refused before anything opens.
+refused statemgr "--backup_dir '$tmp/statemgr-db/backups' is inside the database \(--db_path" \
+  --backup_dir="$tmp/statemgr-db/backups"
+refused statemgr "--backup_dir '$tmp' holds the database \(--db_path" --backup_dir="$tmp"
+refused statemgr "--backup_dir '$tmp/file' exists and is not a directory" --backup_dir="$tmp/file"
+refused statemgr "--backup_dir '$tmp/foreign' holds other files but no backups" \
+  --backup_dir="$tmp/foreign"
+refused statemgr "--backup_dir '$tmp/file/b' cannot be created" --backup_dir="$tmp/file/b"
+refused statemgr "^E .*--backup_interval_seconds must be in \[60, 31622400\].*got 10$" \
+  --backup_dir="$tmp/b" --backup_interval_seconds=10
+refused predictor "^E .*--backup_keep must be in \[1, 1000\], got 0$" --backup_dir="$tmp/b" \
+  --backup_keep=0
+refused predictor "--backup_dir needs a database to back up, and --histdb_path is empty" \
+  --backup_dir="$tmp/b" --histdb_path=
+refused broker "--backup_dir needs a database to back up, and --data_dir is empty" \
+  --backup_dir="$tmp/b"
+[ -e "$tmp/b" ] && fail "a refused --backup_dir was created"
+
 # The disk reserve (--min_free_disk_mb): RocksDB 7.8 aborted on a full disk,
 # at start-up too, and left a directory holding only its LOG behind. Here
 # the reserve is above any disk: refused, and nothing is created.

@@ -1,0 +1,162 @@
+// Online backups of a service's RocksDB database (the state manager's
+// samples, the predictor's job history, the broker's job queue) with
+// RocksDB's BackupEngine: consistent point-in-time copies taken while the
+// service writes, incremental (a table file already in the backup directory
+// is not copied again), checksummed, and restorable with sojourn-backup.
+//
+//   auto backup = DbBackup::Open(config, store->db(), clock, &metrics);
+//   (*backup)->Start();   // one backup when due, then every config.interval
+//   ...
+//   (*backup)->Stop();
+//
+// The schedule survives restarts: the next backup is due one interval after
+// the newest one in the directory (at once when there is none), by the time
+// recorded with it. Each backup records the service and database it came
+// from; a directory holding another service's backups is refused, and so is
+// one another process is backing up into (a lock file), because two
+// BackupEngines appending to one directory may destroy it.
+#ifndef SOJOURN_COMMON_DB_BACKUP_H_
+#define SOJOURN_COMMON_DB_BACKUP_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+
+namespace rocksdb {
+class BackupEngine;
+class DB;
+}  // namespace rocksdb
+
+namespace sojourn {
+
+class Metrics;
+
+// One backup in a backup directory.
+struct BackupSummary {
+  uint32_t id = 0;
+  // When it was taken (the service's clock); RocksDB's own timestamp for a
+  // backup made by another tool.
+  int64_t unix_seconds = 0;
+  uint64_t size_bytes = 0;  // its files' payload, shared files included
+  uint32_t files = 0;
+  std::string service;  // "statemgr", "predictor", "broker"; "" if unknown
+  std::string db_path;  // the database it was taken of
+  // BackupNow only: about how many bytes it had to copy (the live files the
+  // previous backup did not hold, and the memtables it flushed).
+  uint64_t new_bytes = 0;
+};
+
+struct DbBackupConfig {
+  std::string service;     // recorded with each backup; the directory must hold only its own
+  std::string backup_dir;  // created if missing
+  std::string db_path;     // recorded, and named in messages
+  absl::Duration interval = absl::Hours(24);
+  int keep = 7;  // backups kept after each new one (the oldest are deleted)
+  // A backup is not started while it could leave fewer MiB than this free
+  // on the backup directory's disk (as the service's --min_free_disk_mb
+  // keeps its database disk from filling up: RocksDB aborts on a full disk).
+  int64_t min_free_disk_mb = 0;
+};
+
+// Start-up check of a service's --backup_dir against its database directory
+// `db_path` (given by `db_flag`): not inside the database, the database not
+// inside it, a directory (or creatable), writable, and either empty or a
+// backup directory (RocksDB's meta/ subdirectory). INVALID_ARGUMENT with a
+// one-line reason naming --backup_dir. Leaves nothing behind. "" = off (OK).
+absl::Status CheckBackupDirectory(const std::string& backup_dir, const std::string& db_path,
+                                  absl::string_view db_flag);
+
+// The service's --backup_* flags (common/db_backup_flags.cc) checked, as a
+// config for `service` and its database at `db_path`; backup_dir "" = off.
+absl::StatusOr<DbBackupConfig> DbBackupConfigFromFlags(absl::string_view service,
+                                                       const std::string& db_path,
+                                                       absl::string_view db_flag,
+                                                       int64_t min_free_disk_mb);
+
+class DbBackup {
+ public:
+  // Opens (creating) config.backup_dir for backups of `db`, which must
+  // outlive this object. FAILED_PRECONDITION when the directory holds
+  // another service's backups or another process is backing up into it.
+  // `metrics` (may be null) gets sojourn_backup_* (deploy/README.md).
+  static absl::StatusOr<std::unique_ptr<DbBackup>> Open(const DbBackupConfig& config,
+                                                        rocksdb::DB* db, Clock& clock,
+                                                        Metrics* metrics);
+  ~DbBackup();
+  DbBackup(const DbBackup&) = delete;
+  DbBackup& operator=(const DbBackup&) = delete;
+
+  // Takes a backup now (flushing the memtables first, so it needs no log
+  // files), then deletes all but the newest config.keep. RESOURCE_EXHAUSTED
+  // when the backup's new files would not fit above min_free_disk_mb;
+  // CANCELLED when Stop() interrupted it (nothing of it is kept).
+  absl::StatusOr<BackupSummary> BackupNow();
+
+  // When the background thread takes the next backup.
+  absl::Time NextDue() const;
+
+  // The backups in the directory, oldest first.
+  std::vector<BackupSummary> List() const;
+
+  // Starts the background thread: a backup whenever NextDue() has come; after
+  // a failure, again min(interval, 1 h) later. Each outcome is logged.
+  void Start();
+  // Interrupts a backup in progress and joins the thread. Idempotent.
+  void Stop();
+
+  // Blocks until the background thread has attempted `n` backups in all (ok
+  // or not) or `timeout` has passed; whether it had.
+  bool AwaitAttempts(int n, absl::Duration timeout) const;
+
+ private:
+  DbBackup(const DbBackupConfig& config, rocksdb::DB* db, Clock& clock, Metrics* metrics,
+           std::unique_ptr<rocksdb::BackupEngine> engine, int lock_fd);
+  void Run();
+  void ExportState();  // the gauges of the newest backup
+
+  const DbBackupConfig config_;
+  rocksdb::DB* const db_;
+  Clock& clock_;
+  Metrics* const metrics_;
+  std::unique_ptr<rocksdb::BackupEngine> engine_;
+  const int lock_fd_;
+  mutable absl::Mutex mu_;
+  absl::Time next_due_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int attempts_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread thread_;
+};
+
+// A service's backups as its flags configured them: Open, then Start. Null
+// when config.backup_dir is empty (no backups). The caller stops it (or
+// destroys it) before closing `db`.
+absl::StatusOr<std::unique_ptr<DbBackup>> StartDbBackup(const DbBackupConfig& config,
+                                                        rocksdb::DB* db, Clock& clock,
+                                                        Metrics* metrics);
+
+// sojourn-backup's operations, on a backup directory no process needs to
+// hold (a service may be appending to it meanwhile).
+// The backups in `dir`, oldest first. NOT_FOUND when it is no backup directory.
+absl::StatusOr<std::vector<BackupSummary>> ListBackups(const std::string& dir);
+// Reads every file of backup `id` and compares its size and checksum with
+// the ones recorded. DATA_LOSS naming the file when one differs.
+absl::Status VerifyBackup(const std::string& dir, uint32_t id);
+// Restores backup `id` (0 = the newest) into `db_path`, which must not exist
+// or be an empty directory (nothing stored is replaced), and checks that the
+// result opens. Returns the backup restored.
+absl::StatusOr<BackupSummary> RestoreBackup(const std::string& dir, uint32_t id,
+                                            const std::string& db_path);
+
+}  // namespace sojourn
+
+#endif  // SOJOURN_COMMON_DB_BACKUP_H_
