@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <set>
 #include <utility>
@@ -17,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/logging.h"
@@ -34,12 +37,16 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kMetaFormat[] = "sojourn-backup-v1";
+// Held exclusively by the service backing up into the directory.
 constexpr char kLockFile[] = "sojourn-backup.lock";
+// Held shared by readers, exclusively by the service while it deletes.
+constexpr char kReadLockFile[] = "sojourn-backup.read.lock";
 
-// app_metadata of a backup: "sojourn-backup-v1\nservice=...\nunix_seconds=...\ndb_path=...".
-std::string EncodeMeta(absl::string_view service, int64_t unix_seconds, absl::string_view db_path) {
+// app_metadata of a backup: "sojourn-backup-v1" then key=value lines.
+std::string EncodeMeta(absl::string_view service, int64_t unix_seconds,
+                       absl::string_view db_identity, absl::string_view db_path) {
   return absl::StrCat(kMetaFormat, "\nservice=", service, "\nunix_seconds=", unix_seconds,
-                      "\ndb_path=", db_path);
+                      "\ndb_identity=", db_identity, "\ndb_path=", db_path);
 }
 
 BackupSummary Summarize(const rocksdb::BackupInfo& info) {
@@ -51,24 +58,34 @@ BackupSummary Summarize(const rocksdb::BackupInfo& info) {
   std::vector<absl::string_view> lines = absl::StrSplit(info.app_metadata, '\n');
   if (lines.empty() || lines[0] != kMetaFormat) return s;
   for (size_t i = 1; i < lines.size(); ++i) {
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(lines[i], '=');
-    if (kv.first == "service") s.service = std::string(kv.second);
-    if (kv.first == "db_path") {
-      // The path may itself hold '='.
-      s.db_path = std::string(lines[i].substr(std::string("db_path=").size()));
-    }
+    const size_t eq = lines[i].find('=');
+    if (eq == absl::string_view::npos) continue;
+    const absl::string_view key = lines[i].substr(0, eq);
+    const absl::string_view value = lines[i].substr(eq + 1);  // a path may hold '='
     int64_t t = 0;
-    if (kv.first == "unix_seconds" && absl::SimpleAtoi(kv.second, &t)) s.unix_seconds = t;
+    if (key == "service") s.service = std::string(value);
+    if (key == "db_path") s.db_path = std::string(value);
+    if (key == "db_identity") s.db_identity = std::string(value);
+    if (key == "unix_seconds" && absl::SimpleAtoi(value, &t)) s.unix_seconds = t;
   }
   return s;
 }
 
+// Good and damaged backups, by id.
 std::vector<BackupSummary> SummarizeAll(const rocksdb::BackupEngineReadOnlyBase& engine) {
   std::vector<rocksdb::BackupInfo> infos;
   engine.GetBackupInfo(&infos);
   std::vector<BackupSummary> out;
   out.reserve(infos.size());
   for (const rocksdb::BackupInfo& info : infos) out.push_back(Summarize(info));
+  std::vector<rocksdb::BackupID> corrupt;
+  engine.GetCorruptedBackups(&corrupt);
+  for (rocksdb::BackupID id : corrupt) {
+    BackupSummary s;
+    s.id = id;
+    s.damaged = true;
+    out.push_back(s);
+  }
   std::sort(out.begin(), out.end(),
             [](const BackupSummary& a, const BackupSummary& b) { return a.id < b.id; });
   return out;
@@ -81,9 +98,47 @@ double FreeMib(const std::string& path) {
   return static_cast<double>(vfs.f_bavail) * static_cast<double>(vfs.f_frsize) / (1024.0 * 1024.0);
 }
 
+bool SameDisk(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev;
+}
+
 std::string Mib(uint64_t bytes) {
   return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
+
+// Absolute, symbolic links resolved where they exist, no "." / ".." and no
+// trailing separator: "a/db/" and "a/./db" name "a/db".
+fs::path Normalized(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec).lexically_normal();
+  while (p.has_relative_path() && p.filename().empty()) p = p.parent_path();
+  return p;
+}
+
+bool Within(const fs::path& inner, const fs::path& outer) {
+  auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+  return o == outer.end();  // every component of outer starts inner
+}
+
+// The readers' lock file of `dir`, shared while a reader works (exclusive
+// for a deletion); no lock when the file is absent (no service has backed
+// up there yet) or cannot be opened.
+class ReadLock {
+ public:
+  explicit ReadLock(const std::string& dir, bool exclusive = false)
+      : fd_(open((fs::path(dir) / kReadLockFile).c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd_ >= 0) flock(fd_, exclusive ? LOCK_EX : LOCK_SH);
+  }
+  ~ReadLock() {
+    if (fd_ >= 0) close(fd_);  // releases the lock
+  }
+  ReadLock(const ReadLock&) = delete;
+  ReadLock& operator=(const ReadLock&) = delete;
+
+ private:
+  const int fd_;
+};
 
 absl::StatusOr<std::unique_ptr<rocksdb::BackupEngineReadOnly>> OpenReadOnly(
     const std::string& dir) {
@@ -100,6 +155,34 @@ absl::StatusOr<std::unique_ptr<rocksdb::BackupEngineReadOnly>> OpenReadOnly(
   return engine;
 }
 
+absl::Status DamagedError(const std::string& dir, uint32_t id) {
+  return absl::DataLossError(absl::StrCat("backup ", id, " in ", dir,
+                                          " is damaged: RocksDB cannot read its description (meta/",
+                                          id, ")"));
+}
+
+// Gives `root` and everything under it the owner of `reference`.
+absl::Status ChownTree(const fs::path& root, const fs::path& reference) {
+  struct stat ref;
+  if (stat(reference.c_str(), &ref) != 0) {
+    return absl::InternalError(absl::StrCat("cannot stat ", reference.string()));
+  }
+  auto give = [&](const fs::path& p) -> absl::Status {
+    if (lchown(p.c_str(), ref.st_uid, ref.st_gid) != 0) {
+      return absl::InternalError(
+          absl::StrCat("cannot give ", p.string(), " its owner (", std::strerror(errno), ")"));
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = give(root); !s.ok()) return s;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (absl::Status s = give(it->path()); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckBackupDirectory(const std::string& backup_dir, const std::string& db_path,
@@ -109,22 +192,21 @@ absl::Status CheckBackupDirectory(const std::string& backup_dir, const std::stri
     return absl::InvalidArgumentError(
         absl::StrCat("--backup_dir '", Excerpt(backup_dir), "' ", why));
   };
-  std::error_code ec;
-  const fs::path backup = fs::weakly_canonical(fs::absolute(backup_dir, ec), ec);
-  const fs::path db = fs::weakly_canonical(fs::absolute(db_path, ec), ec);
-  auto within = [](const fs::path& inner, const fs::path& outer) {
-    auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
-    return o == outer.end();  // every component of outer starts inner
-  };
-  if (!db_path.empty() && within(backup, db)) {
+  const fs::path backup = Normalized(backup_dir);
+  const fs::path db = Normalized(db_path);
+  if (!db_path.empty() && Within(backup, db)) {
     return bad(absl::StrCat("is inside the database (", db_flag, " '", Excerpt(db_path),
                             "'): a backup must live outside it"));
   }
-  if (!db_path.empty() && within(db, backup)) {
+  if (!db_path.empty() && Within(db, backup)) {
     return bad(absl::StrCat("holds the database (", db_flag, " '", Excerpt(db_path),
                             "'): give the backups a directory of their own"));
   }
+  std::error_code ec;
   const fs::file_status st = fs::status(backup_dir, ec);
+  if (!fs::exists(st) && fs::is_symlink(fs::symlink_status(backup_dir, ec))) {
+    return bad("is a symbolic link to nothing: create its target or give another directory");
+  }
   if (fs::exists(st)) {
     if (!fs::is_directory(st)) return bad("exists and is not a directory");
     if (access(backup_dir.c_str(), R_OK | W_OK | X_OK) != 0) {
@@ -134,10 +216,10 @@ absl::Status CheckBackupDirectory(const std::string& backup_dir, const std::stri
     fs::directory_iterator it(backup_dir, ec);
     if (ec) return bad(absl::StrCat("cannot be listed (", ec.message(), ")"));
     for (; it != fs::directory_iterator(); it.increment(ec)) {
-      if (it->path().filename() == kLockFile) continue;
+      const fs::path name = it->path().filename();
+      if (name == kLockFile || name == kReadLockFile) continue;
       return bad(absl::StrCat("holds other files but no backups (no meta/ directory, e.g. '",
-                              it->path().filename().string(),
-                              "'): give an empty or new directory"));
+                              name.string(), "'): give an empty or new directory"));
     }
     return absl::OkStatus();
   }
@@ -163,6 +245,10 @@ absl::StatusOr<std::unique_ptr<DbBackup>> DbBackup::Open(const DbBackupConfig& c
   if (config.interval <= absl::ZeroDuration() || config.keep < 1) {
     return absl::InvalidArgumentError("backup interval and number kept must be positive");
   }
+  std::string identity;
+  if (rocksdb::Status s = db->GetDbIdentity(identity); !s.ok()) {
+    return FromRocksStatus(s, "reading the database's identity");
+  }
   std::error_code ec;
   fs::create_directories(config.backup_dir, ec);
   if (ec) {
@@ -184,41 +270,71 @@ absl::StatusOr<std::unique_ptr<DbBackup>> DbBackup::Open(const DbBackupConfig& c
         absl::StrCat("--backup_dir '", config.backup_dir, "' is in use by another process (",
                      std::strerror(err), "): give each service its own backup directory"));
   }
+  const std::string read_lock_path = (fs::path(config.backup_dir) / kReadLockFile).string();
+  const int read_fd = open(read_lock_path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (read_fd < 0) {
+    close(fd);
+    return absl::FailedPreconditionError(absl::StrCat("--backup_dir: cannot open ", read_lock_path,
+                                                      " (", std::strerror(errno), ")"));
+  }
+  auto fail = [&](absl::Status s) {
+    close(read_fd);
+    close(fd);
+    return s;
+  };
   rocksdb::BackupEngineOptions options(config.backup_dir);
   options.max_background_operations = 1;
   rocksdb::BackupEngine* raw = nullptr;
   rocksdb::IOStatus s = rocksdb::BackupEngine::Open(options, rocksdb::Env::Default(), &raw);
   std::unique_ptr<rocksdb::BackupEngine> engine(raw);
   if (!s.ok()) {
-    close(fd);
-    return FromRocksStatus(
-        s, absl::StrCat("--backup_dir '", config.backup_dir, "': cannot open the backups"));
+    return fail(FromRocksStatus(
+        s, absl::StrCat("--backup_dir '", config.backup_dir, "': cannot open the backups")));
   }
   for (const BackupSummary& b : SummarizeAll(*engine)) {
-    if (b.service != config.service) {
-      close(fd);
-      return absl::FailedPreconditionError(absl::StrCat(
+    if (!b.damaged && b.service != config.service) {
+      return fail(absl::FailedPreconditionError(absl::StrCat(
           "--backup_dir '", config.backup_dir, "' holds backup ", b.id, " of ",
           b.service.empty() ? std::string("another program") : "the " + b.service + "'s database",
-          ", not the ", config.service, "'s: give each service its own backup directory"));
+          ", not the ", config.service, "'s: give each service its own backup directory")));
     }
   }
-  std::unique_ptr<DbBackup> backup(new DbBackup(config, db, clock, metrics, std::move(engine), fd));
+  std::unique_ptr<DbBackup> backup(new DbBackup(config, db, clock, metrics, std::move(engine), fd,
+                                                read_fd, std::move(identity)));
   return backup;
 }
 
 DbBackup::DbBackup(const DbBackupConfig& config, rocksdb::DB* db, Clock& clock, Metrics* metrics,
-                   std::unique_ptr<rocksdb::BackupEngine> engine, int lock_fd)
+                   std::unique_ptr<rocksdb::BackupEngine> engine, int lock_fd, int read_lock_fd,
+                   std::string identity)
     : config_(config),
       db_(db),
       clock_(clock),
       metrics_(metrics),
       engine_(std::move(engine)),
-      lock_fd_(lock_fd) {
-  const std::vector<BackupSummary> all = List();
+      lock_fd_(lock_fd),
+      read_lock_fd_(read_lock_fd),
+      identity_(std::move(identity)) {
+  // This database's newest backup: another database's (one moved aside,
+  // say) does not make this one's first backup wait.
+  int64_t newest = std::numeric_limits<int64_t>::min();
+  for (const BackupSummary& b : List()) {
+    if (!b.damaged && b.db_identity == identity_) newest = std::max(newest, b.unix_seconds);
+  }
+  const absl::Time now = clock_.Now();
+  if (newest > absl::ToUnixSeconds(now) + 300) {
+    SOJOURN_LOG(WARNING,
+                "the newest backup in %s is stamped %s, after this clock (%s): was a clock "
+                "wrong? The next backup is due an interval from now",
+                config_.backup_dir,
+                absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixSeconds(newest),
+                                 absl::UTCTimeZone()),
+                absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", now, absl::UTCTimeZone()));
+  }
   absl::MutexLock l(&mu_);
-  next_due_ = all.empty() ? clock_.Now()
-                          : absl::FromUnixSeconds(all.back().unix_seconds) + config_.interval;
+  next_due_ = newest == std::numeric_limits<int64_t>::min()
+                  ? now
+                  : std::min(absl::FromUnixSeconds(newest), now) + config_.interval;
   if (metrics_ != nullptr) {
     for (const char* outcome : {"ok", "failed"}) {
       metrics_->DeclareCounter("sojourn_backups_total",
@@ -234,10 +350,17 @@ DbBackup::DbBackup(const DbBackupConfig& config, rocksdb::DB* db, Clock& clock, 
 DbBackup::~DbBackup() {
   Stop();
   engine_.reset();
+  close(read_lock_fd_);
   close(lock_fd_);
 }
 
 std::vector<BackupSummary> DbBackup::List() const { return SummarizeAll(*engine_); }
+
+int DbBackup::OtherDatabaseBackups() const {
+  int n = 0;
+  for (const BackupSummary& b : List()) n += !b.damaged && b.db_identity != identity_;
+  return n;
+}
 
 absl::Time DbBackup::NextDue() const {
   absl::MutexLock l(&mu_);
@@ -247,14 +370,44 @@ absl::Time DbBackup::NextDue() const {
 void DbBackup::ExportState() {
   if (metrics_ == nullptr) return;
   const std::vector<BackupSummary> all = List();
-  metrics_->Set("sojourn_backups_kept", "Backups in --backup_dir", {},
-                static_cast<double>(all.size()));
+  const BackupSummary* newest = nullptr;
+  int good = 0;
+  for (const BackupSummary& b : all) {  // by id: the last one made of this database
+    if (b.damaged) continue;
+    ++good;
+    if (b.db_identity == identity_) newest = &b;
+  }
+  metrics_->Set("sojourn_backups_kept", "Backups in --backup_dir (damaged ones not counted)", {},
+                good);
   metrics_->Set("sojourn_backup_last_success_timestamp_seconds",
-                "When the newest backup in --backup_dir was taken (0 = none yet)", {},
-                all.empty() ? 0.0 : static_cast<double>(all.back().unix_seconds));
+                "When the newest backup of the database in --backup_dir was taken (0 = none yet)", {},
+                newest == nullptr ? 0.0 : static_cast<double>(newest->unix_seconds));
   metrics_->Set("sojourn_backup_size_bytes",
                 "Size of the newest backup (its files, shared ones included)", {},
-                all.empty() ? 0.0 : static_cast<double>(all.back().size_bytes));
+                newest == nullptr ? 0.0 : static_cast<double>(newest->size_bytes));
+}
+
+int DbBackup::Purge(int keep) {
+  std::vector<uint32_t> mine;
+  for (const BackupSummary& b : List()) {
+    if (!b.damaged && b.db_identity == identity_) mine.push_back(b.id);
+  }
+  if (static_cast<int>(mine.size()) <= keep) return 0;
+  // RocksDB leaves a read by another engine (sojourn-backup) beside a
+  // deletion unspecified: wait for the readers.
+  flock(read_lock_fd_, LOCK_EX);
+  int deleted = 0;
+  for (size_t i = 0; i + keep < mine.size(); ++i) {
+    rocksdb::IOStatus s = engine_->DeleteBackup(mine[i]);
+    if (s.ok()) {
+      ++deleted;
+    } else {
+      SOJOURN_LOG(WARNING, "deleting backup %d in %s: %s", mine[i], config_.backup_dir,
+                  s.ToString());
+    }
+  }
+  flock(read_lock_fd_, LOCK_UN);
+  return deleted;
 }
 
 absl::StatusOr<BackupSummary> DbBackup::BackupNow() {
@@ -298,14 +451,29 @@ absl::StatusOr<BackupSummary> DbBackup::BackupNow() {
   }
   uint64_t memtables = 0;
   if (db_->GetIntProperty("rocksdb.cur-size-all-mem-tables", &memtables)) needed += memtables;
-  const double free_mib = FreeMib(config_.backup_dir);
+  // On the database's own disk, the backup leaves the service its whole
+  // reserve and as much again.
+  const bool same_disk = SameDisk(config_.backup_dir, config_.db_path);
+  const double reserve_mib =
+      static_cast<double>(config_.min_free_disk_mb) * (same_disk ? 2.0 : 1.0);
   const double needed_mib = static_cast<double>(needed) / (1024.0 * 1024.0);
-  if (free_mib >= 0 && free_mib - needed_mib < static_cast<double>(config_.min_free_disk_mb)) {
+  auto fits = [&](double* free_mib) {
+    *free_mib = FreeMib(config_.backup_dir);
+    return *free_mib < 0 || *free_mib - needed_mib >= reserve_mib;
+  };
+  double free_mib = 0;
+  if (!fits(&free_mib) && config_.keep > 1 && Purge(config_.keep - 1) > 0) {
+    SOJOURN_LOG(WARNING, "deleted the oldest backup in %s early to make room for the next one",
+                config_.backup_dir);
+    ExportState();
+  }
+  if (!fits(&free_mib)) {
     return fail(absl::ResourceExhaustedError(absl::StrFormat(
         "backup of %s skipped: it needs about %.1f MiB and %.1f MiB are free on the disk of "
-        "--backup_dir '%s', which would leave less than the %d MiB kept free "
-        "(--min_free_disk_mb): free some space or lower --backup_keep",
-        config_.db_path, needed_mib, free_mib, config_.backup_dir, config_.min_free_disk_mb)));
+        "--backup_dir '%s', which must keep %.0f MiB free (--min_free_disk_mb%s): free some "
+        "space there, or give the backups another disk",
+        config_.db_path, needed_mib, free_mib, config_.backup_dir, reserve_mib,
+        same_disk ? " twice over, as it is the database's disk" : "")));
   }
   rocksdb::CreateBackupOptions create;
   create.flush_before_backup = true;
@@ -313,7 +481,7 @@ absl::StatusOr<BackupSummary> DbBackup::BackupNow() {
   create.background_thread_cpu_priority = rocksdb::CpuPriority::kLow;
   rocksdb::BackupID id = 0;
   rocksdb::IOStatus s = engine_->CreateNewBackupWithMetadata(
-      create, db_, EncodeMeta(config_.service, at, config_.db_path), &id);
+      create, db_, EncodeMeta(config_.service, at, identity_, config_.db_path), &id);
   if (!s.ok()) {
     {
       absl::MutexLock l(&mu_);
@@ -325,10 +493,7 @@ absl::StatusOr<BackupSummary> DbBackup::BackupNow() {
     return fail(FromRocksStatus(
         s, absl::StrCat("backup of ", config_.db_path, " into ", config_.backup_dir)));
   }
-  absl::Status purged =
-      FromRocksStatus(engine_->PurgeOldBackups(static_cast<uint32_t>(config_.keep)),
-                      absl::StrCat("deleting old backups in ", config_.backup_dir));
-  if (!purged.ok()) SOJOURN_LOG(WARNING, "%s", purged.ToString());
+  Purge(config_.keep);
   rocksdb::BackupInfo info;
   BackupSummary made;
   made.id = id;
@@ -345,25 +510,31 @@ absl::StatusOr<BackupSummary> DbBackup::BackupNow() {
                   absl::ToDoubleSeconds(absl::Now() - started));
   }
   ExportState();
-  SOJOURN_LOG(INFO, "backup %d of %s in %s: %s in %d files, %s new, %.1f s; %d kept", made.id,
+  SOJOURN_LOG(INFO, "backup %d of %s in %s: %s in %d files, about %s new, %.1f s; %d kept", made.id,
               config_.db_path, config_.backup_dir, Mib(made.size_bytes), made.files, Mib(needed),
               absl::ToDoubleSeconds(absl::Now() - started), List().size());
   return made;
 }
 
 void DbBackup::Start() {
+  absl::MutexLock stop(&stop_mu_);
+  {
+    absl::MutexLock l(&mu_);
+    if (stopping_ || thread_.joinable()) return;
+  }
   ExportState();
   thread_ = std::thread([this] { Run(); });
 }
 
 void DbBackup::Stop() {
+  absl::MutexLock stop(&stop_mu_);
   {
     absl::MutexLock l(&mu_);
-    if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
   }
+  if (!thread_.joinable()) return;
   engine_->StopBackup();
-  if (thread_.joinable()) thread_.join();
+  thread_.join();
 }
 
 void DbBackup::Run() {
@@ -377,7 +548,11 @@ void DbBackup::Run() {
     absl::StatusOr<BackupSummary> made = BackupNow();
     mu_.Lock();
     ++attempts_;
-    if (made.ok() || stopping_) continue;
+    if (made.ok()) continue;
+    if (absl::IsCancelled(made.status())) {
+      SOJOURN_LOG(INFO, "%s; nothing of it was kept", made.status().message());
+      continue;
+    }
     const absl::Duration retry = std::min(config_.interval, absl::Hours(1));
     next_due_ = clock_.Now() + retry;
     SOJOURN_LOG(WARNING, "%s; next attempt in %s", made.status().ToString(),
@@ -404,35 +579,50 @@ absl::StatusOr<std::unique_ptr<DbBackup>> StartDbBackup(const DbBackupConfig& co
               due <= clock.Now()
                   ? std::string("now")
                   : absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", due, absl::UTCTimeZone()));
+  if (const int others = (*backup)->OtherDatabaseBackups(); others > 0) {
+    SOJOURN_LOG(WARNING,
+                "%s holds %d backup(s) of another database than %s (sojourn-backup list shows "
+                "them): they are kept, not rotated; 'sojourn-backup delete' removes them",
+                config.backup_dir, others, config.db_path);
+  }
   (*backup)->Start();
   return backup;
 }
 
 absl::StatusOr<std::vector<BackupSummary>> ListBackups(const std::string& dir) {
+  ReadLock lock(dir);
   absl::StatusOr<std::unique_ptr<rocksdb::BackupEngineReadOnly>> engine = OpenReadOnly(dir);
   if (!engine.ok()) return engine.status();
   return SummarizeAll(**engine);
 }
 
 absl::Status VerifyBackup(const std::string& dir, uint32_t id) {
+  ReadLock lock(dir);
   absl::StatusOr<std::unique_ptr<rocksdb::BackupEngineReadOnly>> engine = OpenReadOnly(dir);
   if (!engine.ok()) return engine.status();
+  for (const BackupSummary& b : SummarizeAll(**engine)) {
+    if (b.id == id && b.damaged) return DamagedError(dir, id);
+  }
   rocksdb::BackupInfo info;
   if (!(*engine)->GetBackupInfo(id, &info).ok()) {
     return absl::NotFoundError(absl::StrCat("no backup ", id, " in ", dir));
   }
   rocksdb::IOStatus s = (*engine)->VerifyBackup(id, /*verify_with_checksum=*/true);
   if (s.ok()) return absl::OkStatus();
-  // A file that is missing, shorter or different is damage, whatever RocksDB
-  // calls it.
-  return absl::DataLossError(
-      absl::StrCat("backup ", id, " in ", dir, " is damaged: ", s.ToString()));
+  // A file that is missing, shorter or different is damage; anything else
+  // (permissions, a failing disk) is reported as it is.
+  if (s.IsCorruption() || s.IsNotFound() || s.IsPathNotFound()) {
+    return absl::DataLossError(
+        absl::StrCat("backup ", id, " in ", dir, " is damaged: ", s.ToString()));
+  }
+  return FromRocksStatus(s, absl::StrCat("verifying backup ", id, " in ", dir));
 }
 
 absl::StatusOr<BackupSummary> RestoreBackup(const std::string& dir, uint32_t id,
                                             const std::string& db_path) {
   std::error_code ec;
-  if (fs::exists(db_path, ec)) {
+  const bool existed = fs::exists(db_path, ec);
+  if (existed) {
     if (!fs::is_directory(db_path, ec)) {
       return absl::InvalidArgumentError(
           absl::StrCat("'", db_path, "' exists and is not a directory"));
@@ -442,35 +632,104 @@ absl::StatusOr<BackupSummary> RestoreBackup(const std::string& dir, uint32_t id,
           "'", db_path, "' is not empty: restore into a new directory (nothing is replaced)"));
     }
   }
+  if (Within(Normalized(db_path), Normalized(dir))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", db_path, "' is inside the backup directory '", dir, "': restore outside it"));
+  }
+  ReadLock lock(dir);
   absl::StatusOr<std::unique_ptr<rocksdb::BackupEngineReadOnly>> engine = OpenReadOnly(dir);
   if (!engine.ok()) return engine.status();
-  rocksdb::BackupInfo info;
-  rocksdb::Status found =
-      id == 0 ? (*engine)->GetLatestBackupInfo(&info) : (*engine)->GetBackupInfo(id, &info);
-  if (!found.ok()) {
+  const std::vector<BackupSummary> all = SummarizeAll(**engine);
+  const BackupSummary* chosen = nullptr;
+  for (const BackupSummary& b : all) {
+    if (id == 0 || b.id == id) chosen = &b;  // id 0: the last, the newest
+  }
+  if (chosen == nullptr) {
     return absl::NotFoundError(id == 0 ? absl::StrCat("no backup in ", dir)
                                        : absl::StrCat("no backup ", id, " in ", dir));
   }
+  if (chosen->damaged) {
+    const BackupSummary* good = nullptr;
+    for (const BackupSummary& b : all) {
+      if (!b.damaged) good = &b;
+    }
+    absl::Status damaged = DamagedError(dir, chosen->id);
+    return absl::DataLossError(absl::StrCat(
+        damaged.message(),
+        good == nullptr ? std::string("; no backup there is good")
+                        : absl::StrCat("; --id ", good->id, " restores the newest good one")));
+  }
+  const fs::path parent = Normalized(db_path).parent_path();
   fs::create_directories(db_path, ec);
   if (ec) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot create '", db_path, "' (", ec.message(), ")"));
   }
   rocksdb::IOStatus s =
-      (*engine)->RestoreDBFromBackup(rocksdb::RestoreOptions(), info.backup_id, db_path, db_path);
+      (*engine)->RestoreDBFromBackup(rocksdb::RestoreOptions(), chosen->id, db_path, db_path);
   if (!s.ok()) {
     return FromRocksStatus(
-        s, absl::StrCat("restoring backup ", info.backup_id, " of ", dir, " into ", db_path));
+        s, absl::StrCat("restoring backup ", chosen->id, " of ", dir, " into ", db_path));
+  }
+  // The database it was: the service keeps rotating this database's backups
+  // (RocksDB would give the restored files a new identity at their first
+  // opening, and the old backups would count as another database's).
+  if (!chosen->db_identity.empty()) {
+    std::ofstream identity(fs::path(db_path) / "IDENTITY", std::ios::trunc);
+    identity << chosen->db_identity;
+    if (!identity.flush()) {
+      return absl::InternalError(absl::StrCat("cannot write ", db_path, "/IDENTITY"));
+    }
   }
   // The restored database must open, as the service will open it.
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status opened = rocksdb::DB::OpenForReadOnly(rocksdb::Options(), db_path, &raw);
-  std::unique_ptr<rocksdb::DB> db(raw);
-  if (!opened.ok()) {
-    return FromRocksStatus(opened,
-                           absl::StrCat("the database restored into ", db_path, " does not open"));
+  {
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Status opened = rocksdb::DB::OpenForReadOnly(rocksdb::Options(), db_path, &raw);
+    std::unique_ptr<rocksdb::DB> db(raw);
+    if (!opened.ok()) {
+      return FromRocksStatus(
+          opened, absl::StrCat("the database restored into ", db_path, " does not open"));
+    }
   }
-  return Summarize(info);
+  if (geteuid() == 0) {
+    if (absl::Status s = ChownTree(db_path, existed ? fs::path(db_path) : parent); !s.ok()) {
+      return s;
+    }
+  }
+  return *chosen;
+}
+
+absl::Status DeleteBackup(const std::string& dir, uint32_t id) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::path(dir) / "meta", ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("'", dir, "' holds no backups (no meta/ directory of RocksDB's backups)"));
+  }
+  const std::string lock_path = (fs::path(dir) / kLockFile).string();
+  const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot open ", lock_path, " (", std::strerror(errno), ")"));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("a service is backing up into ", dir, ": stop it before deleting a backup"));
+  }
+  ReadLock readers(dir, /*exclusive=*/true);  // no reader is mid-way
+  rocksdb::BackupEngine* raw = nullptr;
+  rocksdb::IOStatus s =
+      rocksdb::BackupEngine::Open(rocksdb::BackupEngineOptions(dir), rocksdb::Env::Default(), &raw);
+  std::unique_ptr<rocksdb::BackupEngine> engine(raw);
+  if (!s.ok()) return FromRocksStatus(s, absl::StrCat("cannot open the backups in ", dir));
+  bool known = false;
+  for (const BackupSummary& b : SummarizeAll(*engine)) known = known || b.id == id;
+  if (!known) return absl::NotFoundError(absl::StrCat("no backup ", id, " in ", dir));
+  return FromRocksStatus(engine->DeleteBackup(id),
+                         absl::StrCat("deleting backup ", id, " in ", dir));
 }
 
 }  // namespace sojourn

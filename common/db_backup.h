@@ -10,11 +10,19 @@
 //   (*backup)->Stop();
 //
 // The schedule survives restarts: the next backup is due one interval after
-// the newest one in the directory (at once when there is none), by the time
-// recorded with it. Each backup records the service and database it came
-// from; a directory holding another service's backups is refused, and so is
-// one another process is backing up into (a lock file), because two
-// BackupEngines appending to one directory may destroy it.
+// the database's newest one in the directory (at once when there is none),
+// by the time recorded with it. Each backup records the service and the database it came
+// from (its path and RocksDB identity); a directory holding another service's
+// backups is refused, and so is one another process is backing up into (a
+// lock file), because two BackupEngines appending to one directory may
+// destroy it. Only backups of the database being backed up are rotated: those
+// of another database in the directory (the one a database moved aside was
+// restored from, say) are kept until deleted with sojourn-backup.
+//
+// Readers (ListBackups, VerifyBackup, RestoreBackup) hold a shared lock on a
+// second lock file while they read, and the service deletes old backups only
+// under it exclusively: RocksDB leaves a read beside another engine's
+// deletion unspecified.
 #ifndef SOJOURN_COMMON_DB_BACKUP_H_
 #define SOJOURN_COMMON_DB_BACKUP_H_
 
@@ -49,8 +57,12 @@ struct BackupSummary {
   int64_t unix_seconds = 0;
   uint64_t size_bytes = 0;  // its files' payload, shared files included
   uint32_t files = 0;
-  std::string service;  // "statemgr", "predictor", "broker"; "" if unknown
-  std::string db_path;  // the database it was taken of
+  std::string service;      // "statemgr", "predictor", "broker"; "" if unknown
+  std::string db_path;      // the database it was taken of
+  std::string db_identity;  // RocksDB's identity of that database
+  // RocksDB could not read its description (meta/ID): only the id is known,
+  // and it can be neither verified nor restored.
+  bool damaged = false;
   // BackupNow only: about how many bytes it had to copy (the live files the
   // previous backup did not hold, and the memtables it flushed).
   uint64_t new_bytes = 0;
@@ -63,16 +75,20 @@ struct DbBackupConfig {
   absl::Duration interval = absl::Hours(24);
   int keep = 7;  // backups kept after each new one (the oldest are deleted)
   // A backup is not started while it could leave fewer MiB than this free
-  // on the backup directory's disk (as the service's --min_free_disk_mb
-  // keeps its database disk from filling up: RocksDB aborts on a full disk).
+  // on the backup directory's disk, or twice as many when that is the
+  // database's disk: the service itself refuses writes below this reserve
+  // (--min_free_disk_mb), as RocksDB aborts on a full disk, and a backup must
+  // not bring it there. When that is all that stops it, the oldest backup is
+  // deleted first if `keep` are there.
   int64_t min_free_disk_mb = 0;
 };
 
 // Start-up check of a service's --backup_dir against its database directory
 // `db_path` (given by `db_flag`): not inside the database, the database not
 // inside it, a directory (or creatable), writable, and either empty or a
-// backup directory (RocksDB's meta/ subdirectory). INVALID_ARGUMENT with a
-// one-line reason naming --backup_dir. Leaves nothing behind. "" = off (OK).
+// backup directory (RocksDB's meta/ subdirectory), not a dangling symbolic
+// link. INVALID_ARGUMENT with a one-line reason naming --backup_dir. Leaves
+// nothing behind. "" = off (OK).
 absl::Status CheckBackupDirectory(const std::string& backup_dir, const std::string& db_path,
                                   absl::string_view db_flag);
 
@@ -87,7 +103,8 @@ class DbBackup {
  public:
   // Opens (creating) config.backup_dir for backups of `db`, which must
   // outlive this object. FAILED_PRECONDITION when the directory holds
-  // another service's backups or another process is backing up into it.
+  // another service's backups or another process is backing up into it;
+  // other codes for I/O errors.
   // `metrics` (may be null) gets sojourn_backup_* (deploy/README.md).
   static absl::StatusOr<std::unique_ptr<DbBackup>> Open(const DbBackupConfig& config,
                                                         rocksdb::DB* db, Clock& clock,
@@ -97,21 +114,29 @@ class DbBackup {
   DbBackup& operator=(const DbBackup&) = delete;
 
   // Takes a backup now (flushing the memtables first, so it needs no log
-  // files), then deletes all but the newest config.keep. RESOURCE_EXHAUSTED
-  // when the backup's new files would not fit above min_free_disk_mb;
-  // CANCELLED when Stop() interrupted it (nothing of it is kept).
+  // files), then deletes this database's backups but the newest config.keep.
+  // RESOURCE_EXHAUSTED when the backup's new files would not fit above the
+  // reserve; CANCELLED when Stop() interrupted it (nothing of it is kept).
   absl::StatusOr<BackupSummary> BackupNow();
 
-  // When the background thread takes the next backup.
+  // When the background thread takes the next backup: an interval after the
+  // newest backup of this database (at once when it has none), but no later
+  // than an interval from now
+  // (a backup stamped in the future, by a clock set wrong, does not stop
+  // the schedule).
   absl::Time NextDue() const;
 
-  // The backups in the directory, oldest first.
+  // The backups in the directory, oldest first, damaged ones included.
   std::vector<BackupSummary> List() const;
+  // Backups in the directory of another database than this one.
+  int OtherDatabaseBackups() const;
 
-  // Starts the background thread: a backup whenever NextDue() has come; after
-  // a failure, again min(interval, 1 h) later. Each outcome is logged.
+  // Starts the background thread (once): a backup whenever NextDue() has
+  // come; after a failure, again min(interval, 1 h) later. Each outcome is
+  // logged.
   void Start();
-  // Interrupts a backup in progress and joins the thread. Idempotent.
+  // Interrupts a backup in progress and joins the thread. Idempotent, and
+  // safe to call from several threads.
   void Stop();
 
   // Blocks until the background thread has attempted `n` backups in all (ok
@@ -120,9 +145,13 @@ class DbBackup {
 
  private:
   DbBackup(const DbBackupConfig& config, rocksdb::DB* db, Clock& clock, Metrics* metrics,
-           std::unique_ptr<rocksdb::BackupEngine> engine, int lock_fd);
+           std::unique_ptr<rocksdb::BackupEngine> engine, int lock_fd, int read_lock_fd,
+           std::string identity);
   void Run();
   void ExportState();  // the gauges of the newest backup
+  // Deletes this database's good backups but the newest `keep`, under the
+  // readers' lock; returns how many it deleted.
+  int Purge(int keep);
 
   const DbBackupConfig config_;
   rocksdb::DB* const db_;
@@ -130,32 +159,48 @@ class DbBackup {
   Metrics* const metrics_;
   std::unique_ptr<rocksdb::BackupEngine> engine_;
   const int lock_fd_;
+  const int read_lock_fd_;
+  const std::string identity_;  // RocksDB's identity of db_
+  absl::Mutex stop_mu_;         // serializes Start() and Stop()
   mutable absl::Mutex mu_;
   absl::Time next_due_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int attempts_ ABSL_GUARDED_BY(mu_) = 0;
-  std::thread thread_;
+  std::thread thread_ ABSL_GUARDED_BY(stop_mu_);
 };
 
 // A service's backups as its flags configured them: Open, then Start. Null
 // when config.backup_dir is empty (no backups). The caller stops it (or
-// destroys it) before closing `db`.
+// destroys it) before closing `db`. INVALID_ARGUMENT / FAILED_PRECONDITION
+// are the configuration's fault (a service exits 2), the rest I/O (exit 1).
 absl::StatusOr<std::unique_ptr<DbBackup>> StartDbBackup(const DbBackupConfig& config,
                                                         rocksdb::DB* db, Clock& clock,
                                                         Metrics* metrics);
 
-// sojourn-backup's operations, on a backup directory no process needs to
-// hold (a service may be appending to it meanwhile).
-// The backups in `dir`, oldest first. NOT_FOUND when it is no backup directory.
+// sojourn-backup's operations. The first three read a backup directory a
+// service may be appending to meanwhile.
+// The backups in `dir`, oldest first, damaged ones included. NOT_FOUND when
+// it is no backup directory.
 absl::StatusOr<std::vector<BackupSummary>> ListBackups(const std::string& dir);
 // Reads every file of backup `id` and compares its size and checksum with
-// the ones recorded. DATA_LOSS naming the file when one differs.
+// the ones recorded. DATA_LOSS naming the file when one differs or is
+// missing, or when the backup's description is unreadable; NOT_FOUND for no
+// such backup.
 absl::Status VerifyBackup(const std::string& dir, uint32_t id);
-// Restores backup `id` (0 = the newest) into `db_path`, which must not exist
-// or be an empty directory (nothing stored is replaced), and checks that the
-// result opens. Returns the backup restored.
+// Restores backup `id` (0 = the newest; DATA_LOSS when the newest is
+// damaged, naming the newest good one) into `db_path`, which must not exist
+// or be an empty directory (nothing stored is replaced) and not lie inside
+// `dir`, gives the result the database identity the backup recorded (so
+// that the service goes on rotating the same database's backups), and
+// checks that it opens. Run as root, the restored files get the owner of
+// the directory they were restored into (or of its parent, for a new one):
+// a service running as its own user must be able to write them. Returns
+// the backup restored.
 absl::StatusOr<BackupSummary> RestoreBackup(const std::string& dir, uint32_t id,
                                             const std::string& db_path);
+// Deletes backup `id` (good or damaged). FAILED_PRECONDITION while a service
+// is backing up into `dir`: stop it first.
+absl::Status DeleteBackup(const std::string& dir, uint32_t id);
 
 }  // namespace sojourn
 

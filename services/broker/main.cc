@@ -221,7 +221,9 @@ int main(int argc, char** argv) {
                                        &metrics);
   if (!backup.ok()) {
     SOJOURN_LOG(ERROR, "%s", backup.status().message());
-    return sojourn::kExitUsage;
+    return absl::IsInvalidArgument(backup.status()) || absl::IsFailedPrecondition(backup.status())
+               ? sojourn::kExitUsage
+               : 1;
   }
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {

@@ -2,9 +2,14 @@
 // what a restore gives back, the schedule on an injected clock, the refusals.
 #include "common/db_backup.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -85,221 +90,273 @@ DbBackupConfig Config(const std::string& backup_dir, const std::string& db_path)
   return c;
 }
 
+// A database in a temporary directory and backups of it in "b", on a fake
+// clock; the tests' common setup.
+class DbBackupTest : public ::testing::Test {
+ protected:
+  DbBackupTest() : db_(OpenDb(tmp_.File("db"))) {}
+
+  // Opens the backups of db() (config: Config(Backups(), DbPath()) changed
+  // by `edit`), failing the test when it cannot.
+  DbBackup& Backup(const std::function<void(DbBackupConfig&)>& edit = nullptr,
+                   Metrics* metrics = nullptr) {
+    DbBackupConfig c = Config(Backups(), DbPath());
+    if (edit) edit(c);
+    auto opened = DbBackup::Open(c, db_.get(), clock_, metrics);
+    EXPECT_THAT(opened.status(), IsOk());
+    backup_ = opened.ok() ? std::move(*opened) : nullptr;
+    if (backup_ == nullptr) std::abort();
+    return *backup_;
+  }
+  std::string DbPath() const { return tmp_.File("db"); }
+  std::string Backups() const { return tmp_.File("b"); }
+
+  TempDir tmp_;
+  std::unique_ptr<rocksdb::DB> db_;
+  FakeClock clock_;
+  std::unique_ptr<DbBackup> backup_;
+};
+
 // Each backup restores the database as it was when taken, the later writes
 // absent; the newest is the default; verify passes on every backup.
-TEST(DbBackupTest, RestoresEachBackupAsItWas) {
-  TempDir tmp;
-  const std::string db_path = tmp.File("db");
-  const std::string backups = tmp.File("backups");
-  auto db = OpenDb(db_path);
-  FakeClock clock;
-  auto backup = DbBackup::Open(Config(backups, db_path), db.get(), clock, nullptr);
-  ASSERT_THAT(backup.status(), IsOk());
-  Put(*db, 0, 1000);
-  auto first = (*backup)->BackupNow();
+TEST_F(DbBackupTest, RestoresEachBackupAsItWas) {
+  DbBackup& backup = Backup();
+  Put(*db_, 0, 1000);
+  auto first = backup.BackupNow();
   ASSERT_THAT(first.status(), IsOk());
   EXPECT_EQ(first->service, "statemgr");
-  EXPECT_EQ(first->db_path, db_path);
-  EXPECT_EQ(first->unix_seconds, absl::ToUnixSeconds(clock.Now()));
-  clock.Advance(absl::Hours(1));
-  Put(*db, 1000, 1500);  // in the memtable only: the backup flushes it
-  auto second = (*backup)->BackupNow();
+  EXPECT_EQ(first->db_path, DbPath());
+  EXPECT_EQ(first->unix_seconds, absl::ToUnixSeconds(clock_.Now()));
+  clock_.Advance(absl::Hours(1));
+  Put(*db_, 1000, 1500);  // in the memtable only: the backup flushes it
+  auto second = backup.BackupNow();
   ASSERT_THAT(second.status(), IsOk());
   EXPECT_GT(second->id, first->id);
-  Put(*db, 1500, 1600);  // after the last backup: in neither
+  Put(*db_, 1500, 1600);  // after the last backup: in neither
 
-  auto listed = ListBackups(backups);
+  auto listed = ListBackups(Backups());
   ASSERT_THAT(listed.status(), IsOk());
   ASSERT_EQ(listed->size(), 2u);
   EXPECT_EQ((*listed)[0].id, first->id);
   EXPECT_EQ((*listed)[1].unix_seconds, first->unix_seconds + 3600);
-  for (const BackupSummary& b : *listed) EXPECT_THAT(VerifyBackup(backups, b.id), IsOk());
+  for (const BackupSummary& b : *listed) EXPECT_THAT(VerifyBackup(Backups(), b.id), IsOk());
 
   bool prefix = false;
-  auto r1 = RestoreBackup(backups, first->id, tmp.File("r1"));
+  auto r1 = RestoreBackup(Backups(), first->id, tmp_.File("r1"));
   ASSERT_THAT(r1.status(), IsOk());
-  EXPECT_EQ(CountKeys(tmp.File("r1"), &prefix), 1000);
+  EXPECT_EQ(CountKeys(tmp_.File("r1"), &prefix), 1000);
   EXPECT_TRUE(prefix);
-  auto latest = RestoreBackup(backups, 0, tmp.File("r2"));
+  auto latest = RestoreBackup(Backups(), 0, tmp_.File("r2/"));
   ASSERT_THAT(latest.status(), IsOk());
   EXPECT_EQ(latest->id, second->id);
-  EXPECT_EQ(CountKeys(tmp.File("r2"), &prefix), 1500);
+  EXPECT_EQ(CountKeys(tmp_.File("r2"), &prefix), 1500);
   EXPECT_TRUE(prefix);
 }
 
 // A backup shares the table files the previous one holds: two backups of a
 // large database with a small change take far less than twice its size.
-TEST(DbBackupTest, BackupsAreIncremental) {
-  TempDir tmp;
-  auto db = OpenDb(tmp.File("db"));
-  FakeClock clock;
-  auto backup = DbBackup::Open(Config(tmp.File("b"), tmp.File("db")), db.get(), clock, nullptr);
-  ASSERT_THAT(backup.status(), IsOk());
-  Put(*db, 0, 4000, 1000);  // about 4 MB
-  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
-  auto first = (*backup)->BackupNow();
+TEST_F(DbBackupTest, BackupsAreIncremental) {
+  DbBackup& backup = Backup();
+  Put(*db_, 0, 4000, 1000);  // about 4 MB
+  ASSERT_TRUE(db_->Flush(rocksdb::FlushOptions()).ok());
+  auto first = backup.BackupNow();
   ASSERT_THAT(first.status(), IsOk());
   EXPECT_GT(first->size_bytes, 4'000'000u);
   EXPECT_GE(first->new_bytes, first->size_bytes - 100'000);  // all of it was new
-  Put(*db, 4000, 4010, 1000);
-  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
-  auto second = (*backup)->BackupNow();
+  Put(*db_, 4000, 4010, 1000);
+  ASSERT_TRUE(db_->Flush(rocksdb::FlushOptions()).ok());
+  auto second = backup.BackupNow();
   ASSERT_THAT(second.status(), IsOk());
   EXPECT_GT(second->size_bytes, first->size_bytes);  // each backup is whole...
-  EXPECT_LT(DirBytes(tmp.File("b")), first->size_bytes + first->size_bytes / 10);  // ...not copied
+  EXPECT_LT(DirBytes(Backups()), first->size_bytes + first->size_bytes / 10);  // ...not copied
   EXPECT_LT(second->new_bytes, first->new_bytes / 2);  // and the estimate knows it
 }
 
 // Writes going on during a backup: the restored database is a consistent
 // point in time (keys written in order come back as a prefix).
-TEST(DbBackupTest, ConsistentUnderConcurrentWrites) {
-  TempDir tmp;
-  auto db = OpenDb(tmp.File("db"));
-  FakeClock clock;
-  auto backup = DbBackup::Open(Config(tmp.File("b"), tmp.File("db")), db.get(), clock, nullptr);
-  ASSERT_THAT(backup.status(), IsOk());
-  Put(*db, 0, 2000);
+TEST_F(DbBackupTest, ConsistentUnderConcurrentWrites) {
+  DbBackup& backup = Backup();
+  Put(*db_, 0, 2000);
   std::atomic<bool> done{false};
   std::atomic<int> written{2000};
   std::thread writer([&] {
     for (int i = 2000; !done.load() && i < 2'000'000; ++i) {
-      ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), Key(i), std::string(100, 'v')).ok());
+      ASSERT_TRUE(db_->Put(rocksdb::WriteOptions(), Key(i), std::string(100, 'v')).ok());
       written.store(i + 1);
     }
   });
   while (written.load() < 3000) std::this_thread::yield();  // the writer is under way
-  auto made = (*backup)->BackupNow();
+  auto made = backup.BackupNow();
   const int before_end = written.load();
   done.store(true);
   writer.join();
   ASSERT_THAT(made.status(), IsOk());
-  ASSERT_THAT(RestoreBackup(tmp.File("b"), 0, tmp.File("r")).status(), IsOk());
+  ASSERT_THAT(RestoreBackup(Backups(), 0, tmp_.File("r")).status(), IsOk());
   bool prefix = false;
-  const int n = CountKeys(tmp.File("r"), &prefix);
+  const int n = CountKeys(tmp_.File("r"), &prefix);
   EXPECT_TRUE(prefix) << "a hole in the restored keys";
   EXPECT_GE(n, 3000);
   EXPECT_LE(n, before_end);
 }
 
 // Older backups are deleted: `keep` newest remain.
-TEST(DbBackupTest, KeepsTheNewest) {
-  TempDir tmp;
-  auto db = OpenDb(tmp.File("db"));
-  FakeClock clock;
-  DbBackupConfig c = Config(tmp.File("b"), tmp.File("db"));
-  c.keep = 2;
-  auto backup = DbBackup::Open(c, db.get(), clock, nullptr);
-  ASSERT_THAT(backup.status(), IsOk());
+TEST_F(DbBackupTest, KeepsTheNewest) {
+  DbBackup& backup = Backup([](DbBackupConfig& c) { c.keep = 2; });
   std::vector<uint32_t> ids;
   for (int i = 0; i < 4; ++i) {
-    Put(*db, i * 10, i * 10 + 10);
-    auto made = (*backup)->BackupNow();
+    Put(*db_, i * 10, i * 10 + 10);
+    auto made = backup.BackupNow();
     ASSERT_THAT(made.status(), IsOk());
     ids.push_back(made->id);
   }
-  auto listed = ListBackups(tmp.File("b"));
+  auto listed = ListBackups(Backups());
   ASSERT_THAT(listed.status(), IsOk());
   ASSERT_EQ(listed->size(), 2u);
   EXPECT_EQ((*listed)[0].id, ids[2]);
   EXPECT_EQ((*listed)[1].id, ids[3]);
-  EXPECT_EQ(RestoreBackup(tmp.File("b"), ids[0], tmp.File("r")).status().code(),
+  EXPECT_EQ(RestoreBackup(Backups(), ids[0], tmp_.File("r")).status().code(),
             absl::StatusCode::kNotFound);
 }
 
 // The background thread backs up at once when the directory has no backup,
 // then one interval after the newest; a restarted service keeps the schedule
 // of the backups already there.
-TEST(DbBackupTest, ScheduleFollowsTheNewestBackup) {
-  TempDir tmp;
-  auto db = OpenDb(tmp.File("db"));
-  FakeClock clock;
+TEST_F(DbBackupTest, ScheduleFollowsTheNewestBackup) {
   Metrics metrics("statemgr");
-  const absl::Time t0 = clock.Now();
-  {
-    auto backup = DbBackup::Open(Config(tmp.File("b"), tmp.File("db")), db.get(), clock, &metrics);
-    ASSERT_THAT(backup.status(), IsOk());
-    EXPECT_EQ((*backup)->NextDue(), t0);
-    (*backup)->Start();
-    ASSERT_TRUE((*backup)->AwaitAttempts(1, absl::Seconds(30)));
-    EXPECT_EQ((*backup)->List().size(), 1u);
-    EXPECT_EQ((*backup)->NextDue(), t0 + absl::Hours(24));
-    clock.Advance(absl::Hours(23));
-    EXPECT_FALSE((*backup)->AwaitAttempts(2, absl::Milliseconds(100)));
-    clock.Advance(absl::Hours(1));
-    ASSERT_TRUE((*backup)->AwaitAttempts(2, absl::Seconds(30)));
-    EXPECT_EQ((*backup)->List().size(), 2u);
-    EXPECT_THAT(metrics.Render(),
-                HasSubstr(absl::StrCat("sojourn_backup_last_success_timestamp_seconds{service="
-                                       "\"statemgr\"} ",
-                                       absl::ToUnixSeconds(t0 + absl::Hours(24)))));
-    EXPECT_THAT(metrics.Render(),
-                HasSubstr("sojourn_backups_total{service=\"statemgr\",outcome=\"ok\"} 2"));
-    (*backup)->Stop();
-  }
-  clock.Advance(absl::Hours(6));  // restarted 6 h after the last backup
-  auto again = DbBackup::Open(Config(tmp.File("b"), tmp.File("db")), db.get(), clock, nullptr);
-  ASSERT_THAT(again.status(), IsOk());
-  EXPECT_EQ((*again)->NextDue(), t0 + absl::Hours(48));
+  const absl::Time t0 = clock_.Now();
+  DbBackup& backup = Backup(nullptr, &metrics);
+  EXPECT_EQ(backup.NextDue(), t0);
+  backup.Start();
+  ASSERT_TRUE(backup.AwaitAttempts(1, absl::Seconds(30)));
+  EXPECT_EQ(backup.List().size(), 1u);
+  EXPECT_EQ(backup.NextDue(), t0 + absl::Hours(24));
+  clock_.Advance(absl::Hours(23));
+  EXPECT_FALSE(backup.AwaitAttempts(2, absl::Milliseconds(100)));
+  clock_.Advance(absl::Hours(1));
+  ASSERT_TRUE(backup.AwaitAttempts(2, absl::Seconds(30)));
+  EXPECT_EQ(backup.List().size(), 2u);
+  EXPECT_THAT(metrics.Render(),
+              HasSubstr(absl::StrCat("sojourn_backup_last_success_timestamp_seconds{service="
+                                     "\"statemgr\"} ",
+                                     absl::ToUnixSeconds(t0 + absl::Hours(24)))));
+  EXPECT_THAT(metrics.Render(),
+              HasSubstr("sojourn_backups_total{service=\"statemgr\",outcome=\"ok\"} 2"));
+  // Stop() from two threads at once, then again; Start() after Stop() does nothing.
+  std::thread other([&] { backup.Stop(); });
+  backup.Stop();
+  other.join();
+  backup.Stop();
+  backup.Start();
+  backup_.reset();
+
+  clock_.Advance(absl::Hours(6));  // restarted 6 h after the last backup
+  EXPECT_EQ(Backup().NextDue(), t0 + absl::Hours(48));
+}
+
+// A backup stamped in the future (a clock set wrong) does not stop the
+// schedule: the next one is due an interval from now.
+TEST_F(DbBackupTest, AFutureBackupDoesNotStopTheSchedule) {
+  const absl::Time now = clock_.Now();
+  clock_.Advance(absl::Hours(24 * 365 * 10));
+  ASSERT_THAT(Backup().BackupNow().status(), IsOk());
+  backup_.reset();
+  clock_.Set(now);
+  EXPECT_EQ(Backup().NextDue(), now + absl::Hours(24));
 }
 
 // A backup that would leave less than min_free_disk_mb free is not taken,
 // counted as failed, and retried later by the thread.
-TEST(DbBackupTest, RefusesToFillTheDisk) {
-  TempDir tmp;
-  auto db = OpenDb(tmp.File("db"));
-  Put(*db, 0, 100);
-  FakeClock clock;
+TEST_F(DbBackupTest, RefusesToFillTheDisk) {
+  Put(*db_, 0, 100);
   Metrics metrics("broker");
-  DbBackupConfig c = Config(tmp.File("b"), tmp.File("db"));
-  c.service = "broker";
-  c.min_free_disk_mb = int64_t{1} << 40;  // more than any disk here
-  auto backup = DbBackup::Open(c, db.get(), clock, &metrics);
-  ASSERT_THAT(backup.status(), IsOk());
-  (*backup)->Start();
-  ASSERT_TRUE((*backup)->AwaitAttempts(1, absl::Seconds(30)));
-  EXPECT_TRUE((*backup)->List().empty());
-  EXPECT_EQ((*backup)->NextDue(), clock.Now() + absl::Hours(1));  // min(interval, 1 h)
+  DbBackup& backup = Backup(
+      [](DbBackupConfig& c) {
+        c.service = "broker";
+        c.min_free_disk_mb = int64_t{1} << 40;  // more than any disk here
+      },
+      &metrics);
+  backup.Start();
+  ASSERT_TRUE(backup.AwaitAttempts(1, absl::Seconds(30)));
+  EXPECT_TRUE(backup.List().empty());
+  EXPECT_EQ(backup.NextDue(), clock_.Now() + absl::Hours(1));  // min(interval, 1 h)
   EXPECT_THAT(metrics.Render(),
               HasSubstr("sojourn_backups_total{service=\"broker\",outcome=\"failed\"} 1"));
-  (*backup)->Stop();
-  auto direct = (*backup)->BackupNow();
+  backup.Stop();
+  auto direct = backup.BackupNow();
   EXPECT_EQ(direct.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(direct.status().message(), HasSubstr("--min_free_disk_mb"));
+  // The database is on the same disk: twice the reserve is kept.
+  EXPECT_THAT(direct.status().message(),
+              HasSubstr("must keep 2199023255552 MiB free (--min_free_disk_mb twice over"));
 }
 
 // One directory, one service, one process.
-TEST(DbBackupTest, RefusesASharedDirectory) {
-  TempDir tmp;
-  auto db = OpenDb(tmp.File("db"));
-  FakeClock clock;
-  {
-    auto backup = DbBackup::Open(Config(tmp.File("b"), tmp.File("db")), db.get(), clock, nullptr);
-    ASSERT_THAT(backup.status(), IsOk());
-    ASSERT_THAT((*backup)->BackupNow().status(), IsOk());
-    auto second = DbBackup::Open(Config(tmp.File("b"), tmp.File("db")), db.get(), clock, nullptr);
-    EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
-    EXPECT_THAT(second.status().message(), HasSubstr("in use by another process"));
-  }
-  DbBackupConfig c = Config(tmp.File("b"), tmp.File("db"));
+TEST_F(DbBackupTest, RefusesASharedDirectory) {
+  ASSERT_THAT(Backup().BackupNow().status(), IsOk());
+  auto second = DbBackup::Open(Config(Backups(), DbPath()), db_.get(), clock_, nullptr);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr("in use by another process"));
+  EXPECT_EQ(DeleteBackup(Backups(), 1).code(), absl::StatusCode::kFailedPrecondition);
+  backup_.reset();
+  DbBackupConfig c = Config(Backups(), DbPath());
   c.service = "predictor";
-  auto other = DbBackup::Open(c, db.get(), clock, nullptr);
+  auto other = DbBackup::Open(c, db_.get(), clock_, nullptr);
   EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(other.status().message(), HasSubstr("holds backup 1 of the statemgr's database"));
 }
 
-// A damaged backup file is found by verify, and the restore refuses it.
-TEST(DbBackupTest, VerifyAndRestoreFindDamage) {
-  TempDir tmp;
-  auto db = OpenDb(tmp.File("db"));
-  Put(*db, 0, 500);
-  FakeClock clock;
-  auto backup = DbBackup::Open(Config(tmp.File("b"), tmp.File("db")), db.get(), clock, nullptr);
-  ASSERT_THAT(backup.status(), IsOk());
-  auto made = (*backup)->BackupNow();
+// A database started anew where a damaged one was moved aside: its backups
+// rotate among themselves and never delete the old database's.
+TEST_F(DbBackupTest, KeepsAnotherDatabasesBackups) {
+  Put(*db_, 0, 100);
+  ASSERT_THAT(Backup([](DbBackupConfig& c) { c.keep = 2; }).BackupNow().status(), IsOk());
+  backup_.reset();
+  db_.reset();
+  fs::rename(DbPath(), tmp_.File("db.damaged"));
+  db_ = OpenDb(DbPath());  // empty, with a new identity
+  DbBackup& fresh = Backup([](DbBackupConfig& c) { c.keep = 2; });
+  EXPECT_EQ(fresh.OtherDatabaseBackups(), 1);
+  EXPECT_EQ(fresh.NextDue(), clock_.Now());  // it has no backup yet
+  for (int i = 0; i < 3; ++i) ASSERT_THAT(fresh.BackupNow().status(), IsOk());
+  auto listed = ListBackups(Backups());
+  ASSERT_THAT(listed.status(), IsOk());
+  ASSERT_EQ(listed->size(), 3u);  // the old database's and the new one's newest 2
+  EXPECT_EQ((*listed)[0].id, 1u);
+  bool prefix = false;
+  ASSERT_THAT(RestoreBackup(Backups(), 1, tmp_.File("r")).status(), IsOk());
+  EXPECT_EQ(CountKeys(tmp_.File("r"), &prefix), 100);
+}
+
+// A restored database keeps the identity of the one backed up, so its
+// service goes on rotating the same backups.
+TEST_F(DbBackupTest, RestoreKeepsTheDatabase) {
+  Put(*db_, 0, 100);
+  ASSERT_THAT(Backup([](DbBackupConfig& c) { c.keep = 2; }).BackupNow().status(), IsOk());
+  backup_.reset();
+  std::string identity;
+  ASSERT_TRUE(db_->GetDbIdentity(identity).ok());
+  db_.reset();
+  fs::rename(DbPath(), tmp_.File("db.damaged"));
+  ASSERT_THAT(RestoreBackup(Backups(), 0, DbPath()).status(), IsOk());
+  db_ = OpenDb(DbPath());
+  std::string restored;
+  ASSERT_TRUE(db_->GetDbIdentity(restored).ok());
+  EXPECT_EQ(restored, identity);
+  DbBackup& again = Backup([](DbBackupConfig& c) { c.keep = 2; });
+  EXPECT_EQ(again.OtherDatabaseBackups(), 0);
+  for (int i = 0; i < 2; ++i) ASSERT_THAT(again.BackupNow().status(), IsOk());
+  auto listed = ListBackups(Backups());
+  ASSERT_THAT(listed.status(), IsOk());
+  EXPECT_EQ(listed->size(), 2u);  // the first one rotated out
+}
+
+// A damaged file: verify finds it, and the restore refuses it.
+TEST_F(DbBackupTest, VerifyAndRestoreFindADamagedFile) {
+  Put(*db_, 0, 500);
+  auto made = Backup().BackupNow();
   ASSERT_THAT(made.status(), IsOk());
-  ASSERT_THAT(VerifyBackup(tmp.File("b"), made->id), IsOk());
+  ASSERT_THAT(VerifyBackup(Backups(), made->id), IsOk());
   std::string sst;
-  for (const auto& e : fs::recursive_directory_iterator(tmp.File("b"))) {
+  for (const auto& e : fs::recursive_directory_iterator(Backups())) {
     if (e.path().extension() == ".sst") sst = e.path().string();
   }
   ASSERT_FALSE(sst.empty());
@@ -308,30 +365,78 @@ TEST(DbBackupTest, VerifyAndRestoreFindDamage) {
     f.seekp(100);
     f.put('\x5a');  // same size, different content
   }
-  absl::Status verified = VerifyBackup(tmp.File("b"), made->id);
+  absl::Status verified = VerifyBackup(Backups(), made->id);
   EXPECT_EQ(verified.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(verified.message(), HasSubstr(".sst"));
-  EXPECT_FALSE(RestoreBackup(tmp.File("b"), made->id, tmp.File("r")).ok());
-  EXPECT_EQ(VerifyBackup(tmp.File("b"), made->id + 5).code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(RestoreBackup(Backups(), made->id, tmp_.File("r")).ok());
+  EXPECT_EQ(VerifyBackup(Backups(), made->id + 5).code(), absl::StatusCode::kNotFound);
+  fs::remove(sst);  // and a missing one
+  EXPECT_EQ(VerifyBackup(Backups(), made->id).code(), absl::StatusCode::kDataLoss);
 }
 
-// A restore never replaces anything: a non-empty target is refused as it is.
-TEST(DbBackupTest, RestoreRefusesANonEmptyTarget) {
-  TempDir tmp;
-  auto db = OpenDb(tmp.File("db"));
-  FakeClock clock;
-  auto backup = DbBackup::Open(Config(tmp.File("b"), tmp.File("db")), db.get(), clock, nullptr);
-  ASSERT_THAT(backup.status(), IsOk());
-  ASSERT_THAT((*backup)->BackupNow().status(), IsOk());
-  fs::create_directories(tmp.File("target"));
-  std::ofstream(tmp.File("target/keep.txt")) << "mine";
-  auto r = RestoreBackup(tmp.File("b"), 0, tmp.File("target"));
+// A backup whose description RocksDB cannot read is listed as damaged, fails
+// verify, and is not silently replaced by an older one on restore.
+TEST_F(DbBackupTest, ADamagedNewestBackupIsNotSkipped) {
+  Put(*db_, 0, 100);
+  ASSERT_THAT(Backup().BackupNow().status(), IsOk());
+  Put(*db_, 100, 200);
+  ASSERT_THAT(backup_->BackupNow().status(), IsOk());
+  backup_.reset();
+  std::ofstream(Backups() + "/meta/2", std::ios::trunc) << "garbage";
+  auto listed = ListBackups(Backups());
+  ASSERT_THAT(listed.status(), IsOk());
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_FALSE((*listed)[0].damaged);
+  EXPECT_TRUE((*listed)[1].damaged);
+  EXPECT_EQ(VerifyBackup(Backups(), 2).code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(VerifyBackup(Backups(), 1), IsOk());
+  auto newest = RestoreBackup(Backups(), 0, tmp_.File("r"));
+  EXPECT_EQ(newest.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(newest.status().message(), HasSubstr("--id 1 restores the newest good one"));
+  EXPECT_FALSE(fs::exists(tmp_.File("r")));
+  ASSERT_THAT(RestoreBackup(Backups(), 1, tmp_.File("r")).status(), IsOk());
+  // No service holds the directory now: the damaged backup can go.
+  ASSERT_THAT(DeleteBackup(Backups(), 2), IsOk());
+  listed = ListBackups(Backups());
+  ASSERT_THAT(listed.status(), IsOk());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(DeleteBackup(Backups(), 7).code(), absl::StatusCode::kNotFound);
+}
+
+// A restore never replaces anything: a non-empty target is refused as it is,
+// and so is a target inside the backups.
+TEST_F(DbBackupTest, RestoreRefusesANonEmptyTarget) {
+  ASSERT_THAT(Backup().BackupNow().status(), IsOk());
+  fs::create_directories(tmp_.File("target"));
+  std::ofstream(tmp_.File("target/keep.txt")) << "mine";
+  auto r = RestoreBackup(Backups(), 0, tmp_.File("target"));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(fs::directory_iterator(tmp.File("target"))->path().filename(), "keep.txt");
-  EXPECT_EQ(ListBackups(tmp.File("db")).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(fs::directory_iterator(tmp_.File("target"))->path().filename(), "keep.txt");
+  EXPECT_EQ(RestoreBackup(Backups(), 0, Backups() + "/restored").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ListBackups(DbPath()).status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST(DbBackupTest, CheckBackupDirectory) {
+// Run as root (as the restore of a systemd service's database is), the
+// restored files get the owner of the directory they go into.
+TEST_F(DbBackupTest, RestoreAsRootGivesTheFilesTheirOwner) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root";
+  ASSERT_THAT(Backup().BackupNow().status(), IsOk());
+  fs::create_directories(tmp_.File("state"));
+  ASSERT_EQ(chown(tmp_.File("state").c_str(), 65534, 65534), 0);
+  ASSERT_THAT(RestoreBackup(Backups(), 0, tmp_.File("state/db")).status(), IsOk());
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(tmp_.File("state"))) {
+    struct stat st;
+    ASSERT_EQ(lstat(e.path().c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 65534u) << e.path();
+    EXPECT_EQ(st.st_gid, 65534u) << e.path();
+    ++files;
+  }
+  EXPECT_GE(files, 4);  // the directory, CURRENT, MANIFEST, OPTIONS, ...
+}
+
+TEST(CheckBackupDirectoryTest, Refusals) {
   TempDir tmp;
   fs::create_directories(tmp.File("db"));
   fs::create_directories(tmp.File("foreign"));
@@ -339,6 +444,8 @@ TEST(DbBackupTest, CheckBackupDirectory) {
   std::ofstream(tmp.File("file")) << "x";
   fs::create_directories(tmp.File("locked-only"));
   std::ofstream(tmp.File("locked-only/sojourn-backup.lock"));
+  std::ofstream(tmp.File("locked-only/sojourn-backup.read.lock"));
+  fs::create_symlink(tmp.File("nowhere"), tmp.File("dangling"));
   const std::string db = tmp.File("db");
   EXPECT_THAT(CheckBackupDirectory("", db, "--db_path"), IsOk());
   EXPECT_THAT(CheckBackupDirectory(tmp.File("new/deeper"), db, "--db_path"), IsOk());
@@ -346,18 +453,23 @@ TEST(DbBackupTest, CheckBackupDirectory) {
   EXPECT_FALSE(fs::exists(tmp.File("new")));  // nothing left behind
   struct Case {
     std::string dir;
+    std::string db;
     std::string want;
   };
   for (const Case& c : std::vector<Case>{
-           {db, "is inside the database (--db_path"},
-           {tmp.File("db/backups"), "is inside the database"},
-           {tmp.File("db/../db/./x"), "is inside the database"},
-           {tmp.path(), "holds the database"},
-           {tmp.File("file"), "exists and is not a directory"},
-           {tmp.File("foreign"), "holds other files but no backups"},
-           {tmp.File("file/sub"), "cannot be created"},
+           {db, db, "is inside the database (--db_path"},
+           {tmp.File("db/backups"), db, "is inside the database"},
+           {tmp.File("db/../db/./x"), db, "is inside the database"},
+           // A database not created yet, named with a trailing slash.
+           {tmp.File("new-db/backups"), tmp.File("new-db/"), "is inside the database"},
+           {tmp.File("new-db/backups/"), tmp.File("new-db//"), "is inside the database"},
+           {tmp.path(), db, "holds the database"},
+           {tmp.File("file"), db, "exists and is not a directory"},
+           {tmp.File("foreign"), db, "holds other files but no backups"},
+           {tmp.File("file/sub"), db, "cannot be created"},
+           {tmp.File("dangling"), db, "is a symbolic link to nothing"},
        }) {
-    absl::Status s = CheckBackupDirectory(c.dir, db, "--db_path");
+    absl::Status s = CheckBackupDirectory(c.dir, c.db, "--db_path");
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.dir;
     EXPECT_THAT(s.message(), HasSubstr(c.want)) << c.dir;
     EXPECT_THAT(s.message(), HasSubstr("--backup_dir")) << c.dir;

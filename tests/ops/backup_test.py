@@ -169,17 +169,26 @@ class BackupTest(unittest.TestCase):
                                      "--predictor=127.0.0.1:1"])
         self.assertEqual((code, len(lines)), (2, 1), lines)
         self.assertIn("holds backup 1 of the statemgr's database", lines[0])
+        # Another database backed up into the same directory (a database started anew, say)
+        # is logged, and its backups do not rotate the first one's out.
         running = CLUSTER.start("statemgr-lock", "statemgr",
                                 [f"--db_path={path('lock-db')}", f"--backup_dir={backups}"])
         code, lines = start_refused("statemgr-second", "statemgr",
                                     [f"--db_path={path('lock-db-2')}", f"--backup_dir={backups}"])
         self.assertEqual((code, len(lines)), (2, 1), lines)
         self.assertIn("is in use by another process", lines[0])
+        # A backup is deleted only while no service backs up into the directory.
+        deleted = tool("delete", "--backup-dir", backups, "--id", "1")
+        self.assertEqual(deleted.returncode, 2, deleted.stderr)
+        self.assertIn("stop it before deleting", deleted.stderr)
         self.assertEqual(stop(running), 0)
+        self.assertIn("holds 1 backup(s) of another database", CLUSTER.log_tail("statemgr-lock"))
+        listed = json.loads(tool("list", "--backup-dir", backups, "--json").stdout)["backups"]
+        self.assertEqual([b["db_path"] for b in listed], [path("statemgr-db"), path("lock-db")])
 
-        # A damaged file: verify names it (exit 1), and a restore refuses it.
-        sst = [os.path.join(d, f) for d, _, files in os.walk(backups) for f in files
-               if f.endswith(".sst")]
+        # A damaged table file: verify names it (exit 1), and a restore of it fails (exit 1).
+        sst = sorted(os.path.join(d, f) for d, _, files in os.walk(backups) for f in files
+                     if f.endswith(".sst"))
         self.assertTrue(sst, f"no table file under {backups}")
         with open(sst[0], "r+b") as f:
             f.seek(64)
@@ -188,9 +197,30 @@ class BackupTest(unittest.TestCase):
             f.write(bytes([byte[0] ^ 0xFF]))
         verified = tool("verify", "--backup-dir", backups)
         self.assertEqual(verified.returncode, 1, verified.stdout + verified.stderr)
-        self.assertIn("is damaged", verified.stderr)
-        failed = tool("restore", "--backup-dir", backups, "--db-path", path("from-damaged"))
-        self.assertNotEqual(failed.returncode, 0, failed.stdout)
+        self.assertEqual(len(verified.stderr.splitlines()), 1, verified.stderr)
+        self.assertIn("failed verification: 1", verified.stderr)
+        self.assertRegex(verified.stdout, r"backup 1: .*is damaged")
+        self.assertIn("backup 2: ok", verified.stdout)
+        failed = tool("restore", "--backup-dir", backups, "--id", "1", "--db-path",
+                      path("from-damaged"))
+        self.assertEqual(failed.returncode, 1, failed.stdout + failed.stderr)
+
+        # A damaged description (meta/2): listed as damaged, verify exit 1, and the restore
+        # of "the newest" refuses rather than restoring backup 1 instead.
+        with open(os.path.join(backups, "meta", "2"), "w") as f:
+            f.write("garbage")
+        listed = json.loads(tool("list", "--backup-dir", backups, "--json").stdout)["backups"]
+        self.assertEqual([(b["id"], b["damaged"]) for b in listed], [(1, False), (2, True)])
+        verified = tool("verify", "--backup-dir", backups, "--id", "2")
+        self.assertEqual(verified.returncode, 1, verified.stderr)
+        refused = tool("restore", "--backup-dir", backups, "--db-path", path("newest"))
+        self.assertEqual(refused.returncode, 1, refused.stderr)
+        self.assertIn("backup 2 in", refused.stderr)
+        self.assertFalse(os.path.exists(path("newest")))
+        deleted = tool("delete", "--backup-dir", backups, "--id", "2")
+        self.assertEqual(deleted.returncode, 0, deleted.stderr)
+        listed = json.loads(tool("list", "--backup-dir", backups, "--json").stdout)["backups"]
+        self.assertEqual([b["id"] for b in listed], [1])
 
     def test_broker(self):
         pb = client_test.pb
@@ -253,6 +283,9 @@ class BackupTest(unittest.TestCase):
                 (["list"], "--backup-dir is required"),
                 (["list", "--backup-dir", "d", "--id", "1"], "--id"),
                 (["verify", "--backup-dir", "d", "--id", "0"], "--id"),
+                (["delete", "--backup-dir", path("nothing-here")], "--id is required"),
+                (["delete", "--backup-dir", path("nothing-here"), "--id", "3"],
+                 "holds no backups"),
                 (["prune", "--backup-dir", "d"], "unknown command 'prune'")):
             result = tool(*args)
             self.assertEqual(result.returncode, 2, (args, result.stdout, result.stderr))

@@ -1,7 +1,7 @@
 // sojourn-backup: the online backups a service keeps with --backup_dir
 // (common/db_backup.h): list them, verify their checksums, restore one into a
-// new database directory. It reads the backup directory only; the service
-// may keep appending to it meanwhile.
+// new database directory, delete one. list, verify and restore only read the
+// backup directory, and the service may keep backing up meanwhile.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/cli_util.h"
 #include "common/db_backup.h"
@@ -26,16 +27,20 @@ constexpr char kUsage[] =
     "incremental, checksummed). A running service may keep adding backups meanwhile.\n"
     "\n"
     "commands:\n"
-    "  list      the backups, oldest first: id, time (UTC), size, files, service,\n"
-    "            database they were taken of  [--json]\n"
-    "  verify    reads every file of the backups and checks its size and checksum\n"
-    "            [--id N: only backup N]; exit 1 naming the first damaged backup\n"
-    "  restore   --db-path DIR [--id N]: restores backup N (default: the newest)\n"
-    "            into DIR, which must not exist or be empty (nothing is replaced),\n"
-    "            and checks that the database opens. Then start the service with\n"
+    "  list      the backups, oldest first: id, status, time (UTC), size, files,\n"
+    "            service, database they were taken of  [--json]\n"
+    "  verify    reads every file of every backup [--id N: of backup N] and checks\n"
+    "            its size and checksum; exit 1 when one is damaged\n"
+    "  restore   --db-path DIR [--id N]: restores backup N (default: the newest;\n"
+    "            refused when the newest is damaged) into DIR, which must not\n"
+    "            exist or be empty (nothing is replaced), and checks that the\n"
+    "            database opens. Run as root, the files get the owner of DIR (or\n"
+    "            of its parent, for a new DIR). Then start the service with\n"
     "            --db_path / --histdb_path / --data_dir DIR.\n"
+    "  delete    --id N: deletes backup N (e.g. a damaged one); only while no\n"
+    "            service is backing up into the directory\n"
     "\n"
-    "Exit codes: 0 done, 1 a backup is damaged or the restore failed, 2 bad usage\n"
+    "Exit codes: 0 done, 1 a backup is damaged or an operation failed, 2 bad usage\n"
     "or a refused request (no backups there, no such backup, DIR not empty).\n";
 
 std::string Utc(int64_t unix_seconds) {
@@ -58,13 +63,19 @@ int List(const std::string& dir, bool json) {
   if (json) {
     nlohmann::json out = {{"backup_dir", dir}, {"backups", nlohmann::json::array()}};
     for (const sojourn::BackupSummary& b : *all) {
+      if (b.damaged) {
+        out["backups"].push_back({{"id", b.id}, {"damaged", true}});
+        continue;
+      }
       out["backups"].push_back({{"id", b.id},
+                                {"damaged", false},
                                 {"unix_seconds", b.unix_seconds},
                                 {"time_utc", Utc(b.unix_seconds)},
                                 {"size_bytes", b.size_bytes},
                                 {"files", b.files},
                                 {"service", b.service},
-                                {"db_path", b.db_path}});
+                                {"db_path", b.db_path},
+                                {"db_identity", b.db_identity}});
     }
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
@@ -73,10 +84,14 @@ int List(const std::string& dir, bool json) {
     std::printf("no backups in %s yet\n", dir.c_str());
     return 0;
   }
-  std::printf("%4s  %-19s  %12s  %6s  %-9s  %s\n", "ID", "TIME (UTC)", "SIZE", "FILES", "SERVICE",
-              "DATABASE");
+  std::printf("%4s  %-7s  %-19s  %12s  %6s  %-9s  %s\n", "ID", "STATUS", "TIME (UTC)", "SIZE",
+              "FILES", "SERVICE", "DATABASE");
   for (const sojourn::BackupSummary& b : *all) {
-    std::printf("%4u  %-19s  %12s  %6u  %-9s  %s\n", b.id, Utc(b.unix_seconds).c_str(),
+    if (b.damaged) {
+      std::printf("%4u  %-7s  (its description meta/%u cannot be read)\n", b.id, "DAMAGED", b.id);
+      continue;
+    }
+    std::printf("%4u  %-7s  %-19s  %12s  %6u  %-9s  %s\n", b.id, "ok", Utc(b.unix_seconds).c_str(),
                 absl::StrFormat("%.1f MiB", static_cast<double>(b.size_bytes) / 1048576.0).c_str(),
                 b.files, b.service.empty() ? "?" : b.service.c_str(), b.db_path.c_str());
   }
@@ -93,18 +108,33 @@ int Verify(const std::string& dir, int64_t id) {
     if (all->empty()) return Fail(absl::NotFoundError(absl::StrCat("no backups in ", dir)));
     for (const sojourn::BackupSummary& b : *all) ids.push_back(b.id);
   }
-  for (uint32_t i : ids) {
-    if (absl::Status s = sojourn::VerifyBackup(dir, i); !s.ok()) return Fail(s);
-    std::printf("backup %u: ok\n", i);
+  if (ids.size() == 1) {
+    if (absl::Status s = sojourn::VerifyBackup(dir, ids[0]); !s.ok()) return Fail(s);
+    std::printf("backup %u: ok\n", ids[0]);
+    return 0;
   }
-  return 0;
+  // All of them, each on its own line; one summary line on stderr.
+  std::vector<uint32_t> failed;
+  for (uint32_t i : ids) {
+    absl::Status s = sojourn::VerifyBackup(dir, i);
+    if (s.ok()) {
+      std::printf("backup %u: ok\n", i);
+    } else {
+      std::printf("backup %u: %s\n", i, std::string(s.message()).c_str());
+      failed.push_back(i);
+    }
+  }
+  if (failed.empty()) return 0;
+  std::fprintf(stderr, "sojourn-backup: %zu of %zu backups in %s failed verification: %s\n",
+               failed.size(), ids.size(), dir.c_str(), absl::StrJoin(failed, ", ").c_str());
+  return 1;
 }
 
 int Restore(const std::string& dir, int64_t id, const std::string& db_path) {
   absl::StatusOr<sojourn::BackupSummary> b =
       sojourn::RestoreBackup(dir, static_cast<uint32_t>(id), db_path);
   if (!b.ok()) return Fail(b.status());
-  std::printf("restored backup %u (%s UTC, %s's database %s) into %s\n", b->id,
+  std::printf("restored backup %u (taken %s UTC of the %s's database %s) into %s\n", b->id,
               Utc(b->unix_seconds).c_str(), b->service.empty() ? "?" : b->service.c_str(),
               b->db_path.c_str(), db_path.c_str());
   return 0;
@@ -119,16 +149,16 @@ int main(int argc, char** argv) {
     return argc < 2 ? sojourn::kExitUsage : 0;
   }
   const std::string command = argv[1];
-  if (command != "list" && command != "verify" && command != "restore") {
-    sojourn::DieUsage("sojourn-backup",
-                      absl::StrCat("unknown command '", command, "' (list, verify, restore)"));
+  if (command != "list" && command != "verify" && command != "restore" && command != "delete") {
+    sojourn::DieUsage("sojourn-backup", absl::StrCat("unknown command '", command,
+                                                     "' (list, verify, restore, delete)"));
   }
   const std::string program = "sojourn-backup " + command;
   const sojourn::CommandLine cl = sojourn::ParseCommandLine(
       argc - 2, argv + 2, program, kUsage,
-      command == "list"     ? std::vector<std::string>{"backup-dir"}
-      : command == "verify" ? std::vector<std::string>{"backup-dir", "id"}
-                            : std::vector<std::string>{"backup-dir", "id", "db-path"},
+      command == "list"      ? std::vector<std::string>{"backup-dir"}
+      : command == "restore" ? std::vector<std::string>{"backup-dir", "id", "db-path"}
+                             : std::vector<std::string>{"backup-dir", "id"},
       command == "list" ? std::vector<std::string>{"json"} : std::vector<std::string>{});
   const std::string dir = cl.Get("backup-dir");
   if (dir.empty()) sojourn::DieUsage(program, "--backup-dir is required");
@@ -138,6 +168,13 @@ int main(int argc, char** argv) {
     rc = List(dir, cl.Flag("json"));
   } else if (command == "verify") {
     rc = Verify(dir, id);
+  } else if (command == "delete") {
+    if (id == 0) sojourn::DieUsage(program, "--id is required");
+    if (absl::Status s = sojourn::DeleteBackup(dir, static_cast<uint32_t>(id)); !s.ok()) {
+      rc = Fail(s);
+    } else {
+      std::printf("deleted backup %lld of %s\n", static_cast<long long>(id), dir.c_str());
+    }
   } else {
     const std::string db_path = cl.Get("db-path");
     if (db_path.empty()) sojourn::DieUsage(program, "--db-path is required");
