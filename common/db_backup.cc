@@ -1,6 +1,7 @@
 #include "common/db_backup.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -158,29 +160,59 @@ absl::StatusOr<std::unique_ptr<rocksdb::BackupEngineReadOnly>> OpenReadOnly(
 absl::Status DamagedError(const std::string& dir, uint32_t id) {
   return absl::DataLossError(absl::StrCat("backup ", id, " in ", dir,
                                           " is damaged: RocksDB cannot read its description (meta/",
-                                          id, ")"));
+                                          id, ") or one of its files"));
 }
 
-// Gives `root` and everything under it the owner of `reference`.
-absl::Status ChownTree(const fs::path& root, const fs::path& reference) {
-  struct stat ref;
-  if (stat(reference.c_str(), &ref) != 0) {
-    return absl::InternalError(absl::StrCat("cannot stat ", reference.string()));
+// Gives `root` and everything under it `uid`:`gid`, never following a
+// symbolic link (nftw with FTW_PHYS, lchown): a link swapped in by the
+// directory's owner does not get root to give away other files.
+thread_local uid_t chown_uid;
+thread_local gid_t chown_gid;
+thread_local int chown_errno;
+
+int ChownOne(const char* path, const struct stat*, int, struct FTW*) {
+  if (lchown(path, chown_uid, chown_gid) != 0) {
+    chown_errno = errno;
+    return 1;  // stops the walk
   }
-  auto give = [&](const fs::path& p) -> absl::Status {
-    if (lchown(p.c_str(), ref.st_uid, ref.st_gid) != 0) {
-      return absl::InternalError(
-          absl::StrCat("cannot give ", p.string(), " its owner (", std::strerror(errno), ")"));
-    }
-    return absl::OkStatus();
-  };
-  if (absl::Status s = give(root); !s.ok()) return s;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    if (absl::Status s = give(it->path()); !s.ok()) return s;
+  return 0;
+}
+
+absl::Status ChownTree(const fs::path& root, uid_t uid, gid_t gid) {
+  chown_uid = uid;
+  chown_gid = gid;
+  chown_errno = 0;
+  if (nftw(root.c_str(), ChownOne, 16, FTW_PHYS | FTW_MOUNT) != 0) {
+    return absl::InternalError(absl::StrCat("cannot give the files under ", root.string(),
+                                            " their owner (",
+                                            std::strerror(chown_errno ? chown_errno : errno), ")"));
   }
   return absl::OkStatus();
+}
+
+// Writes `text` to `path` durably: a temporary file, fsync, rename.
+absl::Status WriteFileDurably(const fs::path& path, absl::string_view text) {
+  const std::string tmp = path.string() + ".tmp";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            fsync(fd) == 0;
+  const int err = errno;
+  if (fd >= 0) close(fd);
+  ok = ok && rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) {
+    unlink(tmp.c_str());
+    return absl::InternalError(
+        absl::StrCat("cannot write ", path.string(), " (", std::strerror(err ? err : errno), ")"));
+  }
+  return absl::OkStatus();
+}
+
+void SyncDirectory(const fs::path& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
 }
 
 }  // namespace
@@ -203,10 +235,9 @@ absl::Status CheckBackupDirectory(const std::string& backup_dir, const std::stri
                             "'): give the backups a directory of their own"));
   }
   std::error_code ec;
-  const fs::file_status st = fs::status(backup_dir, ec);
-  if (!fs::exists(st) && fs::is_symlink(fs::symlink_status(backup_dir, ec))) {
-    return bad("is a symbolic link to nothing: create its target or give another directory");
-  }
+  std::string trimmed = backup_dir;  // "dl/" names the link "dl" as well
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  const fs::file_status st = fs::status(trimmed, ec);
   if (fs::exists(st)) {
     if (!fs::is_directory(st)) return bad("exists and is not a directory");
     if (access(backup_dir.c_str(), R_OK | W_OK | X_OK) != 0) {
@@ -224,9 +255,15 @@ absl::Status CheckBackupDirectory(const std::string& backup_dir, const std::stri
     return absl::OkStatus();
   }
   // Missing: created with its parents on opening. Find the nearest existing
-  // ancestor and check that a directory can be made in it.
-  fs::path at = fs::absolute(backup_dir, ec).parent_path();
-  while (!at.empty() && !fs::exists(at, ec) && at.has_parent_path() && at.parent_path() != at) {
+  // ancestor and check that a directory can be made in it; a symbolic link
+  // to nothing on the way could not be created through.
+  fs::path at = fs::absolute(trimmed, ec);
+  while (!at.empty() && !fs::exists(at, ec)) {
+    if (fs::is_symlink(fs::symlink_status(at, ec))) {
+      return bad(
+          absl::StrCat("cannot be created: '", at.string(), "' is a symbolic link to nothing"));
+    }
+    if (!at.has_parent_path() || at.parent_path() == at) break;
     at = at.parent_path();
   }
   if (!fs::is_directory(at, ec)) {
@@ -319,7 +356,7 @@ DbBackup::DbBackup(const DbBackupConfig& config, rocksdb::DB* db, Clock& clock, 
   // say) does not make this one's first backup wait.
   int64_t newest = std::numeric_limits<int64_t>::min();
   for (const BackupSummary& b : List()) {
-    if (!b.damaged && b.db_identity == identity_) newest = std::max(newest, b.unix_seconds);
+    if (Mine(b)) newest = std::max(newest, b.unix_seconds);
   }
   const absl::Time now = clock_.Now();
   if (newest > absl::ToUnixSeconds(now) + 300) {
@@ -358,7 +395,7 @@ std::vector<BackupSummary> DbBackup::List() const { return SummarizeAll(*engine_
 
 int DbBackup::OtherDatabaseBackups() const {
   int n = 0;
-  for (const BackupSummary& b : List()) n += !b.damaged && b.db_identity != identity_;
+  for (const BackupSummary& b : List()) n += !b.damaged && !Mine(b);
   return n;
 }
 
@@ -373,29 +410,73 @@ void DbBackup::ExportState() {
   const BackupSummary* newest = nullptr;
   int good = 0;
   for (const BackupSummary& b : all) {  // by id: the last one made of this database
-    if (b.damaged) continue;
+    if (!Mine(b)) continue;
     ++good;
-    if (b.db_identity == identity_) newest = &b;
+    newest = &b;
   }
-  metrics_->Set("sojourn_backups_kept", "Backups in --backup_dir (damaged ones not counted)", {},
-                good);
+  metrics_->Set("sojourn_backups_kept", "Good backups of the database in --backup_dir", {}, good);
   metrics_->Set("sojourn_backup_last_success_timestamp_seconds",
-                "When the newest backup of the database in --backup_dir was taken (0 = none yet)", {},
-                newest == nullptr ? 0.0 : static_cast<double>(newest->unix_seconds));
+                "When the newest backup of the database in --backup_dir was taken (0 = none yet)",
+                {}, newest == nullptr ? 0.0 : static_cast<double>(newest->unix_seconds));
   metrics_->Set("sojourn_backup_size_bytes",
                 "Size of the newest backup (its files, shared ones included)", {},
                 newest == nullptr ? 0.0 : static_cast<double>(newest->size_bytes));
 }
 
-int DbBackup::Purge(int keep) {
+bool DbBackup::Mine(const BackupSummary& b) const {
+  return !b.damaged &&
+         (b.db_identity == identity_ || (b.db_identity.empty() && b.db_path == config_.db_path));
+}
+
+std::vector<uint32_t> DbBackup::MineIds() const {
   std::vector<uint32_t> mine;
   for (const BackupSummary& b : List()) {
-    if (!b.damaged && b.db_identity == identity_) mine.push_back(b.id);
+    if (Mine(b)) mine.push_back(b.id);
   }
+  return mine;
+}
+
+uint64_t DbBackup::BytesOnlyIn(uint32_t id) const {
+  std::vector<rocksdb::BackupInfo> infos;
+  engine_->GetBackupInfo(&infos, /*include_file_details=*/true);
+  std::map<std::string, int> users;
+  for (const rocksdb::BackupInfo& info : infos) {
+    for (const rocksdb::BackupFileInfo& f : info.file_details) ++users[f.relative_filename];
+  }
+  uint64_t bytes = 0;
+  for (const rocksdb::BackupInfo& info : infos) {
+    if (info.backup_id != id) continue;
+    for (const rocksdb::BackupFileInfo& f : info.file_details) {
+      if (users[f.relative_filename] == 1) bytes += f.size;
+    }
+  }
+  return bytes;
+}
+
+bool DbBackup::LockOutReaders() {
+  const absl::Time give_up = absl::Now() + config_.reader_wait;
+  while (flock(read_lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) return false;
+    absl::MutexLock l(&mu_);
+    if (stopping_ || absl::Now() >= give_up) return false;
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(100));
+  }
+  return true;
+}
+
+int DbBackup::Purge(int keep) {
+  const std::vector<uint32_t> mine = MineIds();
   if (static_cast<int>(mine.size()) <= keep) return 0;
   // RocksDB leaves a read by another engine (sojourn-backup) beside a
-  // deletion unspecified: wait for the readers.
-  flock(read_lock_fd_, LOCK_EX);
+  // deletion unspecified: wait for the readers, a minute at most and never
+  // past a shutdown; the deletion waits for the next backup otherwise.
+  if (!LockOutReaders()) {
+    SOJOURN_LOG(WARNING,
+                "old backups in %s not deleted now: a reader (sojourn-backup) held the "
+                "directory, or the service is stopping; they go after the next backup",
+                config_.backup_dir);
+    return 0;
+  }
   int deleted = 0;
   for (size_t i = 0; i + keep < mine.size(); ++i) {
     rocksdb::IOStatus s = engine_->DeleteBackup(mine[i]);
@@ -462,10 +543,19 @@ absl::StatusOr<BackupSummary> DbBackup::BackupNow() {
     return *free_mib < 0 || *free_mib - needed_mib >= reserve_mib;
   };
   double free_mib = 0;
-  if (!fits(&free_mib) && config_.keep > 1 && Purge(config_.keep - 1) > 0) {
-    SOJOURN_LOG(WARNING, "deleted the oldest backup in %s early to make room for the next one",
-                config_.backup_dir);
-    ExportState();
+  if (!fits(&free_mib) && config_.keep > 1) {
+    // Deleting the oldest backup early helps only by the files no other
+    // backup shares.
+    const std::vector<uint32_t> mine = MineIds();
+    if (static_cast<int>(mine.size()) >= config_.keep && free_mib >= 0 &&
+        free_mib + static_cast<double>(BytesOnlyIn(mine.front())) / (1024.0 * 1024.0) -
+                needed_mib >=
+            reserve_mib &&
+        Purge(config_.keep - 1) > 0) {
+      SOJOURN_LOG(WARNING, "deleted the oldest backup in %s early to make room for the next one",
+                  config_.backup_dir);
+      ExportState();
+    }
   }
   if (!fits(&free_mib)) {
     return fail(absl::ResourceExhaustedError(absl::StrFormat(
@@ -512,7 +602,7 @@ absl::StatusOr<BackupSummary> DbBackup::BackupNow() {
   ExportState();
   SOJOURN_LOG(INFO, "backup %d of %s in %s: %s in %d files, about %s new, %.1f s; %d kept", made.id,
               config_.db_path, config_.backup_dir, Mib(made.size_bytes), made.files, Mib(needed),
-              absl::ToDoubleSeconds(absl::Now() - started), List().size());
+              absl::ToDoubleSeconds(absl::Now() - started), MineIds().size());
   return made;
 }
 
@@ -571,7 +661,31 @@ absl::StatusOr<std::unique_ptr<DbBackup>> StartDbBackup(const DbBackupConfig& co
                                                         Metrics* metrics) {
   if (config.backup_dir.empty()) return std::unique_ptr<DbBackup>();
   absl::StatusOr<std::unique_ptr<DbBackup>> backup = DbBackup::Open(config, db, clock, metrics);
-  if (!backup.ok()) return backup.status();
+  if (!backup.ok() &&
+      (absl::IsInvalidArgument(backup.status()) || absl::IsFailedPrecondition(backup.status()))) {
+    return backup.status();  // the configuration: the service does not start
+  }
+  if (!backup.ok()) {
+    // The backup directory cannot be read (an I/O error, a description file
+    // RocksDB cannot open): the service still serves its database, without
+    // backups, and SojournBackupOverdue fires.
+    SOJOURN_LOG(ERROR, "%s; the service runs WITHOUT backups until it is restarted",
+                backup.status().ToString());
+    if (metrics != nullptr) {
+      metrics->Increment("sojourn_backups_total",
+                         "Backups of the service's database attempted, by outcome",
+                         {{"outcome", "failed"}});
+      metrics->DeclareCounter("sojourn_backups_total", "", {{"outcome", "ok"}});
+      metrics->Set("sojourn_backup_interval_seconds",
+                   "Time between two backups (--backup_interval_seconds)", {},
+                   absl::ToDoubleSeconds(config.interval));
+      metrics->Set("sojourn_backup_last_success_timestamp_seconds",
+                   "When the newest backup of the database in --backup_dir was taken (0 = none "
+                   "yet)",
+                   {}, 0);
+    }
+    return std::unique_ptr<DbBackup>();
+  }
   const absl::Time due = (*backup)->NextDue();
   SOJOURN_LOG(INFO, "backups of %s in %s every %s, %d kept (%d there); next %s", config.db_path,
               config.backup_dir, absl::FormatDuration(config.interval), config.keep,
@@ -621,18 +735,19 @@ absl::Status VerifyBackup(const std::string& dir, uint32_t id) {
 absl::StatusOr<BackupSummary> RestoreBackup(const std::string& dir, uint32_t id,
                                             const std::string& db_path) {
   std::error_code ec;
-  const bool existed = fs::exists(db_path, ec);
+  const fs::path target = Normalized(db_path);
+  const bool existed = fs::exists(target, ec);
   if (existed) {
-    if (!fs::is_directory(db_path, ec)) {
+    if (!fs::is_directory(target, ec)) {
       return absl::InvalidArgumentError(
           absl::StrCat("'", db_path, "' exists and is not a directory"));
     }
-    if (fs::directory_iterator(db_path, ec) != fs::directory_iterator()) {
+    if (fs::directory_iterator(target, ec) != fs::directory_iterator()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "'", db_path, "' is not empty: restore into a new directory (nothing is replaced)"));
     }
   }
-  if (Within(Normalized(db_path), Normalized(dir))) {
+  if (Within(target, Normalized(dir))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", db_path, "' is inside the backup directory '", dir, "': restore outside it"));
   }
@@ -659,43 +774,78 @@ absl::StatusOr<BackupSummary> RestoreBackup(const std::string& dir, uint32_t id,
         good == nullptr ? std::string("; no backup there is good")
                         : absl::StrCat("; --id ", good->id, " restores the newest good one")));
   }
-  const fs::path parent = Normalized(db_path).parent_path();
-  fs::create_directories(db_path, ec);
+  // The owner the files get when root restores: that of the nearest
+  // directory that existed before (the target itself, when it did).
+  fs::path reference = target;
+  while (!fs::exists(reference, ec) && reference.has_parent_path() &&
+         reference.parent_path() != reference) {
+    reference = reference.parent_path();
+  }
+  struct stat owner;
+  if (stat(reference.c_str(), &owner) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot stat '", reference.string(), "'"));
+  }
+  // The directories made on the way to the target, outermost first.
+  std::vector<fs::path> made;
+  for (fs::path p = target.parent_path();
+       !fs::exists(p, ec) && p.has_parent_path() && p.parent_path() != p; p = p.parent_path()) {
+    made.insert(made.begin(), p);
+  }
+  fs::create_directories(target.parent_path(), ec);
   if (ec) {
     return absl::FailedPreconditionError(
-        absl::StrCat("cannot create '", db_path, "' (", ec.message(), ")"));
+        absl::StrCat("cannot create '", target.parent_path().string(), "' (", ec.message(), ")"));
   }
-  rocksdb::IOStatus s =
-      (*engine)->RestoreDBFromBackup(rocksdb::RestoreOptions(), chosen->id, db_path, db_path);
-  if (!s.ok()) {
-    return FromRocksStatus(
-        s, absl::StrCat("restoring backup ", chosen->id, " of ", dir, " into ", db_path));
+  // Restored beside the target and renamed into place once it opens: a
+  // failure leaves no half-restored database where the service would look.
+  const fs::path staging =
+      target.parent_path() / absl::StrCat(".", target.filename().string(), ".restoring-", getpid());
+  fs::remove_all(staging, ec);
+  auto undo = [&](absl::Status s) -> absl::Status {
+    std::error_code ignored;
+    fs::remove_all(staging, ignored);
+    for (auto it = made.rbegin(); it != made.rend(); ++it) fs::remove(*it, ignored);  // if empty
+    return s;
+  };
+  rocksdb::IOStatus restored = (*engine)->RestoreDBFromBackup(rocksdb::RestoreOptions(), chosen->id,
+                                                              staging.string(), staging.string());
+  if (!restored.ok()) {
+    return undo(FromRocksStatus(
+        restored, absl::StrCat("restoring backup ", chosen->id, " of ", dir, " into ", db_path)));
   }
   // The database it was: the service keeps rotating this database's backups
   // (RocksDB would give the restored files a new identity at their first
   // opening, and the old backups would count as another database's).
   if (!chosen->db_identity.empty()) {
-    std::ofstream identity(fs::path(db_path) / "IDENTITY", std::ios::trunc);
-    identity << chosen->db_identity;
-    if (!identity.flush()) {
-      return absl::InternalError(absl::StrCat("cannot write ", db_path, "/IDENTITY"));
+    if (absl::Status s = WriteFileDurably(staging / "IDENTITY", chosen->db_identity); !s.ok()) {
+      return undo(s);
     }
   }
-  // The restored database must open, as the service will open it.
-  {
+  {  // The restored database must open, as the service will open it.
     rocksdb::DB* raw = nullptr;
-    rocksdb::Status opened = rocksdb::DB::OpenForReadOnly(rocksdb::Options(), db_path, &raw);
+    rocksdb::Status opened =
+        rocksdb::DB::OpenForReadOnly(rocksdb::Options(), staging.string(), &raw);
     std::unique_ptr<rocksdb::DB> db(raw);
     if (!opened.ok()) {
-      return FromRocksStatus(
-          opened, absl::StrCat("the database restored into ", db_path, " does not open"));
+      return undo(FromRocksStatus(opened, absl::StrCat("the database restored from backup ",
+                                                       chosen->id, " does not open")));
     }
   }
   if (geteuid() == 0) {
-    if (absl::Status s = ChownTree(db_path, existed ? fs::path(db_path) : parent); !s.ok()) {
-      return s;
+    if (absl::Status s = ChownTree(staging, owner.st_uid, owner.st_gid); !s.ok()) return undo(s);
+    for (const fs::path& p : made) {
+      if (lchown(p.c_str(), owner.st_uid, owner.st_gid) != 0) {
+        return undo(absl::InternalError(
+            absl::StrCat("cannot give ", p.string(), " its owner (", std::strerror(errno), ")")));
+      }
     }
   }
+  // rename(2) replaces an empty directory.
+  if (rename(staging.c_str(), target.c_str()) != 0) {
+    return undo(absl::InternalError(absl::StrCat("cannot move the restored database to ", db_path,
+                                                 " (", std::strerror(errno), ")")));
+  }
+  SyncDirectory(target.parent_path());
   return *chosen;
 }
 

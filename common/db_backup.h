@@ -81,6 +81,9 @@ struct DbBackupConfig {
   // not bring it there. When that is all that stops it, the oldest backup is
   // deleted first if `keep` are there.
   int64_t min_free_disk_mb = 0;
+  // How long the deletion of old backups waits for readers (sojourn-backup)
+  // of the directory before it is left to the next backup.
+  absl::Duration reader_wait = absl::Seconds(60);
 };
 
 // Start-up check of a service's --backup_dir against its database directory
@@ -152,6 +155,15 @@ class DbBackup {
   // Deletes this database's good backups but the newest `keep`, under the
   // readers' lock; returns how many it deleted.
   int Purge(int keep);
+  // A good backup of this database (its identity; a backup without one, of
+  // its path).
+  bool Mine(const BackupSummary& b) const;
+  std::vector<uint32_t> MineIds() const;  // oldest first
+  // The bytes of backup `id`'s files that no other backup shares.
+  uint64_t BytesOnlyIn(uint32_t id) const;
+  // Takes the readers' lock exclusively; false after config.reader_wait of
+  // readers, on Stop(), or on an error.
+  bool LockOutReaders();
 
   const DbBackupConfig config_;
   rocksdb::DB* const db_;
@@ -171,8 +183,10 @@ class DbBackup {
 
 // A service's backups as its flags configured them: Open, then Start. Null
 // when config.backup_dir is empty (no backups). The caller stops it (or
-// destroys it) before closing `db`. INVALID_ARGUMENT / FAILED_PRECONDITION
-// are the configuration's fault (a service exits 2), the rest I/O (exit 1).
+// destroys it) before closing `db`. INVALID_ARGUMENT / FAILED_PRECONDITION:
+// the configuration's fault (the service exits 2). A backup directory that
+// cannot be read otherwise (I/O) is logged and gives null too, with the
+// metrics of a failed backup: the service serves without backups.
 absl::StatusOr<std::unique_ptr<DbBackup>> StartDbBackup(const DbBackupConfig& config,
                                                         rocksdb::DB* db, Clock& clock,
                                                         Metrics* metrics);

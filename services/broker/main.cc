@@ -219,11 +219,9 @@ int main(int argc, char** argv) {
   service.ExportRankingMetrics(metrics);
   auto backup = sojourn::StartDbBackup(*backup_config, (*queue)->db(), sojourn::Clock::Real(),
                                        &metrics);
-  if (!backup.ok()) {
+  if (!backup.ok()) {  // the configuration (--backup_dir): exit 2
     SOJOURN_LOG(ERROR, "%s", backup.status().message());
-    return absl::IsInvalidArgument(backup.status()) || absl::IsFailedPrecondition(backup.status())
-               ? sojourn::kExitUsage
-               : 1;
+    return sojourn::kExitUsage;
   }
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {

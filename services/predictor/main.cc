@@ -147,11 +147,9 @@ int main(int argc, char** argv) {
   sojourn::Metrics metrics("predictor");
   auto backup = sojourn::StartDbBackup(*backup_config, histdb ? histdb->db() : nullptr,
                                        sojourn::Clock::Real(), &metrics);
-  if (!backup.ok()) {
+  if (!backup.ok()) {  // the configuration (--backup_dir): exit 2
     SOJOURN_LOG(ERROR, "%s", backup.status().message());
-    return absl::IsInvalidArgument(backup.status()) || absl::IsFailedPrecondition(backup.status())
-               ? sojourn::kExitUsage
-               : 1;
+    return sojourn::kExitUsage;
   }
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {

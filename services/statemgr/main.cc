@@ -182,11 +182,9 @@ int main(int argc, char** argv) {
   sc.own = sojourn::CertificateIdentityOf(options.tls.cert_pem);
   sojourn::statemgr::StateManagerService service(book, usage, pool, metrics, sc);
   auto backup = sojourn::StartDbBackup(*backup_config, (*store)->db(), clock, &metrics);
-  if (!backup.ok()) {
+  if (!backup.ok()) {  // the configuration (--backup_dir): exit 2
     SOJOURN_LOG(ERROR, "%s", backup.status().message());
-    return absl::IsInvalidArgument(backup.status()) || absl::IsFailedPrecondition(backup.status())
-               ? sojourn::kExitUsage
-               : 1;
+    return sojourn::kExitUsage;
   }
   auto server = sojourn::GrpcServer::Start(options, {&service}, metrics);
   if (!server.ok()) {

@@ -2,6 +2,8 @@
 // what a restore gives back, the schedule on an injected clock, the refusals.
 #include "common/db_backup.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -349,6 +351,27 @@ TEST_F(DbBackupTest, RestoreKeepsTheDatabase) {
   EXPECT_EQ(listed->size(), 2u);  // the first one rotated out
 }
 
+// Old backups are deleted only while no reader (sojourn-backup) holds the
+// directory; a reader makes the deletion wait for the next backup.
+TEST_F(DbBackupTest, DeletesNothingUnderAReader) {
+  DbBackup& backup = Backup([](DbBackupConfig& c) {
+    c.keep = 1;
+    c.reader_wait = absl::ZeroDuration();
+  });
+  ASSERT_THAT(backup.BackupNow().status(), IsOk());
+  const int reader = open((Backups() + "/sojourn-backup.read.lock").c_str(), O_RDONLY);
+  ASSERT_GE(reader, 0);
+  ASSERT_EQ(flock(reader, LOCK_SH), 0);
+  ASSERT_THAT(backup.BackupNow().status(), IsOk());
+  EXPECT_EQ(backup.List().size(), 2u);  // the reader kept backup 1
+  close(reader);
+  ASSERT_THAT(backup.BackupNow().status(), IsOk());
+  auto listed = ListBackups(Backups());
+  ASSERT_THAT(listed.status(), IsOk());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].id, 3u);
+}
+
 // A damaged file: verify finds it, and the restore refuses it.
 TEST_F(DbBackupTest, VerifyAndRestoreFindADamagedFile) {
   Put(*db_, 0, 500);
@@ -368,7 +391,15 @@ TEST_F(DbBackupTest, VerifyAndRestoreFindADamagedFile) {
   absl::Status verified = VerifyBackup(Backups(), made->id);
   EXPECT_EQ(verified.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(verified.message(), HasSubstr(".sst"));
-  EXPECT_FALSE(RestoreBackup(Backups(), made->id, tmp_.File("r")).ok());
+  EXPECT_FALSE(RestoreBackup(Backups(), made->id, tmp_.File("out/r")).ok());
+  // Nothing half-restored is left where the service would look, nor beside it.
+  EXPECT_FALSE(fs::exists(tmp_.File("out")));
+  fs::create_directories(tmp_.File("empty"));
+  EXPECT_FALSE(RestoreBackup(Backups(), made->id, tmp_.File("empty")).ok());
+  EXPECT_TRUE(fs::is_empty(tmp_.File("empty")));
+  for (const auto& e : fs::directory_iterator(tmp_.path())) {
+    EXPECT_THAT(e.path().filename().string(), ::testing::Not(HasSubstr("restoring"))) << e.path();
+  }
   EXPECT_EQ(VerifyBackup(Backups(), made->id + 5).code(), absl::StatusCode::kNotFound);
   fs::remove(sst);  // and a missing one
   EXPECT_EQ(VerifyBackup(Backups(), made->id).code(), absl::StatusCode::kDataLoss);
@@ -403,6 +434,30 @@ TEST_F(DbBackupTest, ADamagedNewestBackupIsNotSkipped) {
   EXPECT_EQ(DeleteBackup(Backups(), 7).code(), absl::StatusCode::kNotFound);
 }
 
+// A backup directory RocksDB cannot read (here a description that is a
+// directory) does not stop the service: it serves without backups, and the
+// metrics say a backup failed, so SojournBackupOverdue fires.
+TEST_F(DbBackupTest, AnUnreadableDirectoryLeavesTheServiceWithoutBackups) {
+  ASSERT_THAT(Backup().BackupNow().status(), IsOk());
+  backup_.reset();
+  fs::create_directories(Backups() + "/meta/5");
+  Metrics metrics("statemgr");
+  auto started = StartDbBackup(Config(Backups(), DbPath()), db_.get(), clock_, &metrics);
+  ASSERT_THAT(started.status(), IsOk());
+  EXPECT_EQ(*started, nullptr);
+  const std::string text = metrics.Render();
+  EXPECT_THAT(text, HasSubstr("sojourn_backups_total{service=\"statemgr\",outcome=\"failed\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("sojourn_backup_last_success_timestamp_seconds{service=\"statemgr\"} 0"));
+  EXPECT_THAT(text, HasSubstr("sojourn_backup_interval_seconds{service=\"statemgr\"} 86400"));
+  // The configuration's faults still stop it.
+  DbBackupConfig other = Config(Backups(), DbPath());
+  other.service = "broker";
+  fs::remove(Backups() + "/meta/5");
+  EXPECT_EQ(StartDbBackup(other, db_.get(), clock_, nullptr).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 // A restore never replaces anything: a non-empty target is refused as it is,
 // and so is a target inside the backups.
 TEST_F(DbBackupTest, RestoreRefusesANonEmptyTarget) {
@@ -424,7 +479,7 @@ TEST_F(DbBackupTest, RestoreAsRootGivesTheFilesTheirOwner) {
   ASSERT_THAT(Backup().BackupNow().status(), IsOk());
   fs::create_directories(tmp_.File("state"));
   ASSERT_EQ(chown(tmp_.File("state").c_str(), 65534, 65534), 0);
-  ASSERT_THAT(RestoreBackup(Backups(), 0, tmp_.File("state/db")).status(), IsOk());
+  ASSERT_THAT(RestoreBackup(Backups(), 0, tmp_.File("state/new/db")).status(), IsOk());
   int files = 0;
   for (const auto& e : fs::recursive_directory_iterator(tmp_.File("state"))) {
     struct stat st;
@@ -433,7 +488,7 @@ TEST_F(DbBackupTest, RestoreAsRootGivesTheFilesTheirOwner) {
     EXPECT_EQ(st.st_gid, 65534u) << e.path();
     ++files;
   }
-  EXPECT_GE(files, 4);  // the directory, CURRENT, MANIFEST, OPTIONS, ...
+  EXPECT_GE(files, 5);  // new/, db/, CURRENT, MANIFEST, OPTIONS, ...
 }
 
 TEST(CheckBackupDirectoryTest, Refusals) {
@@ -468,6 +523,8 @@ TEST(CheckBackupDirectoryTest, Refusals) {
            {tmp.File("foreign"), db, "holds other files but no backups"},
            {tmp.File("file/sub"), db, "cannot be created"},
            {tmp.File("dangling"), db, "is a symbolic link to nothing"},
+           {tmp.File("dangling/"), db, "is a symbolic link to nothing"},
+           {tmp.File("dangling/sub"), db, "is a symbolic link to nothing"},
        }) {
     absl::Status s = CheckBackupDirectory(c.dir, c.db, "--db_path");
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.dir;

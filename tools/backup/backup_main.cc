@@ -33,12 +33,15 @@ constexpr char kUsage[] =
     "            its size and checksum; exit 1 when one is damaged\n"
     "  restore   --db-path DIR [--id N]: restores backup N (default: the newest;\n"
     "            refused when the newest is damaged) into DIR, which must not\n"
-    "            exist or be empty (nothing is replaced), and checks that the\n"
-    "            database opens. Run as root, the files get the owner of DIR (or\n"
-    "            of its parent, for a new DIR). Then start the service with\n"
-    "            --db_path / --histdb_path / --data_dir DIR.\n"
-    "  delete    --id N: deletes backup N (e.g. a damaged one); only while no\n"
-    "            service is backing up into the directory\n"
+    "            exist or be empty (nothing is replaced) and must lie outside the\n"
+    "            backup directory; it is restored beside DIR, checked to open,\n"
+    "            then renamed into place (a failure leaves nothing). The database\n"
+    "            keeps the identity it had. Run as root, the files get the owner\n"
+    "            of DIR (or of its nearest existing parent, for a new DIR). Then\n"
+    "            start the service with --db_path / --histdb_path / --data_dir DIR.\n"
+    "  delete    --id N: deletes backup N (e.g. a damaged one), and RocksDB the\n"
+    "            leftovers of other damaged ones; only while no service is\n"
+    "            backing up into the directory\n"
     "\n"
     "Exit codes: 0 done, 1 a backup is damaged or an operation failed, 2 bad usage\n"
     "or a refused request (no backups there, no such backup, DIR not empty).\n";
@@ -88,7 +91,8 @@ int List(const std::string& dir, bool json) {
               "FILES", "SERVICE", "DATABASE");
   for (const sojourn::BackupSummary& b : *all) {
     if (b.damaged) {
-      std::printf("%4u  %-7s  (its description meta/%u cannot be read)\n", b.id, "DAMAGED", b.id);
+      std::printf("%4u  %-7s  (RocksDB cannot read its description meta/%u or one of its files)\n",
+                  b.id, "DAMAGED", b.id);
       continue;
     }
     std::printf("%4u  %-7s  %-19s  %12s  %6u  %-9s  %s\n", b.id, "ok", Utc(b.unix_seconds).c_str(),
@@ -119,6 +123,8 @@ int Verify(const std::string& dir, int64_t id) {
     absl::Status s = sojourn::VerifyBackup(dir, i);
     if (s.ok()) {
       std::printf("backup %u: ok\n", i);
+    } else if (absl::IsNotFound(s)) {  // listed, then rotated out by the service
+      std::printf("backup %u: deleted meanwhile (the service rotated it out)\n", i);
     } else {
       std::printf("backup %u: %s\n", i, std::string(s.message()).c_str());
       failed.push_back(i);
