@@ -19,7 +19,6 @@ usage: /usr/bin/python3 tests/ops/backup_test.py --bin-dir BUILD/bin
 Prints "N passed, N failed" last; exits non-zero on any failure.
 """
 
-import argparse
 import json
 import os
 import re
@@ -298,11 +297,7 @@ class BackupTest(unittest.TestCase):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bin-dir", default=os.environ.get("SOJOURN_BIN_DIR",
-                                                            os.path.join(REPO_DIR, "build", "bin")))
-    parser.add_argument("--keep", action="store_true", help="keep the work directory")
-    args = parser.parse_args()
+    args = sojourn_cluster.parse_suite_args(__doc__)
 
     def setup(cluster, workdir):
         global CLUSTER, WORKDIR
@@ -310,7 +305,7 @@ def main():
         client_test.load_stubs(os.path.join(workdir, "stubs"))
 
     return sojourn_cluster.run_suite_with_cluster(
-        os.path.abspath(args.bin_dir), "sojourn-backup-", args.keep, setup,
+        args.bin_dir, "sojourn-backup-", args.keep, setup,
         lambda: unittest.TestLoader().loadTestsFromTestCase(BackupTest))
 
 

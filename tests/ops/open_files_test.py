@@ -28,7 +28,6 @@ usage: /usr/bin/python3 tests/ops/open_files_test.py --bin-dir BUILD/bin
 Prints "N passed, N failed" last; exits non-zero on any failure.
 """
 
-import argparse
 import os
 import re
 import resource
@@ -171,11 +170,7 @@ def statemgr_address(i):
 
 def main():
     global CLUSTER
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bin-dir", default=os.environ.get("SOJOURN_BIN_DIR",
-                                                            os.path.join(REPO_DIR, "build", "bin")))
-    parser.add_argument("--keep", action="store_true", help="keep the work directory")
-    args = parser.parse_args()
+    args = sojourn_cluster.parse_suite_args(__doc__)
 
     def setup(cluster, workdir):
         global CLUSTER

@@ -26,7 +26,6 @@ usage: /usr/bin/python3 tests/ops/prometheus_test.py --bin-dir BUILD/bin
 Prints "N passed, N failed" last; exits non-zero on any failure.
 """
 
-import argparse
 import json
 import os
 import re
@@ -361,13 +360,11 @@ class PrometheusTest(unittest.TestCase):
 
 def main():
     global ARGS
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bin-dir", default=os.environ.get("SOJOURN_BIN_DIR",
-                                                            os.path.join(REPO_DIR, "build", "bin")))
-    parser.add_argument("--prometheus", default="/usr/bin/prometheus")
-    parser.add_argument("--promtool", default="/usr/bin/promtool")
-    parser.add_argument("--keep", action="store_true", help="keep the work directory")
-    ARGS = parser.parse_args()
+    def add_arguments(parser):
+        parser.add_argument("--prometheus", default="/usr/bin/prometheus")
+        parser.add_argument("--promtool", default="/usr/bin/promtool")
+
+    ARGS = sojourn_cluster.parse_suite_args(__doc__, add_arguments)
 
     def setup(cluster, workdir):
         global CLUSTER, WORKDIR, CERTS

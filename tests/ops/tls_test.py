@@ -21,7 +21,6 @@ Needs openssl (scripts/make-certs) and python3-cryptography (Debian packages).
 Prints "N passed, N failed" last; exits non-zero on any failure.
 """
 
-import argparse
 import datetime
 import os
 import re
@@ -389,11 +388,7 @@ class TlsClusterTest(unittest.TestCase):
 
 def main():
     global CERTS, ROGUE, WORKDIR
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bin-dir", default=os.environ.get("SOJOURN_BIN_DIR",
-                                                            os.path.join(REPO_DIR, "build", "bin")))
-    parser.add_argument("--keep", action="store_true", help="keep the work directory")
-    args = parser.parse_args()
+    args = sojourn_cluster.parse_suite_args(__doc__)
 
     def setup(cluster, workdir):
         global CLUSTER, CERTS, ROGUE, WORKDIR

@@ -19,7 +19,6 @@ usage: /usr/bin/python3 tests/python/grpc_client_test.py --bin-dir BUILD/bin [un
        non-zero on any failure.
 """
 
-import argparse
 import math
 import os
 import random
@@ -579,12 +578,7 @@ def build_suite():
 
 def main():
     global ARGS
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bin-dir", default=os.environ.get("SOJOURN_BIN_DIR",
-                                                            os.path.join(REPO_DIR, "build", "bin")),
-                        help="directory holding broker, predictor, statemgr, monitor")
-    parser.add_argument("--keep", action="store_true", help="keep the work directory")
-    ARGS = parser.parse_args()
+    ARGS = sojourn_cluster.parse_suite_args(__doc__)
 
     def setup(cluster, workdir):
         global CLUSTER, ADDRS

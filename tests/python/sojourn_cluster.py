@@ -18,6 +18,7 @@ children get PR_SET_PDEATHSIG=SIGKILL, so they die with the test even when
 the test itself is killed (e.g. by a ctest timeout).
 """
 
+import argparse
 import ctypes
 import glob
 import os
@@ -330,6 +331,26 @@ class TlsFiles:
             f.write(key.private_bytes(serialization.Encoding.PEM,
                                       serialization.PrivateFormat.PKCS8,
                                       serialization.NoEncryption()))
+
+
+def parse_suite_args(doc, add_arguments=None):
+    """The command line of a suite run with run_suite_with_cluster.
+
+    --bin-dir (default $SOJOURN_BIN_DIR, else build/bin; made absolute, as the
+    services run in the work directory) and --keep, plus what
+    add_arguments(parser) adds. `doc` is the test's __doc__ (its first line is
+    the description).
+    """
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--bin-dir", default=os.environ.get(
+        "SOJOURN_BIN_DIR", os.path.join(_REPO_DIR, "build", "bin")),
+        help="directory holding the services' binaries")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    if add_arguments is not None:
+        add_arguments(parser)
+    args = parser.parse_args()
+    args.bin_dir = os.path.abspath(args.bin_dir)
+    return args
 
 
 def run_suite_with_cluster(bin_dir, prefix, keep, setup, make_suite, on_failure=None,
