@@ -142,13 +142,47 @@ class ReadLock {
   const int fd_;
 };
 
+// NOT_FOUND unless `dir` is a backup directory (RocksDB's meta/).
+absl::Status CheckHoldsBackups(const std::string& dir) {
+  std::error_code ec;
+  if (fs::is_directory(fs::path(dir) / "meta", ec)) return absl::OkStatus();
+  return absl::NotFoundError(
+      absl::StrCat("'", dir, "' holds no backups (no meta/ directory of RocksDB's backups)"));
+}
+
+// The writers' lock of `dir` (an open descriptor holding it; close it to let
+// go): two BackupEngines appending to one directory may destroy it
+// (RocksDB's backup_engine.h). FAILED_PRECONDITION with `in_use` when another
+// process holds it.
+absl::StatusOr<int> LockForWriting(const std::string& dir, absl::string_view in_use) {
+  const std::string lock_path = (fs::path(dir) / kLockFile).string();
+  const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot open ", lock_path, " (", std::strerror(errno), ")"));
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return absl::FailedPreconditionError(in_use);
+  }
+  return fd;
+}
+
+// The metrics every service with --backup_dir exports from start-up.
+void DeclareBackupMetrics(Metrics& metrics, absl::Duration interval) {
+  for (const char* outcome : {"ok", "failed"}) {
+    metrics.DeclareCounter("sojourn_backups_total",
+                           "Backups of the service's database attempted, by outcome",
+                           {{"outcome", outcome}});
+  }
+  metrics.Set("sojourn_backup_interval_seconds",
+              "Time between two backups (--backup_interval_seconds)", {},
+              absl::ToDoubleSeconds(interval));
+}
+
 absl::StatusOr<std::unique_ptr<rocksdb::BackupEngineReadOnly>> OpenReadOnly(
     const std::string& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(fs::path(dir) / "meta", ec)) {
-    return absl::NotFoundError(
-        absl::StrCat("'", dir, "' holds no backups (no meta/ directory of RocksDB's backups)"));
-  }
+  if (absl::Status s = CheckHoldsBackups(dir); !s.ok()) return s;
   rocksdb::BackupEngineReadOnly* raw = nullptr;
   rocksdb::IOStatus s = rocksdb::BackupEngineReadOnly::Open(rocksdb::BackupEngineOptions(dir),
                                                             rocksdb::Env::Default(), &raw);
@@ -292,21 +326,13 @@ absl::StatusOr<std::unique_ptr<DbBackup>> DbBackup::Open(const DbBackupConfig& c
     return absl::FailedPreconditionError(absl::StrCat("--backup_dir '", config.backup_dir,
                                                       "' cannot be created (", ec.message(), ")"));
   }
-  // Two BackupEngines appending to one directory may destroy it (RocksDB's
-  // backup_engine.h): one process at a time, held until exit.
-  const std::string lock_path = (fs::path(config.backup_dir) / kLockFile).string();
-  const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--backup_dir: cannot open ", lock_path, " (", std::strerror(errno), ")"));
-  }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    close(fd);
-    return absl::FailedPreconditionError(
-        absl::StrCat("--backup_dir '", config.backup_dir, "' is in use by another process (",
-                     std::strerror(err), "): give each service its own backup directory"));
-  }
+  // One process at a time, held until exit.
+  absl::StatusOr<int> locked = LockForWriting(
+      config.backup_dir, absl::StrCat("--backup_dir '", config.backup_dir,
+                                      "' is in use by another process: give each service its "
+                                      "own backup directory"));
+  if (!locked.ok()) return locked.status();
+  const int fd = *locked;
   const std::string read_lock_path = (fs::path(config.backup_dir) / kReadLockFile).string();
   const int read_fd = open(read_lock_path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
   if (read_fd < 0) {
@@ -372,16 +398,7 @@ DbBackup::DbBackup(const DbBackupConfig& config, rocksdb::DB* db, Clock& clock, 
   next_due_ = newest == std::numeric_limits<int64_t>::min()
                   ? now
                   : std::min(absl::FromUnixSeconds(newest), now) + config_.interval;
-  if (metrics_ != nullptr) {
-    for (const char* outcome : {"ok", "failed"}) {
-      metrics_->DeclareCounter("sojourn_backups_total",
-                               "Backups of the service's database attempted, by outcome",
-                               {{"outcome", outcome}});
-    }
-    metrics_->Set("sojourn_backup_interval_seconds",
-                  "Time between two backups (--backup_interval_seconds)", {},
-                  absl::ToDoubleSeconds(config_.interval));
-  }
+  if (metrics_ != nullptr) DeclareBackupMetrics(*metrics_, config_.interval);
 }
 
 DbBackup::~DbBackup() {
@@ -672,13 +689,8 @@ absl::StatusOr<std::unique_ptr<DbBackup>> StartDbBackup(const DbBackupConfig& co
     SOJOURN_LOG(ERROR, "%s; the service runs WITHOUT backups until it is restarted",
                 backup.status().ToString());
     if (metrics != nullptr) {
-      metrics->Increment("sojourn_backups_total",
-                         "Backups of the service's database attempted, by outcome",
-                         {{"outcome", "failed"}});
-      metrics->DeclareCounter("sojourn_backups_total", "", {{"outcome", "ok"}});
-      metrics->Set("sojourn_backup_interval_seconds",
-                   "Time between two backups (--backup_interval_seconds)", {},
-                   absl::ToDoubleSeconds(config.interval));
+      DeclareBackupMetrics(*metrics, config.interval);
+      metrics->Increment("sojourn_backups_total", "", {{"outcome", "failed"}});
       metrics->Set("sojourn_backup_last_success_timestamp_seconds",
                    "When the newest backup of the database in --backup_dir was taken (0 = none "
                    "yet)",
@@ -850,25 +862,15 @@ absl::StatusOr<BackupSummary> RestoreBackup(const std::string& dir, uint32_t id,
 }
 
 absl::Status DeleteBackup(const std::string& dir, uint32_t id) {
-  std::error_code ec;
-  if (!fs::is_directory(fs::path(dir) / "meta", ec)) {
-    return absl::NotFoundError(
-        absl::StrCat("'", dir, "' holds no backups (no meta/ directory of RocksDB's backups)"));
-  }
-  const std::string lock_path = (fs::path(dir) / kLockFile).string();
-  const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot open ", lock_path, " (", std::strerror(errno), ")"));
-  }
+  if (absl::Status s = CheckHoldsBackups(dir); !s.ok()) return s;
+  absl::StatusOr<int> locked = LockForWriting(
+      dir,
+      absl::StrCat("a service is backing up into ", dir, ": stop it before deleting a backup"));
+  if (!locked.ok()) return locked.status();
   struct Closer {
     int fd;
     ~Closer() { close(fd); }
-  } closer{fd};
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("a service is backing up into ", dir, ": stop it before deleting a backup"));
-  }
+  } closer{*locked};
   ReadLock readers(dir, /*exclusive=*/true);  // no reader is mid-way
   rocksdb::BackupEngine* raw = nullptr;
   rocksdb::IOStatus s =
