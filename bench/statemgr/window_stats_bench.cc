@@ -17,8 +17,9 @@
 // row 0 they give the cost of a request on a host with no new samples.
 // items_per_second counts grid points.
 //
-// BM_AppendThenWindowStats, BM_UsageAfterNewSamples and BM_WholeSeries: a
-// state manager in service, with 28 days or a year of 6 s samples (below).
+// BM_AppendThenWindowStats, BM_UsageAfterNewSamples, BM_WholeSeries and
+// BM_RetainOneDay: a state manager in service, with 28 days or a year of 6 s
+// samples (below).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -307,6 +308,41 @@ BENCHMARK(BM_UsageAfterNewSamples)
     ->ArgName("days")
     ->Unit(benchmark::kMillisecond)
     ->Iterations(5);
+
+// Retention's daily pass (HostBook::Retain, statemgr --retention_days) on one
+// host with a year (or 28 days) of 6 s samples: each iteration moves the cut
+// a day on, so it deletes a day of samples, compacts their key range and
+// rebuilds the host's grid from the samples left. Baseline in the same run:
+// load_ms, a restart's Load() of the same store before the passes (one
+// timing), which reads and classifies the same samples.
+void BM_RetainOneDay(benchmark::State& state) {
+  constexpr int64_t kPeriod = 6;
+  const int days = static_cast<int>(state.range(0));
+  Book b(kPeriod, days);
+  b.Close();
+  const auto load_start = std::chrono::steady_clock::now();
+  b.Load();
+  state.counters["load_ms"] =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
+          .count();
+  int64_t cut = kMonday;
+  int64_t deleted = 0;
+  for (auto _ : state) {
+    cut += 86400;
+    const RetainResult r = b.mutable_book().Retain(cut);
+    Require(r.hosts == 1 && r.failed_hosts == 0, "retain");
+    deleted += r.deleted_samples;
+  }
+  Require(deleted == static_cast<int64_t>(state.iterations()) * 86400 / kPeriod, "deleted");
+  state.counters["deleted_per_pass"] =
+      static_cast<double>(deleted) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_RetainOneDay)
+    ->Arg(28)
+    ->Arg(365)
+    ->ArgName("days")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(10);
 
 }  // namespace
 }  // namespace sojourn::statemgr

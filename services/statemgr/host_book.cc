@@ -440,6 +440,124 @@ void HostBook::Feed(const std::string& name, Host& h, const HostSample& s,
   }
 }
 
+int64_t RetentionCutoff(int64_t now_unix, int64_t days, int64_t utc_offset_seconds) {
+  const int64_t local = now_unix + utc_offset_seconds - days * 86400;
+  const int64_t day = local >= 0 ? local / 86400 : -((-local + 86399) / 86400);
+  return day * 86400 - utc_offset_seconds;
+}
+
+RetainResult HostBook::Retain(int64_t before_unix) {
+  absl::MutexLock retain_lock(&retain_mu_);
+  std::vector<std::string> due;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    for (const auto& [name, h] : hosts_) {
+      if (h.samples > 0 && h.first_unix < before_unix) due.push_back(name);
+    }
+  }
+  RetainResult result;
+  for (const std::string& name : due) {
+    if (!RetainHost(name, before_unix, &result)) ++result.failed_hosts;
+  }
+  return result;
+}
+
+bool HostBook::RetainHost(const std::string& name, int64_t before_unix, RetainResult* result) {
+  HostMeta meta;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    auto it = hosts_.find(name);
+    if (it == hosts_.end() || it->second.samples == 0 || it->second.first_unix >= before_unix) {
+      return true;
+    }
+    meta = it->second.meta;
+  }
+  // Appends only add samples after the host's newest: none is deleted here.
+  absl::StatusOr<int64_t> deleted = store_.DeleteBefore(name, before_unix);
+  if (!deleted.ok()) {
+    SOJOURN_LOG(WARNING, "host %s: retention: %s (its samples stay stored)", Excerpt(name),
+                deleted.status().ToString());
+    return false;
+  }
+  result->deleted_samples += *deleted;
+  // The grid a Load() of the store would build now: the samples left, fed
+  // as Load feeds them (those it leaves out left out here too). What is
+  // stored before the samples in memory never changes, so it is read
+  // without a lock; then, under the append lock, what left memory since and
+  // the samples in memory. A change of period meanwhile (a Refeed) starts
+  // the rebuild over.
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  const int64_t latest = now > INT64_MAX - config_.max_clock_skew_seconds
+                             ? INT64_MAX
+                             : now + config_.max_clock_skew_seconds;
+  constexpr int kRetainAttempts = 3;
+  for (int attempt = 0;; ++attempt) {
+    Host fresh;
+    fresh.meta = meta;
+    auto add = [&](const HostSample& s) {
+      if (SampleProblem(s) != nullptr || s.unix_seconds > latest) return true;
+      Feed(name, fresh, s, nullptr);
+      Remember(fresh, s);
+      Forget(fresh);
+      return true;
+    };
+    auto read = [&](int64_t from, int64_t to) {
+      absl::Status s = store_.ForEachSample(name, from, to, add);
+      if (!s.ok()) {
+        // Deleted, not read back: the next pass (or a restart) rebuilds it.
+        SOJOURN_LOG(WARNING, "host %s: retention: reading the samples left: %s", Excerpt(name),
+                    s.ToString());
+      }
+      return s.ok();
+    };
+    // Fed: the stored samples in [before_unix, fed_to).
+    int64_t fed_to = before_unix;
+    {
+      absl::ReaderMutexLock l(&mu_);
+      const Host& h = hosts_.at(name);
+      if (PeriodOf(h) != PeriodOf(fresh)) {
+        if (attempt >= kRetainAttempts) return false;  // the next pass tries again
+        meta = h.meta;
+        continue;
+      }
+      if (HasOlder(h)) fed_to = std::max(before_unix, h.recent.front().unix_seconds);
+    }
+    if (!read(before_unix, fed_to)) return false;
+    absl::MutexLock append_lock(&append_mu_);
+    {
+      absl::ReaderMutexLock l(&mu_);
+      const Host& h = hosts_.at(name);
+      if (PeriodOf(h) != PeriodOf(fresh)) {
+        if (attempt >= kRetainAttempts) return false;
+        meta = h.meta;
+        continue;
+      }
+      if (HasOlder(h) && h.recent.front().unix_seconds > fed_to) {
+        // Left memory since (Forget): a few hours at most, read under the
+        // append lock so nothing more leaves.
+        if (!read(fed_to, h.recent.front().unix_seconds)) return false;
+        fed_to = h.recent.front().unix_seconds;
+      }
+      for (const HostSample& s : h.recent) {
+        if (s.unix_seconds >= fed_to) add(s);
+      }
+    }
+    fresh.recent.shrink_to_fit();
+    absl::MutexLock l(&mu_);
+    Host& h = hosts_[name];
+    h.samples = fresh.samples;
+    h.first_unix = fresh.first_unix;
+    h.recent = std::move(fresh.recent);
+    h.grid = std::move(fresh.grid);
+    h.counts = std::move(fresh.counts);
+    // A host with nothing left is as one with a meta and no sample; its
+    // announced state (S5 by now) stays until its next sample.
+    break;
+  }
+  ++result->hosts;
+  return true;
+}
+
 void HostBook::Refeed(const std::string& name, Host& h, std::vector<StateChange>* out) const {
   h.grid.reset();
   h.counts.reset();

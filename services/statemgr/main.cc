@@ -72,6 +72,12 @@ ABSL_FLAG(int, threads, 2, "worker threads for usage questions");
 ABSL_FLAG(int64_t, silence_check_seconds, 5,
           "how often to look for hosts silent for longer than their revocation gap, to tell "
           "WatchStates watchers they are gone (S5)");
+ABSL_FLAG(int64_t, retention_days, 0,
+          "delete samples older than this many days (whole local days, see "
+          "--utc_offset_seconds), checked at start-up and every hour; the state grid, the usage "
+          "series and the answers follow as after a restart. 0 = keep every sample. A year of "
+          "6 s samples is about 180 MB per host; the state grid holds the last 278 to 312 days "
+          "at 6 s anyway");
 ABSL_FLAG(int64_t, max_watch_queue, 10000,
           "a WatchStates watcher this many state changes behind is disconnected "
           "(RESOURCE_EXHAUSTED)");
@@ -104,6 +110,7 @@ int main(int argc, char** argv) {
   // classifier's arithmetic (1.5 x period, time + gap) overflows, and
   // PushSamples refuses a period over a day anyway.
   constexpr int64_t kYear = 365 * 86400;
+  constexpr int64_t kMinRetentionDays = 14;
   const absl::StatusOr<sojourn::DbBackupConfig> backup_config = sojourn::DbBackupConfigFromFlags(
       "statemgr", db_path, "--db_path", absl::GetFlag(FLAGS_min_free_disk_mb));
   if (!sojourn::FlagsOk({
@@ -127,6 +134,12 @@ int main(int argc, char** argv) {
                                   absl::GetFlag(FLAGS_silence_check_seconds), 1, 3600),
           sojourn::IntFlagInRange("--max_watch_queue", absl::GetFlag(FLAGS_max_watch_queue), 1,
                                   10'000'000),
+          absl::GetFlag(FLAGS_retention_days) == 0
+              ? absl::OkStatus()
+              : sojourn::IntFlagInRange("--retention_days", absl::GetFlag(FLAGS_retention_days),
+                                        kMinRetentionDays, 100 * 366,
+                                        "or 0 to keep every sample (a TR needs weeks of "
+                                        "same-clock windows)"),
           // Empty: no broker. A bare "localhost" would be dialed on port 443
           // and every registration would fail in the background.
           broker.empty() ? absl::OkStatus() : sojourn::ValidateDialAddress(broker, "--broker"),
@@ -233,12 +246,50 @@ int main(int argc, char** argv) {
     }
   });
 
+  // Retention: at start-up, then every hour, deletes what is older than
+  // --retention_days whole local days.
+  std::thread retention;
+  if (const int64_t days = absl::GetFlag(FLAGS_retention_days); days > 0) {
+    const int64_t offset = absl::GetFlag(FLAGS_utc_offset_seconds);
+    static constexpr char kDeleted[] = "sojourn_statemgr_retention_deleted_samples_total";
+    static constexpr char kDeletedHelp[] =
+        "samples deleted because they were older than --retention_days";
+    static constexpr char kFailed[] = "sojourn_statemgr_retention_failures_total";
+    static constexpr char kFailedHelp[] =
+        "hosts whose old samples could not be deleted (logged; retried within the hour)";
+    static constexpr char kCut[] = "sojourn_statemgr_retention_cutoff_timestamp_seconds";
+    static constexpr char kCutHelp[] = "samples stamped before this are deleted (--retention_days)";
+    metrics.DeclareCounter(kDeleted, kDeletedHelp, {});
+    metrics.DeclareCounter(kFailed, kFailedHelp, {});
+    retention = std::thread([&, days, offset] {
+      absl::MutexLock l(&silence_mu);
+      while (!stopping) {
+        silence_mu.Unlock();
+        const int64_t now = absl::ToUnixSeconds(clock.Now());
+        const int64_t cut = sojourn::statemgr::RetentionCutoff(now, days, offset);
+        metrics.Set(kCut, kCutHelp, {}, static_cast<double>(cut));
+        const sojourn::statemgr::RetainResult r = book.Retain(cut);
+        if (r.hosts > 0 || r.failed_hosts > 0) {
+          SOJOURN_LOG(INFO,
+                      "retention: %d samples before %s deleted from %d hosts (%d hosts failed)",
+                      r.deleted_samples, absl::FormatTime(absl::FromUnixSeconds(cut)), r.hosts,
+                      r.failed_hosts);
+        }
+        metrics.Increment(kDeleted, kDeletedHelp, {}, static_cast<double>(r.deleted_samples));
+        metrics.Increment(kFailed, kFailedHelp, {}, static_cast<double>(r.failed_hosts));
+        silence_mu.Lock();
+        clock.SleepUntil(clock.Now() + absl::Hours(1), &silence_mu, &stopping);
+      }
+    });
+  }
+
   sojourn::WaitForTerminationSignal();
   {
     absl::MutexLock l(&silence_mu);
     stopping = true;
   }
   silence.join();
+  if (retention.joinable()) retention.join();
   if (*backup) (*backup)->Stop();
   if (registrar) registrar->Stop();
   // Watch streams never end by themselves: end them first, so the shutdown

@@ -98,6 +98,7 @@ absl::StatusOr<UsageKeeper::Resampled> UsageKeeper::Resample(const std::string& 
   bool truncated = false;
   const usage::UsageSeries* old = cached != nullptr ? cached->series.get() : nullptr;
   if (old != nullptr && old->bins() > 0 && cached->period_seconds == info.meta.period_seconds &&
+      cached->first_unix == info.first_unix &&
       old->utc_offset_seconds == config_.utc_offset_seconds &&
       (known > 0 ? cached->total_known && cached->total_mem_mb == known : !cached->total_known)) {
     // Resample again from the old series' last bin on: it holds the old last
@@ -133,6 +134,7 @@ absl::StatusOr<UsageKeeper::Resampled> UsageKeeper::Resample(const std::string& 
   Resampled r;
   r.total_known = known > 0;
   r.period_seconds = trace.period_seconds;
+  r.first_unix = info.first_unix;
   r.total_mem_mb = known;
   if (!r.total_known) {
     // Unknown capacity: the largest free memory seen (what Resample assumes).

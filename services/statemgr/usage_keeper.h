@@ -68,6 +68,9 @@ class UsageKeeper {
     double total_mem_mb = 0;
     bool total_known = false;
     int64_t period_seconds = 0;
+    // The host's first sample then: retention (HostBook::Retain) moves it,
+    // and the bins before the new one must go.
+    int64_t first_unix = 0;
   };
   // The host's series: the cached one extended with the samples since its
   // last bin, or all samples resampled again.

@@ -158,6 +158,11 @@ refused broker "--backup_dir needs a database to back up, and --data_dir is empt
   --backup_dir="$tmp/b"
 [ -e "$tmp/b" ] && fail "a refused --backup_dir was created"
 
+# --retention_days: 0 (keep every sample) or at least two weeks of history.
+refused statemgr "^E .*--retention_days must be in \[14, 36600\] or 0 to keep every sample.*got 3$" \
+  --retention_days=3
+refused statemgr "^E .*--retention_days must be in \[14, 36600\].*got -1$" --retention_days=-1
+
 # The disk reserve (--min_free_disk_mb): RocksDB 7.8 aborted on a full disk,
 # at start-up too, and left a directory holding only its LOG behind. Here
 # the reserve is above any disk: refused, and nothing is created.

@@ -1,9 +1,11 @@
 #include "services/statemgr/host_book.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <thread>
 #include <tuple>
 
 #include <grpcpp/grpcpp.h>
@@ -434,6 +436,76 @@ TEST_F(HostBookTest, UsageKeeperExtendsItsSeriesAsTheWholeHistoryWould) {
   }
 }
 
+// Expects `a` and `b` to answer every question about host "h" alike: its
+// info, series (whole, by range, truncated), intervals, and the window
+// statistics of a 4 h window at 08:00 ending at each of `ends` (0 = now).
+void ExpectSameAnswers(const HostBook& a, const HostBook& b, const std::string& when,
+                     std::vector<int64_t> ends) {
+  SCOPED_TRACE(when);
+  auto ia = a.Info("h"), ib = b.Info("h");
+  ASSERT_THAT(ia.status(), IsOk());
+  ASSERT_THAT(ib.status(), IsOk());
+  EXPECT_EQ(ia->samples, ib->samples);
+  EXPECT_EQ(ia->first_unix, ib->first_unix);
+  EXPECT_EQ(ia->last_unix, ib->last_unix);
+  EXPECT_EQ(ia->state, ib->state);
+  EXPECT_EQ(ia->state_since_unix, ib->state_since_unix);
+  for (auto [from, to, max] : {std::tuple<int64_t, int64_t, size_t>{0, 0, 100000},
+                               {kMonday + 86400 + 17, kMonday + 5 * 86400, 100000},
+                               {kMonday + 2 * 86400, 0, 500},
+                               {kMonday + 8 * 86400, 0, 500},
+                               {kMonday + 10 * 86400 - 1800, 0, 100000}}) {
+    bool ta = false, tb = false;
+    auto sa = a.Series("h", from, to, max, &ta);
+    auto sb = b.Series("h", from, to, max, &tb);
+    ASSERT_THAT(sa.status(), IsOk());
+    ASSERT_THAT(sb.status(), IsOk());
+    ASSERT_EQ(sa->size(), sb->size()) << from;
+    for (size_t i = 0; i < sa->size(); ++i) {
+      ASSERT_EQ((*sa)[i].unix_seconds, (*sb)[i].unix_seconds) << i;
+      ASSERT_EQ((*sa)[i].cpu_load, (*sb)[i].cpu_load) << i;
+    }
+    EXPECT_EQ(ta, tb) << from;
+  }
+  int64_t step_a = 0, step_b = 0;
+  auto xa = a.Intervals("h", 0, 0, &step_a), xb = b.Intervals("h", 0, 0, &step_b);
+  ASSERT_THAT(xa.status(), IsOk());
+  ASSERT_THAT(xb.status(), IsOk());
+  EXPECT_EQ(step_a, step_b);
+  ASSERT_EQ(xa->size(), xb->size());
+  for (size_t i = 0; i < xa->size(); ++i) {
+    EXPECT_EQ((*xa)[i].state, (*xb)[i].state) << i;
+    EXPECT_EQ((*xa)[i].start_unix, (*xb)[i].start_unix) << i;
+    EXPECT_EQ((*xa)[i].end_unix, (*xb)[i].end_unix) << i;
+  }
+  availability::WindowSpec spec;
+  spec.start_second_of_day = 8 * 3600;
+  spec.length_seconds = 4 * 3600;
+  for (int64_t end : ends) {
+    auto wa = a.WindowStats("h", spec, end, availability::EstimatorOptions(), true);
+    auto wb = b.WindowStats("h", spec, end, availability::EstimatorOptions(), true);
+    ASSERT_THAT(wa.status(), IsOk());
+    ASSERT_THAT(wb.status(), IsOk());
+    EXPECT_TRUE(wa->stats == wb->stats) << end;
+    EXPECT_EQ(wa->window_starts_unix, wb->window_starts_unix) << end;
+    EXPECT_EQ(wa->load_forecast, wb->load_forecast) << end;
+    EXPECT_FALSE(wa->load_forecast.empty()) << end;
+    EXPECT_EQ(wa->info.state, wb->info.state) << end;
+    EXPECT_EQ(wa->load_band, wb->load_band) << end;
+    // What the book keeps counted as the grid grows (GridCounts).
+    ASSERT_TRUE(wa->failure_exposure.has_value() && wb->failure_exposure.has_value());
+    EXPECT_EQ(wa->failure_exposure->up_steps, wb->failure_exposure->up_steps) << end;
+    EXPECT_EQ(wa->failure_exposure->failures, wb->failure_exposure->failures) << end;
+    ASSERT_TRUE(wa->band_exposure.has_value() && wb->band_exposure.has_value());
+    EXPECT_EQ(wa->band_exposure->observed, wb->band_exposure->observed) << end;
+    EXPECT_EQ(wa->band_exposure->expected, wb->band_exposure->expected) << end;
+    ASSERT_TRUE(wa->deployed.has_value() && wb->deployed.has_value());
+    EXPECT_EQ(wa->deployed->completed_intervals, wb->deployed->completed_intervals) << end;
+    EXPECT_EQ(wa->deployed->avail_time_tr, wb->deployed->avail_time_tr) << end;
+    EXPECT_EQ(wa->deployed->on_fraction, wb->deployed->on_fraction) << end;
+  }
+}
+
 // A book that keeps one hour of samples in memory (older ones only in the
 // store) answers every question as one that keeps them all: the host's
 // counts, its series (read back from the store, whole, by range and
@@ -466,66 +538,14 @@ TEST_F(HostBookTest, ASmallMemoryAnswersAsTheWholeHistory) {
     ASSERT_THAT(lean->Append("h", v, meta).status(), IsOk());
   }
   clock_.Set(absl::FromUnixSeconds(kMonday + 10 * 86400));
-  auto same = [&](const HostBook& a, const HostBook& b, const std::string& when) {
-    SCOPED_TRACE(when);
-    auto ia = a.Info("h"), ib = b.Info("h");
-    ASSERT_THAT(ia.status(), IsOk());
-    ASSERT_THAT(ib.status(), IsOk());
-    EXPECT_EQ(ia->samples, ib->samples);
-    EXPECT_EQ(ia->first_unix, ib->first_unix);
-    EXPECT_EQ(ia->last_unix, ib->last_unix);
-    EXPECT_EQ(ia->state, ib->state);
-    EXPECT_EQ(ia->state_since_unix, ib->state_since_unix);
-    for (auto [from, to, max] : {std::tuple<int64_t, int64_t, size_t>{0, 0, 100000},
-                                 {kMonday + 86400 + 17, kMonday + 5 * 86400, 100000},
-                                 {kMonday + 2 * 86400, 0, 500},
-                                 {kMonday + 10 * 86400 - 1800, 0, 100000}}) {
-      bool ta = false, tb = false;
-      auto sa = a.Series("h", from, to, max, &ta);
-      auto sb = b.Series("h", from, to, max, &tb);
-      ASSERT_THAT(sa.status(), IsOk());
-      ASSERT_THAT(sb.status(), IsOk());
-      ASSERT_EQ(sa->size(), sb->size()) << from;
-      for (size_t i = 0; i < sa->size(); ++i) {
-        ASSERT_EQ((*sa)[i].unix_seconds, (*sb)[i].unix_seconds) << i;
-        ASSERT_EQ((*sa)[i].cpu_load, (*sb)[i].cpu_load) << i;
-      }
-      EXPECT_EQ(ta, tb) << from;
-    }
-    int64_t step_a = 0, step_b = 0;
-    auto xa = a.Intervals("h", 0, 0, &step_a), xb = b.Intervals("h", 0, 0, &step_b);
-    ASSERT_THAT(xa.status(), IsOk());
-    ASSERT_THAT(xb.status(), IsOk());
-    EXPECT_EQ(step_a, step_b);
-    ASSERT_EQ(xa->size(), xb->size());
-    for (size_t i = 0; i < xa->size(); ++i) {
-      EXPECT_EQ((*xa)[i].state, (*xb)[i].state) << i;
-      EXPECT_EQ((*xa)[i].start_unix, (*xb)[i].start_unix) << i;
-      EXPECT_EQ((*xa)[i].end_unix, (*xb)[i].end_unix) << i;
-    }
-    availability::WindowSpec spec;
-    spec.start_second_of_day = 8 * 3600;
-    spec.length_seconds = 4 * 3600;
-    for (int64_t end : {int64_t{0}, kMonday + 6 * 86400 + 8 * 3600}) {
-      auto wa = a.WindowStats("h", spec, end, availability::EstimatorOptions(), true);
-      auto wb = b.WindowStats("h", spec, end, availability::EstimatorOptions(), true);
-      ASSERT_THAT(wa.status(), IsOk());
-      ASSERT_THAT(wb.status(), IsOk());
-      EXPECT_TRUE(wa->stats == wb->stats) << end;
-      EXPECT_EQ(wa->window_starts_unix, wb->window_starts_unix) << end;
-      EXPECT_EQ(wa->load_forecast, wb->load_forecast) << end;
-      EXPECT_FALSE(wa->load_forecast.empty()) << end;
-      EXPECT_EQ(wa->info.state, wb->info.state) << end;
-      EXPECT_EQ(wa->load_band, wb->load_band) << end;
-    }
-  };
-  same(*whole, *lean, "appended");
+  const std::vector<int64_t> ends = {0, kMonday + 6 * 86400 + 8 * 3600};
+  ExpectSameAnswers(*whole, *lean, "appended", ends);
   // A restart reads the store.
   whole = std::make_unique<HostBook>(config_, *store_, clock_);
   lean = std::make_unique<HostBook>(small, **other_store, clock_);
   ASSERT_THAT(whole->Load(), IsOk());
   ASSERT_THAT(lean->Load(), IsOk());
-  same(*whole, *lean, "loaded");
+  ExpectSameAnswers(*whole, *lean, "loaded", ends);
   // A new period classifies the whole history again on the new grid.
   meta.period_seconds = 600;
   ASSERT_THAT(whole->Append("h", {At(kMonday + 10 * 86400, 0.05)}, meta).status(), IsOk());
@@ -535,7 +555,174 @@ TEST_F(HostBookTest, ASmallMemoryAnswersAsTheWholeHistory) {
   ASSERT_THAT(intervals.status(), IsOk());
   EXPECT_EQ(step, 600);
   EXPECT_EQ(intervals->front().start_unix, kMonday);
-  same(*whole, *lean, "new period");
+  ExpectSameAnswers(*whole, *lean, "new period", ends);
+}
+
+// Retention (HostBook::Retain, statemgr --retention_days): the samples and
+// revocations before the cut go from the store and from memory, and the book
+// then answers every question as one loaded from the store afterwards (a
+// restart): its counts, series, grid, the window statistics and what it kept
+// counted as the grid grew, and the usage keeper's series. A host with
+// nothing left after the cut stays known, without samples. A second pass
+// with the same cut does nothing.
+TEST_F(HostBookTest, RetentionAnswersAsARestartWould) {
+  config_.memory_seconds = 3600;           // most samples only in the store
+  config_.load_chunk_samples = 100;
+  config_.keep_counts_from_points = 100;   // counts kept as the grid grows
+  book_ = std::make_unique<HostBook>(config_, *store_, clock_);
+  UsageKeeper keeper(UsageKeeperConfig{}, *book_, *store_, clock_);
+  MetaUpdate meta;
+  meta.period_seconds = 300;
+  // 20 days of 5-minute samples in daily batches, busy every morning, with
+  // 3-hour gaps (revocations) on days 3 and 12; "gone" stopped on day 4.
+  for (int day = 0; day < 20; ++day) {
+    std::vector<HostSample> v;
+    for (int64_t t = kMonday + day * 86400; t < kMonday + (day + 1) * 86400; t += 300) {
+      const int64_t in_day = t - kMonday - day * 86400;
+      if ((day == 3 || day == 12) && in_day >= 7200 && in_day < 18000) continue;
+      const int64_t hour = in_day / 3600;
+      v.push_back(At(t, hour >= 9 && hour < 12 ? 0.7 : (hour == 14 ? 0.4 : 0.05),
+                     day % 5 == 1 && hour == 20 ? 100 : 4000));
+    }
+    // Two batches, split where the gaps end: a revocation is recorded
+    // between batches.
+    const auto split = std::find_if(v.begin(), v.end(), [&](const HostSample& s) {
+      return s.unix_seconds - kMonday - day * 86400 >= 18000;
+    });
+    for (const std::string host : {"h", "gone"}) {
+      if (host == "gone" && day >= 4) continue;
+      ASSERT_THAT(book_->Append(host, {v.begin(), split}, meta).status(), IsOk());
+      ASSERT_THAT(book_->Append(host, {split, v.end()}, meta).status(), IsOk());
+    }
+    clock_.Set(absl::FromUnixSeconds(v.back().unix_seconds));
+    availability::WindowSpec spec;
+    spec.start_second_of_day = 8 * 3600;
+    spec.length_seconds = 4 * 3600;
+    ASSERT_THAT(book_->WindowStats("h", spec, 0, availability::EstimatorOptions(), true).status(),
+                IsOk());
+    ASSERT_THAT(keeper.Get("h").status(), IsOk());
+  }
+  auto before = book_->Info("h");
+  ASSERT_THAT(before.status(), IsOk());
+  ASSERT_EQ(before->first_unix, kMonday);
+  // Cut in the middle of the first gap's day and after it.
+  const int64_t cut = kMonday + 7 * 86400 + 3 * 3600 + 17;
+  const RetainResult r = book_->Retain(cut);
+  EXPECT_EQ(r.hosts, 2);
+  EXPECT_EQ(r.failed_hosts, 0);
+  const int64_t gone_samples = 4 * 288 - 36;
+  const int64_t h_deleted = (cut - kMonday + 299) / 300 - 36;
+  EXPECT_EQ(r.deleted_samples, h_deleted + gone_samples);
+  auto after = book_->Info("h");
+  ASSERT_THAT(after.status(), IsOk());
+  EXPECT_EQ(after->first_unix, kMonday + 7 * 86400 + 3 * 3600 + 300);
+  EXPECT_EQ(after->samples, before->samples - h_deleted);
+  EXPECT_EQ(after->last_unix, before->last_unix);
+  auto revocations = store_->Revocations("h");
+  ASSERT_THAT(revocations.status(), IsOk());
+  ASSERT_EQ(revocations->size(), 1u);  // day 12's only
+  EXPECT_EQ(revocations->front().first, kMonday + 12 * 86400 + 7200 - 300);
+  // Gone entirely: known, no samples, no series.
+  auto gone = book_->Info("gone");
+  ASSERT_THAT(gone.status(), IsOk());
+  EXPECT_EQ(gone->samples, 0);
+  EXPECT_EQ(gone->state, HostState::kS5);
+  bool truncated = false;
+  auto none = book_->Series("gone", 0, 0, 1000, &truncated);
+  ASSERT_THAT(none.status(), IsOk());
+  EXPECT_TRUE(none->empty());
+  // As after a restart, for windows from now and one in the past.
+  const std::vector<int64_t> ends = {0, kMonday + 15 * 86400 + 8 * 3600};
+  auto restarted = std::make_unique<HostBook>(config_, *store_, clock_);
+  ASSERT_THAT(restarted->Load(), IsOk());
+  ExpectSameAnswers(*book_, *restarted, "retained", ends);
+  auto gone_restarted = restarted->Info("gone");
+  ASSERT_THAT(gone_restarted.status(), IsOk());
+  EXPECT_EQ(gone_restarted->samples, 0);
+  EXPECT_EQ(book_->List().size(), restarted->List().size());
+  // The usage keeper's kept series starts over at the new first sample.
+  clock_.Set(clock_.Now() + absl::Minutes(6));
+  auto kept = keeper.Get("h");
+  ASSERT_THAT(kept.status(), IsOk());
+  UsageKeeper fresh(UsageKeeperConfig{}, *restarted, *store_, clock_);
+  auto whole = fresh.Get("h");
+  ASSERT_THAT(whole.status(), IsOk());
+  EXPECT_EQ(kept->model->series().origin_unix, whole->model->series().origin_unix);
+  EXPECT_EQ(kept->model->series().bins(), whole->model->series().bins());
+  EXPECT_GT(kept->model->series().origin_unix, kMonday + 6 * 86400);
+  // Nothing left to do at the same cut; new samples go on as before.
+  const RetainResult again = book_->Retain(cut);
+  EXPECT_EQ(again.hosts, 0);
+  EXPECT_EQ(again.deleted_samples, 0);
+  ASSERT_THAT(book_->Append("h", {At(after->last_unix + 300, 0.05)}, meta).status(), IsOk());
+  ASSERT_THAT(book_->Append("gone", {At(after->last_unix + 300, 0.05)}, meta).status(), IsOk());
+  auto back = book_->Info("gone");
+  ASSERT_THAT(back.status(), IsOk());
+  EXPECT_EQ(back->samples, 1);
+  EXPECT_EQ(back->first_unix, after->last_unix + 300);
+}
+
+// Retain passes while samples arrive (a period change among them): the book
+// ends as one loaded from the store, with no sample lost but those before
+// the last cut. The samples in memory leave it during the passes (an hour of
+// memory, 10-minute batches), which the pass reads back under the append
+// lock.
+TEST_F(HostBookTest, RetentionWhileSamplesArrive) {
+  config_.memory_seconds = 3600;
+  config_.keep_counts_from_points = 100;
+  book_ = std::make_unique<HostBook>(config_, *store_, clock_);
+  MetaUpdate meta;
+  meta.period_seconds = 60;
+  std::vector<HostSample> v;
+  for (int64_t t = kMonday; t < kMonday + 10 * 86400; t += 60) {
+    v.push_back(At(t, (t / 3600) % 6 == 0 ? 0.9 : 0.05));
+  }
+  ASSERT_THAT(book_->Append("h", v, meta).status(), IsOk());
+  int64_t t = v.back().unix_seconds + 60;
+  clock_.Set(absl::FromUnixSeconds(kMonday + 60 * 86400));  // ahead of every sample
+  std::atomic<bool> done{false};
+  int64_t last_cut = 0;
+  std::thread retainer([&] {
+    for (int day = 1; !done.load(); day = day % 9 + 1) {
+      const RetainResult r = book_->Retain(kMonday + day * 86400);
+      EXPECT_EQ(r.failed_hosts, 0);
+      last_cut = std::max(last_cut, kMonday + day * 86400);
+    }
+  });
+  for (int batch = 0; batch < 2000; ++batch) {
+    std::vector<HostSample> b;
+    for (int i = 0; i < 10; ++i, t += meta.period_seconds) b.push_back(At(t, 0.1 + 0.001 * i));
+    if (batch == 1000) meta.period_seconds = 120;  // a Refeed during the passes
+    ASSERT_THAT(book_->Append("h", b, meta).status(), IsOk());
+  }
+  done = true;
+  retainer.join();
+  // The passes only ever cut at most 9 days: the last one's cut holds.
+  const RetainResult r = book_->Retain(last_cut);
+  EXPECT_EQ(r.failed_hosts, 0);
+  auto restarted = std::make_unique<HostBook>(config_, *store_, clock_);
+  ASSERT_THAT(restarted->Load(), IsOk());
+  auto info = book_->Info("h");
+  ASSERT_THAT(info.status(), IsOk());
+  EXPECT_GE(info->first_unix, last_cut);
+  EXPECT_EQ(info->last_unix, t - 120);
+  ExpectSameAnswers(*book_, *restarted, "while samples arrive", {0});
+}
+
+// RetentionCutoff: local midnight of the day `days` days back.
+TEST(RetentionCutoffTest, WholeLocalDays) {
+  EXPECT_EQ(RetentionCutoff(kMonday + 7 * 86400 + 5, 7, 0), kMonday);
+  EXPECT_EQ(RetentionCutoff(kMonday + 7 * 86400, 7, 0), kMonday);
+  EXPECT_EQ(RetentionCutoff(kMonday + 7 * 86400 - 1, 7, 0), kMonday - 86400);
+  // UTC+2: local midnight is 22:00 UTC the day before.
+  EXPECT_EQ(RetentionCutoff(kMonday + 7 * 86400 + 3600, 7, 7200), kMonday - 7200);
+  EXPECT_EQ(RetentionCutoff(kMonday + 7 * 86400 - 7200 - 1, 7, 7200), kMonday - 86400 - 7200);
+  // UTC-5.
+  EXPECT_EQ(RetentionCutoff(kMonday + 7 * 86400 + 3 * 3600, 7, -5 * 3600),
+            kMonday - 86400 + 5 * 3600);
+  // Before 1970 (a clock far off): still a local midnight.
+  EXPECT_EQ(RetentionCutoff(3600, 14, 0), -14 * 86400);
+  EXPECT_EQ(RetentionCutoff(0, 1, 3600), -86400 - 3600);
 }
 
 // The failure exposure, the exits by band and HTCondor's and BOINC's

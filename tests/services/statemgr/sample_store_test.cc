@@ -1,5 +1,6 @@
 #include "services/statemgr/sample_store.h"
 
+#include <algorithm>
 #include <map>
 
 #include <rocksdb/db.h>
@@ -59,6 +60,68 @@ TEST(SampleStoreTest, SurvivesReopen) {
   ASSERT_THAT(rev.status(), IsOk());
   ASSERT_EQ(rev->size(), 1u);
   EXPECT_EQ((*rev)[0], std::make_pair(int64_t{30}, int64_t{900}));
+}
+
+// DeleteBefore deletes one host's samples and revocations stamped before the
+// cut, and nothing of another host (not of one whose name it begins), nor
+// the host's meta or blobs; the space comes back on disk.
+TEST(SampleStoreTest, DeleteBeforeDeletesOnlyTheOldSamplesOfOneHost) {
+  TempDir dir;
+  auto store = SampleStore::Open(dir.path(), false);
+  ASSERT_THAT(store.status(), IsOk());
+  HostMeta meta;
+  meta.period_seconds = 6;
+  std::vector<HostSample> v;
+  for (int64_t t = 1'000'000; t < 1'000'000 + 60 * 86400; t += 6) v.push_back(At(t, 0.1));
+  for (size_t i = 0; i < v.size(); i += 100'000) {
+    std::vector<HostSample> chunk(v.begin() + i, v.begin() + std::min(v.size(), i + 100'000));
+    ASSERT_THAT((*store)->Append("a", chunk, &meta), IsOk());
+  }
+  ASSERT_THAT((*store)->Append("ab", {At(5, 0.2), At(2'000'000, 0.3)}, &meta), IsOk());
+  ASSERT_THAT((*store)->Append("0", {At(5, 0.2)}, nullptr), IsOk());  // sorts before "a"
+  ASSERT_THAT((*store)->RecordRevocation("a", 1'000'006, 100), IsOk());
+  ASSERT_THAT((*store)->RecordRevocation("a", 1'000'000 + 50 * 86400, 100), IsOk());
+  ASSERT_THAT((*store)->RecordRevocation("ab", 7, 100), IsOk());
+  ASSERT_THAT((*store)->PutBlob('u', "a", "patterns"), IsOk());
+  auto size = [&]() {
+    uint64_t bytes = 0;
+    EXPECT_TRUE((*store)->db()->GetIntProperty("rocksdb.total-sst-files-size", &bytes));
+    return bytes;
+  };
+  ASSERT_TRUE((*store)->db()->Flush(rocksdb::FlushOptions()).ok());
+  const uint64_t full = size();
+  const int64_t cut = 1'000'000 + 50 * 86400;
+  auto deleted = (*store)->DeleteBefore("a", cut);
+  ASSERT_THAT(deleted.status(), IsOk());
+  EXPECT_EQ(*deleted, 50 * 14400);
+  std::map<std::string, std::vector<HostSample>> seen;
+  ASSERT_THAT((*store)->ForEachHost([&](const std::string& h, const HostMeta&,
+                                        std::vector<HostSample> s) {
+    auto& all = seen[h];
+    all.insert(all.end(), s.begin(), s.end());
+  }),
+              IsOk());
+  ASSERT_EQ(seen["a"].size(), 10u * 14400);
+  EXPECT_EQ(seen["a"].front().unix_seconds, cut);
+  EXPECT_EQ(seen["a"].back().unix_seconds, v.back().unix_seconds);
+  EXPECT_EQ(seen["ab"].size(), 2u);
+  EXPECT_EQ(seen["0"].size(), 1u);
+  auto rev = (*store)->Revocations("a");
+  ASSERT_THAT(rev.status(), IsOk());
+  ASSERT_EQ(rev->size(), 1u);
+  EXPECT_EQ(rev->front().first, cut);
+  auto rev_ab = (*store)->Revocations("ab");
+  ASSERT_THAT(rev_ab.status(), IsOk());
+  EXPECT_EQ(rev_ab->size(), 1u);
+  auto blob = (*store)->GetBlob('u', "a");
+  ASSERT_THAT(blob.status(), IsOk());
+  EXPECT_EQ(*blob, "patterns");
+  // Five sixths of the samples gone: at most a third of the space is left.
+  EXPECT_LT(size(), full / 3) << full;
+  // Nothing before the cut any more.
+  auto again = (*store)->DeleteBefore("a", cut);
+  ASSERT_THAT(again.status(), IsOk());
+  EXPECT_EQ(*again, 0);
 }
 
 // With a chunk size a host's samples come in consecutive calls of at most
