@@ -91,6 +91,7 @@ std::string FlagsHelp(absl::string_view usage_message, const char* main_file) {
                     f->IsOfType<std::string>() ? absl::StrCat("\"", def, "\"") : def, ")\n");
     AppendWrapped(&out, f->Help(), 6);
   }
+  out += "\n--help prints this text; --version the build (git commit, library versions).\n";
   return out;
 }
 
@@ -123,6 +124,7 @@ std::string CheckFlagsCommandLine(const std::vector<std::string>& args) {
     const std::string name(has_value ? body.substr(0, eq) : body);
     std::string value(has_value ? body.substr(eq + 1) : absl::string_view());
     if (IsHelp(name)) return "help";
+    if (name == "version") return "version";
     absl::CommandLineFlag* flag = name.empty() ? nullptr : absl::FindCommandLineFlag(name);
     if (flag == nullptr && absl::StartsWith(name, "no")) {
       absl::CommandLineFlag* negated = absl::FindCommandLineFlag(name.substr(2));
@@ -156,7 +158,8 @@ std::string CheckFlagsCommandLine(const std::vector<std::string>& args) {
   return "";
 }
 
-void ParseFlags(int argc, char** argv, absl::string_view usage_message, const char* main_file) {
+void ParseFlagsWithVersion(int argc, char** argv, absl::string_view usage_message,
+                           const char* main_file, std::string (*version)(absl::string_view)) {
   absl::SetProgramUsageMessage(usage_message);
   // Anything still reaching Abseil's own usage output lists this file's flags.
   const std::string file = main_file;
@@ -172,6 +175,12 @@ void ParseFlags(int argc, char** argv, absl::string_view usage_message, const ch
   if (problem == "help") {
     const std::string help = FlagsHelp(usage_message, main_file);
     std::fwrite(help.data(), 1, help.size(), stdout);
+    std::fflush(stdout);
+    std::exit(0);
+  }
+  if (problem == "version") {
+    const std::string text = version(program);
+    std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     std::exit(0);
   }

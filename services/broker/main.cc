@@ -8,6 +8,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/build_info_metric.h"
 #include "common/cli_util.h"
 #include "common/clock.h"
 #include "common/db_backup.h"
@@ -213,6 +214,7 @@ int main(int argc, char** argv) {
   sojourn::broker::BrokerService service(registry, ranker, pool);
   service.set_bind_hosts(absl::GetFlag(FLAGS_tls_bind_hosts));
   sojourn::Metrics metrics("broker");
+  sojourn::ExportBuildInfo(metrics);
   sojourn::broker::GrpcJobHistory history(absl::GetFlag(FLAGS_predictor), absl::Seconds(10),
                                           absl::Seconds(60), credentials);
   service.EnableJobQueue(**queue, history, qc, &metrics);

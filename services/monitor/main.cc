@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_format.h"
+#include "common/build_info_metric.h"
 #include "common/cli_util.h"
 #include "common/clock.h"
 #include "common/flags_usage.h"
@@ -219,6 +220,7 @@ int main(int argc, char** argv) {
   sc.spool_path = absl::GetFlag(FLAGS_spool_path);
   sojourn::monitor::SampleSender sender(sc, clock);
   sojourn::Metrics metrics("monitor");
+  sojourn::ExportBuildInfo(metrics);
   std::optional<sojourn::monitor::Gateway> gateway;
   if (absl::GetFlag(FLAGS_gateway)) gateway.emplace(gateway_config);
   std::optional<sojourn::monitor::AdaptivePeriod> adaptive;

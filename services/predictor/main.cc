@@ -7,6 +7,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/build_info_metric.h"
 #include "common/cli_util.h"
 #include "common/clock.h"
 #include "common/db_backup.h"
@@ -145,6 +146,7 @@ int main(int argc, char** argv) {
   sc.min_free_disk_mb = absl::GetFlag(FLAGS_min_free_disk_mb);
   sojourn::predictor::PredictorService service(predictor, directory, pool, turnaround.get(), sc);
   sojourn::Metrics metrics("predictor");
+  sojourn::ExportBuildInfo(metrics);
   auto backup = sojourn::StartDbBackup(*backup_config, histdb ? histdb->db() : nullptr,
                                        sojourn::Clock::Real(), &metrics);
   if (!backup.ok()) {  // the configuration (--backup_dir): exit 2

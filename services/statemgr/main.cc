@@ -11,6 +11,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/build_info_metric.h"
 #include "common/cli_util.h"
 #include "common/clock.h"
 #include "common/db_backup.h"
@@ -186,6 +187,7 @@ int main(int argc, char** argv) {
   sojourn::statemgr::UsageKeeper usage(uc, book, **store, clock);
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
   sojourn::Metrics metrics("statemgr");
+  sojourn::ExportBuildInfo(metrics);
   sojourn::statemgr::StateManagerServiceConfig sc;
   sc.max_clock_skew_seconds = config.max_clock_skew_seconds;
   sc.max_watch_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_watch_queue));

@@ -269,6 +269,27 @@ class PrometheusTest(unittest.TestCase):
                 self.assertGreaterEqual(values["sojourn_process_heap_free_bytes"], 0.0, values)
                 self.assertGreaterEqual(values["sojourn_process_heap_in_use_bytes"], 0.0, values)
 
+    def test_1e_build_info(self):
+        # Every service exports the build it runs, as its own --version prints it.
+        for name in SERVICES:
+            job = f"sojourn-{name}"
+            with self.subTest(job=job):
+                version = subprocess.run([CLUSTER.binary(name), "--version"], capture_output=True,
+                                         text=True, timeout=30)
+                self.assertEqual(version.returncode, 0, version.stderr)
+                first, built = version.stdout.splitlines()
+                self.assertTrue(first.startswith(f"{name} (sojourn) "), first)
+                got = sojourn_cluster.wait_until(
+                    lambda: query(f'sojourn_build_info{{job="{job}"}}'), 15,
+                    f"sojourn_build_info of {job} in Prometheus", interval_seconds=0.2)
+                self.assertEqual(len(got), 1, got)
+                labels, value = got[0]
+                self.assertEqual(value, 1.0)
+                self.assertEqual(labels["commit"], first.split()[-1])
+                for label, word in (("grpc", "gRPC"), ("protobuf", "protobuf"),
+                                    ("rocksdb", "RocksDB"), ("abseil", "Abseil")):
+                    self.assertIn(f"{word} {labels[label]}", built)
+
     def test_2_request_counter_visible(self):
         from sojourn.v1 import broker_pb2, broker_pb2_grpc
         stub = broker_pb2_grpc.BrokerStub(CERTS.channel(CLUSTER.services["broker"].address))

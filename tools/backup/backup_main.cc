@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/build_info.h"
 #include "common/cli_util.h"
 #include "common/db_backup.h"
 #include "nlohmann/json.hpp"
@@ -44,7 +45,8 @@ constexpr char kUsage[] =
     "            backing up into the directory\n"
     "\n"
     "Exit codes: 0 done, 1 a backup is damaged or an operation failed, 2 bad usage\n"
-    "or a refused request (no backups there, no such backup, DIR not empty).\n";
+    "or a refused request (no backups there, no such backup, DIR not empty).\n"
+    "'sojourn-backup --version' names the build.\n";
 
 std::string Utc(int64_t unix_seconds) {
   return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixSeconds(unix_seconds),
@@ -153,6 +155,10 @@ int main(int argc, char** argv) {
       !std::strcmp(argv[1], "help")) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? sojourn::kExitUsage : 0;
+  }
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
+    std::fputs(sojourn::VersionText("sojourn-backup").c_str(), stdout);
+    return 0;
   }
   const std::string command = argv[1];
   if (command != "list" && command != "verify" && command != "restore" && command != "delete") {

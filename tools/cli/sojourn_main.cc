@@ -44,6 +44,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "common/build_info.h"
 #include "common/cli_util.h"
 #include "common/proc_stat.h"
 #include "common/text.h"
@@ -115,7 +116,7 @@ const char kUsage[] =
     "                             require one (env SOJOURN_TLS_CERT, SOJOURN_TLS_KEY)\n"
     "\n"
     "DURATION: 2h, 90m, 45s, 1h30m or seconds. Exit codes: 0 ok, 2 bad usage or rejected\n"
-    "request, 1 cluster unreachable or other failure.\n";
+    "request, 1 cluster unreachable or other failure. 'sojourn --version' names the build.\n";
 
 // Appended to every command's help.
 const char kCommonHelp[] =
@@ -1480,6 +1481,10 @@ int main(int argc, char** argv) {
   std::string cmd = argv[1];
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (cmd == "--version" || cmd == "version") {
+    std::fputs(sojourn::VersionText(kProgram).c_str(), stdout);
     return 0;
   }
   if (cmd == "hosts") return Hosts(argc - 2, argv + 2);

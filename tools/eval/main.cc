@@ -5,6 +5,7 @@
 #include <new>
 #include <string>
 
+#include "common/build_info.h"
 #include "tools/eval/command.h"
 
 namespace sojourn::eval {
@@ -22,7 +23,9 @@ static void PrintUsage(FILE* out) {
   for (const auto& [name, cmd] : sojourn::eval::EvalCommands()) {
     std::fprintf(out, "  %-14s %s\n", name.c_str(), cmd.summary.c_str());
   }
-  std::fprintf(out, "\n'sojourn-eval COMMAND --help' explains a command's options.\n");
+  std::fprintf(out,
+               "\n'sojourn-eval COMMAND --help' explains a command's options; "
+               "'sojourn-eval --version' names the build.\n");
 }
 
 int main(int argc, char** argv) {
@@ -30,6 +33,10 @@ int main(int argc, char** argv) {
       !std::strcmp(argv[1], "help")) {
     PrintUsage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
+    std::fputs(sojourn::VersionText("sojourn-eval").c_str(), stdout);
+    return 0;
   }
   auto& commands = sojourn::eval::EvalCommands();
   auto it = commands.find(argv[1]);
