@@ -84,8 +84,9 @@ HostSample IdleAt(int64_t t) {
 
 class Book {
  public:
-  // The history pushed a day at a time, as a monitor's samples arrive.
-  explicit Book(int64_t period, int days = kDays) {
+  // The history pushed a day at a time, as a monitor's samples arrive; with
+  // `hosts` > 1 the same history for hosts "h", "h1", "h2", ...
+  explicit Book(int64_t period, int days = kDays, int hosts = 1) {
     char tmpl[] = "/tmp/sojourn_window_stats_bench_XXXXXX";
     Require(mkdtemp(tmpl) != nullptr, "mkdtemp failed");
     dir_ = tmpl;
@@ -100,8 +101,10 @@ class Book {
       const size_t end = std::min(i + per_day, all.size());
       const std::vector<HostSample> day(all.begin() + static_cast<ptrdiff_t>(i),
                                         all.begin() + static_cast<ptrdiff_t>(end));
-      const auto appended = book_->Append("h", day, meta);
-      Require(appended.ok(), appended.status().ToString());
+      for (int k = 0; k < hosts; ++k) {
+        const auto appended = book_->Append(k == 0 ? "h" : "h" + std::to_string(k), day, meta);
+        Require(appended.ok(), appended.status().ToString());
+      }
     }
   }
   // A restart: the book and the store closed (Close), opened again and
@@ -309,16 +312,19 @@ BENCHMARK(BM_UsageAfterNewSamples)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(5);
 
-// Retention's daily pass (HostBook::Retain, statemgr --retention_days) on one
-// host with a year (or 28 days) of 6 s samples: each iteration moves the cut
-// a day on, so it deletes a day of samples, compacts their key range and
-// rebuilds the host's grid from the samples left. Baseline in the same run:
-// load_ms, a restart's Load() of the same store before the passes (one
-// timing), which reads and classifies the same samples.
+// Retention's daily pass (HostBook::Retain, statemgr --retention_days) on
+// `hosts` hosts with 28 days or a year of 6 s samples each: each iteration
+// moves the cut a day on, so it deletes a day of every host's samples,
+// rebuilds each host's grid from the samples left and compacts the deleted
+// ranges. Baseline in the same run: load_ms, a restart's Load() of the same
+// store before the passes (one timing), which reads and classifies the same
+// samples. ms_per_host: the pass's wall time per host (does one host's cost
+// grow with the others' data?).
 void BM_RetainOneDay(benchmark::State& state) {
   constexpr int64_t kPeriod = 6;
   const int days = static_cast<int>(state.range(0));
-  Book b(kPeriod, days);
+  const int hosts = static_cast<int>(state.range(1));
+  Book b(kPeriod, days, hosts);
   b.Close();
   const auto load_start = std::chrono::steady_clock::now();
   b.Load();
@@ -327,20 +333,25 @@ void BM_RetainOneDay(benchmark::State& state) {
           .count();
   int64_t cut = kMonday;
   int64_t deleted = 0;
+  double seconds = 0;
   for (auto _ : state) {
     cut += 86400;
+    const auto start = std::chrono::steady_clock::now();
     const RetainResult r = b.mutable_book().Retain(cut);
-    Require(r.hosts == 1 && r.failed_hosts == 0, "retain");
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    Require(r.hosts == hosts && r.failed_hosts == 0, "retain");
     deleted += r.deleted_samples;
   }
-  Require(deleted == static_cast<int64_t>(state.iterations()) * 86400 / kPeriod, "deleted");
-  state.counters["deleted_per_pass"] =
-      static_cast<double>(deleted) / static_cast<double>(state.iterations());
+  const auto passes = static_cast<int64_t>(state.iterations());
+  Require(deleted == passes * hosts * 86400 / kPeriod, "deleted");
+  state.counters["deleted_per_pass"] = static_cast<double>(deleted) / static_cast<double>(passes);
+  state.counters["ms_per_host"] = 1000 * seconds / static_cast<double>(passes * hosts);
 }
 BENCHMARK(BM_RetainOneDay)
-    ->Arg(28)
-    ->Arg(365)
-    ->ArgName("days")
+    ->Args({28, 1})
+    ->Args({28, 8})
+    ->Args({365, 1})
+    ->ArgNames({"days", "hosts"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(10);
 

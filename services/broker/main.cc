@@ -214,7 +214,6 @@ int main(int argc, char** argv) {
   sojourn::broker::BrokerService service(registry, ranker, pool);
   service.set_bind_hosts(absl::GetFlag(FLAGS_tls_bind_hosts));
   sojourn::Metrics metrics("broker");
-  sojourn::ExportBuildInfo(metrics);
   sojourn::broker::GrpcJobHistory history(absl::GetFlag(FLAGS_predictor), absl::Seconds(10),
                                           absl::Seconds(60), credentials);
   service.EnableJobQueue(**queue, history, qc, &metrics);
@@ -230,6 +229,8 @@ int main(int argc, char** argv) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());
     return 1;
   }
+  // After the start: a refused start prints one line.
+  sojourn::ExportBuildInfo(metrics);
   const sojourn::broker::JobQueue::Listing jobs = (*queue)->List();
   SOJOURN_LOG(INFO,
               "broker serving on %s (%s), predictor %s, job queue %s (%d waiting, %d running, %d "

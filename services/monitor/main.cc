@@ -220,7 +220,6 @@ int main(int argc, char** argv) {
   sc.spool_path = absl::GetFlag(FLAGS_spool_path);
   sojourn::monitor::SampleSender sender(sc, clock);
   sojourn::Metrics metrics("monitor");
-  sojourn::ExportBuildInfo(metrics);
   std::optional<sojourn::monitor::Gateway> gateway;
   if (absl::GetFlag(FLAGS_gateway)) gateway.emplace(gateway_config);
   std::optional<sojourn::monitor::AdaptivePeriod> adaptive;
@@ -237,6 +236,8 @@ int main(int argc, char** argv) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());
     return 1;
   }
+  // After the start: a refused start prints one line.
+  sojourn::ExportBuildInfo(metrics);
   if (sender.restored() > 0) {
     SOJOURN_LOG(INFO, "restored %d unacknowledged samples from %s", sender.restored(),
                 sc.spool_path);

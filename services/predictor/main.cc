@@ -146,7 +146,6 @@ int main(int argc, char** argv) {
   sc.min_free_disk_mb = absl::GetFlag(FLAGS_min_free_disk_mb);
   sojourn::predictor::PredictorService service(predictor, directory, pool, turnaround.get(), sc);
   sojourn::Metrics metrics("predictor");
-  sojourn::ExportBuildInfo(metrics);
   auto backup = sojourn::StartDbBackup(*backup_config, histdb ? histdb->db() : nullptr,
                                        sojourn::Clock::Real(), &metrics);
   if (!backup.ok()) {  // the configuration (--backup_dir): exit 2
@@ -158,6 +157,8 @@ int main(int argc, char** argv) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());
     return 1;
   }
+  // After the start: a refused start prints one line.
+  sojourn::ExportBuildInfo(metrics);
   SOJOURN_LOG(INFO, "predictor serving on %s (%s), broker %s", (*server)->listen_address(),
               (*server)->metrics_description(), absl::GetFlag(FLAGS_broker));
   sojourn::WaitForTerminationSignal();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -446,7 +447,7 @@ int64_t RetentionCutoff(int64_t now_unix, int64_t days, int64_t utc_offset_secon
   return day * 86400 - utc_offset_seconds;
 }
 
-RetainResult HostBook::Retain(int64_t before_unix) {
+RetainResult HostBook::Retain(int64_t before_unix, const std::function<bool()>& stop) {
   absl::MutexLock retain_lock(&retain_mu_);
   std::vector<std::string> due;
   {
@@ -456,13 +457,36 @@ RetainResult HostBook::Retain(int64_t before_unix) {
     }
   }
   RetainResult result;
+  std::vector<std::string> compact;
   for (const std::string& name : due) {
-    if (!RetainHost(name, before_unix, &result)) ++result.failed_hosts;
+    if (stop && stop()) break;  // a shutdown: the next start's pass goes on
+    int64_t deleted = 0;
+    if (!RetainHost(name, before_unix, &deleted)) {
+      ++result.failed_hosts;
+    } else {
+      ++result.hosts;
+    }
+    result.deleted_samples += deleted;
+    if (deleted > 0) compact.push_back(name);
+  }
+  // The space back on disk, after every host's deletion: the first
+  // compaction flushes the memtable holding all the pass's range tombstones,
+  // the others find it empty. Without it the space would come back only
+  // when compactions reach the last level, which a slowly growing database
+  // may take months to do.
+  for (const std::string& name : compact) {
+    if (stop && stop()) break;
+    if (absl::Status s = store_.CompactBefore(name, before_unix); !s.ok()) {
+      SOJOURN_LOG(WARNING,
+                  "host %s: retention: compacting the deleted samples: %s (they are deleted; "
+                  "their space comes back with RocksDB's own compactions)",
+                  Excerpt(name), s.ToString());
+    }
   }
   return result;
 }
 
-bool HostBook::RetainHost(const std::string& name, int64_t before_unix, RetainResult* result) {
+bool HostBook::RetainHost(const std::string& name, int64_t before_unix, int64_t* deleted) {
   HostMeta meta;
   {
     absl::ReaderMutexLock l(&mu_);
@@ -472,52 +496,59 @@ bool HostBook::RetainHost(const std::string& name, int64_t before_unix, RetainRe
     }
     meta = it->second.meta;
   }
-  // Appends only add samples after the host's newest: none is deleted here.
-  absl::StatusOr<int64_t> deleted = store_.DeleteBefore(name, before_unix);
-  if (!deleted.ok()) {
-    SOJOURN_LOG(WARNING, "host %s: retention: %s (its samples stay stored)", Excerpt(name),
-                deleted.status().ToString());
-    return false;
-  }
-  result->deleted_samples += *deleted;
-  // The grid a Load() of the store would build now: the samples left, fed
-  // as Load feeds them (those it leaves out left out here too). What is
-  // stored before the samples in memory never changes, so it is read
-  // without a lock; then, under the append lock, what left memory since and
-  // the samples in memory. A change of period meanwhile (a Refeed) starts
-  // the rebuild over.
-  const int64_t now = absl::ToUnixSeconds(clock_.Now());
-  const int64_t latest = now > INT64_MAX - config_.max_clock_skew_seconds
-                             ? INT64_MAX
-                             : now + config_.max_clock_skew_seconds;
+  // The book as a Load() of the store would build it after the deletion: the
+  // samples left, fed as Load feeds them. What is stored before the samples
+  // in memory never changes, so the stored samples from the cut on are read
+  // without a lock. Then, under the append lock (so that no sample arrives
+  // meanwhile, stamped before the cut or not), the deletion is written, what
+  // left memory since is read, the samples in memory from the cut on are
+  // fed, and the result replaces the host's grid and memory. A change of
+  // period meanwhile (a Refeed) starts the rebuild over.
   constexpr int kRetainAttempts = 3;
   for (int attempt = 0;; ++attempt) {
     Host fresh;
     fresh.meta = meta;
     auto add = [&](const HostSample& s) {
-      if (SampleProblem(s) != nullptr || s.unix_seconds > latest) return true;
+      if (SampleProblem(s) != nullptr) return true;
       Feed(name, fresh, s, nullptr);
       Remember(fresh, s);
       Forget(fresh);
       return true;
     };
+    // Stored samples as Load() reads them: those stamped after the clock
+    // (read now: the samples that left memory during the pass came after
+    // its start) plus the skew left out. Those in memory were accepted by
+    // PushSamples on its own clock.
     auto read = [&](int64_t from, int64_t to) {
-      absl::Status s = store_.ForEachSample(name, from, to, add);
+      const int64_t now = absl::ToUnixSeconds(clock_.Now());
+      const int64_t latest = now > INT64_MAX - config_.max_clock_skew_seconds
+                                 ? INT64_MAX
+                                 : now + config_.max_clock_skew_seconds;
+      absl::Status s = store_.ForEachSample(
+          name, from, to, [&](const HostSample& x) { return x.unix_seconds > latest || add(x); });
       if (!s.ok()) {
-        // Deleted, not read back: the next pass (or a restart) rebuilds it.
         SOJOURN_LOG(WARNING, "host %s: retention: reading the samples left: %s", Excerpt(name),
                     s.ToString());
       }
       return s.ok();
+    };
+    auto period_changed = [&](const Host& h) {
+      if (PeriodOf(h) == PeriodOf(fresh)) return false;
+      meta = h.meta;
+      return true;
+    };
+    auto give_up = [&]() {
+      SOJOURN_LOG(WARNING, "host %s: retention: its period kept changing; the next pass tries again",
+                  Excerpt(name));
+      return false;
     };
     // Fed: the stored samples in [before_unix, fed_to).
     int64_t fed_to = before_unix;
     {
       absl::ReaderMutexLock l(&mu_);
       const Host& h = hosts_.at(name);
-      if (PeriodOf(h) != PeriodOf(fresh)) {
-        if (attempt >= kRetainAttempts) return false;  // the next pass tries again
-        meta = h.meta;
+      if (period_changed(h)) {
+        if (attempt >= kRetainAttempts) return give_up();
         continue;
       }
       if (HasOlder(h)) fed_to = std::max(before_unix, h.recent.front().unix_seconds);
@@ -526,20 +557,36 @@ bool HostBook::RetainHost(const std::string& name, int64_t before_unix, RetainRe
     absl::MutexLock append_lock(&append_mu_);
     {
       absl::ReaderMutexLock l(&mu_);
-      const Host& h = hosts_.at(name);
-      if (PeriodOf(h) != PeriodOf(fresh)) {
-        if (attempt >= kRetainAttempts) return false;
-        meta = h.meta;
+      if (period_changed(hosts_.at(name))) {
+        if (attempt >= kRetainAttempts) return give_up();
         continue;
       }
+    }
+    absl::StatusOr<int64_t> n = store_.DeleteBefore(name, before_unix);
+    if (!n.ok()) {
+      SOJOURN_LOG(WARNING, "host %s: retention: %s (nothing deleted; the next pass tries again)",
+                  Excerpt(name), n.status().ToString());
+      return false;
+    }
+    *deleted += *n;
+    {
+      absl::ReaderMutexLock l(&mu_);
+      const Host& h = hosts_.at(name);
       if (HasOlder(h) && h.recent.front().unix_seconds > fed_to) {
-        // Left memory since (Forget): a few hours at most, read under the
-        // append lock so nothing more leaves.
+        // Left memory since (Forget): a few hours at most.
         if (!read(fed_to, h.recent.front().unix_seconds)) return false;
         fed_to = h.recent.front().unix_seconds;
       }
       for (const HostSample& s : h.recent) {
         if (s.unix_seconds >= fed_to) add(s);
+      }
+    }
+    if (fresh.samples == 0) {
+      // Nothing left: the host stays known, as one registered before its
+      // first sample, after a restart too (its meta stored).
+      if (absl::Status s = store_.Append(name, {}, &fresh.meta); !s.ok()) {
+        SOJOURN_LOG(WARNING, "host %s: retention: storing its meta: %s", Excerpt(name),
+                    s.ToString());
       }
     }
     fresh.recent.shrink_to_fit();
@@ -550,12 +597,17 @@ bool HostBook::RetainHost(const std::string& name, int64_t before_unix, RetainRe
     h.recent = std::move(fresh.recent);
     h.grid = std::move(fresh.grid);
     h.counts = std::move(fresh.counts);
-    // A host with nothing left is as one with a meta and no sample; its
-    // announced state (S5 by now) stays until its next sample.
-    break;
+    // The state announced to watchers and since when, as Load() gives it;
+    // a host announced gone (silent) stays so until its next sample.
+    if (fresh.samples == 0) {
+      h.announced.reset();
+      h.announced_since = 0;
+    } else if (h.announced != HostState::kS5) {
+      h.announced = fresh.announced;
+      h.announced_since = fresh.announced_since;
+    }
+    return true;
   }
-  ++result->hosts;
-  return true;
 }
 
 void HostBook::Refeed(const std::string& name, Host& h, std::vector<StateChange>* out) const {

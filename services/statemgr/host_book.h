@@ -5,6 +5,7 @@
 #ifndef SOJOURN_SERVICES_STATEMGR_HOST_BOOK_H_
 #define SOJOURN_SERVICES_STATEMGR_HOST_BOOK_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -127,12 +128,14 @@ struct WindowStatsResult {
 
 // What one HostBook::Retain pass did.
 struct RetainResult {
-  // Hosts whose samples before the cut were deleted.
+  // Hosts whose samples before the cut were deleted and whose grid was
+  // rebuilt.
   int64_t hosts = 0;
   // Sample records deleted (SampleStore::DeleteBefore).
   int64_t deleted_samples = 0;
-  // Hosts whose deletion failed (each logged; their samples stay stored and
-  // the next pass tries again).
+  // Hosts whose deletion or rebuild failed, each logged; the next pass tries
+  // again (a rebuild that failed after the deletion leaves the book as it
+  // was until then, or until a restart).
   int64_t failed_hosts = 0;
 };
 
@@ -201,12 +204,17 @@ class HostBook {
   // rebuilds the host's state grid and the counts kept from it from the
   // samples left, so the book answers as one loaded from the store
   // afterwards would (a restart). A host with nothing left keeps its meta,
-  // as a host registered before its first sample. The stored samples are
-  // read and classified again without a lock (about 3 s per year of 6 s
-  // samples, bench BM_RetainOneDay); PushSamples waits only while the samples
-  // in memory are (a day's), and requests only while the new grid is swapped
-  // in.
-  RetainResult Retain(int64_t before_unix);
+  // as a host registered before its first sample (its meta stored, so a
+  // restart lists it too). The stored samples from the cut on are read and
+  // classified again without a lock (about 3 s per year of 6 s samples,
+  // bench BM_RetainOneDay); PushSamples waits while the deletion is written
+  // (counting the samples deleted) and the samples in memory (a day's) are
+  // fed, and requests only while the new grid is swapped in. The deleted
+  // ranges are compacted after every host's deletion, so the disk space
+  // comes back.
+  // `stop` (when set) is asked between hosts: true ends the pass there (a
+  // shutdown).
+  RetainResult Retain(int64_t before_unix, const std::function<bool()>& stop = nullptr);
 
   // Every host, sorted by name; each one's state as Info() gives it, in
   // O(1) per host (the registrar lists them all every period).
@@ -289,8 +297,9 @@ class HostBook {
   }
   // Starts the host's grid (and the counts kept from it) anew.
   void NewGrid(Host& h) const;
-  // Retain() for one host; false when the store failed.
-  bool RetainHost(const std::string& name, int64_t before_unix, RetainResult* result)
+  // Retain() for one host, adding the samples deleted to `*deleted`; false
+  // when it failed (logged).
+  bool RetainHost(const std::string& name, int64_t before_unix, int64_t* deleted)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(retain_mu_) ABSL_LOCKS_EXCLUDED(append_mu_, mu_);
   // Adds one sample (after the host's newest) to its memory and counts.
   void Remember(Host& h, const HostSample& s) const;

@@ -187,7 +187,6 @@ int main(int argc, char** argv) {
   sojourn::statemgr::UsageKeeper usage(uc, book, **store, clock);
   sojourn::ThreadPool pool(absl::GetFlag(FLAGS_threads));
   sojourn::Metrics metrics("statemgr");
-  sojourn::ExportBuildInfo(metrics);
   sojourn::statemgr::StateManagerServiceConfig sc;
   sc.max_clock_skew_seconds = config.max_clock_skew_seconds;
   sc.max_watch_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_watch_queue));
@@ -206,6 +205,8 @@ int main(int argc, char** argv) {
     SOJOURN_LOG(ERROR, "%s", server.status().ToString());
     return 1;
   }
+  // After the start: a refused start prints one line.
+  sojourn::ExportBuildInfo(metrics);
   SOJOURN_LOG(INFO, "statemgr serving on %s (%s), %d hosts loaded from %s",
               (*server)->listen_address(), (*server)->metrics_description(), book.List().size(),
               absl::GetFlag(FLAGS_db_path));
@@ -258,7 +259,8 @@ int main(int argc, char** argv) {
         "samples deleted because they were older than --retention_days";
     static constexpr char kFailed[] = "sojourn_statemgr_retention_failures_total";
     static constexpr char kFailedHelp[] =
-        "hosts whose old samples could not be deleted (logged; retried within the hour)";
+        "hosts whose retention (deletion or rebuild) failed, each logged; the next pass, within "
+        "the hour, tries again";
     static constexpr char kCut[] = "sojourn_statemgr_retention_cutoff_timestamp_seconds";
     static constexpr char kCutHelp[] = "samples stamped before this are deleted (--retention_days)";
     metrics.DeclareCounter(kDeleted, kDeletedHelp, {});
@@ -270,7 +272,10 @@ int main(int argc, char** argv) {
         const int64_t now = absl::ToUnixSeconds(clock.Now());
         const int64_t cut = sojourn::statemgr::RetentionCutoff(now, days, offset);
         metrics.Set(kCut, kCutHelp, {}, static_cast<double>(cut));
-        const sojourn::statemgr::RetainResult r = book.Retain(cut);
+        const sojourn::statemgr::RetainResult r = book.Retain(cut, [&] {
+          absl::MutexLock l(&silence_mu);
+          return stopping;
+        });
         if (r.hosts > 0 || r.failed_hosts > 0) {
           SOJOURN_LOG(INFO,
                       "retention: %d samples before %s deleted from %d hosts (%d hosts failed)",

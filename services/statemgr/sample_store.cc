@@ -278,17 +278,26 @@ absl::Status SampleStore::ForEachSample(const std::string& host, int64_t from_un
   return FromRocks(it->status(), "reading samples");
 }
 
+namespace {
+
+// [prefix, prefix + before): every key of the host's kind stamped before it
+// (and any damaged, shorter key sorting there); no other host's key lies
+// between (a host name holds no NUL).
+std::pair<std::string, std::string> RangeBefore(char kind, const std::string& host,
+                                                int64_t before_unix) {
+  std::string begin = HostPrefix(kind, host);
+  std::string end = begin;
+  PutBigEndian(&end, before_unix);
+  return {std::move(begin), std::move(end)};
+}
+
+}  // namespace
+
 absl::StatusOr<int64_t> SampleStore::DeleteBefore(const std::string& host, int64_t before_unix) {
   rocksdb::WriteBatch batch;
   int64_t deleted = 0;
-  std::vector<std::pair<std::string, std::string>> ranges;
   for (char kind : {'s', 'r'}) {
-    // [prefix, prefix + before): every key of the host's kind stamped before
-    // it (and any damaged, shorter key sorting there); no other host's key
-    // lies between (a host name holds no NUL).
-    std::string begin = HostPrefix(kind, host);
-    std::string end = begin;
-    PutBigEndian(&end, before_unix);
+    const auto [begin, end] = RangeBefore(kind, host, before_unix);
     if (kind == 's') {
       rocksdb::ReadOptions ro;
       rocksdb::Slice upper(end);
@@ -298,22 +307,21 @@ absl::StatusOr<int64_t> SampleStore::DeleteBefore(const std::string& host, int64
       RETURN_IF_ERROR(FromRocks(it->status(), "counting samples to delete"));
     }
     batch.DeleteRange(begin, end);
-    ranges.emplace_back(std::move(begin), std::move(end));
   }
   rocksdb::WriteOptions wo;
   wo.sync = sync_writes_;
   RETURN_IF_ERROR(FromRocks(db_->Write(wo, &batch), "deleting samples"));
-  if (deleted > 0) {
-    // Without it the range tombstone frees the space only when compactions
-    // reach the last level, which a slowly growing database may take months
-    // to do.
-    rocksdb::CompactRangeOptions co;
-    for (const auto& [begin, end] : ranges) {
-      rocksdb::Slice b(begin), e(end);
-      RETURN_IF_ERROR(FromRocks(db_->CompactRange(co, &b, &e), "compacting deleted samples"));
-    }
-  }
   return deleted;
+}
+
+absl::Status SampleStore::CompactBefore(const std::string& host, int64_t before_unix) {
+  rocksdb::CompactRangeOptions co;
+  for (char kind : {'s', 'r'}) {
+    const auto [begin, end] = RangeBefore(kind, host, before_unix);
+    rocksdb::Slice b(begin), e(end);
+    RETURN_IF_ERROR(FromRocks(db_->CompactRange(co, &b, &e), "compacting deleted samples"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SampleStore::Revocations(

@@ -79,10 +79,14 @@ class SampleStore {
                              const std::function<bool(const HostSample&)>& fn) const;
   // Deletes the samples of `host` stamped before `before_unix` and its
   // revocations that began before it (damaged records among them too), in
-  // one write, then compacts that key range so the disk space comes back.
-  // Returns the number of sample records deleted. Retention
-  // (HostBook::Retain); nothing else deletes samples.
+  // one write, and returns the number of sample records deleted. The space
+  // comes back with CompactBefore. Retention (HostBook::Retain); nothing
+  // else deletes samples.
   absl::StatusOr<int64_t> DeleteBefore(const std::string& host, int64_t before_unix);
+  // Compacts the key ranges DeleteBefore(host, before_unix) deleted, so
+  // their disk space comes back now rather than when compactions reach the
+  // last level.
+  absl::Status CompactBefore(const std::string& host, int64_t before_unix);
   // Revocations of a host: (from_unix, gap_seconds), oldest first.
   absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> Revocations(
       const std::string& host) const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -26,12 +27,19 @@ UsageKeeper::UsageKeeper(const UsageKeeperConfig& config, HostBook& book, Sample
     : config_(config), book_(book), store_(store), clock_(clock) {}
 
 absl::StatusOr<UsageKeeper::Model> UsageKeeper::Get(const std::string& host) {
+  std::optional<Cached> cached;
   {
     absl::MutexLock l(&mu_);
     auto it = cache_.find(host);
     if (it != cache_.end() && clock_.Now() - it->second.built < config_.model_max_age) {
-      return it->second.model;
+      cached = it->second;
     }
+  }
+  if (cached.has_value()) {
+    // Unless retention (HostBook::Retain) moved the host's first sample
+    // since: the model would still see the deleted days.
+    absl::StatusOr<HostInfo> info = book_.Info(host);
+    if (info.ok() && info->first_unix == cached->resampled.first_unix) return cached->model;
   }
   return Build(host, false);
 }

@@ -64,7 +64,7 @@ TEST(SampleStoreTest, SurvivesReopen) {
 
 // DeleteBefore deletes one host's samples and revocations stamped before the
 // cut, and nothing of another host (not of one whose name it begins), nor
-// the host's meta or blobs; the space comes back on disk.
+// the host's meta or blobs; CompactBefore gives the space back on disk.
 TEST(SampleStoreTest, DeleteBeforeDeletesOnlyTheOldSamplesOfOneHost) {
   TempDir dir;
   auto store = SampleStore::Open(dir.path(), false);
@@ -113,10 +113,19 @@ TEST(SampleStoreTest, DeleteBeforeDeletesOnlyTheOldSamplesOfOneHost) {
   auto rev_ab = (*store)->Revocations("ab");
   ASSERT_THAT(rev_ab.status(), IsOk());
   EXPECT_EQ(rev_ab->size(), 1u);
+  HostMeta kept_meta;
+  ASSERT_THAT((*store)->ForEachHost([&](const std::string& h, const HostMeta& m,
+                                        std::vector<HostSample>) {
+    if (h == "a") kept_meta = m;
+  }),
+              IsOk());
+  EXPECT_EQ(kept_meta.period_seconds, 6);
   auto blob = (*store)->GetBlob('u', "a");
   ASSERT_THAT(blob.status(), IsOk());
   EXPECT_EQ(*blob, "patterns");
-  // Five sixths of the samples gone: at most a third of the space is left.
+  // The space comes back with the compaction of the range: five sixths of
+  // the samples gone, at most a third of the space is left.
+  ASSERT_THAT((*store)->CompactBefore("a", cut), IsOk());
   EXPECT_LT(size(), full / 3) << full;
   // Nothing before the cut any more.
   auto again = (*store)->DeleteBefore("a", cut);
