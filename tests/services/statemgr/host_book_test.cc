@@ -596,7 +596,9 @@ TEST_F(HostBookTest, RetentionAnswersAsARestartWould) {
       ASSERT_THAT(book_->Append(host, {split, v.end()}, meta).status(), IsOk());
     }
     // Pushed without a period or attributes: no meta stored.
-    if (day == 0) ASSERT_THAT(book_->Append("no-meta", {v.front()}).status(), IsOk());
+    if (day == 0) {
+      ASSERT_THAT(book_->Append("no-meta", {v.front()}).status(), IsOk());
+    }
     clock_.Set(absl::FromUnixSeconds(v.back().unix_seconds));
     availability::WindowSpec spec;
     spec.start_second_of_day = 8 * 3600;
@@ -748,7 +750,9 @@ TEST_F(HostBookTest, RetentionKeepsSamplesArrivingAtTheClock) {
   clock_.Set(absl::FromUnixSeconds(t));
   std::atomic<bool> done{false};
   std::thread retainer([&] {
-    for (int k = 1; !done.load(); ++k) EXPECT_EQ(book_->Retain(kMonday + k * 600).failed_hosts, 0);
+    for (int k = 1; !done.load(); ++k) {
+      EXPECT_EQ(book_->Retain(kMonday + k * 600).failed_hosts, 0);
+    }
   });
   for (int i = 0; i < 3000; ++i, t += 60) {
     clock_.Set(absl::FromUnixSeconds(t));
