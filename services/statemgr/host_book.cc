@@ -538,7 +538,8 @@ bool HostBook::RetainHost(const std::string& name, int64_t before_unix, int64_t*
       return true;
     };
     auto give_up = [&]() {
-      SOJOURN_LOG(WARNING, "host %s: retention: its period kept changing; the next pass tries again",
+      SOJOURN_LOG(WARNING,
+                  "host %s: retention: its period kept changing; the next pass tries again",
                   Excerpt(name));
       return false;
     };
