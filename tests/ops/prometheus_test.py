@@ -400,7 +400,8 @@ def main():
         try:
             # Backups on, so that sojourn_backup_* and their alert are evaluated live.
             cluster.start_all(monitor_host=MONITOR_HOST, statemgr_args=[
-                f"--backup_dir={os.path.join(workdir, 'statemgr-backups')}"])
+                f"--backup_dir={os.path.join(workdir, 'statemgr-backups')}",
+                "--retention_days=400"])
         finally:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         start_prometheus()
