@@ -68,9 +68,7 @@ HostBook::HostBook(const HostBookConfig& config, SampleStore& store, Clock& cloc
 
 absl::Status HostBook::Load(int64_t* skipped) {
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
-  const int64_t latest = now > INT64_MAX - config_.max_clock_skew_seconds
-                             ? INT64_MAX
-                             : now + config_.max_clock_skew_seconds;
+  const int64_t latest = LatestAcceptedUnix(now, config_.max_clock_skew_seconds);
   int64_t bad = 0;
   // The host being loaded (its samples come in chunks) and what was left out
   // of its samples so far.
@@ -441,6 +439,11 @@ void HostBook::Feed(const std::string& name, Host& h, const HostSample& s,
   }
 }
 
+int64_t LatestAcceptedUnix(int64_t now_unix, int64_t max_clock_skew_seconds) {
+  return now_unix > INT64_MAX - max_clock_skew_seconds ? INT64_MAX
+                                                       : now_unix + max_clock_skew_seconds;
+}
+
 int64_t RetentionCutoff(int64_t now_unix, int64_t days, int64_t utc_offset_seconds) {
   const int64_t local = now_unix + utc_offset_seconds - days * 86400;
   const int64_t day = local >= 0 ? local / 86400 : -((-local + 86399) / 86400);
@@ -520,10 +523,8 @@ bool HostBook::RetainHost(const std::string& name, int64_t before_unix, int64_t*
     // its start) plus the skew left out. Those in memory were accepted by
     // PushSamples on its own clock.
     auto read = [&](int64_t from, int64_t to) {
-      const int64_t now = absl::ToUnixSeconds(clock_.Now());
-      const int64_t latest = now > INT64_MAX - config_.max_clock_skew_seconds
-                                 ? INT64_MAX
-                                 : now + config_.max_clock_skew_seconds;
+      const int64_t latest = LatestAcceptedUnix(absl::ToUnixSeconds(clock_.Now()),
+                                                config_.max_clock_skew_seconds);
       absl::Status s = store_.ForEachSample(
           name, from, to, [&](const HostSample& x) { return x.unix_seconds > latest || add(x); });
       if (!s.ok()) {

@@ -139,6 +139,11 @@ struct RetainResult {
   int64_t failed_hosts = 0;
 };
 
+// The latest sample stamp the state manager accepts at `now_unix`: now plus
+// --max_clock_skew_seconds, INT64_MAX where that would overflow. PushSamples
+// refuses later ones, and Load() (and a retention pass) leave stored ones out.
+int64_t LatestAcceptedUnix(int64_t now_unix, int64_t max_clock_skew_seconds);
+
 // The cut of --retention_days at `now_unix`: local midnight (UTC +
 // `utc_offset_seconds`) of the day `days` days back, so whole local days go.
 int64_t RetentionCutoff(int64_t now_unix, int64_t days, int64_t utc_offset_seconds);

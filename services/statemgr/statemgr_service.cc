@@ -138,9 +138,7 @@ class PushReactor final : public grpc::ServerReadReactor<PushSamplesRequest> {
     }
     // Later than this is from the future (a wrong clock or a bad sender).
     const int64_t now = absl::ToUnixSeconds(book_.clock().Now());
-    const int64_t latest = now > INT64_MAX - config_.max_clock_skew_seconds
-                               ? INT64_MAX
-                               : now + config_.max_clock_skew_seconds;
+    const int64_t latest = LatestAcceptedUnix(now, config_.max_clock_skew_seconds);
     std::vector<HostSample> samples;
     samples.reserve(request_.samples_size());
     int64_t prev = INT64_MIN;
