@@ -21,4 +21,15 @@ void FakeClock::SleepUntil(absl::Time deadline, absl::Mutex* mu, bool* woken) {
   }
 }
 
+void RunEvery(Clock& clock, absl::Duration every, absl::Mutex* mu, bool* stopping,
+              const std::function<void()>& fn) {
+  absl::MutexLock l(mu);
+  while (!*stopping) {
+    mu->Unlock();
+    fn();
+    mu->Lock();
+    clock.SleepUntil(clock.Now() + every, mu, stopping);
+  }
+}
+
 }  // namespace sojourn

@@ -4,6 +4,8 @@
 #ifndef SOJOURN_COMMON_CLOCK_H_
 #define SOJOURN_COMMON_CLOCK_H_
 
+#include <functional>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -53,6 +55,13 @@ class FakeClock final : public Clock {
   mutable absl::Mutex mu_;
   absl::Time now_ ABSL_GUARDED_BY(mu_);
 };
+
+// The loop of a service's background thread: calls `fn`, then sleeps `every`
+// on `clock` and calls it again, until `*stopping` (guarded by `mu`) is set,
+// which also ends the sleep. `fn` runs without `mu` held, the first time at
+// once.
+void RunEvery(Clock& clock, absl::Duration every, absl::Mutex* mu, bool* stopping,
+              const std::function<void()>& fn);
 
 }  // namespace sojourn
 

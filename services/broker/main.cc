@@ -245,18 +245,14 @@ int main(int argc, char** argv) {
   absl::Mutex retry_mu;
   bool stopping = false;
   std::thread retry([&] {
-    const absl::Duration every = absl::Seconds(absl::GetFlag(FLAGS_history_retry_seconds));
-    sojourn::Clock& clock = sojourn::Clock::Real();
-    absl::MutexLock l(&retry_mu);
-    while (!stopping) {
-      retry_mu.Unlock();
-      if (const int n = service.FlushJobHistory(); n > 0) {
-        SOJOURN_LOG(INFO, "job history took %d event(s) from the outbox, %d left", n,
-                    (*queue)->OutboxSize());
-      }
-      retry_mu.Lock();
-      clock.SleepUntil(clock.Now() + every, &retry_mu, &stopping);
-    }
+    sojourn::RunEvery(sojourn::Clock::Real(),
+                      absl::Seconds(absl::GetFlag(FLAGS_history_retry_seconds)), &retry_mu,
+                      &stopping, [&] {
+                        if (const int n = service.FlushJobHistory(); n > 0) {
+                          SOJOURN_LOG(INFO, "job history took %d event(s) from the outbox, %d left",
+                                      n, (*queue)->OutboxSize());
+                        }
+                      });
   });
   sojourn::WaitForTerminationSignal();
   {

@@ -239,14 +239,8 @@ int main(int argc, char** argv) {
   absl::Mutex silence_mu;
   bool stopping = false;
   std::thread silence([&] {
-    const absl::Duration every = absl::Seconds(absl::GetFlag(FLAGS_silence_check_seconds));
-    absl::MutexLock l(&silence_mu);
-    while (!stopping) {
-      silence_mu.Unlock();
-      book.CheckSilence();
-      silence_mu.Lock();
-      clock.SleepUntil(clock.Now() + every, &silence_mu, &stopping);
-    }
+    sojourn::RunEvery(clock, absl::Seconds(absl::GetFlag(FLAGS_silence_check_seconds)),
+                      &silence_mu, &stopping, [&] { book.CheckSilence(); });
   });
 
   // Retention: at start-up, then every hour, deletes what is older than
@@ -266,9 +260,7 @@ int main(int argc, char** argv) {
     metrics.DeclareCounter(kDeleted, kDeletedHelp, {});
     metrics.DeclareCounter(kFailed, kFailedHelp, {});
     retention = std::thread([&, days, offset] {
-      absl::MutexLock l(&silence_mu);
-      while (!stopping) {
-        silence_mu.Unlock();
+      sojourn::RunEvery(clock, absl::Hours(1), &silence_mu, &stopping, [&] {
         const int64_t now = absl::ToUnixSeconds(clock.Now());
         const int64_t cut = sojourn::statemgr::RetentionCutoff(now, days, offset);
         metrics.Set(kCut, kCutHelp, {}, static_cast<double>(cut));
@@ -284,9 +276,7 @@ int main(int argc, char** argv) {
         }
         metrics.Increment(kDeleted, kDeletedHelp, {}, static_cast<double>(r.deleted_samples));
         metrics.Increment(kFailed, kFailedHelp, {}, static_cast<double>(r.failed_hosts));
-        silence_mu.Lock();
-        clock.SleepUntil(clock.Now() + absl::Hours(1), &silence_mu, &stopping);
-      }
+      });
     });
   }
 
