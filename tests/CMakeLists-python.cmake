@@ -10,6 +10,9 @@
 #                               restored database holds what was written before the backup
 #   sojourn_ops_retention_test  statemgr --retention_days deletes the samples before its cut at
 #                               start-up and keeps exactly the rest
+#   sojourn_ops_job_expiry_test `sojourn jobs list` marks a job past its requested time overdue;
+#                               the broker's start-up check counts it (sojourn_broker_jobs_overdue)
+#                               and, with the expiry flags, drops nothing reported minutes ago
 #   sojourn_ops_open_files_test a broker started with a soft limit of 64 open files
 #                               serves 150 hosts' connections; `sojourn watch` over 150
 #                               state manager addresses; the predictor's warning of its limit
@@ -56,6 +59,9 @@ if(TARGET broker AND TARGET predictor AND TARGET statemgr AND TARGET monitor)
   add_test(NAME sojourn_ops_retention_test
     COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/ops/retention_test.py
             --bin-dir $<TARGET_FILE_DIR:broker>)
+  add_test(NAME sojourn_ops_job_expiry_test
+    COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/ops/job_expiry_test.py
+            --bin-dir $<TARGET_FILE_DIR:broker>)
   add_test(NAME sojourn_ops_open_files_test
     COMMAND ${SOJOURN_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/ops/open_files_test.py
             --bin-dir $<TARGET_FILE_DIR:broker>)
@@ -79,7 +85,8 @@ if(TARGET broker AND TARGET predictor AND TARGET statemgr AND TARGET monitor)
             --min-cached-share 0.95 --broker-flag=--cache_ttl_seconds=3600
             --trace ${CMAKE_SOURCE_DIR}/data/demo/bitbrains-8vms-4weeks.csv.gz)
   set_tests_properties(sojourn_python_client_test sojourn_ops_prometheus_test sojourn_ops_tls_test
-                       sojourn_ops_backup_test sojourn_ops_retention_test sojourn_ops_open_files_test sojourn_bench_rank_statemgrs_smoke
+                       sojourn_ops_backup_test sojourn_ops_retention_test sojourn_ops_job_expiry_test
+                       sojourn_ops_open_files_test sojourn_bench_rank_statemgrs_smoke
                        sojourn_bench_rank_live_smoke PROPERTIES
     TIMEOUT 180 LABELS "python;integration"
     # The services' binaries must all be in one directory (CMAKE_RUNTIME_OUTPUT_DIRECTORY).

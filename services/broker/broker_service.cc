@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "common/cli_util.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
@@ -247,11 +248,54 @@ constexpr char kJobEventsHelp[] =
 
 constexpr char kReplayedMetric[] = "sojourn_broker_job_events_replayed_total";
 constexpr char kReplayedHelp[] =
-    "Job events the broker sent again from its outbox, by outcome: recorded by the job history, "
-    "or dropped because it refused them for good";
+    "Job events the broker sent from its outbox (those the job history could not take when they "
+    "happened, and the cancels of jobs the broker dropped as expired), by outcome: recorded by "
+    "the job history, or dropped because it refused them for good";
 constexpr char kPendingMetric[] = "sojourn_broker_job_events_pending";
 constexpr char kPendingHelp[] =
     "Job events in the broker's outbox, waiting for the predictor's job history to take them";
+
+constexpr char kExpiredMetric[] = "sojourn_broker_jobs_expired_total";
+constexpr char kExpiredHelp[] =
+    "Jobs the broker dropped from its queue because nothing was reported of them for too long "
+    "(--expire_waiting_jobs_after_seconds, --expire_running_jobs_after_seconds), by the state "
+    "they were in";
+constexpr char kOverdueMetric[] = "sojourn_broker_jobs_overdue";
+constexpr char kOverdueHelp[] =
+    "Running jobs more than an hour past their start plus their requested time: most likely "
+    "finished or killed without a report, and holding their hosts out of rankings";
+constexpr char kAgeMetric[] = "sojourn_broker_job_age_max_seconds";
+constexpr char kAgeHelp[] =
+    "The longest a queued job has waited since its submission (state waiting) or run since its "
+    "start (state running), by the broker's clock; 0 when there is none";
+
+std::string Utc(int64_t unix_seconds) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixSeconds(unix_seconds),
+                          absl::UTCTimeZone());
+}
+
+// Why CheckJobs dropped `job` at `now`, for the log and for StartJob or
+// FinishJob of it afterwards.
+std::string ExpiryReason(const sojourn::v1::QueuedJob& job, int64_t now, const JobExpiry& expiry) {
+  const int64_t id = job.spec().job_id();
+  if (job.start_unix_seconds() <= 0) {
+    return absl::StrCat("job ", id, " was dropped from the broker's queue at ", Utc(now),
+                        ": it was submitted at ", Utc(job.spec().submit_unix_seconds()),
+                        " and had not started ", expiry.waiting_seconds,
+                        " s later (--expire_waiting_jobs_after_seconds)");
+  }
+  std::string hosts =
+      absl::StrJoin(job.hosts().begin(), job.hosts().begin() + std::min(job.hosts_size(), 3), ",");
+  if (job.hosts_size() > 3) absl::StrAppend(&hosts, " and ", job.hosts_size() - 3, " more");
+  const int64_t requested = job.spec().requested_seconds();
+  return absl::StrCat("job ", id, " was dropped from the broker's queue at ", Utc(now),
+                      ": it started at ", Utc(job.start_unix_seconds()), " on ", hosts,
+                      requested > 0 ? absl::StrCat(" with a requested time of ", requested, " s")
+                                    : std::string(" with no requested time"),
+                      ", and no finish was reported ", expiry.running_seconds, " s after ",
+                      requested > 0 ? "that time" : "its start",
+                      " (--expire_running_jobs_after_seconds)");
+}
 
 void SetQueueGauges(const JobQueue::Counts& counts, Metrics& metrics) {
   metrics.Set("sojourn_broker_jobs", "Jobs in the broker's queue", {{"state", "waiting"}},
@@ -294,7 +338,91 @@ void BrokerService::EnableJobQueue(JobQueue& queue, JobHistory& history,
     }
     SetQueueGauges(queue.Count(), *metrics_);
     metrics_->Set(kPendingMetric, kPendingHelp, {}, queue.OutboxSize());
+    for (const char* state : {"waiting", "running"}) {
+      metrics_->DeclareCounter(kExpiredMetric, kExpiredHelp, {{"state", state}});
+    }
   }
+  SetJobAgeGauges(NowUnix());
+}
+
+BrokerService::JobCheck BrokerService::CheckJobs() {
+  JobCheck out;
+  if (queue_ == nullptr) return out;
+  const int64_t now = NowUnix();
+  const JobExpiry& expiry = queue_config_.expiry;
+  std::vector<sojourn::v1::QueuedJob> dropped;
+  std::vector<std::string> reasons;
+  if (expiry.waiting_seconds > 0 || expiry.running_seconds > 0) {
+    // Held across the removal and the reasons, so that a StartJob or
+    // FinishJob never finds a dropped job gone without its reason.
+    absl::MutexLock l(&expired_mu_);
+    absl::StatusOr<std::vector<sojourn::v1::QueuedJob>> removed =
+        queue_->RemoveExpired(now, expiry);
+    if (!removed.ok()) {
+      out.status = removed.status();
+      SOJOURN_LOG(ERROR, "dropping expired jobs: %s", removed.status().ToString());
+    } else {
+      dropped = *std::move(removed);
+      for (const sojourn::v1::QueuedJob& job : dropped) {
+        reasons.push_back(ExpiryReason(job, now, expiry));
+        const uint64_t seq = ++expired_sequence_;
+        expired_[job.spec().job_id()] = {seq, reasons.back()};
+        expired_order_.emplace_back(seq, job.spec().job_id());
+        while (static_cast<int>(expired_order_.size()) > kRememberedExpiries) {
+          const auto [old_seq, old_id] = expired_order_.front();
+          expired_order_.pop_front();
+          auto it = expired_.find(old_id);
+          if (it != expired_.end() && it->second.first == old_seq) expired_.erase(it);
+        }
+      }
+    }
+  }
+  out.overdue = SetJobAgeGauges(now);
+  if (dropped.empty()) return out;
+  // The cancels RemoveExpired put in the outbox, behind whatever was there:
+  // cancelled, not finished, since when the job ended is unknown, and a
+  // guess would teach the turnaround kernels a run time that never was.
+  FlushJobHistory();
+  for (size_t i = 0; i < dropped.size(); ++i) {
+    const bool running = dropped[i].start_unix_seconds() > 0;
+    ++(running ? out.expired_running : out.expired_waiting);
+    SOJOURN_LOG(WARNING, "%s; the job history gets it as cancelled", reasons[i]);
+    if (metrics_ != nullptr) {
+      metrics_->Increment(kExpiredMetric, kExpiredHelp,
+                          {{"state", running ? "running" : "waiting"}});
+    }
+  }
+  return out;
+}
+
+int BrokerService::SetJobAgeGauges(int64_t now) {
+  const JobQueue::Listing l = queue_->List();
+  int overdue = 0;
+  int64_t oldest_waiting = 0, longest_running = 0;
+  for (const auto& j : l.waiting) {
+    oldest_waiting = std::max(oldest_waiting, now - j.spec().submit_unix_seconds());
+  }
+  for (const auto& j : l.running) {
+    longest_running = std::max(longest_running, now - j.start_unix_seconds());
+    if (OverdueSeconds(j, now) > kOverdueGraceSeconds) ++overdue;
+  }
+  if (metrics_ != nullptr) {
+    metrics_->Set(kOverdueMetric, kOverdueHelp, {}, overdue);
+    metrics_->Set(kAgeMetric, kAgeHelp, {{"state", "waiting"}}, oldest_waiting);
+    metrics_->Set(kAgeMetric, kAgeHelp, {{"state", "running"}}, longest_running);
+  }
+  return overdue;
+}
+
+absl::Status BrokerService::ExplainNotQueued(int64_t job_id, absl::Status s, bool finishing) const {
+  if (!absl::IsNotFound(s)) return s;
+  absl::MutexLock l(&expired_mu_);
+  auto it = expired_.find(job_id);
+  if (it == expired_.end()) return s;
+  return absl::FailedPreconditionError(absl::StrCat(
+      it->second.second, finishing
+                             ? "; the job history has it as cancelled, so this is not recorded"
+                             : "; submit it again to queue it anew"));
 }
 
 int BrokerService::FlushJobHistory() {
@@ -412,7 +540,11 @@ grpc::ServerUnaryReactor* BrokerService::SubmitJob(grpc::CallbackServerContext* 
     spec.set_submit_unix_seconds(submit);
     RETURN_IF_ERROR(CheckFreeDisk(queue_config_.data_dir, queue_config_.min_free_disk_mb,
                                   "--data_dir"));
-    ASSIGN_OR_RETURN(*response->mutable_job(), queue_->Submit(spec));
+    ASSIGN_OR_RETURN(*response->mutable_job(), queue_->Submit(spec, NowUnix()));
+    {
+      absl::MutexLock l(&expired_mu_);
+      expired_.erase(spec.job_id());  // queued anew: its drop no longer explains a NOT_FOUND
+    }
     sojourn::v1::JobEvent event;
     *event.mutable_submitted()->mutable_job() = spec;
     std::vector<std::string> hosts;
@@ -431,7 +563,7 @@ grpc::ServerUnaryReactor* BrokerService::StartJob(grpc::CallbackServerContext* c
   return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
     const int64_t id = request->job_id();
     RETURN_IF_ERROR(CheckRecordedJobId(id));
-    RETURN_IF_ERROR(queue_->Get(id).status());
+    RETURN_IF_ERROR(ExplainNotQueued(id, queue_->Get(id).status(), /*finishing=*/false));
     ASSIGN_OR_RETURN(const int64_t start,
                      EventTime(id, "start_unix_seconds", request->start_unix_seconds()));
     std::vector<std::string> hosts(request->hosts().begin(), request->hosts().end());
@@ -446,7 +578,9 @@ grpc::ServerUnaryReactor* BrokerService::StartJob(grpc::CallbackServerContext* c
     }
     RETURN_IF_ERROR(CheckFreeDisk(queue_config_.data_dir, queue_config_.min_free_disk_mb,
                                   "--data_dir"));
-    ASSIGN_OR_RETURN(*response->mutable_job(), queue_->Start(id, start, hosts));
+    absl::StatusOr<sojourn::v1::QueuedJob> started = queue_->Start(id, start, hosts, NowUnix());
+    if (!started.ok()) return ExplainNotQueued(id, started.status(), /*finishing=*/false);
+    *response->mutable_job() = *std::move(started);
     sojourn::v1::JobEvent event;
     sojourn::v1::JobStarted* e = event.mutable_started();
     e->set_job_id(id);
@@ -471,7 +605,9 @@ grpc::ServerUnaryReactor* BrokerService::FinishJob(grpc::CallbackServerContext* 
   return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
     const int64_t id = request->job_id();
     RETURN_IF_ERROR(CheckRecordedJobId(id));
-    ASSIGN_OR_RETURN(const sojourn::v1::QueuedJob job, queue_->Get(id));
+    absl::StatusOr<sojourn::v1::QueuedJob> queued = queue_->Get(id);
+    if (!queued.ok()) return ExplainNotQueued(id, queued.status(), !request->cancelled());
+    const sojourn::v1::QueuedJob& job = *queued;
     sojourn::v1::JobEvent event;
     if (request->cancelled()) {
       event.mutable_cancelled()->set_job_id(id);
@@ -504,7 +640,9 @@ grpc::ServerUnaryReactor* BrokerService::FinishJob(grpc::CallbackServerContext* 
     }
     RETURN_IF_ERROR(CheckFreeDisk(queue_config_.data_dir, queue_config_.min_free_disk_mb,
                                   "--data_dir"));
-    ASSIGN_OR_RETURN(*response->mutable_job(), queue_->Remove(id));
+    absl::StatusOr<sojourn::v1::QueuedJob> removed = queue_->Remove(id);
+    if (!removed.ok()) return ExplainNotQueued(id, removed.status(), !request->cancelled());
+    *response->mutable_job() = *std::move(removed);
     Forward(event, response);
     return absl::OkStatus();
   });
@@ -520,12 +658,17 @@ grpc::ServerUnaryReactor* BrokerService::ListJobs(grpc::CallbackServerContext* c
     }
   }
   const JobQueue::Listing l = queue_->List();
+  const int64_t now = NowUnix();
   for (const auto& j : l.waiting) *response->add_waiting() = j;
-  for (const auto& j : l.running) *response->add_running() = j;
+  for (const auto& j : l.running) {
+    sojourn::v1::QueuedJob* r = response->add_running();
+    *r = j;
+    r->set_overdue_seconds(OverdueSeconds(j, now));
+  }
   std::vector<std::string> hosts;
-  *response->mutable_snapshot() = BuildSnapshot(
-      NowUnix(), request->has_policy() ? request->policy() : queue_config_.policy,
-      registry_.List(), l, 0, &hosts);
+  *response->mutable_snapshot() =
+      BuildSnapshot(now, request->has_policy() ? request->policy() : queue_config_.policy,
+                    registry_.List(), l, 0, &hosts);
   for (auto& h : hosts) response->add_snapshot_hosts(std::move(h));
   return FinishNow(context, absl::OkStatus());
 }

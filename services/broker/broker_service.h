@@ -4,10 +4,13 @@
 #ifndef SOJOURN_SERVICES_BROKER_BROKER_SERVICE_H_
 #define SOJOURN_SERVICES_BROKER_BROKER_SERVICE_H_
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
 #include "common/thread_pool.h"
@@ -110,6 +113,8 @@ struct JobQueueServiceConfig {
   // check): RESOURCE_EXHAUSTED below it.
   std::string data_dir;
   int64_t min_free_disk_mb = 0;
+  // When CheckJobs drops jobs nothing was reported of (off by default).
+  JobExpiry expiry;
 };
 
 class BrokerService final : public sojourn::v1::Broker::CallbackService {
@@ -162,6 +167,24 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   // Returns the events recorded. The broker calls it every
   // --history_retry_seconds; safe to call at any time.
   int FlushJobHistory();
+  // The broker's look at its queue, every minute (main.cc): drops the jobs
+  // that expired under the config's `expiry` (JobQueue::RemoveExpired, which
+  // puts a cancel of each in the outbox; sent at once when the predictor
+  // answers; each logged and counted in
+  // sojourn_broker_jobs_expired_total{state}), and sets the gauges sojourn_broker_jobs_overdue
+  // (running jobs more than kOverdueGraceSeconds past their requested time)
+  // and sojourn_broker_job_age_max_seconds{state} (the longest a job has
+  // waited since its submission, or run since its start). StartJob and
+  // FinishJob of a dropped job then answer FAILED_PRECONDITION saying when
+  // and why, for the last kRememberedExpiries drops. Safe to call at any time.
+  struct JobCheck {
+    int expired_waiting = 0;
+    int expired_running = 0;
+    int overdue = 0;
+    absl::Status status;  // of the queue's write, when the drop failed
+  };
+  JobCheck CheckJobs();
+  static constexpr int kRememberedExpiries = 10000;
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const sojourn::v1::SubmitJobRequest* request,
                                       sojourn::v1::JobQueueResponse* response) override;
@@ -188,6 +211,12 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   // Checks a time a job event carries (0 = now): in [now -
   // turnaround::kMaxWaitSeconds, now + kMaxJobClockSkewSeconds].
   absl::StatusOr<int64_t> EventTime(int64_t job_id, const char* field, int64_t t) const;
+  // `s` for job `job_id`, or, when `s` is NOT_FOUND and the job is among the
+  // remembered drops of CheckJobs, FAILED_PRECONDITION saying when and why
+  // (and, `finishing`, that its finish is not recorded).
+  absl::Status ExplainNotQueued(int64_t job_id, absl::Status s, bool finishing) const;
+  // The gauges of CheckJobs at `now`; returns the overdue jobs.
+  int SetJobAgeGauges(int64_t now);
   // Forwards `event` and fills the history fields and queue sizes of `response`.
   void Forward(const sojourn::v1::JobEvent& event, sojourn::v1::JobQueueResponse* response);
   sojourn::v1::ClusterSnapshot Snapshot(const sojourn::v1::SchedulingPolicy& policy,
@@ -207,6 +236,13 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   // Held while an event goes to the history, so that events (new ones and
   // the outbox's) reach it in the order they happened.
   absl::Mutex history_mu_;
+  // Why CheckJobs dropped each of the last kRememberedExpiries jobs, and the
+  // order of the drops (sequence, job id) for forgetting the oldest.
+  mutable absl::Mutex expired_mu_;
+  absl::flat_hash_map<int64_t, std::pair<uint64_t, std::string>> expired_
+      ABSL_GUARDED_BY(expired_mu_);
+  std::deque<std::pair<uint64_t, int64_t>> expired_order_ ABSL_GUARDED_BY(expired_mu_);
+  uint64_t expired_sequence_ ABSL_GUARDED_BY(expired_mu_) = 0;
 };
 
 }  // namespace sojourn::broker

@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
+#include "rocksdb/write_batch.h"
 #include "services/job_spec.h"
 
 namespace sojourn::broker {
@@ -51,6 +52,27 @@ absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
 }
 
 }  // namespace
+
+int64_t OverdueSeconds(const sojourn::v1::QueuedJob& job, int64_t now_unix) {
+  const int64_t requested = job.spec().requested_seconds();
+  if (job.start_unix_seconds() <= 0 || requested <= 0) return 0;
+  // Both at most a year (CheckJobSpec) after a start near the clock: no overflow.
+  return std::max<int64_t>(0, now_unix - (job.start_unix_seconds() + requested));
+}
+
+std::optional<int64_t> ExpiresAt(const sojourn::v1::QueuedJob& job, const JobExpiry& expiry) {
+  // All times are within a year of the broker's clock (EventTime) and the
+  // periods at most ten years: no overflow.
+  const int64_t reported = job.reported_unix_seconds();
+  if (job.start_unix_seconds() <= 0) {
+    if (expiry.waiting_seconds <= 0) return std::nullopt;
+    return std::max(job.spec().submit_unix_seconds(), reported) + expiry.waiting_seconds;
+  }
+  if (expiry.running_seconds <= 0) return std::nullopt;
+  const int64_t due =
+      job.start_unix_seconds() + std::max<int64_t>(0, job.spec().requested_seconds());
+  return std::max(due, reported) + expiry.running_seconds;
+}
 
 JobQueue::JobQueue(std::unique_ptr<rocksdb::DB> db, int max_jobs)
     : db_(std::move(db)), max_jobs_(max_jobs) {}
@@ -175,7 +197,8 @@ absl::Status JobQueue::Persist(int64_t job_id, const Entry* entry) {
   return s.ok() ? absl::OkStatus() : FromRocks(s, "write");
 }
 
-absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Submit(const sojourn::v1::JobSpec& spec) {
+absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Submit(const sojourn::v1::JobSpec& spec,
+                                                        int64_t now_unix) {
   const int64_t id = spec.job_id();
   RETURN_IF_ERROR(CheckRecordedJobId(id));
   if (spec.submit_unix_seconds() <= 0) {
@@ -200,6 +223,7 @@ absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Submit(const sojourn::v1::JobSp
   Entry e;
   e.sequence = next_sequence_;
   *e.job.mutable_spec() = spec;
+  e.job.set_reported_unix_seconds(now_unix);
   if (absl::Status s = Persist(id, &e); !s.ok()) return s;
   ++next_sequence_;
   sojourn::v1::QueuedJob out = e.job;
@@ -208,7 +232,8 @@ absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Submit(const sojourn::v1::JobSp
 }
 
 absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Start(int64_t job_id, int64_t start_unix,
-                                                       const std::vector<std::string>& hosts) {
+                                                       const std::vector<std::string>& hosts,
+                                                       int64_t now_unix) {
   absl::MutexLock l(&mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) {
@@ -238,6 +263,7 @@ absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Start(int64_t job_id, int64_t s
   }
   Entry updated = it->second;
   updated.job.set_start_unix_seconds(start_unix);
+  updated.job.set_reported_unix_seconds(now_unix);
   for (const std::string& h : hosts) updated.job.add_hosts(h);
   if (absl::Status s = Persist(job_id, &updated); !s.ok()) return s;
   it->second = std::move(updated);
@@ -251,6 +277,48 @@ absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Remove(int64_t job_id) {
   if (absl::Status s = Persist(job_id, nullptr); !s.ok()) return s;
   sojourn::v1::QueuedJob out = std::move(it->second.job);
   jobs_.erase(it);
+  return out;
+}
+
+absl::StatusOr<std::vector<sojourn::v1::QueuedJob>> JobQueue::RemoveExpired(
+    int64_t now_unix, const JobExpiry& expiry) {
+  absl::MutexLock l(&mu_);
+  std::vector<std::map<int64_t, Entry>::iterator> expired;
+  for (auto it = jobs_.begin(); it != jobs_.end(); ++it) {
+    const std::optional<int64_t> at = ExpiresAt(it->second.job, expiry);
+    if (at.has_value() && *at <= now_unix) expired.push_back(it);
+  }
+  if (expired.empty()) return std::vector<sojourn::v1::QueuedJob>();
+  // Waiting jobs in queue order, then running jobs by start (as List()).
+  std::sort(expired.begin(), expired.end(), [](const auto& a, const auto& b) {
+    const bool ra = a->second.job.start_unix_seconds() > 0;
+    const bool rb = b->second.job.start_unix_seconds() > 0;
+    if (ra != rb) return rb;
+    if (!ra) return a->second.sequence < b->second.sequence;
+    return std::make_pair(a->second.job.start_unix_seconds(), a->first) <
+           std::make_pair(b->second.job.start_unix_seconds(), b->first);
+  });
+  std::vector<sojourn::v1::JobEvent> cancels(expired.size());
+  for (size_t i = 0; i < expired.size(); ++i) {
+    cancels[i].mutable_cancelled()->set_job_id(expired[i]->first);
+  }
+  if (db_ != nullptr) {
+    rocksdb::WriteBatch batch;
+    for (size_t i = 0; i < expired.size(); ++i) {
+      rocksdb::Status s = batch.Delete(JobKey(expired[i]->first));
+      if (s.ok()) s = batch.Put(OutboxKey(next_outbox_ + i), cancels[i].SerializeAsString());
+      if (!s.ok()) return FromRocks(s, "expire");
+    }
+    rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &batch);
+    if (!s.ok()) return FromRocks(s, "expire");
+  }
+  std::vector<sojourn::v1::QueuedJob> out;
+  out.reserve(expired.size());
+  for (size_t i = 0; i < expired.size(); ++i) {
+    outbox_.emplace(next_outbox_++, std::move(cancels[i]));
+    out.push_back(std::move(expired[i]->second.job));
+    jobs_.erase(expired[i]);
+  }
   return out;
 }
 

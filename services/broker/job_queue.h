@@ -35,6 +35,37 @@ inline constexpr int kDefaultMaxQueuedJobs = 10000;
 // Hosts one job may ask for (one task per host).
 inline constexpr int kMaxJobHosts = 100000;
 
+// A running job counts as overdue (sojourn_broker_jobs_overdue) more than
+// this long past its start plus its requested time: most schedulers kill a
+// job at its requested time, so a finish still not reported an hour later
+// was most likely lost, and the job's hosts stay out of rankings meanwhile.
+inline constexpr int64_t kOverdueGraceSeconds = 3600;
+
+// How long the running `job` is past its start plus its requested time at
+// `now_unix`; 0 for a waiting job, one whose requested time is unknown, and
+// one not past it.
+int64_t OverdueSeconds(const sojourn::v1::QueuedJob& job, int64_t now_unix);
+
+// When the broker drops a job it has heard nothing of (0 = never): a waiting
+// job `waiting_seconds` after its submission; a running job
+// `running_seconds` after its start plus its requested time, or after its
+// start when that is unknown. Each counts from the time the broker took the
+// event instead (QueuedJob.reported_unix_seconds) when that is later: a job
+// reported late, with a submit or start time long past, gets the whole
+// period from its report. The broker's --expire_waiting_jobs_after_seconds
+// and --expire_running_jobs_after_seconds (each 0 or in
+// [kMinJobExpirySeconds, kMaxJobExpirySeconds]).
+struct JobExpiry {
+  int64_t waiting_seconds = 0;
+  int64_t running_seconds = 0;
+};
+inline constexpr int64_t kMinJobExpirySeconds = 3600;
+inline constexpr int64_t kMaxJobExpirySeconds = int64_t{3660} * 86400;  // ten years
+
+// The first time at which `job` has expired under `expiry`; nullopt when it
+// never does (that expiry is off).
+std::optional<int64_t> ExpiresAt(const sojourn::v1::QueuedJob& job, const JobExpiry& expiry);
+
 // Thread-safe.
 class JobQueue {
  public:
@@ -49,20 +80,30 @@ class JobQueue {
   // The database, for online backups (common/db_backup.h); null in memory.
   rocksdb::DB* db() const { return db_.get(); }
 
-  // Queues `spec` (submit time already resolved, > 0). INVALID_ARGUMENT for
+  // Queues `spec` (submit time already resolved, > 0), reported at
+  // `now_unix` by the broker's clock. INVALID_ARGUMENT for
   // job_id <= 0, procs outside [1, kMaxJobHosts], or a spec the predictor
   // would refuse (CheckJobSpec: e.g. a requested time above a year, cpu_ratio
   // outside [0, 1]); ALREADY_EXISTS for a job id in the queue;
   // RESOURCE_EXHAUSTED when max_jobs are queued. Nothing changes on error.
-  absl::StatusOr<sojourn::v1::QueuedJob> Submit(const sojourn::v1::JobSpec& spec);
+  absl::StatusOr<sojourn::v1::QueuedJob> Submit(const sojourn::v1::JobSpec& spec, int64_t now_unix);
   // Marks a waiting job running on `hosts` from `start_unix` (> 0, not
-  // before its submit). NOT_FOUND for a job not queued,
-  // FAILED_PRECONDITION for one already running, INVALID_ARGUMENT for hosts
-  // that are empty, repeated, or not exactly procs of them.
+  // before its submit), reported at `now_unix` by the broker's clock. NOT_FOUND for a job not
+  // queued, FAILED_PRECONDITION for one already running, INVALID_ARGUMENT for hosts that are empty,
+  // repeated, or not exactly procs of them.
   absl::StatusOr<sojourn::v1::QueuedJob> Start(int64_t job_id, int64_t start_unix,
-                                               const std::vector<std::string>& hosts);
+                                               const std::vector<std::string>& hosts,
+                                               int64_t now_unix);
   // Removes a job (NOT_FOUND when not queued) and returns it.
   absl::StatusOr<sojourn::v1::QueuedJob> Remove(int64_t job_id);
+  // Removes every job that has expired at `now_unix` under `expiry`
+  // (ExpiresAt(job) <= now_unix) and appends a JobCancelled of each to the
+  // outbox, in one write (beyond the outbox's limit if need be: each was a
+  // queued job), so that the history gets the cancel after every event of the
+  // job and before any later one. Returns them, waiting jobs in queue order,
+  // then running jobs by start. Nothing changes on error.
+  absl::StatusOr<std::vector<sojourn::v1::QueuedJob>> RemoveExpired(int64_t now_unix,
+                                                                    const JobExpiry& expiry);
   absl::StatusOr<sojourn::v1::QueuedJob> Get(int64_t job_id) const;
 
   struct Listing {

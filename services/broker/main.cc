@@ -84,6 +84,16 @@ ABSL_FLAG(bool, tls_bind_hosts, false,
           "per host, with that host's certificate); PERMISSION_DENIED otherwise. Needs "
           "--tls_cert, --tls_key, --tls_ca and --tls_client_auth=require");
 ABSL_FLAG(int, mpl_limit, 1, "parallel tasks one host may hold at once (multiprogramming limit)");
+ABSL_FLAG(int64_t, expire_waiting_jobs_after_seconds, 0,
+          "drop a waiting job from the queue this long after its submission (or after the "
+          "broker took it, when later), as cancelled: for jobs the middleware lost before they "
+          "started (0 = never; else at least 3600; set it above the longest wait your scheduler "
+          "has)");
+ABSL_FLAG(int64_t, expire_running_jobs_after_seconds, 0,
+          "drop a running job from the queue this long after its start plus its requested time "
+          "(its start when that is unknown; or after the broker took the start, when later), as "
+          "cancelled: for jobs whose finish was never reported, which hold their hosts out of "
+          "rankings (0 = never; else at least 3600)");
 ABSL_FLAG(int64_t, history_retry_seconds, 30,
           "how often job events the predictor's job history could not take (it was unreachable) "
           "are sent again from the queue's outbox, oldest first");
@@ -141,6 +151,20 @@ int main(int argc, char** argv) {
           sojourn::IntFlagInRange("--max_queued_jobs", absl::GetFlag(FLAGS_max_queued_jobs), 1,
                                   1000000),
           sojourn::IntFlagInRange("--mpl_limit", absl::GetFlag(FLAGS_mpl_limit), 1, 1000),
+          absl::GetFlag(FLAGS_expire_waiting_jobs_after_seconds) == 0
+              ? absl::OkStatus()
+              : sojourn::IntFlagInRange("--expire_waiting_jobs_after_seconds",
+                                        absl::GetFlag(FLAGS_expire_waiting_jobs_after_seconds),
+                                        sojourn::broker::kMinJobExpirySeconds,
+                                        sojourn::broker::kMaxJobExpirySeconds,
+                                        "or 0 to keep waiting jobs until they are reported"),
+          absl::GetFlag(FLAGS_expire_running_jobs_after_seconds) == 0
+              ? absl::OkStatus()
+              : sojourn::IntFlagInRange("--expire_running_jobs_after_seconds",
+                                        absl::GetFlag(FLAGS_expire_running_jobs_after_seconds),
+                                        sojourn::broker::kMinJobExpirySeconds,
+                                        sojourn::broker::kMaxJobExpirySeconds,
+                                        "or 0 to keep running jobs until they are reported"),
           sojourn::IntFlagInRange("--history_retry_seconds",
                                   absl::GetFlag(FLAGS_history_retry_seconds), 1, 86400),
           sojourn::ValidateServerOptions(options),
@@ -188,6 +212,8 @@ int main(int argc, char** argv) {
   qc.policy.set_mpl_limit(absl::GetFlag(FLAGS_mpl_limit));
   qc.data_dir = data_dir;
   qc.min_free_disk_mb = absl::GetFlag(FLAGS_min_free_disk_mb);
+  qc.expiry.waiting_seconds = absl::GetFlag(FLAGS_expire_waiting_jobs_after_seconds);
+  qc.expiry.running_seconds = absl::GetFlag(FLAGS_expire_running_jobs_after_seconds);
   auto queue =
       sojourn::broker::JobQueue::Open(data_dir, absl::GetFlag(FLAGS_max_queued_jobs));
   if (!queue.ok()) {
@@ -240,6 +266,16 @@ int main(int argc, char** argv) {
               (*queue)->persistent() ? absl::GetFlag(FLAGS_data_dir) : std::string("in memory"),
               static_cast<int>(jobs.waiting.size()), static_cast<int>(jobs.running.size()),
               (*queue)->OutboxSize());
+  if (qc.expiry.waiting_seconds > 0 || qc.expiry.running_seconds > 0) {
+    SOJOURN_LOG(INFO, "jobs nothing is reported of are dropped: waiting ones %s, running ones %s",
+                qc.expiry.waiting_seconds > 0
+                    ? absl::StrCat(qc.expiry.waiting_seconds, " s after their submission")
+                    : std::string("never"),
+                qc.expiry.running_seconds > 0
+                    ? absl::StrCat(qc.expiry.running_seconds,
+                                   " s after their start plus their requested time")
+                    : std::string("never"));
+  }
 
   // Sends the outbox again (events the job history could not take).
   absl::Mutex retry_mu;
@@ -254,12 +290,19 @@ int main(int argc, char** argv) {
                         }
                       });
   });
+  // Drops expired jobs (when asked to) and keeps the gauges of job ages
+  // current; once a minute, as the ages move on without any event.
+  std::thread check_jobs([&] {
+    sojourn::RunEvery(sojourn::Clock::Real(), absl::Minutes(1), &retry_mu, &stopping,
+                      [&] { service.CheckJobs(); });
+  });
   sojourn::WaitForTerminationSignal();
   {
     absl::MutexLock l(&retry_mu);
     stopping = true;
   }
   retry.join();
+  check_jobs.join();
   if (*backup) (*backup)->Stop();
   (*server)->Shutdown(absl::Seconds(5));
   return 0;

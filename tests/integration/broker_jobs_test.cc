@@ -31,6 +31,7 @@ using sojourn::testing::IsOk;
 using sojourn::testing::TempDir;
 
 constexpr int64_t kStart = 1700000000;
+constexpr int64_t kOverdueGrace = broker::kOverdueGraceSeconds;
 
 v1::JobSpec Job(int64_t id, int procs, int64_t submit = 0) {
   v1::JobSpec j;
@@ -67,7 +68,8 @@ class BrokerJobsTest : public ::testing::Test {
 
   // A broker whose queue is in dir_/queue and whose history is the predictor
   // at `predictor_address`.
-  void StartBroker(const std::string& predictor_address) {
+  void StartBroker(const std::string& predictor_address,
+                   const broker::JobQueueServiceConfig& config = {}) {
     auto q = broker::JobQueue::Open(dir_.File("queue"));
     ASSERT_THAT(q.status(), IsOk());
     queue_ = std::move(*q);
@@ -77,8 +79,7 @@ class BrokerJobsTest : public ::testing::Test {
     ranker_ = std::make_unique<broker::Ranker>(*tr_source_, nullptr, clock_, broker::RankerConfig{});
     service_ = std::make_unique<broker::BrokerService>(registry_, *ranker_, broker_pool_);
     broker_metrics_ = std::make_unique<Metrics>("broker");
-    service_->EnableJobQueue(*queue_, *history_, broker::JobQueueServiceConfig{},
-                             broker_metrics_.get());
+    service_->EnableJobQueue(*queue_, *history_, config, broker_metrics_.get());
     auto b = GrpcServer::Start({}, {service_.get()}, *broker_metrics_);
     ASSERT_THAT(b.status(), IsOk());
     broker_ = std::move(*b);
@@ -417,6 +418,206 @@ TEST_F(BrokerJobsTest, QueueSurvivesABrokerRestart) {
   EXPECT_EQ(List().waiting(2).spec().job_id(), 5);
 }
 
+bool HasLine(const Metrics& metrics, const std::string& line) {
+  return metrics.Render().find(line + "\n") != std::string::npos;
+}
+
+// Off by default, a job the middleware never reported finished stays queued
+// (and its host busy) however late it is; the overdue gauge and ListJobs say
+// so, and its finish, when it comes, is recorded as usual.
+TEST_F(BrokerJobsTest, OverdueJobsStayUntilReportedByDefault) {
+  ASSERT_TRUE(Register("a", 0.0).ok());
+  v1::JobQueueResponse resp;
+  ASSERT_TRUE(Submit(Job(1, 1), &resp).ok());  // requested 7200 s
+  ASSERT_TRUE(Start(1, {"a"}, &resp).ok());
+  clock_.Advance(absl::Hours(24 * 30));
+  const broker::BrokerService::JobCheck check = service_->CheckJobs();
+  EXPECT_EQ(check.expired_running + check.expired_waiting, 0);
+  EXPECT_EQ(check.overdue, 1);
+  EXPECT_TRUE(HasLine(*broker_metrics_, "sojourn_broker_jobs_overdue{service=\"broker\"} 1"));
+  const v1::ListJobsResponse l = List();
+  ASSERT_EQ(l.running_size(), 1);
+  EXPECT_EQ(l.running(0).overdue_seconds(), 30 * 86400 - 7200);
+  const int64_t records = histdb_->size();
+  ASSERT_TRUE(Finish(1, 100, false, &resp).ok());
+  EXPECT_TRUE(resp.recorded_in_history()) << resp.history_error();
+  EXPECT_EQ(histdb_->size(), records + 1);
+  service_->CheckJobs();
+  EXPECT_TRUE(HasLine(*broker_metrics_, "sojourn_broker_jobs_overdue{service=\"broker\"} 0"));
+}
+
+// With expiry on, a job nothing was reported of is dropped as cancelled: a
+// running one the set time after its start plus its requested time (after
+// its start when that is unknown), a waiting one after its submission. The
+// history forgets it without learning a run time, its host is free again,
+// the drop is on disk, and a late StartJob or FinishJob says what happened.
+TEST_F(BrokerJobsTest, JobsNothingIsReportedOfExpireWhenAsked) {
+  broker::JobQueueServiceConfig config;
+  config.expiry.waiting_seconds = 2 * 86400;
+  config.expiry.running_seconds = 4 * 3600;
+  StopBroker();
+  StartBroker(predictor_->address(), config);
+  for (const char* h : {"a", "b", "c"}) ASSERT_TRUE(Register(h, 0.0).ok());
+  v1::JobQueueResponse resp;
+  v1::JobSpec unknown = Job(2, 1);
+  unknown.set_requested_seconds(-1);
+  ASSERT_TRUE(Submit(Job(1, 1), &resp).ok());  // requested 7200 s
+  ASSERT_TRUE(Submit(unknown, &resp).ok());
+  ASSERT_TRUE(Submit(Job(3, 1), &resp).ok());
+  ASSERT_TRUE(Start(1, {"a"}, &resp).ok());
+  ASSERT_TRUE(Start(2, {"b"}, &resp).ok());
+  const int64_t records = histdb_->size();
+
+  // An hour past job 1's requested time it is not yet overdue; a second
+  // later it is. Nothing has expired.
+  clock_.Advance(absl::Seconds(7200 + kOverdueGrace));
+  broker::BrokerService::JobCheck check = service_->CheckJobs();
+  EXPECT_EQ(check.overdue, 0);
+  EXPECT_EQ(List().running(0).overdue_seconds(), kOverdueGrace);
+  clock_.Advance(absl::Seconds(1));
+  check = service_->CheckJobs();
+  EXPECT_EQ(check.overdue, 1);
+  EXPECT_EQ(check.expired_running + check.expired_waiting, 0);
+  EXPECT_TRUE(HasLine(*broker_metrics_, "sojourn_broker_jobs_overdue{service=\"broker\"} 1"));
+  EXPECT_TRUE(HasLine(*broker_metrics_,
+                      "sojourn_broker_job_age_max_seconds{service=\"broker\",state=\"running\"} "
+                      "10801"));
+  EXPECT_TRUE(HasLine(*broker_metrics_,
+                      "sojourn_broker_job_age_max_seconds{service=\"broker\",state=\"waiting\"} "
+                      "10801"));
+
+  // Job 2 (no requested time) expires 4 h after its start, not a second before.
+  clock_.Advance(absl::Seconds(4 * 3600 - 10801 - 1));
+  EXPECT_EQ(service_->CheckJobs().expired_running, 0);
+  clock_.Advance(absl::Seconds(1));
+  check = service_->CheckJobs();
+  EXPECT_EQ(check.expired_running, 1);
+  EXPECT_EQ(check.expired_waiting, 0);
+  ASSERT_EQ(List().running_size(), 1);
+  EXPECT_EQ(List().running(0).spec().job_id(), 1);
+  EXPECT_TRUE(absl::IsNotFound(histdb_->GetPending(2).status()));  // cancelled there
+  EXPECT_TRUE(histdb_->GetPending(1).ok());
+  grpc::Status s = Finish(2, 100, false, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_NE(s.error_message().find("--expire_running_jobs_after_seconds"), std::string::npos)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("with no requested time"), std::string::npos)
+      << s.error_message();
+
+  // Job 1 expires 4 h after its start plus 7200 s; host a is free for job 4.
+  clock_.Advance(absl::Seconds(7200 - 1));
+  EXPECT_EQ(service_->CheckJobs().expired_running, 0);
+  clock_.Advance(absl::Seconds(1));
+  check = service_->CheckJobs();
+  EXPECT_EQ(check.expired_running, 1);
+  EXPECT_EQ(check.overdue, 0);
+  EXPECT_EQ(List().running_size(), 0);
+  EXPECT_TRUE(absl::IsNotFound(histdb_->GetPending(1).status()));
+  ASSERT_TRUE(Submit(Job(4, 1), &resp).ok());
+  ASSERT_TRUE(Start(4, {"a"}, &resp).ok());
+  clock_.Advance(absl::Seconds(100));
+  ASSERT_TRUE(Finish(4, 50, false, &resp).ok());
+
+  // Job 3 waited two days since its submission (at kStart).
+  clock_.Advance(absl::FromUnixSeconds(kStart + 2 * 86400 - 1) - clock_.Now());
+  EXPECT_EQ(service_->CheckJobs().expired_waiting, 0);
+  clock_.Advance(absl::Seconds(1));
+  check = service_->CheckJobs();
+  EXPECT_EQ(check.expired_waiting, 1);
+  s = Start(3, {"c"}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_NE(s.error_message().find("--expire_waiting_jobs_after_seconds"), std::string::npos)
+      << s.error_message();
+  EXPECT_TRUE(absl::IsNotFound(histdb_->GetPending(3).status()));
+  EXPECT_TRUE(HasLine(*broker_metrics_,
+                      "sojourn_broker_jobs_expired_total{service=\"broker\",state=\"running\"} 2"));
+  EXPECT_TRUE(HasLine(*broker_metrics_,
+                      "sojourn_broker_jobs_expired_total{service=\"broker\",state=\"waiting\"} 1"));
+  // The cancels went through the outbox, not as events the middleware sent.
+  EXPECT_TRUE(HasLine(*broker_metrics_,
+                      "sojourn_broker_job_events_replayed_total{service=\"broker\","
+                      "outcome=\"recorded\"} 3"));
+  EXPECT_TRUE(HasLine(*broker_metrics_,
+                      "sojourn_broker_job_events_total{service=\"broker\",event=\"cancelled\","
+                      "recorded=\"true\"} 0"));
+  // The history learnt job 4's run and nothing from the dropped jobs.
+  EXPECT_EQ(histdb_->size(), records + 1);
+
+  // Queued anew, job 3 is an ordinary job again.
+  ASSERT_TRUE(Submit(Job(3, 1), &resp).ok());
+  s = Finish(3, 0, true, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  s = Finish(3, 0, true, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+
+  // The drops were written: a restarted broker has an empty queue.
+  ASSERT_TRUE(Submit(Job(5, 1), &resp).ok());
+  StopBroker();
+  StartBroker(predictor_->address(), config);
+  const v1::ListJobsResponse l = List();
+  ASSERT_EQ(l.waiting_size(), 1);
+  EXPECT_EQ(l.waiting(0).spec().job_id(), 5);
+  EXPECT_EQ(l.running_size(), 0);
+}
+
+// Expiry counts from when the broker took the job's latest event when the
+// event carried an earlier time: a job reported late (submitted three days
+// ago, started a day ago on a 1 h request) gets the whole period from its
+// report, not dropped at the next check.
+TEST_F(BrokerJobsTest, JobsReportedLateGetTheWholePeriod) {
+  broker::JobQueueServiceConfig config;
+  config.expiry.waiting_seconds = 86400;
+  config.expiry.running_seconds = 3600;
+  StopBroker();
+  StartBroker(predictor_->address(), config);
+  ASSERT_TRUE(Register("a", 0.0).ok());
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  v1::JobQueueResponse resp;
+  ASSERT_TRUE(Submit(Job(1, 1, now - 3 * 86400), &resp).ok());
+  EXPECT_EQ(resp.job().reported_unix_seconds(), now);
+  EXPECT_EQ(service_->CheckJobs().expired_waiting, 0);
+  clock_.Advance(absl::Seconds(86400 - 1));
+  EXPECT_EQ(service_->CheckJobs().expired_waiting, 0);
+  ASSERT_TRUE(Submit(Job(2, 1, now - 3 * 86400), &resp).ok());
+  grpc::ClientContext ctx;
+  v1::StartJobRequest req;
+  req.set_job_id(2);
+  req.add_hosts("a");
+  req.set_start_unix_seconds(now - 86400);  // with Job()'s 7200 s: due long ago
+  ASSERT_TRUE(stub_->StartJob(&ctx, req, &resp).ok());
+  const int64_t reported = absl::ToUnixSeconds(clock_.Now());
+  EXPECT_EQ(resp.job().reported_unix_seconds(), reported);
+  // Overdue it is (past its requested time), but not dropped before an hour
+  // after its report.
+  EXPECT_EQ(service_->CheckJobs().overdue, 1);
+  clock_.Advance(absl::Seconds(1));
+  broker::BrokerService::JobCheck check = service_->CheckJobs();
+  EXPECT_EQ(check.expired_waiting, 1);  // job 1, a day after its report
+  EXPECT_EQ(check.expired_running, 0);
+  clock_.Advance(absl::Seconds(3600 - 2));
+  EXPECT_EQ(service_->CheckJobs().expired_running, 0);
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(service_->CheckJobs().expired_running, 1);
+}
+
+// A drop while the predictor is away reaches the history later, behind the
+// events before it, through the outbox.
+TEST_F(BrokerJobsTest, ExpiryWhileThePredictorIsDownGoesThroughTheOutbox) {
+  broker::JobQueueServiceConfig config;
+  config.expiry.waiting_seconds = 3600;
+  StopBroker();
+  StartBroker("127.0.0.1:1", config);
+  v1::JobQueueResponse resp;
+  ASSERT_TRUE(Submit(Job(1, 1), &resp).ok());
+  clock_.Advance(absl::Seconds(3600));
+  EXPECT_EQ(service_->CheckJobs().expired_waiting, 1);
+  EXPECT_EQ(queue_->OutboxSize(), 2);
+  StopBroker();
+  StartBroker(predictor_->address(), config);
+  EXPECT_EQ(service_->FlushJobHistory(), 2);
+  EXPECT_TRUE(absl::IsNotFound(histdb_->GetPending(1).status()));
+}
+
 // With the predictor unreachable the queue still changes, and the response
 // says the history did not take the event.
 TEST_F(BrokerJobsTest, QueueWorksWhileThePredictorIsDown) {
@@ -609,10 +810,11 @@ TEST(JobQueueDiskTest, BelowTheReserveNothingIsWritten) {
 TEST(JobQueueOpenTest, FullQueueRefusesSubmits) {
   auto q = broker::JobQueue::Open("", 2);
   ASSERT_THAT(q.status(), IsOk());
-  for (int64_t id : {1, 2}) ASSERT_THAT((*q)->Submit(Job(id, 1, kStart)).status(), IsOk());
-  EXPECT_EQ((*q)->Submit(Job(3, 1, kStart)).status().code(), absl::StatusCode::kResourceExhausted);
+  for (int64_t id : {1, 2}) ASSERT_THAT((*q)->Submit(Job(id, 1, kStart), kStart).status(), IsOk());
+  EXPECT_EQ((*q)->Submit(Job(3, 1, kStart), kStart).status().code(),
+            absl::StatusCode::kResourceExhausted);
   ASSERT_THAT((*q)->Remove(1).status(), IsOk());
-  EXPECT_THAT((*q)->Submit(Job(3, 1, kStart)).status(), IsOk());
+  EXPECT_THAT((*q)->Submit(Job(3, 1, kStart), kStart).status(), IsOk());
 }
 
 // The snapshot: nodes are the live hosts and the hosts running jobs (sorted

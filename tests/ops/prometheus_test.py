@@ -182,7 +182,10 @@ class PrometheusTest(unittest.TestCase):
             f'sojourn_broker_ranking_predictions_total{{job="sojourn-broker",source="{s}"}}'
             for s in ("cache", "predictor")] + [
             f'sojourn_broker_prediction_refreshes_total{{job="sojourn-broker",outcome="{o}"}}'
-            for o in ("ok", "error", "skipped")]
+            for o in ("ok", "error", "skipped")] + [
+            f'sojourn_broker_jobs_expired_total{{job="sojourn-broker",state="{s}"}}'
+            for s in ("waiting", "running")] + [
+            'sojourn_broker_jobs_overdue{job="sojourn-broker"}']
         for expr in expected:
             with self.subTest(series=expr):
                 # Bounded wait for a scrape that has the series (test_1 saw every

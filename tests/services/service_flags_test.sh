@@ -90,6 +90,11 @@ refused broker "^E .*--fanout_threads must be in \[0, 1024\].*got -1$" --fanout_
 refused broker "^E .*--horizon_seconds must be in \[1, 604800\].*got 0$" --horizon_seconds=0
 refused broker "^E .*--cache_ttl_seconds must be >= 0, got -1$" --cache_ttl_seconds=-1
 refused broker "^E .*--history_retry_seconds must be in \[1, 86400\], got 0$" --history_retry_seconds=0
+# Job expiry: 0 (never) or at least an hour.
+refused broker "^E .*--expire_waiting_jobs_after_seconds must be in \[3600, 316224000\] or 0 to keep waiting jobs until they are reported.*got 60$" \
+  --expire_waiting_jobs_after_seconds=60
+refused broker "^E .*--expire_running_jobs_after_seconds must be in \[3600, 316224000\].*got -1$" \
+  --expire_running_jobs_after_seconds=-1
 refused broker "--predictor '127\.0\.0\.1:99999': the port must be in \[1, 65535\]" \
   --predictor=127.0.0.1:99999
 refused broker "--predictor is required" --predictor=

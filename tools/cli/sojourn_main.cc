@@ -327,7 +327,9 @@ const char kJobsHelp[] =
     "its --data_dir), forwards each event to the predictor's job history with the cluster\n"
     "as it was, and answers `sojourn turnaround --queue` on it. Times are now.\n"
     "\n"
-    "  list (default)         the waiting jobs in queue order, then the running jobs\n"
+    "  list (default)         the waiting jobs in queue order, then the running jobs;\n"
+    "                         state 'overdue': running past its start plus its requested\n"
+    "                         time (its finish was most likely lost: report it or cancel)\n"
     "  submit --job-id N --procs N [--requested DURATION] [--user U] [--group G]\n"
     "         [--executable E] [--swf-queue Q] [--cpu FRACTION]\n"
     "                         queue a job that needs N hosts (one task per host)\n"
@@ -1293,17 +1295,19 @@ int Turnaround(int argc, char** argv) {
 
 void PrintQueuedJob(const sojourn::v1::QueuedJob& j) {
   const auto& sp = j.spec();
-  std::printf("%-10lld %-8s %6d %10s %6d %6d  %s  %s\n", static_cast<long long>(sp.job_id()),
-              j.start_unix_seconds() > 0 ? "running" : "waiting", sp.procs(),
-              sp.requested_seconds() > 0 ? Hours(sp.requested_seconds()).c_str() : "-", sp.user(),
-              sp.executable(),
-              absl::FormatTime("%Y-%m-%d %H:%M:%S",
-                               absl::FromUnixSeconds(j.start_unix_seconds() > 0
-                                                         ? j.start_unix_seconds()
-                                                         : sp.submit_unix_seconds()),
-                               absl::UTCTimeZone())
-                  .c_str(),
-              absl::StrJoin(j.hosts(), ",").c_str());
+  std::printf(
+      "%-10lld %-8s %6d %10s %6d %6d  %s  %s\n", static_cast<long long>(sp.job_id()),
+      j.start_unix_seconds() <= 0 ? "waiting"
+      : j.overdue_seconds() > 0   ? "overdue"
+                                  : "running",
+      sp.procs(), sp.requested_seconds() > 0 ? Hours(sp.requested_seconds()).c_str() : "-",
+      sp.user(), sp.executable(),
+      absl::FormatTime("%Y-%m-%d %H:%M:%S",
+                       absl::FromUnixSeconds(j.start_unix_seconds() > 0 ? j.start_unix_seconds()
+                                                                        : sp.submit_unix_seconds()),
+                       absl::UTCTimeZone())
+          .c_str(),
+      absl::StrJoin(j.hosts(), ",").c_str());
 }
 
 int Jobs(int argc, char** argv) {
@@ -1352,7 +1356,27 @@ int Jobs(int argc, char** argv) {
     std::printf("%-10s %-8s %6s %10s %6s %6s  %-19s  %s\n", "JOB", "STATE", "PROCS", "REQUESTED",
                 "USER", "EXEC", "SUBMIT/START (UTC)", "HOSTS");
     for (const auto& j : resp.waiting()) PrintQueuedJob(j);
-    for (const auto& j : resp.running()) PrintQueuedJob(j);
+    int overdue = 0;
+    int64_t longest = 0, longest_id = 0;
+    for (const auto& j : resp.running()) {
+      PrintQueuedJob(j);
+      if (j.overdue_seconds() <= 0) continue;
+      ++overdue;
+      if (j.overdue_seconds() > longest) {
+        longest = j.overdue_seconds();
+        longest_id = j.spec().job_id();
+      }
+    }
+    if (overdue > 0) {
+      std::printf(
+          "%d running job%s past %s requested time (job %lld by %s): most schedulers kill a job "
+          "then, so report %s finish or cancel %s (sojourn jobs cancel --job-id N); %s hosts "
+          "stay out of rankings until then\n",
+          overdue, overdue == 1 ? " is" : "s are", overdue == 1 ? "its" : "their",
+          static_cast<long long>(longest_id), Hours(static_cast<double>(longest)).c_str(),
+          overdue == 1 ? "its" : "their", overdue == 1 ? "it" : "them",
+          overdue == 1 ? "its" : "their");
+    }
     return 0;
   }
   if (!a.Has("job-id")) sojourn::DieUsage(kProgram, "--job-id is required");
