@@ -791,9 +791,14 @@ void TurnaroundEstimator::Remember(int64_t job_id, Kernel kernel, const KernelEs
   if (predictions_.size() >= kMaxRemembered && !predictions_.contains(job_id)) predictions_.clear();
   auto [it, inserted] = predictions_.try_emplace(job_id);
   if (inserted) {
-    for (auto& k : it->second) k.fill(kNaN);
+    for (auto& k : it->second) {
+      for (auto& m : k) m.fill(kNaN);
+    }
   }
-  it->second[static_cast<int>(kernel)] = {e.wait.point, e.exec.point, e.turnaround.point};
+  const TimeEstimate* parts[3] = {&e.wait, &e.exec, &e.turnaround};
+  for (int m = 0; m < 3; ++m) {
+    it->second[static_cast<int>(kernel)][m] = {parts[m]->point, parts[m]->lo, parts[m]->hi};
+  }
 }
 
 absl::StatusOr<double> TurnaroundEstimator::ExpectedCpuTime(const JobSpec& job) const {
@@ -875,7 +880,8 @@ absl::Status TurnaroundEstimator::OnStarted(int64_t job_id, int64_t start_time,
 }
 
 absl::Status TurnaroundEstimator::OnFinished(int64_t job_id, int64_t finish_time,
-                                             double cpu_time_per_task) {
+                                             double cpu_time_per_task,
+                                             std::vector<ScoredEstimate>* scored) {
   absl::MutexLock events(&events_mu_);
   ASSIGN_OR_RETURN(JobRecord r, db_.GetPending(job_id));
   if (r.start_time < 0) {
@@ -905,8 +911,12 @@ absl::Status TurnaroundEstimator::OnFinished(int64_t job_id, int64_t finish_time
       const double a = (1 - options_.interval_coverage) / 2;
       for (int k = 0; k < kNumKernels; ++k) {
         for (int m = 0; m < 3; ++m) {
-          const double p = it->second[k][m];
+          const double p = it->second[k][m][0];
           if (std::isnan(p)) continue;
+          if (scored != nullptr) {
+            scored->push_back({static_cast<Kernel>(k), m, p, it->second[k][m][1],
+                               it->second[k][m][2], observed[m]});
+          }
           Calibrator& c = calibrators_[k][m];
           c.residuals.push_back(std::log1p(observed[m]) - std::log1p(std::max(0.0, p)));
           if (static_cast<int>(c.residuals.size()) > options_.calibration_window) c.residuals.pop_front();

@@ -96,6 +96,16 @@ struct EstimateRequest {
   std::function<bool()> cancelled;
 };
 
+// The estimate last made for a job (EstimateTurnaround with its id) against
+// what happened, for one kernel and one time, seconds: OnFinished's `scored`.
+struct ScoredEstimate {
+  Kernel kernel = Kernel::kHistorical;
+  int quantity = 0;  // 0 = wait, 1 = run (execution), 2 = turnaround
+  double predicted = 0;
+  double lo = 0, hi = 0;  // the interval given with it
+  double observed = 0;
+};
+
 struct TurnaroundResult {
   KernelEstimate historical;
   KernelEstimate simulation;
@@ -134,7 +144,11 @@ class TurnaroundEstimator {
   // FailedPrecondition ("has not started") for a job that never started.
   // Appends the finished record to HistDB and feeds the interval
   // calibration with the estimates made for this job.
-  absl::Status OnFinished(int64_t job_id, int64_t finish_time, double cpu_time_per_task);
+  // With `scored`, appends the estimates last made for this job, one per
+  // kernel and time, against the times observed (none when the job was
+  // never estimated under its id, or its estimates were forgotten).
+  absl::Status OnFinished(int64_t job_id, int64_t finish_time, double cpu_time_per_task,
+                          std::vector<ScoredEstimate>* scored = nullptr);
   // Drops a job that left the queue without running (cancelled).
   absl::Status OnCancelled(int64_t job_id);
 
@@ -153,7 +167,8 @@ class TurnaroundEstimator {
     double q_lo = 0, q_hi = 0;
     bool ready = false;
   };
-  using Predictions = std::array<std::array<double, 3>, kNumKernels>;  // [kernel][wait,exec,turn]
+  // [kernel][wait, exec, turnaround][point, lo, hi]
+  using Predictions = std::array<std::array<std::array<double, 3>, 3>, kNumKernels>;
 
   absl::StatusOr<KernelEstimate> Run(Kernel kernel, const EstimateRequest& request);
   void ApplyInterval(Kernel kernel, KernelEstimate* e);

@@ -146,6 +146,7 @@ int main(int argc, char** argv) {
   sc.min_free_disk_mb = absl::GetFlag(FLAGS_min_free_disk_mb);
   sojourn::predictor::PredictorService service(predictor, directory, pool, turnaround.get(), sc);
   sojourn::Metrics metrics("predictor");
+  if (turnaround != nullptr) service.ExportTurnaroundAccuracy(metrics);
   auto backup = sojourn::StartDbBackup(*backup_config, histdb ? histdb->db() : nullptr,
                                        sojourn::Clock::Real(), &metrics);
   if (!backup.ok()) {  // the configuration (--backup_dir): exit 2

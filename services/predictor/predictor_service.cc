@@ -1,5 +1,6 @@
 #include "services/predictor/predictor_service.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -16,6 +17,54 @@
 #include "services/predictor/turnaround_convert.h"
 
 namespace sojourn::predictor {
+namespace {
+
+constexpr char kScoredMetric[] = "sojourn_predictor_turnaround_scored_total";
+constexpr char kScoredHelp[] =
+    "Finished jobs whose last turnaround estimate (EstimateTurnaround with the job's id) was "
+    "scored against what happened, by kernel and quantity (wait, run, turnaround)";
+constexpr char kAbsErrorMetric[] = "sojourn_predictor_turnaround_abs_error_seconds_total";
+constexpr char kAbsErrorHelp[] =
+    "Sum of |observed - estimated| over the scored estimates, seconds; divided by the observed "
+    "sum over the same range it is paper 002's D_v";
+constexpr char kObservedMetric[] = "sojourn_predictor_turnaround_observed_seconds_total";
+constexpr char kObservedHelp[] = "Sum of the observed times of the scored estimates, seconds";
+constexpr char kHitsMetric[] = "sojourn_predictor_turnaround_interval_hits_total";
+constexpr char kHitsHelp[] =
+    "Scored estimates whose observed time fell inside the interval given with them";
+constexpr const char* kQuantities[3] = {"wait", "run", "turnaround"};
+
+void CountScored(const turnaround::ScoredEstimate& x, Metrics& metrics) {
+  const MetricLabels labels = {{"kernel", turnaround::KernelName(x.kernel)},
+                               {"quantity", kQuantities[x.quantity]}};
+  metrics.Increment(kScoredMetric, kScoredHelp, labels);
+  metrics.Increment(kAbsErrorMetric, kAbsErrorHelp, labels, std::abs(x.observed - x.predicted));
+  metrics.Increment(kObservedMetric, kObservedHelp, labels, x.observed);
+  if (x.kernel != turnaround::Kernel::kUserEstimate && x.observed >= x.lo && x.observed <= x.hi) {
+    metrics.Increment(kHitsMetric, kHitsHelp, labels);
+  }
+}
+
+}  // namespace
+
+void PredictorService::ExportTurnaroundAccuracy(Metrics& metrics) {
+  accuracy_metrics_ = &metrics;
+  for (turnaround::Kernel k : {turnaround::Kernel::kHistorical, turnaround::Kernel::kSimulation,
+                               turnaround::Kernel::kHybrid, turnaround::Kernel::kUserEstimate}) {
+    for (int q = 0; q < 3; ++q) {
+      if (k == turnaround::Kernel::kUserEstimate && q != 1) continue;
+      const MetricLabels labels = {{"kernel", turnaround::KernelName(k)},
+                                   {"quantity", kQuantities[q]}};
+      metrics.DeclareCounter(kScoredMetric, kScoredHelp, labels);
+      metrics.DeclareCounter(kAbsErrorMetric, kAbsErrorHelp, labels);
+      metrics.DeclareCounter(kObservedMetric, kObservedHelp, labels);
+      if (k != turnaround::Kernel::kUserEstimate) {
+        metrics.DeclareCounter(kHitsMetric, kHitsHelp, labels);
+      }
+    }
+  }
+}
+
 
 grpc::ServerUnaryReactor* PredictorService::PredictAvailability(
     grpc::CallbackServerContext* context, const sojourn::v1::PredictAvailabilityRequest* request,
@@ -204,7 +253,8 @@ grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
       }
       case sojourn::v1::JobEvent::kFinished: {
         const auto& e = request->finished();
-        RETURN_IF_ERROR(turnaround_->db().GetPending(e.job_id()).status());
+        ASSIGN_OR_RETURN(const turnaround::JobRecord pending,
+                         turnaround_->db().GetPending(e.job_id()));
         RETURN_IF_ERROR(check_time(e.job_id(), "finish_unix_seconds", e.finish_unix_seconds()));
         const double cpu = e.cpu_seconds_per_task();
         if (!(cpu == -1 || (std::isfinite(cpu) && cpu >= 0))) {
@@ -212,7 +262,22 @@ grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
               "job ", e.job_id(), ": cpu_seconds_per_task must be finite and >= 0 (-1 = unknown), got ",
               cpu));
         }
-        RETURN_IF_ERROR(turnaround_->OnFinished(e.job_id(), e.finish_unix_seconds(), cpu));
+        std::vector<turnaround::ScoredEstimate> scored;
+        RETURN_IF_ERROR(turnaround_->OnFinished(e.job_id(), e.finish_unix_seconds(), cpu,
+                                                accuracy_metrics_ != nullptr ? &scored : nullptr));
+        // OnFinished checked the start; the user's requested time is the
+        // run-time baseline, scored on the same jobs as the kernels.
+        const int64_t requested = pending.spec.requested_time;
+        if (!scored.empty() && requested > 0 && pending.start_time >= 0) {
+          turnaround::ScoredEstimate user;
+          user.kernel = turnaround::Kernel::kUserEstimate;
+          user.quantity = 1;
+          user.predicted = user.lo = user.hi = static_cast<double>(requested);
+          user.observed = static_cast<double>(
+              std::max<int64_t>(0, e.finish_unix_seconds() - pending.start_time));
+          scored.push_back(user);
+        }
+        for (const turnaround::ScoredEstimate& x : scored) CountScored(x, *accuracy_metrics_);
         break;
       }
       case sojourn::v1::JobEvent::kCancelled:

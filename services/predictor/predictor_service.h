@@ -3,6 +3,7 @@
 #ifndef SOJOURN_SERVICES_PREDICTOR_PREDICTOR_SERVICE_H_
 #define SOJOURN_SERVICES_PREDICTOR_PREDICTOR_SERVICE_H_
 
+#include "common/metrics.h"
 #include "common/thread_pool.h"
 #include "models/turnaround/estimator.h"
 #include "services/job_spec.h"
@@ -66,6 +67,23 @@ class PredictorService final : public sojourn::v1::Predictor::CallbackService {
                                            const sojourn::v1::JobEvent* request,
                                            sojourn::v1::RecordJobEventResponse* response) override;
 
+  // Scores the turnaround estimates live: when a job finishes, the estimate
+  // last made for it under its id (EstimateTurnaround with job.job_id, as
+  // the broker's EstimateJobTurnaround makes them) against its observed
+  // wait, run and turnaround times, per kernel, in counters from which
+  // PromQL gets paper 002's D_v = sum |Y - X| / sum X over any range:
+  //   sojourn_predictor_turnaround_scored_total{kernel, quantity}
+  //   sojourn_predictor_turnaround_abs_error_seconds_total{kernel, quantity}
+  //   sojourn_predictor_turnaround_observed_seconds_total{kernel, quantity}
+  //   sojourn_predictor_turnaround_interval_hits_total{kernel, quantity}
+  // (kernel historical, simulation, hybrid; quantity wait, run, turnaround;
+  // a hit is an observed time inside the interval given). The baseline of
+  // the papers beside them: kernel "user_estimate", quantity "run", the
+  // job's requested time, for the same jobs (those with one). All exported
+  // at 0 from this call. `metrics` must outlive the service; call before
+  // the server starts.
+  void ExportTurnaroundAccuracy(Metrics& metrics);
+
  private:
   template <typename Req, typename Resp, typename Call>
   grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* context, const Req* request,
@@ -77,6 +95,7 @@ class PredictorService final : public sojourn::v1::Predictor::CallbackService {
   int64_t LatestUnixSeconds() const;
   turnaround::TurnaroundEstimator* turnaround_;
   const PredictorServiceConfig config_;
+  Metrics* accuracy_metrics_ = nullptr;
 };
 
 }  // namespace sojourn::predictor

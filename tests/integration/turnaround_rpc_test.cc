@@ -23,7 +23,7 @@ constexpr int64_t kNow = 1700000000 + 200000;
 // One predictor process: HistDB + estimator + service + server.
 class PredictorUnderTest {
  public:
-  explicit PredictorUnderTest(const std::string& db_path) {
+  explicit PredictorUnderTest(const std::string& db_path, bool score_estimates = false) {
     auto db = turnaround::RocksHistDb::Open(db_path, {});
     EXPECT_THAT(db.status(), IsOk());
     db_ = std::move(*db);
@@ -32,6 +32,7 @@ class PredictorUnderTest {
         predictor::AvailabilityPredictorConfig{}, directory_, clock_);
     service_ = std::make_unique<predictor::PredictorService>(*predictor_, directory_, pool_,
                                                              estimator_.get());
+    if (score_estimates) service_->ExportTurnaroundAccuracy(metrics_);
     auto server = GrpcServer::Start({}, {service_.get()}, metrics_);
     EXPECT_THAT(server.status(), IsOk());
     server_ = std::move(*server);
@@ -40,6 +41,16 @@ class PredictorUnderTest {
   }
   ~PredictorUnderTest() { server_->Shutdown(absl::Seconds(1)); }
   v1::Predictor::Stub& stub() { return *stub_; }
+  // The value of the predictor's series `name{kernel, quantity}`; NaN when absent.
+  double Metric(const std::string& name, const std::string& kernel,
+                const std::string& quantity) const {
+    const std::string text = metrics_.Render();
+    const std::string key =
+        name + "{service=\"predictor\",kernel=\"" + kernel + "\",quantity=\"" + quantity + "\"} ";
+    const size_t at = text.find(key);
+    if (at == std::string::npos) return std::nan("");
+    return std::stod(text.substr(at + key.size()));
+  }
 
  private:
   // After every event of the tests (times later than the clock + 1 h are refused).
@@ -150,6 +161,76 @@ TEST(TurnaroundRpcTest, HistorySurvivesRestartAndDrivesEstimates) {
     EXPECT_LE(e.turnaround().lo_seconds(), e.turnaround().point_seconds()) << e.kernel();
     EXPECT_GE(e.turnaround().hi_seconds(), e.turnaround().point_seconds()) << e.kernel();
   }
+}
+
+// When a job finishes, the estimate last made for it under its id is scored
+// against what happened: per kernel and time, the counters behind paper
+// 002's D_v and the interval's coverage, with the user's requested time
+// beside them as the run-time baseline. Jobs never estimated add nothing.
+TEST(TurnaroundRpcTest, FinishedJobsScoreTheirEstimatesLive) {
+  TempDir dir;
+  PredictorUnderTest p(dir.File("histdb"), /*score_estimates=*/true);
+  const int64_t t0 = 1700000000;
+  v1::RecordJobEventResponse resp;
+  constexpr const char* kScored = "sojourn_predictor_turnaround_scored_total";
+  constexpr const char* kAbs = "sojourn_predictor_turnaround_abs_error_seconds_total";
+  constexpr const char* kObserved = "sojourn_predictor_turnaround_observed_seconds_total";
+  constexpr const char* kHits = "sojourn_predictor_turnaround_interval_hits_total";
+  for (int i = 1; i <= 3; ++i) {  // 1000 s runs, never estimated
+    const int64_t submit = t0 + i * 5000;
+    ASSERT_TRUE(Send(p.stub(), Submitted(i, submit), &resp).ok());
+    ASSERT_TRUE(Send(p.stub(), Started(i, submit + 60, {0, 1}), &resp).ok());
+    ASSERT_TRUE(Send(p.stub(), Finished(i, submit + 1060, 900), &resp).ok());
+  }
+  for (const char* kernel : {"historical", "simulation", "hybrid"}) {
+    for (const char* q : {"wait", "run", "turnaround"}) {
+      EXPECT_EQ(p.Metric(kScored, kernel, q), 0) << kernel << " " << q;  // exported at 0
+      EXPECT_EQ(p.Metric(kHits, kernel, q), 0) << kernel << " " << q;
+    }
+  }
+  EXPECT_EQ(p.Metric(kScored, "user_estimate", "run"), 0);
+  EXPECT_TRUE(std::isnan(p.Metric(kScored, "user_estimate", "wait")));
+
+  // Job 10: estimated under its id, then it waits 60 s and runs 1500 s.
+  const int64_t submit = t0 + 50000;
+  grpc::ClientContext ctx;
+  v1::EstimateTurnaroundRequest req;
+  *req.mutable_job() = Job(10, submit);
+  *req.mutable_snapshot() = Cluster(submit, 4);
+  v1::EstimateTurnaroundResponse est;
+  ASSERT_TRUE(p.stub().EstimateTurnaround(&ctx, req, &est).ok());
+  ASSERT_EQ(est.estimates_size(), 3);
+  ASSERT_TRUE(Send(p.stub(), Submitted(10, submit), &resp).ok());
+  ASSERT_TRUE(Send(p.stub(), Started(10, submit + 60, {0, 1}), &resp).ok());
+  ASSERT_TRUE(Send(p.stub(), Finished(10, submit + 1560, 900), &resp).ok());
+  const double observed[3] = {60, 1500, 1560};
+  const char* quantities[3] = {"wait", "run", "turnaround"};
+  for (const auto& e : est.estimates()) {
+    const v1::TimeInterval* parts[3] = {&e.wait(), &e.exec(), &e.turnaround()};
+    for (int m = 0; m < 3; ++m) {
+      SCOPED_TRACE(e.kernel() + " " + quantities[m]);
+      EXPECT_EQ(p.Metric(kScored, e.kernel(), quantities[m]), 1);
+      EXPECT_NEAR(p.Metric(kAbs, e.kernel(), quantities[m]),
+                  std::abs(observed[m] - parts[m]->point_seconds()), 1e-6);
+      EXPECT_EQ(p.Metric(kObserved, e.kernel(), quantities[m]), observed[m]);
+      const bool hit =
+          observed[m] >= parts[m]->lo_seconds() && observed[m] <= parts[m]->hi_seconds();
+      EXPECT_EQ(p.Metric(kHits, e.kernel(), quantities[m]), hit ? 1 : 0);
+    }
+  }
+  // The historical kernel learnt 1000 s from jobs 1-3: 500 s off, where the
+  // user's 7200 s is 5700 s off.
+  EXPECT_NEAR(p.Metric(kAbs, "historical", "run"), 500, 1);
+  EXPECT_EQ(p.Metric(kScored, "user_estimate", "run"), 1);
+  EXPECT_EQ(p.Metric(kAbs, "user_estimate", "run"), 5700);
+  EXPECT_EQ(p.Metric(kObserved, "user_estimate", "run"), 1500);
+
+  // Job 11, never estimated, finishes: nothing more is scored.
+  ASSERT_TRUE(Send(p.stub(), Submitted(11, submit + 2000), &resp).ok());
+  ASSERT_TRUE(Send(p.stub(), Started(11, submit + 2060, {0, 1}), &resp).ok());
+  ASSERT_TRUE(Send(p.stub(), Finished(11, submit + 3000, 900), &resp).ok());
+  EXPECT_EQ(p.Metric(kScored, "historical", "run"), 1);
+  EXPECT_EQ(p.Metric(kScored, "user_estimate", "run"), 1);
 }
 
 // Malformed jobs and events for unknown jobs are refused with a message.

@@ -185,7 +185,12 @@ class PrometheusTest(unittest.TestCase):
             for o in ("ok", "error", "skipped")] + [
             f'sojourn_broker_jobs_expired_total{{job="sojourn-broker",state="{s}"}}'
             for s in ("waiting", "running")] + [
-            'sojourn_broker_jobs_overdue{job="sojourn-broker"}']
+            'sojourn_broker_jobs_overdue{job="sojourn-broker"}'] + [
+            f'sojourn_predictor_turnaround_{m}{{job="sojourn-predictor",kernel="{k}",'
+            f'quantity="{q}"}}'
+            for m in ("scored_total", "abs_error_seconds_total", "observed_seconds_total")
+            for k, q in (("historical", "wait"), ("hybrid", "turnaround"),
+                         ("user_estimate", "run"))]
         for expr in expected:
             with self.subTest(series=expr):
                 # Bounded wait for a scrape that has the series (test_1 saw every
