@@ -125,9 +125,10 @@ def run(args):
         print("loading the trace ...", file=sys.stderr)
         with open(replay_log, "wb") as log:
             code = subprocess.call(
-                [base.binary("sojourn-replay"), f"--trace={args.trace}",
-                 f"--statemgr={statemgr.address}", "--follow=false"],
-                stdout=log, stderr=subprocess.STDOUT, preexec_fn=sojourn_cluster._die_with_parent)
+                sojourn_cluster.DIE_WITH_PARENT + [
+                    base.binary("sojourn-replay"), f"--trace={args.trace}",
+                    f"--statemgr={statemgr.address}", "--follow=false"],
+                stdout=log, stderr=subprocess.STDOUT)
         if code != 0:
             with open(replay_log) as f:
                 raise RuntimeError(f"sojourn-replay exited with code {code}:\n{f.read()[-2000:]}")

@@ -216,9 +216,9 @@ def start_loaded_statemgr(base, trace, tls, replays):
     replay_log = os.path.join(base.workdir, name + "-replay.log")
     with open(replay_log, "wb") as log:
         replay = subprocess.Popen(
+            sojourn_cluster.DIE_WITH_PARENT +
             [base.binary("sojourn-replay"), f"--trace={trace}", f"--statemgr=127.0.0.1:{port}"]
-            + (tls.flags("client") if tls else []), stdout=log, stderr=subprocess.STDOUT,
-            preexec_fn=sojourn_cluster._die_with_parent)
+            + (tls.flags("client") if tls else []), stdout=log, stderr=subprocess.STDOUT)
     replays.append(replay)
     print(f"loading the trace into {name} ...", file=sys.stderr)
 

@@ -113,11 +113,10 @@ def start_prometheus():
     log = open(os.path.join(WORKDIR, "prometheus.log"), "wb")
     try:
         PROMETHEUS = subprocess.Popen(
-            [ARGS.prometheus, f"--config.file={config}",
+            sojourn_cluster.DIE_WITH_PARENT + [ARGS.prometheus, f"--config.file={config}",
              f"--storage.tsdb.path={os.path.join(WORKDIR, 'prometheus-data')}",
              "--web.listen-address=127.0.0.1:0", "--storage.tsdb.retention.time=1h"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=sojourn_cluster._die_with_parent, cwd=WORKDIR)
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=WORKDIR)
     finally:
         log.close()
 

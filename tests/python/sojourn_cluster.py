@@ -19,7 +19,6 @@ the test itself is killed (e.g. by a ctest timeout).
 """
 
 import argparse
-import ctypes
 import glob
 import os
 import shutil
@@ -30,14 +29,14 @@ import tempfile
 import time
 import unittest
 
-_PR_SET_PDEATHSIG = 1
 _REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
-def _die_with_parent():
-    """preexec_fn: the child gets SIGKILL when the test process dies."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+# Put before a child's command line: it gets SIGKILL when the thread that
+# started it (the test) dies. util-linux's setpriv (Essential in Debian) sets
+# it and execs the command, where a preexec_fn would run Python between fork
+# and exec, which can deadlock in a process with threads (grpcio's): a child
+# that never reached exec hung a test for its whole timeout with an empty log.
+DIE_WITH_PARENT = ["setpriv", "--pdeathsig", "KILL", "--"]
 
 
 def wait_until(predicate, timeout_seconds, what, interval_seconds=0.05):
@@ -158,14 +157,14 @@ class Cluster:
         """
         port_file = os.path.join(self.workdir, f"{name}.ports")
         log_path = os.path.join(self.workdir, f"{name}.log")
-        argv = list(prefix) + [self.binary(program),
+        argv = DIE_WITH_PARENT + list(prefix) + [self.binary(program),
                 "--listen=127.0.0.1:0",
                 "--metrics_listen=127.0.0.1:0",
                 f"--port_file={port_file}"] + (list(self.common_args) if common else []) + list(args)
         log = open(log_path, "wb")
         try:
             popen = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+                                     stdin=subprocess.DEVNULL,
                                      cwd=self.workdir)
         finally:
             log.close()
