@@ -26,7 +26,6 @@ import subprocess
 import sys
 import time
 import unittest
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(os.path.dirname(HERE))
@@ -46,12 +45,6 @@ def path(*parts):
 def tool(*args):
     return subprocess.run([os.path.join(CLUSTER.bin_dir, "sojourn-backup"), *args],
                           capture_output=True, text=True, timeout=120)
-
-
-def metrics(service):
-    url = f"http://127.0.0.1:{service.metrics_port}/metrics"
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return r.read().decode()
 
 
 CHANNELS = {}  # service name -> the test's open channels to it
@@ -100,8 +93,8 @@ class BackupTest(unittest.TestCase):
         second = CLUSTER.start(f"{name}-2", program, [f"{db_flag}={db}", f"--backup_dir={backups}",
                                                       *base_args])
         ok = f'sojourn_backups_total{{service="{program}",outcome="ok"}} 1'
-        sojourn_cluster.wait_until(lambda: ok in metrics(second), 60, f"{name}'s first backup")
-        text = metrics(second)
+        sojourn_cluster.wait_until(lambda: ok in second.metrics_text(), 60, f"{name}'s first backup")
+        text = second.metrics_text()
         stamp = re.search(r'sojourn_backup_last_success_timestamp_seconds\{service="[a-z]+"\} (\S+)',
                           text)
         self.assertIsNotNone(stamp, text)

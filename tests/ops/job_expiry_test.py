@@ -28,7 +28,6 @@ import subprocess
 import sys
 import time
 import unittest
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(os.path.dirname(HERE))
@@ -39,15 +38,6 @@ import grpc_client_test as client_test  # noqa: E402  (stubs)
 CLUSTER = None
 WORKDIR = None
 RPC_TIMEOUT = 30
-
-
-def metric(service, name, labels=""):
-    """The value of `name{service=..., labels}` on the service's /metrics (None when absent)."""
-    url = f"http://127.0.0.1:{service.metrics_port}/metrics"
-    with urllib.request.urlopen(url, timeout=10) as r:
-        text = r.read().decode()
-    m = re.search(r"^%s\{[^}]*%s\} (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
-    return None if m is None else float(m.group(1))
 
 
 class JobExpiryTest(unittest.TestCase):
@@ -135,13 +125,13 @@ class JobExpiryTest(unittest.TestCase):
             "--expire_running_jobs_after_seconds=3600",
             "--expire_waiting_jobs_after_seconds=3600"])
         sojourn_cluster.wait_until(
-            lambda: metric(expiring, "sojourn_broker_jobs_overdue") == 1, 60,
+            lambda: expiring.metric("sojourn_broker_jobs_overdue") == 1, 60,
             "the start-up check counting job 7 overdue")
         expired = "sojourn_broker_jobs_expired_total"
-        self.assertEqual(metric(expiring, expired, 'state="running"'), 0)
-        self.assertEqual(metric(expiring, expired, 'state="waiting"'), 0)
+        self.assertEqual(expiring.metric(expired, 'state="running"'), 0)
+        self.assertEqual(expiring.metric(expired, 'state="waiting"'), 0)
         self.assertGreaterEqual(
-            metric(expiring, "sojourn_broker_job_age_max_seconds", 'state="running"'),
+            expiring.metric("sojourn_broker_job_age_max_seconds", 'state="running"'),
             2 * 86400)
         states, out = self.listed(expiring)
         self.assertEqual(states, {8: "waiting", 7: "overdue", 9: "running"}, out)

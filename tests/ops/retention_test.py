@@ -18,11 +18,9 @@ Prints "N passed, N failed" last; exits non-zero on any failure.
 """
 
 import os
-import re
 import sys
 import time
 import unittest
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(os.path.dirname(HERE))
@@ -34,15 +32,6 @@ CLUSTER = None
 WORKDIR = None
 RPC_TIMEOUT = 30
 PERIOD = 600
-
-
-def metric(service, name):
-    """The value of `name` on the service's /metrics (None when absent)."""
-    url = f"http://127.0.0.1:{service.metrics_port}/metrics"
-    with urllib.request.urlopen(url, timeout=10) as r:
-        text = r.read().decode()
-    m = re.search(r"^%s\{[^}]*\} (\S+)$" % re.escape(name), text, re.M)
-    return None if m is None else float(m.group(1))
 
 
 class RetentionTest(unittest.TestCase):
@@ -97,18 +86,18 @@ class RetentionTest(unittest.TestCase):
         retaining = CLUSTER.start("statemgr-retain", "statemgr",
                                   [f"--db_path={db}", "--retention_days=14"])
         deleted_name = "sojourn_statemgr_retention_deleted_samples_total"
-        sojourn_cluster.wait_until(lambda: (metric(retaining, deleted_name) or 0) > 0, 60,
+        sojourn_cluster.wait_until(lambda: (retaining.metric(deleted_name) or 0) > 0, 60,
                                    "the start-up retention pass")
-        cut = metric(retaining, "sojourn_statemgr_retention_cutoff_timestamp_seconds")
+        cut = retaining.metric("sojourn_statemgr_retention_cutoff_timestamp_seconds")
         self.assertIsNotNone(cut)
         cut = int(cut)
         self.assertEqual(cut % 86400, 0)  # UTC midnight (--utc_offset_seconds 0)
         self.assertLess(now - 15 * 86400, cut)
         self.assertLessEqual(cut, time.time() - 14 * 86400)
         kept = [t for t in recent if t >= cut]
-        self.assertEqual(metric(retaining, deleted_name),
+        self.assertEqual(retaining.metric(deleted_name),
                          len(recent) - len(kept) + len(ancient))
-        self.assertEqual(metric(retaining, "sojourn_statemgr_retention_failures_total"), 0)
+        self.assertEqual(retaining.metric("sojourn_statemgr_retention_failures_total"), 0)
         listed = self.hosts(retaining)
         self.assertEqual(listed["lab-1"], (len(kept), kept[0]))
         self.assertEqual(listed["lab-gone"][0], 0)
@@ -122,7 +111,7 @@ class RetentionTest(unittest.TestCase):
         after = CLUSTER.start("statemgr-after", "statemgr", [f"--db_path={db}"])
         self.assertEqual(self.series(after, "lab-1"), kept + [now, now + PERIOD])
         self.assertEqual(self.hosts(after)["lab-gone"][0], 0)
-        self.assertIsNone(metric(after, deleted_name))  # no retention, no metric
+        self.assertIsNone(after.metric(deleted_name))  # no retention, no metric
         self.assertEqual(self.stop(after), 0)
 
 

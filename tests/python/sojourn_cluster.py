@@ -21,6 +21,7 @@ the test itself is killed (e.g. by a ctest timeout).
 import argparse
 import glob
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 
 _REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -129,6 +131,22 @@ class Service:
 
     def alive(self):
         return self.popen.poll() is None
+
+    def metrics_text(self):
+        """The service's /metrics page, as text."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.read().decode()
+
+    def metric(self, name, labels=""):
+        """The value of the series `name{..., labels}` on /metrics (None when absent).
+
+        Every sojourn series carries a service label, so the series is matched
+        with its braces; `labels` is a part of them, e.g. 'state="running"'.
+        """
+        m = re.search(r"^%s\{[^}]*%s\} (\S+)$" % (re.escape(name), re.escape(labels)),
+                      self.metrics_text(), re.M)
+        return None if m is None else float(m.group(1))
 
 
 class Cluster:
