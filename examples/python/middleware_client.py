@@ -138,8 +138,10 @@ def main():
             # 3. When would a parallel job end on `nodes` idle nodes, submitted now?
             ta = pb["turnaround_pb2"]
             now = int(time.time())
+            # job_id 0: a what-if, no job of the history (under a job's id it would
+            # replace the forecast scored when that job finishes).
             est = predictor.EstimateTurnaround(ta.EstimateTurnaroundRequest(
-                job=ta.JobSpec(job_id=1, submit_unix_seconds=now, procs=a.procs, user=a.user,
+                job=ta.JobSpec(job_id=0, submit_unix_seconds=now, procs=a.procs, user=a.user,
                                group=-1, executable=-1, queue=-1, requested_seconds=duration),
                 snapshot=ta.ClusterSnapshot(now_unix_seconds=now,
                                             nodes=[ta.NodeState() for _ in range(a.nodes)])),

@@ -21,8 +21,9 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Runtime assumed for a job with neither history nor a requested time.
 constexpr double kUnknownRuntime = 3600;
-// Jobs whose estimates are kept for interval calibration until they finish.
-constexpr size_t kMaxRemembered = 200000;
+// Jobs whose estimates are kept for interval calibration and scoring until
+// they finish (about 0.5 kB each).
+constexpr size_t kMaxRemembered = 100000;
 
 // Per-estimate cache of HistDB reads, so that an estimate reads each template
 // at most once.
@@ -746,23 +747,33 @@ absl::StatusOr<KernelEstimate> TurnaroundEstimator::Run(Kernel kernel, const Est
   return RunSimulated(kernel, req, view, options_);
 }
 
-absl::StatusOr<KernelEstimate> TurnaroundEstimator::EstimateWith(Kernel kernel,
-                                                                 const EstimateRequest& request) {
+absl::StatusOr<KernelEstimate> TurnaroundEstimator::EstimateOne(Kernel kernel,
+                                                                const EstimateRequest& request) {
   RETURN_IF_ERROR(ValidateRequest(request));
   if (request.cancelled && request.cancelled()) {
     return absl::CancelledError("turnaround estimate cancelled (client gone or deadline passed)");
   }
   ASSIGN_OR_RETURN(KernelEstimate e, Run(kernel, request));
   ApplyInterval(kernel, &e);
-  Remember(request.job.job_id, kernel, e);
+  return e;
+}
+
+absl::StatusOr<KernelEstimate> TurnaroundEstimator::EstimateWith(Kernel kernel,
+                                                                 const EstimateRequest& request) {
+  ASSIGN_OR_RETURN(KernelEstimate e, EstimateOne(kernel, request));
+  Remember(request, {{kernel, &e}});
   return e;
 }
 
 absl::StatusOr<TurnaroundResult> TurnaroundEstimator::Estimate(const EstimateRequest& request) {
   TurnaroundResult r;
-  ASSIGN_OR_RETURN(r.historical, EstimateWith(Kernel::kHistorical, request));
-  ASSIGN_OR_RETURN(r.simulation, EstimateWith(Kernel::kSimulation, request));
-  ASSIGN_OR_RETURN(r.hybrid, EstimateWith(Kernel::kHybrid, request));
+  ASSIGN_OR_RETURN(r.historical, EstimateOne(Kernel::kHistorical, request));
+  ASSIGN_OR_RETURN(r.simulation, EstimateOne(Kernel::kSimulation, request));
+  ASSIGN_OR_RETURN(r.hybrid, EstimateOne(Kernel::kHybrid, request));
+  // All three or none: the kernels are scored on the same jobs.
+  Remember(request, {{Kernel::kHistorical, &r.historical},
+                     {Kernel::kSimulation, &r.simulation},
+                     {Kernel::kHybrid, &r.hybrid}});
   return r;
 }
 
@@ -783,21 +794,42 @@ void TurnaroundEstimator::ApplyInterval(Kernel kernel, KernelEstimate* e) {
   }
 }
 
-void TurnaroundEstimator::Remember(int64_t job_id, Kernel kernel, const KernelEstimate& e) {
-  if (job_id < 0) return;
+void TurnaroundEstimator::Remember(
+    const EstimateRequest& request,
+    std::initializer_list<std::pair<Kernel, const KernelEstimate*>> estimates) {
+  const JobSpec& job = request.job;
+  if (job.job_id < 0) return;
+  // An estimate for a job already running is made in hindsight (the broker
+  // leaves the job out of the snapshot, so its wait is counted from now):
+  // it must not replace the forecast made before the start.
+  if (absl::StatusOr<JobRecord> pending = db_.GetPending(job.job_id);
+      pending.ok() && pending->start_time >= 0) {
+    return;
+  }
   absl::MutexLock lock(&mu_);
-  // Estimates of jobs that never report back (what-if requests) must not
-  // accumulate without bound.
-  if (predictions_.size() >= kMaxRemembered && !predictions_.contains(job_id)) predictions_.clear();
-  auto [it, inserted] = predictions_.try_emplace(job_id);
-  if (inserted) {
-    for (auto& k : it->second) {
+  // Estimates of jobs that never report back (what-if requests under an id,
+  // jobs never submitted) must not accumulate without bound.
+  if (predictions_.size() >= kMaxRemembered && !predictions_.contains(job.job_id)) {
+    predictions_.clear();
+  }
+  auto [it, inserted] = predictions_.try_emplace(job.job_id);
+  Remembered& r = it->second;
+  if (inserted || r.submit_time != job.submit_time || r.procs != job.procs ||
+      r.requested_time != job.requested_time) {
+    // Another job under this id: the other kernels' estimates were not for it.
+    for (auto& k : r.predictions) {
       for (auto& m : k) m.fill(kNaN);
     }
+    r.submit_time = job.submit_time;
+    r.procs = job.procs;
+    r.requested_time = job.requested_time;
   }
-  const TimeEstimate* parts[3] = {&e.wait, &e.exec, &e.turnaround};
-  for (int m = 0; m < 3; ++m) {
-    it->second[static_cast<int>(kernel)][m] = {parts[m]->point, parts[m]->lo, parts[m]->hi};
+  r.estimated_at = request.snapshot.now;
+  for (const auto& [kernel, e] : estimates) {
+    const TimeEstimate* parts[3] = {&e->wait, &e->exec, &e->turnaround};
+    for (int m = 0; m < 3; ++m) {
+      r.predictions[static_cast<int>(kernel)][m] = {parts[m]->point, parts[m]->lo, parts[m]->hi};
+    }
   }
 }
 
@@ -902,40 +934,55 @@ absl::Status TurnaroundEstimator::OnFinished(int64_t job_id, int64_t finish_time
   // wrong measure, and stored they would stretch every later estimate.
   RETURN_IF_ERROR(CheckCpuTimePerTask(job_id, cpu_time_per_task, r.exec_time));
   r.cpu_time_per_task = cpu_time_per_task;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = predictions_.find(job_id);
-    if (it != predictions_.end()) {
-      const double observed[3] = {static_cast<double>(r.wait_time), static_cast<double>(r.exec_time),
-                                  static_cast<double>(r.wait_time + r.exec_time)};
-      const double a = (1 - options_.interval_coverage) / 2;
-      for (int k = 0; k < kNumKernels; ++k) {
-        for (int m = 0; m < 3; ++m) {
-          const double p = it->second[k][m][0];
-          if (std::isnan(p)) continue;
-          if (scored != nullptr) {
-            scored->push_back({static_cast<Kernel>(k), m, p, it->second[k][m][1],
-                               it->second[k][m][2], observed[m]});
-          }
-          Calibrator& c = calibrators_[k][m];
-          c.residuals.push_back(std::log1p(observed[m]) - std::log1p(std::max(0.0, p)));
-          if (static_cast<int>(c.residuals.size()) > options_.calibration_window) c.residuals.pop_front();
-          ++c.since_refresh;
-          if (static_cast<int>(c.residuals.size()) >= options_.min_calibration &&
-              (!c.ready || c.since_refresh >= 50)) {
-            std::vector<double> v(c.residuals.begin(), c.residuals.end());
-            c.q_lo = Quantile(v, a);
-            c.q_hi = Quantile(v, 1 - a);
-            c.ready = true;
-            c.since_refresh = 0;
-          }
-        }
+  // Stored first: a finish the history did not take is sent again (the
+  // broker's outbox), and only then are its estimates scored.
+  RETURN_IF_ERROR(db_.Put(r));
+  RETURN_IF_ERROR(db_.ErasePending(job_id));
+  absl::MutexLock lock(&mu_);
+  auto it = predictions_.find(job_id);
+  if (it == predictions_.end()) return absl::OkStatus();
+  const Remembered remembered = it->second;
+  predictions_.erase(it);
+  // Only a forecast of this job counts: made before it started, for what it
+  // was submitted with.
+  if (remembered.estimated_at > r.start_time || remembered.submit_time != r.spec.submit_time ||
+      remembered.procs != r.spec.procs || remembered.requested_time != r.spec.requested_time) {
+    return absl::OkStatus();
+  }
+  const double observed[3] = {static_cast<double>(r.wait_time), static_cast<double>(r.exec_time),
+                              static_cast<double>(r.wait_time + r.exec_time)};
+  const double a = (1 - options_.interval_coverage) / 2;
+  bool any = false;
+  for (int k = 0; k < kNumKernels; ++k) {
+    for (int m = 0; m < 3; ++m) {
+      const auto& [p, lo, hi] = remembered.predictions[k][m];
+      if (std::isnan(p)) continue;
+      any = true;
+      if (scored != nullptr) scored->push_back({static_cast<Kernel>(k), m, p, lo, hi, observed[m]});
+      Calibrator& c = calibrators_[k][m];
+      c.residuals.push_back(std::log1p(observed[m]) - std::log1p(std::max(0.0, p)));
+      if (static_cast<int>(c.residuals.size()) > options_.calibration_window)
+        c.residuals.pop_front();
+      ++c.since_refresh;
+      if (static_cast<int>(c.residuals.size()) >= options_.min_calibration &&
+          (!c.ready || c.since_refresh >= 50)) {
+        std::vector<double> v(c.residuals.begin(), c.residuals.end());
+        c.q_lo = Quantile(v, a);
+        c.q_hi = Quantile(v, 1 - a);
+        c.ready = true;
+        c.since_refresh = 0;
       }
-      predictions_.erase(it);
     }
   }
-  RETURN_IF_ERROR(db_.Put(r));
-  return db_.ErasePending(job_id);
+  // The user's requested time beside the kernels, on the same jobs (unless
+  // the user_estimate kernel itself was estimated and scored above).
+  const bool user_scored =
+      !std::isnan(remembered.predictions[static_cast<int>(Kernel::kUserEstimate)][1][0]);
+  if (scored != nullptr && any && !user_scored && r.spec.requested_time > 0) {
+    const double requested = static_cast<double>(r.spec.requested_time);
+    scored->push_back({Kernel::kUserEstimate, 1, requested, requested, requested, observed[1]});
+  }
+  return absl::OkStatus();
 }
 
 absl::Status TurnaroundEstimator::OnCancelled(int64_t job_id) {

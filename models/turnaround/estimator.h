@@ -20,7 +20,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -145,8 +147,12 @@ class TurnaroundEstimator {
   // Appends the finished record to HistDB and feeds the interval
   // calibration with the estimates made for this job.
   // With `scored`, appends the estimates last made for this job, one per
-  // kernel and time, against the times observed (none when the job was
-  // never estimated under its id, or its estimates were forgotten).
+  // kernel and time, against the times observed, and the user's requested
+  // time as the user_estimate kernel's run time beside them. Only a forecast
+  // is scored (and calibrates the intervals): an estimate made before the job
+  // started, for the submit time, procs and requested time it was submitted
+  // with; none when the job was never so estimated under its id, or its
+  // estimates were forgotten. Nothing is scored unless the record is stored.
   absl::Status OnFinished(int64_t job_id, int64_t finish_time, double cpu_time_per_task,
                           std::vector<ScoredEstimate>* scored = nullptr);
   // Drops a job that left the queue without running (cancelled).
@@ -170,9 +176,24 @@ class TurnaroundEstimator {
   // [kernel][wait, exec, turnaround][point, lo, hi]
   using Predictions = std::array<std::array<std::array<double, 3>, 3>, kNumKernels>;
 
+  // The estimates last made for a job under its id, and what they were
+  // made for: OnFinished scores them only when they match the job it saw.
+  struct Remembered {
+    int64_t submit_time = 0;
+    int32_t procs = 0;
+    int64_t requested_time = -1;
+    int64_t estimated_at = 0;  // the snapshot's now
+    Predictions predictions;
+  };
+
   absl::StatusOr<KernelEstimate> Run(Kernel kernel, const EstimateRequest& request);
+  // Validated, computed and given its interval; not remembered.
+  absl::StatusOr<KernelEstimate> EstimateOne(Kernel kernel, const EstimateRequest& request);
   void ApplyInterval(Kernel kernel, KernelEstimate* e);
-  void Remember(int64_t job_id, Kernel kernel, const KernelEstimate& e);
+  // Remembers `estimates` (made together, for one request) for the job's
+  // finish; not for a job without an id or one already started.
+  void Remember(const EstimateRequest& request,
+                std::initializer_list<std::pair<Kernel, const KernelEstimate*>> estimates);
 
   HistDb& db_;
   EstimatorOptions options_;
@@ -181,7 +202,7 @@ class TurnaroundEstimator {
   absl::Mutex events_mu_;
   absl::Mutex mu_;
   std::array<std::array<Calibrator, 3>, kNumKernels> calibrators_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<int64_t, Predictions> predictions_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, Remembered> predictions_ ABSL_GUARDED_BY(mu_);
 };
 
 // Validates a request: procs >= 1, a snapshot with nodes, running jobs' node

@@ -682,9 +682,19 @@ grpc::ServerUnaryReactor* BrokerService::EstimateJobTurnaround(
     *req.mutable_job() = request->job();
     // The submit times SubmitJob takes, and the job checked as the predictor
     // checks it (job_id >= 0: 0 = a job not queued), before any snapshot is
-    // built: a job the queue would take is one the predictor estimates.
-    ASSIGN_OR_RETURN(const int64_t submit, EventTime(req.job().job_id(), "submit_unix_seconds",
-                                                     req.job().submit_unix_seconds()));
+    // built: a job the queue would take is one the predictor estimates. A
+    // job waiting in the queue is estimated from when it was submitted (its
+    // whole wait, the forecast its finish is scored against), not from now.
+    int64_t submit_given = req.job().submit_unix_seconds();
+    if (submit_given == 0 && req.job().job_id() > 0) {
+      if (absl::StatusOr<sojourn::v1::QueuedJob> queued = queue_->Get(req.job().job_id());
+          queued.ok() && queued->start_unix_seconds() == 0 &&
+          NowUnix() - queued->spec().submit_unix_seconds() < turnaround::kMaxWaitSeconds) {
+        submit_given = queued->spec().submit_unix_seconds();
+      }
+    }
+    ASSIGN_OR_RETURN(const int64_t submit,
+                     EventTime(req.job().job_id(), "submit_unix_seconds", submit_given));
     req.mutable_job()->set_submit_unix_seconds(submit);
     RETURN_IF_ERROR(CheckJobSpec(req.job()));
     std::vector<std::string> hosts;

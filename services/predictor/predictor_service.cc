@@ -253,8 +253,7 @@ grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
       }
       case sojourn::v1::JobEvent::kFinished: {
         const auto& e = request->finished();
-        ASSIGN_OR_RETURN(const turnaround::JobRecord pending,
-                         turnaround_->db().GetPending(e.job_id()));
+        RETURN_IF_ERROR(turnaround_->db().GetPending(e.job_id()).status());
         RETURN_IF_ERROR(check_time(e.job_id(), "finish_unix_seconds", e.finish_unix_seconds()));
         const double cpu = e.cpu_seconds_per_task();
         if (!(cpu == -1 || (std::isfinite(cpu) && cpu >= 0))) {
@@ -265,18 +264,6 @@ grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
         std::vector<turnaround::ScoredEstimate> scored;
         RETURN_IF_ERROR(turnaround_->OnFinished(e.job_id(), e.finish_unix_seconds(), cpu,
                                                 accuracy_metrics_ != nullptr ? &scored : nullptr));
-        // OnFinished checked the start; the user's requested time is the
-        // run-time baseline, scored on the same jobs as the kernels.
-        const int64_t requested = pending.spec.requested_time;
-        if (!scored.empty() && requested > 0 && pending.start_time >= 0) {
-          turnaround::ScoredEstimate user;
-          user.kernel = turnaround::Kernel::kUserEstimate;
-          user.quantity = 1;
-          user.predicted = user.lo = user.hi = static_cast<double>(requested);
-          user.observed = static_cast<double>(
-              std::max<int64_t>(0, e.finish_unix_seconds() - pending.start_time));
-          scored.push_back(user);
-        }
         for (const turnaround::ScoredEstimate& x : scored) CountScored(x, *accuracy_metrics_);
         break;
       }

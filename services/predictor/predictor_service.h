@@ -69,9 +69,11 @@ class PredictorService final : public sojourn::v1::Predictor::CallbackService {
 
   // Scores the turnaround estimates live: when a job finishes, the estimate
   // last made for it under its id (EstimateTurnaround with job.job_id, as
-  // the broker's EstimateJobTurnaround makes them) against its observed
-  // wait, run and turnaround times, per kernel, in counters from which
-  // PromQL gets paper 002's D_v = sum |Y - X| / sum X over any range:
+  // the broker's EstimateJobTurnaround makes them; a forecast only: made
+  // before the job started, for its submit time, procs and requested time)
+  // against its observed wait, run and turnaround times, per kernel, in
+  // counters from which PromQL gets paper 002's D_v = sum |Y - X| / sum X
+  // over any range:
   //   sojourn_predictor_turnaround_scored_total{kernel, quantity}
   //   sojourn_predictor_turnaround_abs_error_seconds_total{kernel, quantity}
   //   sojourn_predictor_turnaround_observed_seconds_total{kernel, quantity}
@@ -79,9 +81,9 @@ class PredictorService final : public sojourn::v1::Predictor::CallbackService {
   // (kernel historical, simulation, hybrid; quantity wait, run, turnaround;
   // a hit is an observed time inside the interval given). The baseline of
   // the papers beside them: kernel "user_estimate", quantity "run", the
-  // job's requested time, for the same jobs (those with one). All exported
-  // at 0 from this call. `metrics` must outlive the service; call before
-  // the server starts.
+  // job's requested time, for the same jobs (those with one), with no
+  // interval_hits series. All exported at 0 from this call. `metrics` must
+  // outlive the service; call before the server starts.
   void ExportTurnaroundAccuracy(Metrics& metrics);
 
  private:

@@ -12,6 +12,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/server.h"
@@ -56,6 +57,7 @@ class BrokerJobsTest : public ::testing::Test {
         predictor::AvailabilityPredictorConfig{}, directory_, clock_);
     predictor_service_ = std::make_unique<predictor::PredictorService>(
         *avail_, directory_, predictor_pool_, estimator_.get());
+    predictor_service_->ExportTurnaroundAccuracy(predictor_metrics_);
     auto p = GrpcServer::Start({}, {predictor_service_.get()}, predictor_metrics_);
     ASSERT_THAT(p.status(), IsOk());
     predictor_ = std::move(*p);
@@ -216,6 +218,46 @@ TEST_F(BrokerJobsTest, JobEventsTeachTheHistoryAndEstimatesUseTheQueue) {
   EXPECT_EQ(est.snapshot().nodes_size(), 3);
   EXPECT_EQ(est.snapshot().waiting_size(), 0);
   EXPECT_EQ(Kernel(est, "simulation").wait().point_seconds(), 0);  // an idle cluster
+}
+
+// `sojourn turnaround --queue --job-id N` for a job waiting in the queue
+// (submit time 0) is estimated from when the job was submitted, so the
+// predictor scores it when the job finishes; one made while it runs is not.
+TEST_F(BrokerJobsTest, EstimatesOfAQueuedJobCountFromItsSubmitAndAreScored) {
+  for (const char* h : {"a", "b", "c"}) ASSERT_TRUE(Register(h, 0.0).ok());
+  auto scored = [&](const char* kernel, const char* quantity) {
+    const std::string text = predictor_metrics_.Render();
+    const std::string key =
+        absl::StrCat("sojourn_predictor_turnaround_scored_total{service=\"predictor\",kernel=\"",
+                     kernel, "\",quantity=\"", quantity, "\"} ");
+    const size_t at = text.find(key);
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + key.size()));
+  };
+  v1::JobQueueResponse resp;
+  ASSERT_TRUE(Submit(Job(5, 1), &resp).ok());  // at kStart
+  ASSERT_TRUE(resp.recorded_in_history()) << resp.history_error();
+  clock_.Advance(absl::Seconds(100));
+  v1::EstimateJobTurnaroundResponse est;
+  ASSERT_TRUE(Estimate(Job(5, 1), v1::JOB_SELECTION_FCFS, &est).ok());
+  // An idle cluster: it starts now, having waited the 100 s since its submit.
+  EXPECT_EQ(Kernel(est, "simulation").wait().point_seconds(), 100);
+  clock_.Advance(absl::Seconds(20));
+  ASSERT_TRUE(Start(5, {"a"}, &resp).ok());
+  clock_.Advance(absl::Seconds(30));
+  ASSERT_TRUE(Estimate(Job(5, 1), v1::JOB_SELECTION_FCFS, &est).ok());  // hindsight
+  clock_.Advance(absl::Seconds(970));
+  ASSERT_TRUE(Finish(5, 900, false, &resp).ok());
+  ASSERT_TRUE(resp.recorded_in_history()) << resp.history_error();
+  for (const char* q : {"wait", "run", "turnaround"}) {
+    EXPECT_EQ(scored("simulation", q), 1) << q;
+  }
+  EXPECT_EQ(scored("user_estimate", "run"), 1);
+  const std::string text = predictor_metrics_.Render();
+  // The forecast made before the start: wait 100 s predicted, 120 s observed.
+  EXPECT_NE(text.find("sojourn_predictor_turnaround_abs_error_seconds_total{service=\"predictor\","
+                      "kernel=\"simulation\",quantity=\"wait\"} 20\n"),
+            std::string::npos)
+      << text;
 }
 
 // A job waits behind the queue the broker holds: with two of three hosts

@@ -287,14 +287,17 @@ const char kTurnaroundHelp[] =
     "                            \"policy\": {\"job_selection\": \"JOB_SELECTION_EASY\"},\n"
     "                            \"nodes\": [{}, {\"local_cpu_ratio\": 0.5, \"local_tasks\": 1}],\n"
     "                            \"running\": [{\"spec\": {\"job_id\": 1, \"procs\": 1,\n"
-    "                              \"submit_unix_seconds\": 1699990000, \"requested_seconds\": 7200},\n"
+    "                              \"submit_unix_seconds\": 1699990000, \"requested_seconds\": "
+    "7200},\n"
     "                              \"start_unix_seconds\": 1699996400, \"nodes\": [0]}],\n"
     "                            \"waiting\": [{\"job_id\": 2, \"procs\": 2,\n"
     "                              \"submit_unix_seconds\": 1699999000}]}\n"
     "  --queue                the cluster as the broker knows it (`sojourn jobs`): its live\n"
     "                         hosts with their owners' load, and the jobs in its queue; the\n"
     "                         broker asks the predictor (a queued job of the same --job-id\n"
-    "                         is left out of the queue)\n";
+    "                         is left out of the queue; still waiting, it is estimated as\n"
+    "                         submitted when it was, and the estimate is scored when it\n"
+    "                         finishes: sojourn_predictor_turnaround_* on /metrics)\n";
 
 const char kJobEventHelp[] =
     "usage: sojourn job-event [--file FILE] [options]\n"

@@ -577,6 +577,102 @@ TEST_F(EstimatorTest, IntervalsCalibrateOnOutcomes) {
   }
 }
 
+// A HistDb whose next Put fails (a full disk), for the order of storing and
+// scoring.
+class FailingPutHistDb final : public HistDb {
+ public:
+  absl::Status Put(const JobRecord& r) override {
+    if (fail_next_put) {
+      fail_next_put = false;
+      return absl::ResourceExhaustedError("disk full");
+    }
+    return db.Put(r);
+  }
+  absl::StatusOr<std::vector<JobRecord>> Recent(const TemplateKey& key, int limit) const override {
+    return db.Recent(key, limit);
+  }
+  absl::StatusOr<TemplateStats> Stats(const TemplateKey& key) const override {
+    return db.Stats(key);
+  }
+  int64_t size() const override { return db.size(); }
+  absl::Status PutPending(const JobRecord& r) override { return db.PutPending(r); }
+  absl::StatusOr<JobRecord> GetPending(int64_t id) const override { return db.GetPending(id); }
+  absl::Status ErasePending(int64_t id) override { return db.ErasePending(id); }
+
+  InMemoryHistDb db;
+  bool fail_next_put = false;
+};
+
+// OnFinished scores (and calibrates on) forecasts only: the estimates made
+// under the job's id before it started, for what it was submitted with, all
+// three kernels of one request, once the finished record is stored.
+TEST_F(EstimatorTest, FinishScoresOnlyForecastsOfTheJob) {
+  FailingPutHistDb db;
+  const JobSpec app = Job(-1, 1, 7, 1, 1000);
+  ASSERT_TRUE(db.Put(Hist(app, 0, 100, 100)).ok());
+  TurnaroundEstimator est(db, {});
+  const ClusterSnapshot s = Dedicated(2);  // now 1000
+  auto job = [&](int64_t id, int32_t procs) {
+    JobSpec j = app;
+    j.job_id = id;
+    j.procs = procs;
+    j.submit_time = s.now;
+    return j;
+  };
+  auto run = [&](const JobSpec& j, int64_t start, int64_t finish,
+                 std::vector<ScoredEstimate>* scored) {
+    EXPECT_TRUE(est.OnSubmitted(j, s).ok());
+    EXPECT_TRUE(est.OnStarted(j.job_id, start, {0}, s).ok());
+    return est.OnFinished(j.job_id, finish, 50, scored);
+  };
+
+  // Job 1, estimated at its submit: its first finish is not stored (and
+  // scores nothing); the finish sent again scores each kernel once.
+  auto e1 = est.Estimate({job(1, 1), s});
+  ASSERT_TRUE(e1.ok()) << e1.status();
+  std::vector<ScoredEstimate> scored;
+  db.fail_next_put = true;
+  EXPECT_EQ(run(job(1, 1), 1010, 1110, &scored).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(scored.empty());
+  ASSERT_TRUE(est.OnFinished(1, 1110, 50, &scored).ok());
+  ASSERT_EQ(scored.size(), 3 * 3 + 1);
+  for (const ScoredEstimate& x : scored) {
+    const double observed[3] = {10, 100, 110};
+    EXPECT_EQ(x.observed, observed[x.quantity]);
+    if (x.kernel == Kernel::kUserEstimate) {
+      EXPECT_EQ(x.quantity, 1);
+      EXPECT_EQ(x.predicted, 1000);  // the requested time
+    } else if (x.kernel == Kernel::kHistorical && x.quantity == 1) {
+      EXPECT_EQ(x.predicted, e1->historical.exec.point);
+    }
+  }
+  scored.clear();
+  EXPECT_EQ(est.OnFinished(1, 1110, 50, &scored).code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(scored.empty());
+
+  // Job 2, estimated only once it ran: hindsight, not remembered.
+  ASSERT_TRUE(est.OnSubmitted(job(2, 1), s).ok());
+  ASSERT_TRUE(est.OnStarted(2, 1000, {0}, s).ok());
+  ClusterSnapshot later = s;
+  later.now = 1005;
+  ASSERT_TRUE(est.Estimate({job(2, 1), later}).ok());
+  ASSERT_TRUE(est.OnFinished(2, 1100, 50, &scored).ok());
+  EXPECT_TRUE(scored.empty());
+
+  // Job 3: a what-if under its id for 2 procs replaced the forecast for 1.
+  ASSERT_TRUE(est.Estimate({job(3, 1), s}).ok());
+  ASSERT_TRUE(est.Estimate({job(3, 2), s}).ok());
+  ASSERT_TRUE(run(job(3, 1), 1000, 1100, &scored).ok());
+  EXPECT_TRUE(scored.empty());
+
+  // Job 4: a request that failed (3 procs on 2 nodes: the simulation
+  // kernels refuse it) remembers nothing, so the forecast before it stands.
+  ASSERT_TRUE(est.Estimate({job(4, 1), s}).ok());
+  EXPECT_FALSE(est.Estimate({job(4, 3), s}).ok());
+  ASSERT_TRUE(run(job(4, 1), 1000, 1100, &scored).ok());
+  EXPECT_EQ(scored.size(), 3 * 3 + 1);
+}
+
 // Malformed requests are rejected.
 TEST_F(EstimatorTest, RejectsMalformedRequest) {
   TurnaroundEstimator est(db_, {});
