@@ -171,7 +171,8 @@ size_t AvailabilityPredictor::cached_priors() const {
 }
 
 absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::Predict(
-    const sojourn::v1::PredictAvailabilityRequest& request, absl::Time caller_deadline) {
+    const sojourn::v1::PredictAvailabilityRequest& request, absl::Time caller_deadline,
+    std::string* statemgr_address) {
   if (absl::Status s = ValidateLookupName(request.host()); !s.ok()) return s;
   if (request.window_seconds() <= 0 || request.window_seconds() > kMaxWindowSeconds) {
     return absl::InvalidArgumentError(absl::StrCat("window_seconds must be in (0, ",
@@ -200,6 +201,7 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   std::string address;
   auto stub = directory_.Find(request.host(), request.statemgr_address(), &address);
   if (!stub.ok()) return stub.status();
+  if (statemgr_address != nullptr) *statemgr_address = address;
 
   const int64_t start = request.start_unix_seconds() > 0 ? request.start_unix_seconds()
                                                          : absl::ToUnixSeconds(clock_.Now());

@@ -57,10 +57,11 @@ class AvailabilityPredictor {
   // statemgr_address that is not HOST:PORT, NOT_FOUND for an unknown host,
   // UNAVAILABLE when a peer cannot be reached (StatemgrCallError),
   // DEADLINE_EXCEEDED when `caller_deadline` passes while the host's state
-  // manager is asked (the call to it ends then too).
+  // manager is asked (the call to it ends then too). `statemgr_address`,
+  // when given, receives the address of the state manager asked.
   absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> Predict(
       const sojourn::v1::PredictAvailabilityRequest& request,
-      absl::Time caller_deadline = absl::InfiniteFuture());
+      absl::Time caller_deadline = absl::InfiniteFuture(), std::string* statemgr_address = nullptr);
 
   // The clock predictions (and the predictor's RPCs) read "now" from.
   Clock& clock() const { return clock_; }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -21,6 +22,7 @@
 #include "models/turnaround/hist_db_rocksdb.h"
 #include "services/job_spec.h"
 #include "services/predictor/availability_predictor.h"
+#include "services/predictor/availability_scorer.h"
 #include "services/predictor/predictor_service.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7402", "gRPC listen address (port 0 = any free port)");
@@ -51,6 +53,11 @@ ABSL_FLAG(int64_t, max_clock_skew_seconds, sojourn::kMaxJobClockSkewSeconds,
           "job events and turnaround requests may carry times at most this many seconds after "
           "this predictor's clock (later: INVALID_ARGUMENT); at least 3600, the broker's limit "
           "for the job times it queues, so that the job history records every event it sends");
+ABSL_FLAG(bool, score_availability, true,
+          "score the TR answers live: one window per host and length at a time is kept until it "
+          "has passed, then scored against the states the host's state manager saw in it, beside "
+          "the host's own window frequency (sojourn_predictor_availability_* on /metrics; a call "
+          "to the state manager per window); false = off");
 ABSL_FLAG(int, population_prior_minutes, 10,
           "shrink each host's model towards the same time window pooled over every registered host "
           "(helps hosts with little history); the pooled model of a window (its start taken to "
@@ -147,6 +154,14 @@ int main(int argc, char** argv) {
   sojourn::predictor::PredictorService service(predictor, directory, pool, turnaround.get(), sc);
   sojourn::Metrics metrics("predictor");
   if (turnaround != nullptr) service.ExportTurnaroundAccuracy(metrics);
+  std::unique_ptr<sojourn::predictor::AvailabilityScorer> scorer;
+  if (absl::GetFlag(FLAGS_score_availability)) {
+    sojourn::predictor::AvailabilityScorerConfig scorer_config;
+    scorer_config.method = absl::GetFlag(FLAGS_paper_estimator) ? "smp_paper" : "smp";
+    scorer = std::make_unique<sojourn::predictor::AvailabilityScorer>(
+        directory, sojourn::Clock::Real(), metrics, scorer_config);
+    service.ScoreAvailability(scorer.get());
+  }
   auto backup = sojourn::StartDbBackup(*backup_config, histdb ? histdb->db() : nullptr,
                                        sojourn::Clock::Real(), &metrics);
   if (!backup.ok()) {  // the configuration (--backup_dir): exit 2
@@ -162,7 +177,22 @@ int main(int argc, char** argv) {
   sojourn::ExportBuildInfo(metrics);
   SOJOURN_LOG(INFO, "predictor serving on %s (%s), broker %s", (*server)->listen_address(),
               (*server)->metrics_description(), absl::GetFlag(FLAGS_broker));
+  // Scores the windows that have passed, every minute.
+  absl::Mutex scoring_mu;
+  bool stopping = false;
+  std::thread scoring;
+  if (scorer != nullptr) {
+    scoring = std::thread([&] {
+      sojourn::RunEvery(sojourn::Clock::Real(), absl::Minutes(1), &scoring_mu, &stopping,
+                        [&] { scorer->ScoreDue(); });
+    });
+  }
   sojourn::WaitForTerminationSignal();
+  {
+    absl::MutexLock l(&scoring_mu);
+    stopping = true;
+  }
+  if (scoring.joinable()) scoring.join();
   if (*backup) (*backup)->Stop();
   (*server)->Shutdown(absl::Seconds(5));
   return 0;

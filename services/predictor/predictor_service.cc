@@ -72,7 +72,11 @@ grpc::ServerUnaryReactor* PredictorService::PredictAvailability(
   // The caller's deadline bounds the call to the state manager too.
   const absl::Time caller_deadline = absl::FromChrono(context->deadline());
   return FinishOnPool(context, pool_, [this, request, response, caller_deadline]() -> absl::Status {
-    ASSIGN_OR_RETURN(*response, predictor_.Predict(*request, caller_deadline));
+    std::string address;
+    ASSIGN_OR_RETURN(*response, predictor_.Predict(*request, caller_deadline, &address));
+    if (scorer_ != nullptr) {
+      scorer_->Offer(*request, *response, address, predictor_.clock().Now());
+    }
     return absl::OkStatus();
   });
 }

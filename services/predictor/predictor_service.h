@@ -8,6 +8,7 @@
 #include "models/turnaround/estimator.h"
 #include "services/job_spec.h"
 #include "services/predictor/availability_predictor.h"
+#include "services/predictor/availability_scorer.h"
 #include "sojourn/v1/predictor.grpc.pb.h"
 
 namespace sojourn::predictor {
@@ -85,6 +86,10 @@ class PredictorService final : public sojourn::v1::Predictor::CallbackService {
   // interval_hits series. All exported at 0 from this call. `metrics` must
   // outlive the service; call before the server starts.
   void ExportTurnaroundAccuracy(Metrics& metrics);
+  // Offers every PredictAvailability answer to `scorer` (AvailabilityScorer
+  // keeps those it scores live). It must outlive the service; call before
+  // the server starts.
+  void ScoreAvailability(AvailabilityScorer* scorer) { scorer_ = scorer; }
 
  private:
   template <typename Req, typename Resp, typename Call>
@@ -98,6 +103,7 @@ class PredictorService final : public sojourn::v1::Predictor::CallbackService {
   turnaround::TurnaroundEstimator* turnaround_;
   const PredictorServiceConfig config_;
   Metrics* accuracy_metrics_ = nullptr;
+  AvailabilityScorer* scorer_ = nullptr;
 };
 
 }  // namespace sojourn::predictor

@@ -26,6 +26,7 @@
 #include "models/baselines/baselines.h"
 #include "services/monitor/monitor.h"
 #include "services/monitor/monitor_service.h"
+#include "services/predictor/availability_scorer.h"
 #include "services/predictor/predictor_service.h"
 #include "services/statemgr/registrar.h"
 #include "services/statemgr/statemgr_service.h"
@@ -120,6 +121,9 @@ class ClusterTest : public ::testing::Test {
     predictor_ = std::make_unique<predictor::AvailabilityPredictor>(pc, *directory_, clock_);
     predictor_service_ =
         std::make_unique<predictor::PredictorService>(*predictor_, *directory_, pool_);
+    scorer_ =
+        std::make_unique<predictor::AvailabilityScorer>(*directory_, clock_, predictor_metrics_);
+    predictor_service_->ScoreAvailability(scorer_.get());
     auto p = GrpcServer::Start({}, {predictor_service_.get()}, predictor_metrics_);
     ASSERT_THAT(p.status(), IsOk());
     predictor_server_ = std::move(*p);
@@ -213,6 +217,7 @@ class ClusterTest : public ::testing::Test {
   std::unique_ptr<GrpcServer> broker_server_;
   std::unique_ptr<predictor::StatemgrDirectory> directory_;
   std::unique_ptr<predictor::AvailabilityPredictor> predictor_;
+  std::unique_ptr<predictor::AvailabilityScorer> scorer_;
   std::unique_ptr<predictor::PredictorService> predictor_service_;
   std::unique_ptr<GrpcServer> predictor_server_;
   std::unique_ptr<v1::Broker::Stub> broker_stub_;
@@ -465,6 +470,111 @@ TEST_F(ClusterTest, SilentHostLeavesTheRankingAtItsRevocationGap) {
     EXPECT_FALSE(h.eligible()) << h.host();
     EXPECT_EQ(h.current_state(), v1::HOST_STATE_S5_REVOKED) << h.host();
   }
+}
+
+// Live accuracy of the TR answers (AvailabilityScorer): an answer for a
+// window from now is kept, one per host and window length, until the window
+// plus the host's revocation gap and a minute have passed; then the host's
+// states in it score the answer and the host's window frequency beside it.
+TEST_F(ClusterTest, AvailabilityAnswersAreScoredWhenTheirWindowHasPassed) {
+  Push("calm", 21, 0.3);
+  Push("stormy", 21, 0.95);
+  const int64_t last = kMonday + 21 * 86400 - 300;  // the newest sample
+  const int64_t start = last + 100;
+  clock_.Set(absl::FromUnixSeconds(start));
+  statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
+  statemgr::Registrar registrar(rc, *book_, clock_);
+  ASSERT_EQ(registrar.RegisterAll(), 2);
+  auto predict = [&](const std::string& host, int64_t window) {
+    grpc::ClientContext ctx;
+    v1::PredictAvailabilityRequest req;
+    req.set_host(host);
+    req.set_window_seconds(window);
+    v1::PredictAvailabilityResponse resp;
+    EXPECT_TRUE(predictor_stub_->PredictAvailability(&ctx, req, &resp).ok());
+    return resp;
+  };
+  auto metric = [&](const std::string& series) {
+    const std::string text = predictor_metrics_.Render();
+    const size_t at = text.find(series + " ");
+    return at == std::string::npos ? std::nan("") : std::stod(text.substr(at + series.size() + 1));
+  };
+  const std::string smp = "{service=\"predictor\",method=\"smp\"}";
+  const std::string freq = "{service=\"predictor\",method=\"window_frequency\"}";
+  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + smp), 0);  // declared
+
+  const v1::PredictAvailabilityResponse calm = predict("calm", 3600);
+  predict("calm", 3600);  // the same host and length: kept once
+  const v1::PredictAvailabilityResponse calm_2h = predict("calm", 7200);
+  const v1::PredictAvailabilityResponse stormy = predict("stormy", 3600);
+  ASSERT_GT(calm.past_up_windows(), 0);
+  ASSERT_GT(stormy.past_up_windows(), 0);
+  EXPECT_EQ(scorer_->pending(), 3);
+  EXPECT_EQ(metric("sojourn_predictor_availability_pending{service=\"predictor\"}"), 3);
+  {  // A window in the past is a backtest, not a forecast: not kept.
+    grpc::ClientContext ctx;
+    v1::PredictAvailabilityRequest req;
+    req.set_host("calm");
+    req.set_window_seconds(1800);
+    req.set_start_unix_seconds(start - 86400);
+    v1::PredictAvailabilityResponse resp;
+    ASSERT_TRUE(predictor_stub_->PredictAvailability(&ctx, req, &resp).ok());
+    EXPECT_EQ(scorer_->pending(), 3);
+  }
+
+  // The next hour: calm stays idle; stormy is overloaded for 20 minutes at
+  // half past. Then both fall silent.
+  const int64_t gap = calm.valid_until_unix_seconds() - calm.last_sample_unix_seconds();
+  ASSERT_GT(gap, 0);
+  clock_.Set(absl::FromUnixSeconds(start + 3600 + gap + 60 - 1));
+  for (const char* host : {"calm", "stormy"}) {
+    grpc::ClientContext ctx;
+    v1::PushSamplesResponse resp;
+    auto writer = sm_stub_->PushSamples(&ctx, &resp);
+    v1::PushSamplesRequest req;
+    req.set_host(host);
+    req.set_period_seconds(300);
+    for (int64_t t = last + 300; t <= start + 3600; t += 300) {
+      const bool spike = std::string(host) == "stormy" && t >= start + 1800 && t < start + 3000;
+      auto* sample = req.add_samples();
+      sample->set_unix_seconds(t);
+      sample->set_cpu_load_ratio(spike ? 0.95 : 0.05);
+      sample->set_free_mem_mb(4000);
+    }
+    writer->Write(req);
+    writer->WritesDone();
+    ASSERT_TRUE(writer->Finish().ok()) << host;
+  }
+  EXPECT_EQ(scorer_->ScoreDue(), 0);  // a second too early
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(scorer_->ScoreDue(), 2);
+  EXPECT_EQ(scorer_->pending(), 1);
+  auto freq_of = [](const v1::PredictAvailabilityResponse& r) {
+    return static_cast<double>(r.past_up_windows_survived()) / r.past_up_windows();
+  };
+  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + smp), 2);
+  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + freq), 2);
+  EXPECT_EQ(metric("sojourn_predictor_availability_survived_total{service=\"predictor\"}"), 1);
+  const double square =
+      (1 - calm.tr_ratio()) * (1 - calm.tr_ratio()) + stormy.tr_ratio() * stormy.tr_ratio();
+  EXPECT_NEAR(metric("sojourn_predictor_availability_brier_sum_total" + smp), square, 1e-9);
+  const double freq_square =
+      (1 - freq_of(calm)) * (1 - freq_of(calm)) + freq_of(stormy) * freq_of(stormy);
+  EXPECT_NEAR(metric("sojourn_predictor_availability_brier_sum_total" + freq), freq_square, 1e-9);
+  EXPECT_NEAR(metric("sojourn_predictor_availability_predicted_sum_total" + smp),
+              calm.tr_ratio() + stormy.tr_ratio(), 1e-9);
+
+  // calm's 2 h window: silent from the end of its first hour, for longer
+  // than its revocation gap, so S5 inside the window: failed. (The hosts'
+  // registrations with the broker expired long ago: an answer is scored at
+  // the state manager that gave it.)
+  clock_.Set(absl::FromUnixSeconds(start + 7200 + gap + 60));
+  EXPECT_EQ(scorer_->ScoreDue(), 1);
+  EXPECT_EQ(scorer_->pending(), 0);
+  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + smp), 3);
+  EXPECT_EQ(metric("sojourn_predictor_availability_survived_total{service=\"predictor\"}"), 1);
+  EXPECT_NEAR(metric("sojourn_predictor_availability_brier_sum_total" + smp),
+              square + calm_2h.tr_ratio() * calm_2h.tr_ratio(), 1e-9);
 }
 
 // Live hosts: samples keep coming and the registrar reports every 10 s. It

@@ -189,7 +189,9 @@ class PrometheusTest(unittest.TestCase):
             f'quantity="{q}"}}'
             for m in ("scored_total", "abs_error_seconds_total", "observed_seconds_total")
             for k, q in (("historical", "wait"), ("hybrid", "turnaround"),
-                         ("user_estimate", "run"))]
+                         ("user_estimate", "run"))] + [
+            f'sojourn_predictor_availability_unresolved_total{{job="sojourn-predictor",'
+            f'reason="{r}"}}' for r in ("full", "no_states")]
         for expr in expected:
             with self.subTest(series=expr):
                 # Bounded wait for a scrape that has the series (test_1 saw every

@@ -1,0 +1,109 @@
+// Live accuracy of the availability predictions: issue 3's backtest on the
+// running cluster. A sample of the TR answers for windows from now is kept
+// until each window has passed, then scored against what the host's state
+// manager saw in it (no S3, S4 or S5: survived), beside the empirical
+// baseline the same answer carries (window_frequency: the host's own past
+// windows like it, PredictAvailabilityResponse.past_up_windows*), on the same
+// windows. Brier score = brier_sum / scored, per method (paper 000 section
+// 8.2.1 scores the same event, one window at a time).
+#ifndef SOJOURN_SERVICES_PREDICTOR_AVAILABILITY_SCORER_H_
+#define SOJOURN_SERVICES_PREDICTOR_AVAILABILITY_SCORER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "services/predictor/statemgr_directory.h"
+#include "sojourn/v1/predictor.pb.h"
+#include "sojourn/v1/statemgr.pb.h"
+
+namespace sojourn::predictor {
+
+struct AvailabilityScorerConfig {
+  // The model's name in the metrics: smp, or smp_paper (--paper_estimator).
+  std::string method = "smp";
+  // Windows waiting for their end at most; an answer offered beyond it is
+  // not kept (counted as unresolved, reason "full").
+  size_t max_pending = 10000;
+  // Time the state manager has, after a window's end plus the host's
+  // revocation gap, to hold the samples of it (a monitor pushes its samples
+  // every few seconds).
+  absl::Duration settle = absl::Minutes(1);
+  // A window whose state manager cannot be asked is tried again every pass
+  // until this long after its end, then dropped (reason "unreachable").
+  absl::Duration give_up_after = absl::Hours(24);
+  absl::Duration call_timeout = absl::Seconds(10);
+};
+
+// What a window turned out to be, from the states its host's state manager
+// reports for it (GetStateIntervals over [start, end)) and the host's
+// revocation gap: failed when an interval in it is S3, S4 or S5, or when the
+// host fell silent for longer than the gap before the end (S5, as a live
+// watcher saw it; the grid only reaches the last sample); survived otherwise.
+// nullopt when the reported states do not start at the window (no sample
+// there: the host's history was cut, e.g. by retention).
+std::optional<bool> WindowSurvived(const sojourn::v1::GetStateIntervalsResponse& states,
+                                   int64_t start, int64_t end, int64_t revocation_gap_seconds);
+
+// Thread-safe.
+class AvailabilityScorer {
+ public:
+  // Declares its metrics on `metrics` at 0. `directory`, `clock` and
+  // `metrics` must outlive the scorer.
+  AvailabilityScorer(StatemgrDirectory& directory, Clock& clock, Metrics& metrics,
+                     const AvailabilityScorerConfig& config = {});
+
+  // Keeps the answer to `request`, made at `made_at` from the state manager
+  // at `statemgr_address` (asked again for the outcome), for scoring when it
+  // is for a window from now (start 0) from an up state (the answer has
+  // valid_until_unix_seconds) with past windows of the host behind the
+  // baseline (past_up_windows > 0), and no window of the same host and
+  // length is pending yet (one at a time: the windows scored do not
+  // overlap, and a ranking's many requests count once).
+  void Offer(const sojourn::v1::PredictAvailabilityRequest& request,
+             const sojourn::v1::PredictAvailabilityResponse& response,
+             const std::string& statemgr_address, absl::Time made_at);
+
+  // Scores every pending window that ended at least its revocation gap plus
+  // `settle` ago, asking its state manager (a call per window, without a
+  // lock held). Returns the number scored.
+  int ScoreDue();
+
+  size_t pending() const;
+
+ private:
+  struct Pending {
+    std::string statemgr_address;
+    int64_t start = 0, end = 0;
+    int64_t revocation_gap = 0;
+    double tr = 0;
+    double window_frequency = 0;
+  };
+  // (host, window seconds)
+  using Key = std::pair<std::string, int64_t>;
+
+  // The state manager's answer for `p`'s window; an error when it cannot be
+  // had.
+  absl::StatusOr<sojourn::v1::GetStateIntervalsResponse> States(const std::string& host,
+                                                                const Pending& p);
+  void Count(const Pending& p, bool survived);
+  void Unresolved(const char* reason);
+
+  StatemgrDirectory& directory_;
+  Clock& clock_;
+  Metrics& metrics_;
+  const AvailabilityScorerConfig config_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<Key, Pending> pending_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sojourn::predictor
+
+#endif  // SOJOURN_SERVICES_PREDICTOR_AVAILABILITY_SCORER_H_
