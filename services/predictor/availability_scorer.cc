@@ -1,6 +1,7 @@
 #include "services/predictor/availability_scorer.h"
 
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -31,10 +32,10 @@ constexpr char kSurvived[] = "sojourn_predictor_availability_survived_total";
 constexpr char kSurvivedHelp[] = "Scored windows in which the host stayed usable (no S3, S4 or S5)";
 constexpr char kUnresolved[] = "sojourn_predictor_availability_unresolved_total";
 constexpr char kUnresolvedHelp[] =
-    "Predictions kept for scoring that could not be scored: reason full (too many windows "
-    "pending), unknown_host (the state manager no longer knows the host), no_states (no states "
-    "reported from the window's start) or unreachable (the state manager did not answer for a day "
-    "after the window)";
+    "Availability answers not scored: reason full (not kept: too many windows pending), "
+    "unknown_host (the state manager no longer knows the host), no_states (its states do not "
+    "cover the window, e.g. history cut by retention) or unreachable (the state manager did not "
+    "answer for a day after the window)";
 constexpr char kPending[] = "sojourn_predictor_availability_pending";
 constexpr char kPendingHelp[] = "Availability predictions waiting for their window to pass";
 
@@ -49,7 +50,7 @@ bool IsFailureState(sojourn::v1::HostState s) {
 }  // namespace
 
 std::optional<bool> WindowSurvived(const sojourn::v1::GetStateIntervalsResponse& states,
-                                   int64_t start, int64_t end, int64_t revocation_gap_seconds) {
+                                   int64_t start, int64_t end) {
   const int64_t step = std::max<int64_t>(1, states.step_seconds());
   if (states.intervals_size() == 0 || states.intervals(0).start_unix_seconds() > start + step) {
     return std::nullopt;
@@ -57,10 +58,8 @@ std::optional<bool> WindowSurvived(const sojourn::v1::GetStateIntervalsResponse&
   for (const sojourn::v1::StateInterval& i : states.intervals()) {
     if (i.start_unix_seconds() < end && IsFailureState(i.state())) return false;
   }
-  // The grid ends at the host's last sample: silent for longer than its
-  // revocation gap before the end, it was S5 in the window.
-  const int64_t covered = states.intervals(states.intervals_size() - 1).end_unix_seconds();
-  return !(covered < end && covered + revocation_gap_seconds < end);
+  if (states.intervals(states.intervals_size() - 1).end_unix_seconds() < end) return std::nullopt;
+  return true;
 }
 
 AvailabilityScorer::AvailabilityScorer(StatemgrDirectory& directory, Clock& clock, Metrics& metrics,
@@ -81,14 +80,14 @@ AvailabilityScorer::AvailabilityScorer(StatemgrDirectory& directory, Clock& cloc
 
 void AvailabilityScorer::Offer(const sojourn::v1::PredictAvailabilityRequest& request,
                                const sojourn::v1::PredictAvailabilityResponse& response,
-                               const std::string& statemgr_address, absl::Time made_at) {
+                               const std::string& statemgr_address) {
   if (request.start_unix_seconds() != 0 || response.valid_until_unix_seconds() <= 0 ||
       response.past_up_windows() <= 0 || response.last_sample_unix_seconds() <= 0) {
     return;
   }
   Pending p;
   p.statemgr_address = statemgr_address;
-  p.start = absl::ToUnixSeconds(made_at);
+  p.start = response.last_sample_unix_seconds();
   p.end = p.start + request.window_seconds();
   p.revocation_gap = response.valid_until_unix_seconds() - response.last_sample_unix_seconds();
   p.tr = response.tr_ratio();
@@ -114,12 +113,13 @@ absl::StatusOr<sojourn::v1::GetStateIntervalsResponse> AvailabilityScorer::State
   req.set_host(host);
   req.set_start_unix_seconds(p.start);
   req.set_end_unix_seconds(p.end);
+  req.set_through_silence(true);
   sojourn::v1::GetStateIntervalsResponse resp;
   // A state manager that let calls run into their deadline is not asked
   // during its backoff (the next pass tries again), as for the answers.
   ASSIGN_OR_RETURN(const absl::Duration timeout, directory_.Admit(address, host));
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + std::min(timeout, config_.call_timeout)));
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   grpc::Status s = (*stub)->GetStateIntervals(&ctx, req, &resp);
   directory_.Record(address, s);
   if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
@@ -148,7 +148,7 @@ void AvailabilityScorer::Unresolved(const char* reason) {
   metrics_.Increment(kUnresolved, kUnresolvedHelp, {{"reason", reason}});
 }
 
-int AvailabilityScorer::ScoreDue() {
+int AvailabilityScorer::ScoreDue(const std::function<bool()>& stop) {
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   const int64_t settle = absl::ToInt64Seconds(config_.settle);
   std::vector<std::pair<Key, Pending>> due;
@@ -158,9 +158,16 @@ int AvailabilityScorer::ScoreDue() {
       if (p.end + p.revocation_gap + settle <= now) due.emplace_back(key, p);
     }
   }
+  std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.second.end, a.first) < std::tie(b.second.end, b.first);
+  });
+  if (due.size() > static_cast<size_t>(std::max(0, config_.max_calls_per_pass))) {
+    due.resize(static_cast<size_t>(std::max(0, config_.max_calls_per_pass)));
+  }
   int scored = 0;
   std::vector<Key> done;
   for (const auto& [key, p] : due) {
+    if (stop && stop()) break;
     absl::StatusOr<sojourn::v1::GetStateIntervalsResponse> states = States(key.first, p);
     if (absl::IsNotFound(states.status())) {
       Unresolved("unknown_host");
@@ -169,8 +176,7 @@ int AvailabilityScorer::ScoreDue() {
       SOJOURN_LOG(WARNING, "availability scoring: gave up on host %s's window ending %d: %s",
                   key.first, p.end, states.status().message());
       Unresolved("unreachable");
-    } else if (std::optional<bool> survived =
-                   WindowSurvived(*states, p.start, p.end, p.revocation_gap);
+    } else if (std::optional<bool> survived = WindowSurvived(*states, p.start, p.end);
                !survived.has_value()) {
       Unresolved("no_states");
     } else {

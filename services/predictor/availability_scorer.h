@@ -10,6 +10,7 @@
 #define SOJOURN_SERVICES_PREDICTOR_AVAILABILITY_SCORER_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,20 +40,23 @@ struct AvailabilityScorerConfig {
   // A window whose state manager cannot be asked is tried again every pass
   // until this long after its end, then dropped (reason "unreachable").
   absl::Duration give_up_after = absl::Hours(24);
-  absl::Duration call_timeout = absl::Seconds(10);
+  // State managers asked at most per pass (oldest windows first; the rest
+  // wait for the next pass), so that a pass over many windows of a slow
+  // state manager ends and a shutdown does not wait for it.
+  int max_calls_per_pass = 1000;
 };
 
 // What a window turned out to be, from the states its host's state manager
-// reports for it (GetStateIntervals over [start, end)) and the host's
-// revocation gap: failed when an interval in it is S3, S4 or S5, or when the
-// host fell silent for longer than the gap before the end (S5, as a live
-// watcher saw it; the grid only reaches the last sample); survived otherwise.
-// nullopt when the reported states do not start at the window (no sample
-// there: the host's history was cut, e.g. by retention).
+// reports for it (GetStateIntervals over [start, end), through_silence: after
+// the host's newest sample, its state until the revocation gap has passed,
+// S5 after it, as a live watcher saw it): failed when a state in it is S3, S4
+// or S5, survived when the states cover it without one. nullopt when they do
+// not start at the window or stop before its end (the host's history was
+// cut, e.g. by retention, or a state manager without through_silence).
 std::optional<bool> WindowSurvived(const sojourn::v1::GetStateIntervalsResponse& states,
-                                   int64_t start, int64_t end, int64_t revocation_gap_seconds);
+                                   int64_t start, int64_t end);
 
-// Thread-safe.
+// Thread-safe, with one caller of ScoreDue at a time.
 class AvailabilityScorer {
  public:
   // Declares its metrics on `metrics` at 0. `directory`, `clock` and
@@ -60,21 +64,24 @@ class AvailabilityScorer {
   AvailabilityScorer(StatemgrDirectory& directory, Clock& clock, Metrics& metrics,
                      const AvailabilityScorerConfig& config = {});
 
-  // Keeps the answer to `request`, made at `made_at` from the state manager
-  // at `statemgr_address` (asked again for the outcome), for scoring when it
+  // Keeps the answer to `request`, from the state manager at
+  // `statemgr_address` (asked again for the outcome), for scoring when it
   // is for a window from now (start 0) from an up state (the answer has
   // valid_until_unix_seconds) with past windows of the host behind the
   // baseline (past_up_windows > 0), and no window of the same host and
   // length is pending yet (one at a time: the windows scored do not
-  // overlap, and a ranking's many requests count once).
+  // overlap, and a ranking's many requests count once). The window scored
+  // starts at the host's newest sample (last_sample_unix_seconds), where the
+  // model's curve starts, by the host's clock.
   void Offer(const sojourn::v1::PredictAvailabilityRequest& request,
              const sojourn::v1::PredictAvailabilityResponse& response,
-             const std::string& statemgr_address, absl::Time made_at);
+             const std::string& statemgr_address);
 
-  // Scores every pending window that ended at least its revocation gap plus
-  // `settle` ago, asking its state manager (a call per window, without a
-  // lock held). Returns the number scored.
-  int ScoreDue();
+  // Scores the pending windows that ended at least their revocation gap
+  // plus `settle` ago, oldest first, asking their state managers (a call
+  // per window, without a lock held; at most max_calls_per_pass, and none
+  // more once `stop` returns true). Returns the number scored.
+  int ScoreDue(const std::function<bool()>& stop = nullptr);
 
   size_t pending() const;
 

@@ -183,8 +183,12 @@ int main(int argc, char** argv) {
   std::thread scoring;
   if (scorer != nullptr) {
     scoring = std::thread([&] {
-      sojourn::RunEvery(sojourn::Clock::Real(), absl::Minutes(1), &scoring_mu, &stopping,
-                        [&] { scorer->ScoreDue(); });
+      sojourn::RunEvery(sojourn::Clock::Real(), absl::Minutes(1), &scoring_mu, &stopping, [&] {
+        scorer->ScoreDue([&] {
+          absl::MutexLock l(&scoring_mu);
+          return stopping;
+        });
+      });
     });
   }
   sojourn::WaitForTerminationSignal();

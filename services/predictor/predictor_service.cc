@@ -75,7 +75,7 @@ grpc::ServerUnaryReactor* PredictorService::PredictAvailability(
     std::string address;
     ASSIGN_OR_RETURN(*response, predictor_.Predict(*request, caller_deadline, &address));
     if (scorer_ != nullptr) {
-      scorer_->Offer(*request, *response, address, predictor_.clock().Now());
+      scorer_->Offer(*request, *response, address);
     }
     return absl::OkStatus();
   });

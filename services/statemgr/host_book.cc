@@ -905,25 +905,46 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
 }
 
 absl::StatusOr<std::vector<StateInterval>> HostBook::Intervals(const std::string& host,
-                                                               int64_t start_unix,
-                                                               int64_t end_unix,
-                                                               int64_t* step) const {
+                                                               int64_t start_unix, int64_t end_unix,
+                                                               int64_t* step,
+                                                               bool through_silence) const {
   std::shared_ptr<const StateSeries> series;
+  std::optional<int64_t> last_sample;
+  HostState last_state = HostState::kS5;
+  int64_t gap = 0;
   {
     absl::ReaderMutexLock l(&mu_);
     auto it = hosts_.find(host);
     if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
     series = SeriesOf(it->second);
+    if (through_silence && it->second.grid.has_value()) {
+      last_sample = it->second.grid->classifier().last_sample_unix();
+      last_state = it->second.grid->classifier().current();
+      gap = ClassifierFor(it->second).revocation_gap_seconds;
+    }
   }
   *step = series->step_seconds;
   std::vector<StateInterval> out;
-  for (size_t k = 0; k < series->states.size(); ++k) {
-    const int64_t t = series->start_unix + static_cast<int64_t>(k) * series->step_seconds;
-    if (t < start_unix || (end_unix > 0 && t >= end_unix)) continue;
-    if (!out.empty() && out.back().state == series->states[k]) {
+  auto add = [&](HostState state, int64_t t) {
+    if (t < start_unix || (end_unix > 0 && t >= end_unix)) return;
+    if (!out.empty() && out.back().state == state) {
       out.back().end_unix = t + series->step_seconds;
     } else {
-      out.push_back({series->states[k], t, t + series->step_seconds});
+      out.push_back({state, t, t + series->step_seconds});
+    }
+  };
+  for (size_t k = 0; k < series->states.size(); ++k) {
+    add(series->states[k], series->start_unix + static_cast<int64_t>(k) * series->step_seconds);
+  }
+  if (last_sample.has_value() && end_unix > 0 && !series->states.empty() &&
+      series->step_seconds > 0) {
+    // The grid ends at the newest sample; StateClassifier::StateAt after it.
+    const int64_t until = std::min(end_unix, absl::ToUnixSeconds(clock_.Now()) + 1);
+    int64_t t =
+        series->start_unix + static_cast<int64_t>(series->states.size()) * series->step_seconds;
+    if (t < start_unix) t += (start_unix - t) / series->step_seconds * series->step_seconds;
+    for (; t < until; t += series->step_seconds) {
+      add(t - *last_sample > gap ? HostState::kS5 : last_state, t);
     }
   }
   return out;

@@ -237,8 +237,14 @@ class HostBook {
       const std::string& host, const availability::WindowSpec& spec, int64_t end_unix,
       const availability::EstimatorOptions& opt = availability::EstimatorOptions(),
       bool deployed_estimates = false) const;
+  // The host's states on its grid over [start_unix, end_unix) (end 0 = up
+  // to the newest sample), runs of equal states merged. With
+  // `through_silence` and end_unix > 0, the grid goes on after the newest
+  // sample up to end_unix (at most now): its state until the revocation gap
+  // has passed, S5 after it, as the silence check announces it.
   absl::StatusOr<std::vector<StateInterval>> Intervals(const std::string& host, int64_t start_unix,
-                                                       int64_t end_unix, int64_t* step) const;
+                                                       int64_t end_unix, int64_t* step,
+                                                       bool through_silence = false) const;
   absl::StatusOr<std::vector<HostSample>> Series(const std::string& host, int64_t start_unix,
                                                  int64_t end_unix, size_t max_samples,
                                                  bool* truncated) const;

@@ -441,7 +441,7 @@ grpc::ServerUnaryReactor* StateManagerService::GetStateIntervals(
   }
   int64_t step = 0;
   auto intervals = book_.Intervals(request->host(), request->start_unix_seconds(),
-                                   request->end_unix_seconds(), &step);
+                                   request->end_unix_seconds(), &step, request->through_silence());
   if (!intervals.ok()) return FinishNow(context, intervals.status());
   response->set_step_seconds(step);
   for (const StateInterval& i : *intervals) {

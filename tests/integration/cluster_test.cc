@@ -479,12 +479,13 @@ TEST_F(ClusterTest, SilentHostLeavesTheRankingAtItsRevocationGap) {
 TEST_F(ClusterTest, AvailabilityAnswersAreScoredWhenTheirWindowHasPassed) {
   Push("calm", 21, 0.3);
   Push("stormy", 21, 0.95);
+  Push("quiet", 21, 0.3);                           // sends nothing after the answer
   const int64_t last = kMonday + 21 * 86400 - 300;  // the newest sample
   const int64_t start = last + 100;
   clock_.Set(absl::FromUnixSeconds(start));
   statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
   statemgr::Registrar registrar(rc, *book_, clock_);
-  ASSERT_EQ(registrar.RegisterAll(), 2);
+  ASSERT_EQ(registrar.RegisterAll(), 3);
   auto predict = [&](const std::string& host, int64_t window) {
     grpc::ClientContext ctx;
     v1::PredictAvailabilityRequest req;
@@ -507,10 +508,12 @@ TEST_F(ClusterTest, AvailabilityAnswersAreScoredWhenTheirWindowHasPassed) {
   predict("calm", 3600);  // the same host and length: kept once
   const v1::PredictAvailabilityResponse calm_2h = predict("calm", 7200);
   const v1::PredictAvailabilityResponse stormy = predict("stormy", 3600);
+  const v1::PredictAvailabilityResponse quiet = predict("quiet", 3600);
   ASSERT_GT(calm.past_up_windows(), 0);
   ASSERT_GT(stormy.past_up_windows(), 0);
-  EXPECT_EQ(scorer_->pending(), 3);
-  EXPECT_EQ(metric("sojourn_predictor_availability_pending{service=\"predictor\"}"), 3);
+  EXPECT_EQ(calm.last_sample_unix_seconds(), last);  // where the windows scored start
+  EXPECT_EQ(scorer_->pending(), 4);
+  EXPECT_EQ(metric("sojourn_predictor_availability_pending{service=\"predictor\"}"), 4);
   {  // A window in the past is a backtest, not a forecast: not kept.
     grpc::ClientContext ctx;
     v1::PredictAvailabilityRequest req;
@@ -519,14 +522,14 @@ TEST_F(ClusterTest, AvailabilityAnswersAreScoredWhenTheirWindowHasPassed) {
     req.set_start_unix_seconds(start - 86400);
     v1::PredictAvailabilityResponse resp;
     ASSERT_TRUE(predictor_stub_->PredictAvailability(&ctx, req, &resp).ok());
-    EXPECT_EQ(scorer_->pending(), 3);
+    EXPECT_EQ(scorer_->pending(), 4);
   }
 
-  // The next hour: calm stays idle; stormy is overloaded for 20 minutes at
-  // half past. Then both fall silent.
+  // The hour from the newest sample: calm stays idle; stormy is overloaded
+  // for 20 minutes at half past; quiet sends nothing. Then all are silent.
   const int64_t gap = calm.valid_until_unix_seconds() - calm.last_sample_unix_seconds();
   ASSERT_GT(gap, 0);
-  clock_.Set(absl::FromUnixSeconds(start + 3600 + gap + 60 - 1));
+  clock_.Set(absl::FromUnixSeconds(last + 3600 + gap + 60 - 1));
   for (const char* host : {"calm", "stormy"}) {
     grpc::ClientContext ctx;
     v1::PushSamplesResponse resp;
@@ -534,8 +537,8 @@ TEST_F(ClusterTest, AvailabilityAnswersAreScoredWhenTheirWindowHasPassed) {
     v1::PushSamplesRequest req;
     req.set_host(host);
     req.set_period_seconds(300);
-    for (int64_t t = last + 300; t <= start + 3600; t += 300) {
-      const bool spike = std::string(host) == "stormy" && t >= start + 1800 && t < start + 3000;
+    for (int64_t t = last + 300; t <= last + 3600; t += 300) {
+      const bool spike = std::string(host) == "stormy" && t >= last + 1800 && t < last + 3000;
       auto* sample = req.add_samples();
       sample->set_unix_seconds(t);
       sample->set_cpu_load_ratio(spike ? 0.95 : 0.05);
@@ -547,31 +550,47 @@ TEST_F(ClusterTest, AvailabilityAnswersAreScoredWhenTheirWindowHasPassed) {
   }
   EXPECT_EQ(scorer_->ScoreDue(), 0);  // a second too early
   clock_.Advance(absl::Seconds(1));
-  EXPECT_EQ(scorer_->ScoreDue(), 2);
+  {  // quiet's states go on through its silence: S5 once its gap has passed.
+    grpc::ClientContext ctx;
+    v1::GetStateIntervalsRequest req;
+    req.set_host("quiet");
+    req.set_start_unix_seconds(last);
+    req.set_end_unix_seconds(last + 3600);
+    req.set_through_silence(true);
+    v1::GetStateIntervalsResponse resp;
+    ASSERT_TRUE(sm_stub_->GetStateIntervals(&ctx, req, &resp).ok());
+    ASSERT_EQ(resp.intervals_size(), 2);
+    EXPECT_EQ(resp.intervals(0).state(), quiet.initial_state());
+    EXPECT_EQ(resp.intervals(1).state(), v1::HOST_STATE_S5_REVOKED);
+    // The first grid point more than the gap after the newest sample.
+    EXPECT_EQ(resp.intervals(1).start_unix_seconds(), last + (gap / 300 + 1) * 300);
+    EXPECT_EQ(resp.intervals(1).end_unix_seconds(), last + 3600);
+  }
+  EXPECT_EQ(scorer_->ScoreDue(), 3);
   EXPECT_EQ(scorer_->pending(), 1);
   auto freq_of = [](const v1::PredictAvailabilityResponse& r) {
     return static_cast<double>(r.past_up_windows_survived()) / r.past_up_windows();
   };
-  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + smp), 2);
-  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + freq), 2);
+  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + smp), 3);
+  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + freq), 3);
   EXPECT_EQ(metric("sojourn_predictor_availability_survived_total{service=\"predictor\"}"), 1);
-  const double square =
-      (1 - calm.tr_ratio()) * (1 - calm.tr_ratio()) + stormy.tr_ratio() * stormy.tr_ratio();
+  const double square = (1 - calm.tr_ratio()) * (1 - calm.tr_ratio()) +
+                        stormy.tr_ratio() * stormy.tr_ratio() + quiet.tr_ratio() * quiet.tr_ratio();
   EXPECT_NEAR(metric("sojourn_predictor_availability_brier_sum_total" + smp), square, 1e-9);
-  const double freq_square =
-      (1 - freq_of(calm)) * (1 - freq_of(calm)) + freq_of(stormy) * freq_of(stormy);
+  const double freq_square = (1 - freq_of(calm)) * (1 - freq_of(calm)) +
+                             freq_of(stormy) * freq_of(stormy) + freq_of(quiet) * freq_of(quiet);
   EXPECT_NEAR(metric("sojourn_predictor_availability_brier_sum_total" + freq), freq_square, 1e-9);
   EXPECT_NEAR(metric("sojourn_predictor_availability_predicted_sum_total" + smp),
-              calm.tr_ratio() + stormy.tr_ratio(), 1e-9);
+              calm.tr_ratio() + stormy.tr_ratio() + quiet.tr_ratio(), 1e-9);
 
   // calm's 2 h window: silent from the end of its first hour, for longer
   // than its revocation gap, so S5 inside the window: failed. (The hosts'
   // registrations with the broker expired long ago: an answer is scored at
   // the state manager that gave it.)
-  clock_.Set(absl::FromUnixSeconds(start + 7200 + gap + 60));
+  clock_.Set(absl::FromUnixSeconds(last + 7200 + gap + 60));
   EXPECT_EQ(scorer_->ScoreDue(), 1);
   EXPECT_EQ(scorer_->pending(), 0);
-  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + smp), 3);
+  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + smp), 4);
   EXPECT_EQ(metric("sojourn_predictor_availability_survived_total{service=\"predictor\"}"), 1);
   EXPECT_NEAR(metric("sojourn_predictor_availability_brier_sum_total" + smp),
               square + calm_2h.tr_ratio() * calm_2h.tr_ratio(), 1e-9);

@@ -1,5 +1,5 @@
 // WindowSurvived: a window's outcome from its host's state intervals
-// (GetStateIntervals over it) and the host's revocation gap.
+// (GetStateIntervals over it, through the host's silence).
 #include "services/predictor/availability_scorer.h"
 
 #include <initializer_list>
@@ -12,7 +12,6 @@ namespace {
 
 constexpr int64_t kStart = 1700000000;
 constexpr int64_t kStep = 300;
-constexpr int64_t kGap = 450;
 
 // Intervals of (state, start, end).
 sojourn::v1::GetStateIntervalsResponse States(
@@ -32,7 +31,7 @@ TEST(WindowSurvivedTest, UpThroughTheWindow) {
   const int64_t end = kStart + 3600;
   auto s = States({{sojourn::v1::HOST_STATE_S1_IDLE, kStart + 200, kStart + 1000},
                    {sojourn::v1::HOST_STATE_S2_BUSY, kStart + 1000, end + 100}});
-  EXPECT_EQ(WindowSurvived(s, kStart, end, kGap), true);
+  EXPECT_EQ(WindowSurvived(s, kStart, end), true);
 }
 
 TEST(WindowSurvivedTest, AFailureStateInTheWindowFailsIt) {
@@ -43,34 +42,33 @@ TEST(WindowSurvivedTest, AFailureStateInTheWindowFailsIt) {
     auto s = States({{sojourn::v1::HOST_STATE_S1_IDLE, kStart, kStart + 1200},
                      {failure, kStart + 1200, kStart + 1500},
                      {sojourn::v1::HOST_STATE_S1_IDLE, kStart + 1500, end}});
-    EXPECT_EQ(WindowSurvived(s, kStart, end, kGap), false) << failure;
+    EXPECT_EQ(WindowSurvived(s, kStart, end), false) << failure;
   }
   // One starting at the end is after the window.
   auto after = States({{sojourn::v1::HOST_STATE_S1_IDLE, kStart, end},
                        {sojourn::v1::HOST_STATE_S3_OVERLOADED, end, end + kStep}});
-  EXPECT_EQ(WindowSurvived(after, kStart, end, kGap), true);
+  EXPECT_EQ(WindowSurvived(after, kStart, end), true);
 }
 
-// The grid ends at the last sample: a host silent for longer than its gap
-// before the end was S5 in the window; one whose silence ends after it was
-// not (yet).
-TEST(WindowSurvivedTest, SilenceLongerThanTheGapBeforeTheEndFailsIt) {
+// States that stop before the end (a state manager that does not report
+// the host's silence, or a window not over yet) say nothing.
+TEST(WindowSurvivedTest, StatesThatStopBeforeTheEndAreUnknown) {
   const int64_t end = kStart + 3600;
-  auto long_silence = States({{sojourn::v1::HOST_STATE_S1_IDLE, kStart, kStart + 1800}});
-  EXPECT_EQ(WindowSurvived(long_silence, kStart, end, kGap), false);
-  auto short_silence = States({{sojourn::v1::HOST_STATE_S1_IDLE, kStart, end - kGap}});
-  EXPECT_EQ(WindowSurvived(short_silence, kStart, end, kGap), true);
-  auto just_over = States({{sojourn::v1::HOST_STATE_S1_IDLE, kStart, end - kGap - 1}});
-  EXPECT_EQ(WindowSurvived(just_over, kStart, end, kGap), false);
+  auto short_of_it = States({{sojourn::v1::HOST_STATE_S1_IDLE, kStart, end - 1}});
+  EXPECT_EQ(WindowSurvived(short_of_it, kStart, end), std::nullopt);
+  // A failure before they stop still fails it.
+  auto failed = States({{sojourn::v1::HOST_STATE_S1_IDLE, kStart, kStart + 600},
+                        {sojourn::v1::HOST_STATE_S5_REVOKED, kStart + 600, kStart + 900}});
+  EXPECT_EQ(WindowSurvived(failed, kStart, end), false);
 }
 
 // No states from the window's start (history cut by retention, or none):
 // nothing to score.
 TEST(WindowSurvivedTest, NoStatesFromTheStartIsUnknown) {
   const int64_t end = kStart + 3600;
-  EXPECT_EQ(WindowSurvived(States({}), kStart, end, kGap), std::nullopt);
+  EXPECT_EQ(WindowSurvived(States({}), kStart, end), std::nullopt);
   auto late = States({{sojourn::v1::HOST_STATE_S1_IDLE, kStart + kStep + 1, end}});
-  EXPECT_EQ(WindowSurvived(late, kStart, end, kGap), std::nullopt);
+  EXPECT_EQ(WindowSurvived(late, kStart, end), std::nullopt);
 }
 
 }  // namespace
