@@ -50,10 +50,15 @@ class FakeClock final : public Clock {
     now_ = t;
   }
   void SleepUntil(absl::Time deadline, absl::Mutex* mu, bool* woken) override;
+  // Waits until `n` threads are in SleepUntil: their deadlines are fixed,
+  // so a test's Advance after it is measured against them (one before it
+  // could move a deadline that was yet to be taken from Now()).
+  void AwaitSleepers(int n) const;
 
  private:
   mutable absl::Mutex mu_;
   absl::Time now_ ABSL_GUARDED_BY(mu_);
+  int sleepers_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // The loop of a service's background thread: calls `fn`, then sleeps `every`

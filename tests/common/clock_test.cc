@@ -38,12 +38,16 @@ TEST(RunEveryTest, CallsAtOnceThenEveryPeriodUntilStopped) {
     });
   });
   EXPECT_EQ(calls.Await(1), 1);
+  // Asleep, its deadline taken: an Advance before it would move the
+  // deadline (it hung for ctest's timeout under load).
+  clock.AwaitSleepers(1);
   clock.Advance(absl::Seconds(30));
   // Half a period on, no second call (a bounded wait for one that must not
   // come; it cannot pass by timing out early).
   EXPECT_EQ(calls.Await(2, absl::Milliseconds(50)), 1);
   clock.Advance(absl::Seconds(30));
   EXPECT_EQ(calls.Await(2), 2);
+  clock.AwaitSleepers(1);
   {
     absl::MutexLock l(&mu);
     stopping = true;  // while it sleeps: it returns without another call
