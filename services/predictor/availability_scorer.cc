@@ -87,8 +87,12 @@ void AvailabilityScorer::Offer(const sojourn::v1::PredictAvailabilityRequest& re
   }
   Pending p;
   p.statemgr_address = statemgr_address;
+  // The model's M steps from the grid point of the newest sample: the grid
+  // points in (start, start + M step], a window shorter than a step or not
+  // on the grid included (its first point is the one after the start).
+  const int64_t step = std::max<int64_t>(1, response.step_seconds());
   p.start = response.last_sample_unix_seconds();
-  p.end = p.start + request.window_seconds();
+  p.end = p.start + (request.window_seconds() + step - 1) / step * step;
   p.revocation_gap = response.valid_until_unix_seconds() - response.last_sample_unix_seconds();
   p.tr = response.tr_ratio();
   p.window_frequency = static_cast<double>(response.past_up_windows_survived()) /
@@ -111,8 +115,8 @@ absl::StatusOr<sojourn::v1::GetStateIntervalsResponse> AvailabilityScorer::State
   if (!stub.ok()) return stub.status();
   sojourn::v1::GetStateIntervalsRequest req;
   req.set_host(host);
-  req.set_start_unix_seconds(p.start);
-  req.set_end_unix_seconds(p.end);
+  req.set_start_unix_seconds(p.start + 1);
+  req.set_end_unix_seconds(p.end + 1);
   req.set_through_silence(true);
   sojourn::v1::GetStateIntervalsResponse resp;
   // A state manager that let calls run into their deadline is not asked
@@ -176,7 +180,7 @@ int AvailabilityScorer::ScoreDue(const std::function<bool()>& stop) {
       SOJOURN_LOG(WARNING, "availability scoring: gave up on host %s's window ending %d: %s",
                   key.first, p.end, states.status().message());
       Unresolved("unreachable");
-    } else if (std::optional<bool> survived = WindowSurvived(*states, p.start, p.end);
+    } else if (std::optional<bool> survived = WindowSurvived(*states, p.start + 1, p.end + 1);
                !survived.has_value()) {
       Unresolved("no_states");
     } else {

@@ -71,8 +71,9 @@ class AvailabilityScorer {
   // baseline (past_up_windows > 0), and no window of the same host and
   // length is pending yet (one at a time: the windows scored do not
   // overlap, and a ranking's many requests count once). The window scored
-  // starts at the host's newest sample (last_sample_unix_seconds), where the
-  // model's curve starts, by the host's clock.
+  // is the model's: the grid points after the host's newest sample
+  // (last_sample_unix_seconds, by the host's clock) up to the window's
+  // length rounded up to whole steps.
   void Offer(const sojourn::v1::PredictAvailabilityRequest& request,
              const sojourn::v1::PredictAvailabilityResponse& response,
              const std::string& statemgr_address);

@@ -509,11 +509,14 @@ TEST_F(ClusterTest, AvailabilityAnswersAreScoredWhenTheirWindowHasPassed) {
   const v1::PredictAvailabilityResponse calm_2h = predict("calm", 7200);
   const v1::PredictAvailabilityResponse stormy = predict("stormy", 3600);
   const v1::PredictAvailabilityResponse quiet = predict("quiet", 3600);
+  // Shorter than the 300 s step: the model's one step, the grid point after
+  // the newest sample (a window with no grid point of its own was unscored).
+  const v1::PredictAvailabilityResponse brief = predict("stormy", 60);
   ASSERT_GT(calm.past_up_windows(), 0);
   ASSERT_GT(stormy.past_up_windows(), 0);
   EXPECT_EQ(calm.last_sample_unix_seconds(), last);  // where the windows scored start
-  EXPECT_EQ(scorer_->pending(), 4);
-  EXPECT_EQ(metric("sojourn_predictor_availability_pending{service=\"predictor\"}"), 4);
+  EXPECT_EQ(scorer_->pending(), 5);
+  EXPECT_EQ(metric("sojourn_predictor_availability_pending{service=\"predictor\"}"), 5);
   {  // A window in the past is a backtest, not a forecast: not kept.
     grpc::ClientContext ctx;
     v1::PredictAvailabilityRequest req;
@@ -522,7 +525,7 @@ TEST_F(ClusterTest, AvailabilityAnswersAreScoredWhenTheirWindowHasPassed) {
     req.set_start_unix_seconds(start - 86400);
     v1::PredictAvailabilityResponse resp;
     ASSERT_TRUE(predictor_stub_->PredictAvailability(&ctx, req, &resp).ok());
-    EXPECT_EQ(scorer_->pending(), 4);
+    EXPECT_EQ(scorer_->pending(), 5);
   }
 
   // The hour from the newest sample: calm stays idle; stormy is overloaded
@@ -548,7 +551,7 @@ TEST_F(ClusterTest, AvailabilityAnswersAreScoredWhenTheirWindowHasPassed) {
     writer->WritesDone();
     ASSERT_TRUE(writer->Finish().ok()) << host;
   }
-  EXPECT_EQ(scorer_->ScoreDue(), 0);  // a second too early
+  EXPECT_EQ(scorer_->ScoreDue(), 1);  // the brief window; the hour's a second too early
   clock_.Advance(absl::Seconds(1));
   {  // quiet's states go on through its silence: S5 once its gap has passed.
     grpc::ClientContext ctx;
@@ -571,17 +574,19 @@ TEST_F(ClusterTest, AvailabilityAnswersAreScoredWhenTheirWindowHasPassed) {
   auto freq_of = [](const v1::PredictAvailabilityResponse& r) {
     return static_cast<double>(r.past_up_windows_survived()) / r.past_up_windows();
   };
-  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + smp), 3);
-  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + freq), 3);
-  EXPECT_EQ(metric("sojourn_predictor_availability_survived_total{service=\"predictor\"}"), 1);
-  const double square = (1 - calm.tr_ratio()) * (1 - calm.tr_ratio()) +
-                        stormy.tr_ratio() * stormy.tr_ratio() + quiet.tr_ratio() * quiet.tr_ratio();
+  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + smp), 4);
+  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + freq), 4);
+  EXPECT_EQ(metric("sojourn_predictor_availability_survived_total{service=\"predictor\"}"), 2);
+  const double square =
+      (1 - calm.tr_ratio()) * (1 - calm.tr_ratio()) + stormy.tr_ratio() * stormy.tr_ratio() +
+      quiet.tr_ratio() * quiet.tr_ratio() + (1 - brief.tr_ratio()) * (1 - brief.tr_ratio());
   EXPECT_NEAR(metric("sojourn_predictor_availability_brier_sum_total" + smp), square, 1e-9);
   const double freq_square = (1 - freq_of(calm)) * (1 - freq_of(calm)) +
-                             freq_of(stormy) * freq_of(stormy) + freq_of(quiet) * freq_of(quiet);
+                             freq_of(stormy) * freq_of(stormy) + freq_of(quiet) * freq_of(quiet) +
+                             (1 - freq_of(brief)) * (1 - freq_of(brief));
   EXPECT_NEAR(metric("sojourn_predictor_availability_brier_sum_total" + freq), freq_square, 1e-9);
   EXPECT_NEAR(metric("sojourn_predictor_availability_predicted_sum_total" + smp),
-              calm.tr_ratio() + stormy.tr_ratio() + quiet.tr_ratio(), 1e-9);
+              calm.tr_ratio() + stormy.tr_ratio() + quiet.tr_ratio() + brief.tr_ratio(), 1e-9);
 
   // calm's 2 h window: silent from the end of its first hour, for longer
   // than its revocation gap, so S5 inside the window: failed. (The hosts'
@@ -590,8 +595,8 @@ TEST_F(ClusterTest, AvailabilityAnswersAreScoredWhenTheirWindowHasPassed) {
   clock_.Set(absl::FromUnixSeconds(last + 7200 + gap + 60));
   EXPECT_EQ(scorer_->ScoreDue(), 1);
   EXPECT_EQ(scorer_->pending(), 0);
-  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + smp), 4);
-  EXPECT_EQ(metric("sojourn_predictor_availability_survived_total{service=\"predictor\"}"), 1);
+  EXPECT_EQ(metric("sojourn_predictor_availability_scored_total" + smp), 5);
+  EXPECT_EQ(metric("sojourn_predictor_availability_survived_total{service=\"predictor\"}"), 2);
   EXPECT_NEAR(metric("sojourn_predictor_availability_brier_sum_total" + smp),
               square + calm_2h.tr_ratio() * calm_2h.tr_ratio(), 1e-9);
 }
