@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -909,42 +910,47 @@ absl::StatusOr<std::vector<StateInterval>> HostBook::Intervals(const std::string
                                                                int64_t* step,
                                                                bool through_silence) const {
   std::shared_ptr<const StateSeries> series;
-  std::optional<int64_t> last_sample;
-  HostState last_state = HostState::kS5;
-  int64_t gap = 0;
+  // A copy: after the newest sample, its StateAt is the host's state.
+  std::optional<availability::StateClassifier> classifier;
   {
     absl::ReaderMutexLock l(&mu_);
     auto it = hosts_.find(host);
     if (it == hosts_.end()) return absl::NotFoundError(absl::StrCat("unknown host '", Excerpt(host), "'"));
     series = SeriesOf(it->second);
     if (through_silence && it->second.grid.has_value()) {
-      last_sample = it->second.grid->classifier().last_sample_unix();
-      last_state = it->second.grid->classifier().current();
-      gap = ClassifierFor(it->second).revocation_gap_seconds;
+      classifier.emplace(it->second.grid->classifier());
     }
   }
   *step = series->step_seconds;
   std::vector<StateInterval> out;
+  if (series->step_seconds <= 0) return out;
+  const int64_t period = series->step_seconds;
+  // Grid points from the first at or after `t` (0 for one before the grid);
+  // unsigned, so that no time overflows.
+  auto first_point_from = [&](int64_t t) -> uint64_t {
+    if (t <= series->start_unix) return 0;
+    const uint64_t d = static_cast<uint64_t>(t) - static_cast<uint64_t>(series->start_unix);
+    return d / period + (d % period != 0 ? 1 : 0);
+  };
   auto add = [&](HostState state, int64_t t) {
-    if (t < start_unix || (end_unix > 0 && t >= end_unix)) return;
     if (!out.empty() && out.back().state == state) {
-      out.back().end_unix = t + series->step_seconds;
+      out.back().end_unix = t + period;
     } else {
-      out.push_back({state, t, t + series->step_seconds});
+      out.push_back({state, t, t + period});
     }
   };
-  for (size_t k = 0; k < series->states.size(); ++k) {
-    add(series->states[k], series->start_unix + static_cast<int64_t>(k) * series->step_seconds);
+  const uint64_t n = series->states.size();
+  const uint64_t k_end = end_unix > 0 ? std::min(n, first_point_from(end_unix)) : n;
+  for (uint64_t k = first_point_from(start_unix); k < k_end; ++k) {
+    add(series->states[k], series->start_unix + static_cast<int64_t>(k) * period);
   }
-  if (last_sample.has_value() && end_unix > 0 && !series->states.empty() &&
-      series->step_seconds > 0) {
-    // The grid ends at the newest sample; StateClassifier::StateAt after it.
+  if (classifier.has_value() && end_unix > 0 && n > 0) {
+    // The grid ends at the newest sample; after it, up to now at most.
     const int64_t until = std::min(end_unix, absl::ToUnixSeconds(clock_.Now()) + 1);
-    int64_t t =
-        series->start_unix + static_cast<int64_t>(series->states.size()) * series->step_seconds;
-    if (t < start_unix) t += (start_unix - t) / series->step_seconds * series->step_seconds;
-    for (; t < until; t += series->step_seconds) {
-      add(t - *last_sample > gap ? HostState::kS5 : last_state, t);
+    for (uint64_t k = std::max(n, first_point_from(start_unix)); start_unix < until; ++k) {
+      const int64_t t = series->start_unix + static_cast<int64_t>(k) * period;
+      if (t >= until) break;
+      add(classifier->StateAt(t), t);
     }
   }
   return out;

@@ -8,9 +8,12 @@
 #include <random>
 #include <thread>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "common/server.h"
 #include "common/thread_pool.h"
@@ -139,6 +142,60 @@ TEST_F(HostBookTest, GapIsRecordedAsRevocation) {
   bool saw_s5 = false;
   for (const auto& i : *intervals) saw_s5 |= i.state == HostState::kS5;
   EXPECT_TRUE(saw_s5);
+}
+
+// A range of the grid is the whole grid's points in [start, end), at any
+// alignment, before or after the grid, or open-ended (end 0); through the
+// host's silence the points go on to the end (at most now): the newest
+// sample's state until the revocation gap has passed, then S5.
+TEST_F(HostBookTest, IntervalsOfARangeAreTheGridsPointsInIt) {
+  MetaUpdate meta;
+  meta.period_seconds = 300;
+  std::vector<HostSample> v;
+  for (int64_t t = kMonday; t <= kMonday + 6000; t += 300) {
+    if (t < kMonday + 1500 || t > kMonday + 3600) v.push_back(At(t, t % 900 == 0 ? 0.9 : 0.1));
+  }
+  ASSERT_THAT(book_->Append("h", v, meta).status(), IsOk());
+  auto points = [](const std::vector<StateInterval>& intervals, int64_t step) {
+    std::vector<std::pair<int64_t, HostState>> out;
+    for (const auto& i : intervals) {
+      for (int64_t t = i.start_unix; t < i.end_unix; t += step) out.emplace_back(t, i.state);
+    }
+    return out;
+  };
+  int64_t step = 0;
+  auto all = book_->Intervals("h", 0, 0, &step);
+  ASSERT_THAT(all.status(), IsOk());
+  ASSERT_EQ(step, 300);
+  const auto grid = points(*all, step);
+  ASSERT_EQ(grid.size(), 21u);
+  for (int64_t start : {int64_t{0}, kMonday - 7, kMonday, kMonday + 1, kMonday + 299,
+                        kMonday + 4000, kMonday + 6000, kMonday + 6001, int64_t{1} << 62}) {
+    for (int64_t end : {int64_t{0}, kMonday, kMonday + 300, kMonday + 2999, kMonday + 3000,
+                        kMonday + 6001, std::numeric_limits<int64_t>::max()}) {
+      SCOPED_TRACE(absl::StrCat("[", start, ", ", end, ")"));
+      std::vector<std::pair<int64_t, HostState>> want;
+      for (const auto& p : grid) {
+        if (p.first >= start && (end == 0 || p.first < end)) want.push_back(p);
+      }
+      int64_t s = 0;
+      auto got = book_->Intervals("h", start, end, &s);
+      ASSERT_THAT(got.status(), IsOk());
+      EXPECT_EQ(points(*got, s), want);
+    }
+  }
+  // Through the silence after kMonday + 6000, now 2000 s later: the gap is
+  // 450 s (1.5 periods), so 6300 is the last state, 6600 on are S5.
+  clock_.Set(absl::FromUnixSeconds(kMonday + 8000));
+  auto silent = book_->Intervals("h", kMonday + 5700, kMonday + 9000, &step, true);
+  ASSERT_THAT(silent.status(), IsOk());
+  std::vector<std::pair<int64_t, HostState>> want = {{kMonday + 5700, grid[19].second},
+                                                     {kMonday + 6000, grid[20].second},
+                                                     {kMonday + 6300, grid[20].second}};
+  for (int64_t t = kMonday + 6600; t <= kMonday + 8000; t += 300) {
+    want.emplace_back(t, HostState::kS5);
+  }
+  EXPECT_EQ(points(*silent, step), want);
 }
 
 // One ancient sample beside current ones does not make a grid from 1970 (it
