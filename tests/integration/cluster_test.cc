@@ -179,9 +179,15 @@ class ClusterTest : public ::testing::Test {
     return resp;
   }
 
-  // One hour of 5-minute samples of a host that has just joined, ending at
+  // One hour of 5-minute samples of a host (e.g. one that has just joined), ending at
   // `end` (exclusive), at a constant load.
   bool PushHour(const std::string& host, int64_t end, double load, double free_mem_mb) {
+    return PushHour(
+        host, end, [load](int64_t) { return load; }, free_mem_mb);
+  }
+  // The same with the load of each sample's time.
+  bool PushHour(const std::string& host, int64_t end, const std::function<double(int64_t)>& load,
+                double free_mem_mb) {
     grpc::ClientContext ctx;
     v1::PushSamplesResponse resp;
     auto writer = sm_stub_->PushSamples(&ctx, &resp);
@@ -191,7 +197,7 @@ class ClusterTest : public ::testing::Test {
     for (int i = 0; i < 12; ++i) {
       auto* s = req.add_samples();
       s->set_unix_seconds(end - 3600 + i * 300);
-      s->set_cpu_load_ratio(load);
+      s->set_cpu_load_ratio(load(end - 3600 + i * 300));
       s->set_free_mem_mb(free_mem_mb);
     }
     writer->Write(req);
@@ -533,24 +539,10 @@ TEST_F(ClusterTest, AvailabilityAnswersAreScoredWhenTheirWindowHasPassed) {
   const int64_t gap = calm.valid_until_unix_seconds() - calm.last_sample_unix_seconds();
   ASSERT_GT(gap, 0);
   clock_.Set(absl::FromUnixSeconds(last + 3600 + gap + 60 - 1));
-  for (const char* host : {"calm", "stormy"}) {
-    grpc::ClientContext ctx;
-    v1::PushSamplesResponse resp;
-    auto writer = sm_stub_->PushSamples(&ctx, &resp);
-    v1::PushSamplesRequest req;
-    req.set_host(host);
-    req.set_period_seconds(300);
-    for (int64_t t = last + 300; t <= last + 3600; t += 300) {
-      const bool spike = std::string(host) == "stormy" && t >= last + 1800 && t < last + 3000;
-      auto* sample = req.add_samples();
-      sample->set_unix_seconds(t);
-      sample->set_cpu_load_ratio(spike ? 0.95 : 0.05);
-      sample->set_free_mem_mb(4000);
-    }
-    writer->Write(req);
-    writer->WritesDone();
-    ASSERT_TRUE(writer->Finish().ok()) << host;
-  }
+  ASSERT_TRUE(PushHour("calm", last + 3900, 0.05, 4000));
+  ASSERT_TRUE(PushHour(
+      "stormy", last + 3900,
+      [&](int64_t t) { return t >= last + 1800 && t < last + 3000 ? 0.95 : 0.05; }, 4000));
   EXPECT_EQ(scorer_->ScoreDue(), 1);  // the brief window; the hour's a second too early
   clock_.Advance(absl::Seconds(1));
   {  // quiet's states go on through its silence: S5 once its gap has passed.
