@@ -15,6 +15,7 @@
 #include <limits>
 #include <system_error>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -27,6 +28,30 @@ void DieUsage(absl::string_view program, absl::string_view reason) {
   std::exit(kExitUsage);
 }
 
+namespace {
+
+// absl::ParseDuration, which knows no days, after a leading count of days:
+// "30d", "1.5d", "1d12h" ("d" is no unit of absl's, so the first 'd' ends
+// the days).
+bool ParseWithDays(absl::string_view text, absl::Duration* d) {
+  const size_t pos = text.find('d');
+  if (pos == absl::string_view::npos) return absl::ParseDuration(text, d);
+  // A plain count: no sign (absl refuses "-0h12m" too) and no blank.
+  const absl::string_view count = text.substr(0, pos);
+  if (count.empty() || !(absl::ascii_isdigit(count[0]) || count[0] == '.')) return false;
+  double days = 0;
+  if (!absl::SimpleAtod(count, &days) || !std::isfinite(days)) return false;
+  absl::Duration rest = absl::ZeroDuration();
+  const absl::string_view tail = text.substr(pos + 1);
+  if (!tail.empty() && (tail[0] == '-' || tail[0] == '+' || !absl::ParseDuration(tail, &rest))) {
+    return false;
+  }
+  *d = days * absl::Hours(24) + rest;
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view text) {
   absl::Duration d;
   double seconds = 0;
@@ -36,9 +61,9 @@ absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view text) {
           absl::StrCat("duration must be a finite number of seconds, got '", text, "'"));
     }
     d = absl::Seconds(seconds);
-  } else if (!absl::ParseDuration(text, &d)) {
+  } else if (!ParseWithDays(text, &d)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot parse duration '", text, "' (use e.g. 2h, 90m, 45s)"));
+        absl::StrCat("cannot parse duration '", text, "' (use e.g. 2h, 90m, 45s, 30d)"));
   }
   if (d <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("duration must be positive, got '", text, "'"));

@@ -27,7 +27,7 @@ inline constexpr int kExitUsage = 2;
 // arithmetic once added to a timestamp.
 inline constexpr absl::Duration kMaxDuration = absl::Hours(24 * 365 * 100);
 
-// Parses a positive duration such as "2h", "90m", "45s", "1.5h", "1h30m" or a
+// Parses a positive duration such as "2h", "90m", "45s", "1.5h", "1h30m", "30d", "1d12h" or a
 // bare number of seconds. Rejects negative, zero, non-finite ("nan", "inf")
 // and overlong (>= kMaxDuration) durations.
 absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view text);

@@ -5,7 +5,9 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <fcntl.h>
 #include <lzma.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -277,17 +279,21 @@ void SplitInto(absl::string_view line, char sep, std::vector<absl::string_view>*
 // it is one quote, and the quotes are not part of the value (so a host name
 // may hold commas, as `sojourn-eval availability --cells` writes them). A
 // quoted field's value points into `line` unless it held an escaped quote, in
-// which case it lives in `scratch` (cleared here). Returns false with
+// which case it lives in `scratch` (cleared here); `(*quoted)[i]` says whether
+// field i was quoted (its value is then exact: not trimmed), and `quoted` is
+// empty for a row without quotes. Returns false with
 // `*error` set when a quote is left open (a row is one line) or stray text
 // follows a closing quote.
 bool SplitCsvRow(absl::string_view line, std::vector<absl::string_view>* out,
-                 std::deque<std::string>* scratch, std::string* error) {
+                 std::deque<std::string>* scratch, std::string* error, std::vector<bool>* quoted) {
   if (line.find('"') == absl::string_view::npos) {
     SplitInto(line, ',', out);
+    quoted->clear();
     return true;
   }
   out->clear();
   scratch->clear();
+  quoted->clear();
   size_t i = 0;
   while (true) {
     if (i < line.size() && line[i] == '"') {
@@ -311,6 +317,7 @@ bool SplitCsvRow(absl::string_view line, std::vector<absl::string_view>* out,
         } else {
           out->push_back(inner);
         }
+        quoted->push_back(true);
         i = q + 1;
         break;
       }
@@ -325,6 +332,7 @@ bool SplitCsvRow(absl::string_view line, std::vector<absl::string_view>* out,
       continue;
     }
     size_t p = line.find(',', i);
+    quoted->push_back(false);
     if (p == absl::string_view::npos) {
       out->push_back(line.substr(i));
       return true;
@@ -358,7 +366,10 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
   std::vector<absl::string_view> fields;
   std::deque<std::string> scratch;
   std::string split_error;
-  if (!SplitCsvRow(line, &fields, &scratch, &split_error)) return LineError(file, 1, split_error);
+  std::vector<bool> quoted;
+  if (!SplitCsvRow(line, &fields, &scratch, &split_error, &quoted)) {
+    return LineError(file, 1, split_error);
+  }
   int col_host = -1, col_ts = -1, col_load = -1, col_mem = -1, col_total = -1, col_cores = -1;
   for (size_t i = 0; i < fields.size(); ++i) {
     std::string name = absl::AsciiStrToLower(std::string(Trim(fields[i])));
@@ -393,12 +404,17 @@ absl::StatusOr<std::vector<HostTrace>> ParseCanonical(const std::string& file,
   while (reader.Next(&line)) {
     if (Trim(line).empty()) continue;
     const size_t ln = reader.line_no();
-    if (!SplitCsvRow(line, &fields, &scratch, &split_error)) return LineError(file, ln, split_error);
+    if (!SplitCsvRow(line, &fields, &scratch, &split_error, &quoted)) {
+      return LineError(file, ln, split_error);
+    }
     if (fields.size() != ncols) {
       return LineError(file, ln,
                        absl::StrFormat("expected %d fields, found %d", ncols, fields.size()));
     }
-    std::string host(Trim(fields[col_host]));
+    // A quoted name is taken as written (CanonicalCsvWriter quotes one that
+    // starts or ends with a blank).
+    const bool host_quoted = !quoted.empty() && quoted[col_host];
+    std::string host(host_quoted ? fields[col_host] : Trim(fields[col_host]));
     if (host.empty()) return LineError(file, ln, "empty host");
     HostSample s;
     if (!ParseTimestamp(fields[col_ts], &s.unix_seconds)) {
@@ -1157,40 +1173,173 @@ absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
   return absl::InternalError("unreachable trace format");
 }
 
-absl::Status WriteCanonicalCsv(const std::vector<HostTrace>& traces, const std::string& path) {
-  std::string out = "host,timestamp,cpu_load,free_mem_mb\n";
-  for (const HostTrace& t : traces) {
-    // A row is one line, so a host name may not hold a line break; commas and
-    // quotes are written as an RFC 4180 quoted field, which ParseCanonical reads.
-    if (t.host.find_first_of("\n\r") != std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("host name '", t.host, "' contains a newline"));
+namespace {
+
+// Appends `v` in the shortest decimal form that std::from_chars reads back as
+// the same double.
+void AppendShortest(std::string* out, double v) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  if (ec == std::errc()) out->append(buf, end);
+}
+
+constexpr size_t kFlushBytes = 1 << 20;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CanonicalCsvWriter>> CanonicalCsvWriter::Open(
+    const std::string& path) {
+  std::unique_ptr<CanonicalCsvWriter> w(new CanonicalCsvWriter());
+  w->path_ = path;
+  if (path == "-") {
+    w->file_ = stdout;
+  } else {
+    std::error_code ec;
+    if (path.empty()) return absl::InvalidArgumentError("output file name is empty");
+    if (fs::is_directory(path, ec)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory"));
     }
-    const std::string host = t.host.find_first_of(",\"") == std::string::npos
-                                 ? t.host
-                                 : absl::StrCat("\"", absl::StrReplaceAll(t.host, {{"\"", "\"\""}}), "\"");
-    for (const HostSample& s : t.samples) {
-      absl::StrAppend(&out, host, ",", s.unix_seconds, ",", absl::StrFormat("%.6g", s.cpu_load),
-                      ",");
-      if (s.has_free_mem()) absl::StrAppend(&out, absl::StrFormat("%.6g", s.free_mem_mb));
-      out.push_back('\n');
+    w->tmp_path_ = path + ".tmp";
+    if (absl::EndsWith(path, ".gz")) {
+      // Level 1: 2M rows in about 1 s instead of 4 s at the default level 6, for
+      // a file 6 % larger (traces_import_bench, BM_WriteCanonicalCsv/1).
+      gzFile gz = gzopen(w->tmp_path_.c_str(), "wb1");
+      if (gz == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(w->tmp_path_, ": cannot create file: ", std::strerror(errno)));
+      }
+      w->gz_ = gz;
+    } else {
+      w->file_ = std::fopen(w->tmp_path_.c_str(), "wb");
+      if (w->file_ == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(w->tmp_path_, ": cannot create file: ", std::strerror(errno)));
+      }
     }
   }
-  if (absl::EndsWith(path, ".gz")) {
-    gzFile f = gzopen(path.c_str(), "wb");
-    if (f == nullptr) return absl::UnavailableError(absl::StrCat(path, ": cannot create file"));
-    int n = gzwrite(f, out.data(), static_cast<unsigned>(out.size()));
-    int rc = gzclose(f);
-    if (n != static_cast<int>(out.size()) || rc != Z_OK) {
-      return absl::DataLossError(absl::StrCat(path, ": write error"));
+  w->buffer_ = "host,timestamp,cpu_load,free_mem_mb,total_mem_mb,cpu_cores\n";
+  return w;
+}
+
+CanonicalCsvWriter::~CanonicalCsvWriter() {
+  if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
+  if (file_ != nullptr && file_ != stdout) std::fclose(file_);
+  if (!finished_ && !tmp_path_.empty()) std::remove(tmp_path_.c_str());
+}
+
+absl::Status CanonicalCsvWriter::Flush() {
+  if (buffer_.empty()) return absl::OkStatus();
+  const std::string& name = tmp_path_.empty() ? std::string("standard output") : tmp_path_;
+  if (gz_ != nullptr) {
+    const int n =
+        gzwrite(static_cast<gzFile>(gz_), buffer_.data(), static_cast<unsigned>(buffer_.size()));
+    if (n != static_cast<int>(buffer_.size())) {
+      int code = Z_OK;
+      const char* why = gzerror(static_cast<gzFile>(gz_), &code);
+      return absl::DataLossError(
+          absl::StrCat(name, ": write error: ", code == Z_ERRNO ? std::strerror(errno) : why));
     }
-    return absl::OkStatus();
+  } else if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) {
+    return absl::DataLossError(absl::StrCat(name, ": write error: ", std::strerror(errno)));
   }
-  std::ofstream o(path, std::ios::binary);
-  if (!o) return absl::UnavailableError(absl::StrCat(path, ": cannot create file"));
-  o.write(out.data(), static_cast<std::streamsize>(out.size()));
-  o.close();
-  if (!o) return absl::DataLossError(absl::StrCat(path, ": write error"));
+  buffer_.clear();
   return absl::OkStatus();
+}
+
+absl::Status CanonicalCsvWriter::Write(const std::string& host,
+                                       const std::vector<HostSample>& samples, double total_mem_mb,
+                                       int cpu_cores) {
+  if (finished_) return absl::FailedPreconditionError("the trace is already finished");
+  // A row is one line, so a host name may not hold a line break; one with a
+  // comma or a quote, or starting or ending with a blank (which an unquoted
+  // field loses), is written as an RFC 4180 quoted field, which ParseCanonical
+  // reads as written.
+  if (host.find_first_of("\n\r") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("host name '", Excerpt(host), "' contains a line break"));
+  }
+  // The whole batch is checked before any of it is written: a refused batch
+  // leaves the trace as it was.
+  auto last_it = last_unix_.find(host);
+  int64_t last =
+      last_it == last_unix_.end() ? std::numeric_limits<int64_t>::min() : last_it->second;
+  for (const HostSample& s : samples) {
+    if (s.unix_seconds < last) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("host '", Excerpt(host), "': timestamp ", s.unix_seconds,
+                       " is earlier than the host's previous row (", last, ")"));
+    }
+    last = s.unix_seconds;
+  }
+  auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  const bool quote = host.find_first_of(",\"") != std::string::npos ||
+                     (!host.empty() && (blank(host.front()) || blank(host.back())));
+  const std::string field =
+      quote ? absl::StrCat("\"", absl::StrReplaceAll(host, {{"\"", "\"\""}}), "\"") : host;
+  std::string tail = ",";
+  if (total_mem_mb > 0) AppendShortest(&tail, total_mem_mb);
+  tail.push_back(',');
+  if (cpu_cores > 0) absl::StrAppend(&tail, cpu_cores);
+  tail.push_back('\n');
+  for (const HostSample& s : samples) {
+    absl::StrAppend(&buffer_, field, ",", s.unix_seconds, ",");
+    AppendShortest(&buffer_, s.cpu_load);
+    buffer_.push_back(',');
+    if (s.has_free_mem()) AppendShortest(&buffer_, s.free_mem_mb);
+    buffer_ += tail;
+    if (buffer_.size() >= kFlushBytes) RETURN_IF_ERROR(Flush());
+  }
+  rows_ += static_cast<int64_t>(samples.size());
+  if (!samples.empty()) last_unix_[host] = last;
+  return absl::OkStatus();
+}
+
+absl::Status CanonicalCsvWriter::Finish() {
+  if (finished_) return absl::FailedPreconditionError("the trace is already finished");
+  RETURN_IF_ERROR(Flush());
+  const std::string name = tmp_path_.empty() ? std::string("standard output") : tmp_path_;
+  auto write_error = [&name](const char* why) {
+    return absl::DataLossError(absl::StrCat(name, ": write error: ", why));
+  };
+  if (gz_ != nullptr) {
+    const int rc = gzclose(static_cast<gzFile>(gz_));
+    gz_ = nullptr;
+    if (rc != Z_OK) return write_error(rc == Z_ERRNO ? std::strerror(errno) : "gzip error");
+    // gzclose does not sync: open the file again to sync it.
+    const int fd = ::open(tmp_path_.c_str(), O_RDONLY | O_CLOEXEC);
+    const bool synced = fd >= 0 && ::fsync(fd) == 0;
+    const int saved_errno = errno;
+    if (fd >= 0) ::close(fd);
+    if (!synced) return write_error(std::strerror(saved_errno));
+  } else if (file_ == stdout) {
+    if (std::fflush(stdout) != 0) return write_error(std::strerror(errno));
+  } else {
+    // On disk before the rename: after a crash, PATH is whole or absent.
+    const bool synced = std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;
+    const int saved_errno = errno;
+    const int rc = std::fclose(file_);
+    file_ = nullptr;
+    if (!synced) return write_error(std::strerror(saved_errno));
+    if (rc != 0) return write_error(std::strerror(errno));
+  }
+  if (!tmp_path_.empty()) {
+    std::error_code ec;
+    fs::rename(tmp_path_, path_, ec);
+    if (ec) {
+      return absl::DataLossError(
+          absl::StrCat("renaming ", tmp_path_, " to ", path_, ": ", ec.message()));
+    }
+  }
+  finished_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status WriteCanonicalCsv(const std::vector<HostTrace>& traces, const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CanonicalCsvWriter> w, CanonicalCsvWriter::Open(path));
+  for (const HostTrace& t : traces) {
+    RETURN_IF_ERROR(w->Write(t.host, t.samples, t.total_mem_mb, t.cpu_cores));
+  }
+  return w->Finish();
 }
 
 }  // namespace sojourn::traces

@@ -8,6 +8,9 @@
 #define SOJOURN_MODELS_TRACES_TRACES_H_
 
 #include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -94,9 +97,57 @@ struct GridLimits {
 absl::Status CheckGridSize(const std::vector<HostTrace>& traces, int64_t step_seconds,
                            const GridLimits& limits, const std::string& advice);
 
-// Writes traces as canonical CSV (header host,timestamp,cpu_load,free_mem_mb);
-// a host name with a comma or quote is written quoted, one with a line break
-// is rejected.
+// Writes host samples as a canonical CSV trace (DESIGN.md "Trace formats") a
+// batch of rows at a time, so a trace larger than memory can be written
+// (`sojourn export` pages through a state manager's history). The header is
+// host,timestamp,cpu_load,free_mem_mb,total_mem_mb,cpu_cores; every number is
+// written in the shortest form that reads back as the same double
+// (std::to_chars), an unknown free memory (NaN), total memory or core count
+// (0) as an empty field, so ImportTrace gives back exactly what was written.
+// A host name with a comma or a quote, or starting or ending with a blank, is
+// an RFC 4180 quoted field (read back as written); one with a line break, or
+// a host's rows out of time order (also across calls), are refused, and a
+// refused call writes nothing.
+//
+// PATH "-" is standard output. A PATH ending in .gz is gzip-compressed. A file
+// is written as PATH.tmp, synced and renamed to PATH by Finish(): a write that
+// fails or is abandoned half way leaves no PATH that looks complete (the
+// destructor removes the temporary file when Finish was not called or failed;
+// a process killed half way leaves PATH.tmp).
+class CanonicalCsvWriter {
+ public:
+  // InvalidArgumentError when PATH is a directory or PATH.tmp cannot be
+  // created (the message names the file and the reason).
+  static absl::StatusOr<std::unique_ptr<CanonicalCsvWriter>> Open(const std::string& path);
+  ~CanonicalCsvWriter();
+  CanonicalCsvWriter(const CanonicalCsvWriter&) = delete;
+  CanonicalCsvWriter& operator=(const CanonicalCsvWriter&) = delete;
+
+  // Appends rows of `host`, in time order and not before the host's rows
+  // written earlier. total_mem_mb and cpu_cores (0 = unknown) go on every
+  // row, as the reader takes the largest.
+  absl::Status Write(const std::string& host, const std::vector<HostSample>& samples,
+                     double total_mem_mb, int cpu_cores);
+  // Flushes, closes and renames PATH.tmp to PATH. Rows written: rows().
+  absl::Status Finish();
+  int64_t rows() const { return rows_; }
+
+ private:
+  CanonicalCsvWriter() = default;
+  absl::Status Flush();
+
+  std::string path_;
+  std::string tmp_path_;  // "" for standard output
+  std::FILE* file_ = nullptr;
+  void* gz_ = nullptr;  // gzFile, for a PATH ending in .gz
+  std::string buffer_;
+  // Each host's newest timestamp written.
+  std::map<std::string, int64_t> last_unix_;
+  int64_t rows_ = 0;
+  bool finished_ = false;
+};
+
+// Writes `traces` with a CanonicalCsvWriter (attributes from each trace).
 absl::Status WriteCanonicalCsv(const std::vector<HostTrace>& traces, const std::string& path);
 
 }  // namespace sojourn::traces

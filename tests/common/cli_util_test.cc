@@ -15,6 +15,12 @@ TEST(ParsePositiveDurationTest, AcceptsUnitsAndBareSeconds) {
   EXPECT_EQ(*ParsePositiveDuration("1h30m"), absl::Minutes(90));
   EXPECT_EQ(*ParsePositiveDuration("45"), absl::Seconds(45));
   EXPECT_EQ(*ParsePositiveDuration("1.5h"), absl::Minutes(90));
+  // Days, which absl::ParseDuration does not know: alone, fractional, before
+  // other units.
+  EXPECT_EQ(*ParsePositiveDuration("30d"), absl::Hours(720));
+  EXPECT_EQ(*ParsePositiveDuration("1.5d"), absl::Hours(36));
+  EXPECT_EQ(*ParsePositiveDuration("1d12h"), absl::Hours(36));
+  EXPECT_EQ(*ParsePositiveDuration("2d30m"), absl::Hours(48) + absl::Minutes(30));
 }
 
 // Negative, zero and garbage durations are rejected with a reason.
@@ -31,6 +37,11 @@ TEST(ParsePositiveDurationTest, RejectsNonPositiveAndGarbage) {
     EXPECT_NE(r.status().message().find(text), absl::string_view::npos) << r.status();
   }
   EXPECT_TRUE(ParsePositiveDuration("8760h").ok());  // a year is fine
+  // A day count must be a finite number, and what follows it a duration.
+  for (const char* text : {"d", "xd", "1dd", "1d2", "1d-2h", "nand", "infd", "-1d", "0d",
+                           "999999999d", "1e300d", "1h2d", "-0d12h", " 1d", "+1d", "1d+2h"}) {
+    EXPECT_FALSE(ParsePositiveDuration(text).ok()) << text;
+  }
 }
 
 }  // namespace

@@ -8,7 +8,8 @@ its client-streaming PushSamples, waits (bounded polling) until the statemgr
 has registered the host at the broker, and then asks the broker for a
 ranking. Also: health SERVING from every service, one malformed request per
 service rejected with INVALID_ARGUMENT / NOT_FOUND and a message, sojourn-replay
-loading a trace of several PushSamples messages with its attributes, the
+loading a trace of several PushSamples messages with its attributes, `sojourn
+export` writing it back exactly (and its backtest equal to the trace's), the
 predictor's job history fed with RecordJobEvent and EstimateTurnaround's three
 kernels learning from it, examples/python/middleware_client.py against the
 same cluster, no service crashed, and every service exits 0 on
@@ -19,6 +20,9 @@ usage: /usr/bin/python3 tests/python/grpc_client_test.py --bin-dir BUILD/bin [un
        non-zero on any failure.
 """
 
+import csv
+import gzip
+import json
 import math
 import os
 import random
@@ -374,6 +378,129 @@ class GrpcClientTest(unittest.TestCase):
         self.assertEqual(listed[host].first_sample_unix_seconds, last - (rows - 1) * period)
         self.assertEqual(listed[host].last_sample_unix_seconds, last)
 
+    def test_07b3_export_writes_back_what_replay_loaded(self):
+        # `sojourn export` gives back, to the bit, the samples sojourn-replay loaded (loads and
+        # memory at full precision, rows without memory, the hosts' memory and cores), and the
+        # backtest of the export is the backtest of the original trace.
+        hosts, period, days = ["py-export-a", "py-export-b"], 300, 14
+        rng = random.Random(7)
+        last = int(time.time()) - 600
+        last -= last % period
+        first = last - days * 86400
+        rows = []
+        for h in hosts:
+            burst = 0
+            for t in range(first, last + 1, period):
+                hour = (t // 3600) % 24
+                load = 0.02 + 0.1 * rng.random()
+                if 8 <= hour < 19 and (t // 86400 + 3) % 7 < 5:  # Monday .. Friday
+                    load = 0.25 + 0.3 * rng.random()
+                    if burst == 0 and rng.random() < 0.03:
+                        burst = 4
+                if burst > 0:
+                    load, burst = 0.9 + 0.05 * rng.random(), burst - 1
+                free = None if rng.random() < 0.05 else (
+                    100 * rng.random() if rng.random() < 0.01 else 3000 + 1000 * rng.random())
+                rows.append((h, t, load, free))
+        orig = os.path.join(CLUSTER.workdir, "export-orig.csv")
+        with open(orig, "w") as f:
+            f.write("host,timestamp,cpu_load,free_mem_mb,total_mem_mb,cpu_cores\n")
+            for h, t, load, free in rows:
+                mem = "" if free is None else repr(free)
+                f.write(f"{h},{t},{load!r},{mem},{8191.5 if h == hosts[0] else ''},"
+                        f"{2 if h == hosts[0] else ''}\n")
+        run = subprocess.run([CLUSTER.binary("sojourn-replay"), f"--trace={orig}",
+                              f"--statemgr={ADDRS['statemgr']}", "--follow=false",
+                              "--shift=false"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        for h in hosts:
+            self.wait_registered(h)
+
+        def export(*args, out):
+            path = os.path.join(CLUSTER.workdir, out)
+            p = subprocess.run([CLUSTER.binary("sojourn"), "export", *args, "--out", path],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertFalse(os.path.exists(path + ".tmp"))
+            opener = gzip.open if path.endswith(".gz") else open
+            with opener(path, "rt", newline="") as f:
+                table = list(csv.reader(f))
+            self.assertEqual(table[0], ["host", "timestamp", "cpu_load", "free_mem_mb",
+                                        "total_mem_mb", "cpu_cores"])
+            return path, table[1:], p.stderr
+
+        # The broker's hosts, two of them named, compressed.
+        path, got, err = export("--broker", ADDRS["broker"], "--hosts", ",".join(hosts),
+                                out="export.csv.gz")
+        self.assertIn(f"wrote {len(rows)} samples of 2 hosts", err)
+        self.assertEqual(len(got), len(rows))
+        for (h, t, load, free), g in zip(rows, got):
+            self.assertEqual(g[0], h)
+            self.assertEqual(int(g[1]), t)
+            self.assertEqual(float(g[2]), load)
+            if free is None:
+                self.assertEqual(g[3], "")
+            else:
+                self.assertEqual(float(g[3]), free)
+            self.assertEqual(g[4:], ["8191.5", "2"] if h == hosts[0] else ["", ""])
+
+        # The backtest reads the export as it reads the original (the same numbers for each
+        # method, day type and window).
+        def backtest(trace, name):
+            out = os.path.join(CLUSTER.workdir, name)
+            p = subprocess.run([CLUSTER.binary("sojourn-eval"), "availability", "--trace", trace,
+                                "--max-window-hours", "4", "--json", out],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(out) as f:
+                return json.load(f)["summary"]
+        before = backtest(orig, "orig.json")
+        self.assertGreater(before["smp"]["weekday"]["2"]["n"], 0)
+        self.assertEqual(backtest(path, "export.json"), before)
+
+        # Every host of the state manager, by its address: the 220,000 samples of
+        # py-replay-long-host (loaded by test_07b2, which runs first) come in pages of 50,000;
+        # --since keeps the last day.
+        _, every, err = export("--statemgr", ADDRS["statemgr"], out="every.csv")
+        per_host = {}
+        for g in every:
+            per_host.setdefault(g[0], []).append(int(g[1]))
+        listed = {h.host: h for h in self.statemgr.ListHosts(
+            pb["statemgr"].ListHostsRequest(), timeout=self.RPC_TIMEOUT).hosts}
+        self.assertGreaterEqual(set(per_host), set(hosts) | {"py-replay-long-host"})
+        long_times = per_host["py-replay-long-host"]
+        self.assertEqual(len(long_times), listed["py-replay-long-host"].sample_count)
+        self.assertEqual(len(long_times), 220000)
+        self.assertTrue(all(a < b for a, b in zip(long_times, long_times[1:])))
+        # Hosts in name order, each in one run of rows.
+        runs = [g[0] for i, g in enumerate(every) if i == 0 or every[i - 1][0] != g[0]]
+        self.assertEqual(runs, sorted(per_host))
+        before_run = int(time.time())
+        _, recent, _ = export("--statemgr", ADDRS["statemgr"], "--hosts", hosts[1],
+                              "--since", "1d", out="recent.csv")
+        after_run = int(time.time())
+        times = [int(g[1]) for g in recent]
+        all_times = [t for h, t, _, _ in rows if h == hosts[1]]
+        self.assertTrue(times)
+        self.assertEqual(times, [t for t in all_times if t >= times[0]])
+        self.assertGreaterEqual(times[0], before_run - 86400)
+        self.assertLess(times[0] - period, after_run - 86400)
+
+        # A host nobody holds, and a directory for a file: exit 2, one line, nothing written.
+        for args, needle in [(["--statemgr", ADDRS["statemgr"], "--hosts", "py-no-such-host"],
+                              "host py-no-such-host is not known to the state managers"),
+                             (["--broker", ADDRS["broker"], "--hosts", "py-no-such-host"],
+                              f"is not known to the broker {ADDRS['broker']} (give its state "
+                              "manager with --statemgr ADDR)"),
+                             (["--statemgr", ADDRS["statemgr"], "--hosts", hosts[0], "--out",
+                               CLUSTER.workdir], "is a directory")]:
+            p = subprocess.run([CLUSTER.binary("sojourn"), "export", *args],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertIn(needle, p.stderr)
+            self.assertEqual(p.stdout, "")
+
     def test_07c_watch_states_streams_changes(self):
         # The snapshot first (which also says the watcher is registered), then
         # the change a new sample makes: free memory below the guest working
@@ -538,6 +665,41 @@ class GrpcClientTest(unittest.TestCase):
         q = self.broker.FinishJob(bp.FinishJobRequest(job_id=9000002, cancelled=True),
                                   timeout=self.RPC_TIMEOUT)
         self.assertTrue(q.recorded_in_history, q.history_error)
+
+    def test_07g_export_of_hosts_that_cannot_be_read(self):
+        # Hosts the broker lists whose samples cannot be read: one its state manager does not
+        # hold (a retired host), one whose state manager is down. The export fails and writes
+        # nothing, or with --skip-unreadable leaves them out and says so. Runs after
+        # test_07b3, which loaded py-export-a.
+        for host, statemgr in [("py-export-retired", ADDRS["statemgr"]),
+                               ("py-export-gone", "127.0.0.1:9")]:
+            self.broker.RegisterHost(pb["broker"].RegisterHostRequest(
+                host=host, statemgr_address=statemgr), timeout=self.RPC_TIMEOUT)
+        out = os.path.join(CLUSTER.workdir, "skip.csv")
+
+        def export(hosts, *flags):
+            return subprocess.run([CLUSTER.binary("sojourn"), "export", "--broker", ADDRS["broker"],
+                                   "--hosts", hosts, "--out", out, "--timeout", "10", *flags],
+                                  capture_output=True, text=True, timeout=120)
+        for hosts, code, needle in [("py-export-a,py-export-retired", 2, "py-export-retired"),
+                                    ("py-export-a,py-export-gone", 1, "127.0.0.1:9")]:
+            p = export(hosts)
+            self.assertEqual(p.returncode, code, p.stderr)
+            self.assertIn(needle, p.stderr)
+            self.assertIn(f"({out} not written)", p.stderr)
+            self.assertFalse(os.path.exists(out))
+            self.assertFalse(os.path.exists(out + ".tmp"))
+        p = export("py-export-a,py-export-retired,py-export-gone", "--skip-unreadable")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("left out 2 host(s) that could not be read: py-export-gone, "
+                      "py-export-retired", p.stderr)
+        with open(out, newline="") as f:
+            table = list(csv.reader(f))[1:]
+        self.assertEqual({r[0] for r in table}, {"py-export-a"})
+        listed = {h.host: h for h in self.statemgr.ListHosts(
+            pb["statemgr"].ListHostsRequest(), timeout=self.RPC_TIMEOUT).hosts}
+        self.assertEqual(len(table), listed["py-export-a"].sample_count)
+        self.assertIn(f"wrote {len(table)} samples of 1 hosts", p.stderr)
 
     def test_08_no_service_crashed(self):
         for name, service in CLUSTER.services.items():

@@ -11,6 +11,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 
 DEAD = ["--broker", "127.0.0.1:9", "--predictor", "127.0.0.1:9", "--timeout", "2"]
 CASES = [
@@ -78,6 +79,12 @@ CASES = [
     (["job-event", "--file", "/tmp"], "--file /tmp: is a directory"),
     (["turnaround", "--procs", "1", "--snapshot", "-", "--queue"],
      "one of --nodes N, --snapshot FILE or --queue"),
+    (["export", "--hosts", ",,"], "--hosts lists no host"),
+    (["export", "--since", "-1h"], "positive"),
+    (["export", "--since", "1.5s"], "not a whole number of seconds"),
+    (["export", "--statemgr", "localhost"], "--statemgr 'localhost' is not HOST:PORT"),
+    (["export", "--statemgr", ","], "--statemgr needs an address"),
+    (["export", "--out", ""], "--out needs a file name"),
     (["jobs", "bogus"], "unknown action 'bogus'"),
     (["jobs", "submit", "--procs", "1"], "--job-id is required"),
     (["jobs", "submit", "--job-id", "0", "--procs", "1"], "--job-id wants an integer in [1, "),
@@ -108,6 +115,9 @@ ACCEPTED = [
     # for both made --queue Q unusable).
     ["turnaround", "--procs", "4", "--nodes", "8", "--swf-queue", "3"],
     ["turnaround", "--procs", "4", "--queue", "--swf-queue", "3"],
+    ["export"],
+    ["export", "--statemgr", "127.0.0.1:9", "--hosts", "a,b", "--since", "30d"],
+    ["export", "--skip-unreadable"],
     ["jobs"],
     ["jobs", "list"],
     ["jobs", "submit", "--job-id", "3", "--procs", "2", "--requested", "1h", "--cpu", "0.5"],
@@ -133,6 +143,10 @@ HELP = {
                    "--snapshot FILE", "default -1 = unknown", "default 127.0.0.1:7402",
                    "--swf-queue Q"],
     "job-event": ["--file FILE", "default - = standard input", "one line", "cancelled"],
+    "export": ["--hosts H1,H2,...", "--statemgr ADDR,...", "--since DURATION",
+               "default: every host", "--out FILE", ".gz", "--skip-unreadable",
+               "host,timestamp,cpu_load,free_mem_mb,total_mem_mb,cpu_cores",
+               "sojourn-eval availability"],
     "jobs": ["list (default)", "submit --job-id N --procs N", "start --job-id N --hosts",
              "finish --job-id N [--cpu-seconds S]", "cancel --job-id N", "--data_dir",
              "default 127.0.0.1:7401", "--swf-queue", "default -1 = unknown"],
@@ -180,6 +194,24 @@ def main():
         failures += 1
         print("FAIL: SOJOURN_BROKER=localhost sojourn hosts: exit %d, stderr %r"
               % (p.returncode, lines))
+    # An export that cannot list the hosts leaves neither FILE nor FILE.tmp; a FILE that
+    # cannot be created is refused (exit 2) before any call.
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "x.csv.gz")
+        p = subprocess.run([a.sojourn, "export"] + DEAD + ["--out", out], capture_output=True,
+                           text=True, timeout=60)
+        if p.returncode != 1 or os.listdir(tmp) or f"({out} not written)" not in p.stderr:
+            failures += 1
+            print("FAIL: export to a dead cluster: exit %d, files %r, stderr %r"
+                  % (p.returncode, os.listdir(tmp), p.stderr))
+        for bad, needle in [(tmp, "is a directory"), (os.path.join(tmp, "no", "x.csv"),
+                                                      "cannot create file")]:
+            p = subprocess.run([a.sojourn, "export"] + DEAD + ["--out", bad],
+                               capture_output=True, text=True, timeout=60)
+            lines = [l for l in p.stderr.splitlines() if l.strip()]
+            if p.returncode != 2 or len(lines) != 1 or needle not in lines[0] or os.listdir(tmp):
+                failures += 1
+                print("FAIL: export --out %s: exit %d, stderr %r" % (bad, p.returncode, lines))
     for command, needles in HELP.items():
         p = subprocess.run([a.sojourn, command, "--help"], capture_output=True, text=True,
                            timeout=60)

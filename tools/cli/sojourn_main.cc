@@ -6,6 +6,7 @@
 //                [--policy P] [--json]
 //   sojourn guest [--pid N [--unregister]] [--monitor ADDR] [--json]
 //   sojourn watch [--host H] [--statemgr ADDR,...] [--no-snapshot] [--json]
+//   sojourn export [--hosts H,..] [--statemgr ADDR,...] [--since 30d] [--out FILE]
 //   sojourn turnaround --procs N (--nodes N | --snapshot FILE | --queue) [--requested D] [--json]
 //   sojourn job-event [--file FILE] [--json]
 //   sojourn jobs [list | submit | start | finish | cancel] [options] [--json]
@@ -30,8 +31,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +52,7 @@
 #include "common/proc_stat.h"
 #include "common/text.h"
 #include "common/tls.h"
+#include "models/traces/traces.h"
 #include "sojourn/v1/broker.grpc.pb.h"
 #include "sojourn/v1/monitor.grpc.pb.h"
 #include "sojourn/v1/predictor.grpc.pb.h"
@@ -88,6 +92,10 @@ const char kUsage[] =
     "  watch [--host H] [--statemgr ADDR,...] [--no-snapshot]\n"
     "                             follow the hosts' state changes (S1..S5) as the state\n"
     "                             managers see them, until Ctrl-C\n"
+    "  export [--hosts H1,H2,...] [--statemgr ADDR,...] [--since DURATION] [--out FILE]\n"
+    "                             write the samples the state managers hold as a host trace\n"
+    "                             (canonical CSV) to backtest (sojourn-eval availability) or\n"
+    "                             replay (sojourn-replay)\n"
     "  turnaround --procs N (--nodes N | --snapshot FILE | --queue) [--requested DURATION]\n"
     "             [--user U] [--executable E] ...\n"
     "                             when a parallel job submitted now would start and end:\n"
@@ -115,7 +123,7 @@ const char kUsage[] =
     "                             this client's certificate and key (PEM), for services that\n"
     "                             require one (env SOJOURN_TLS_CERT, SOJOURN_TLS_KEY)\n"
     "\n"
-    "DURATION: 2h, 90m, 45s, 1h30m or seconds. Exit codes: 0 ok, 2 bad usage or rejected\n"
+    "DURATION: 2h, 90m, 45s, 1h30m, 2d or seconds. Exit codes: 0 ok, 2 bad usage or rejected\n"
     "request, 1 cluster unreachable or other failure. 'sojourn --version' names the build.\n";
 
 // Appended to every command's help.
@@ -255,6 +263,36 @@ const char kWatchHelp[] =
     "  --statemgr ADDR,...    state managers to watch (default: those registered with the\n"
     "                         broker; one is needed for a host not registered yet)\n"
     "  --no-snapshot          leave out the current states; only changes from now on\n";
+
+const char kExportHelp[] =
+    "usage: sojourn export [--hosts H1,H2,...] [--statemgr ADDR,...] [--since DURATION]\n"
+    "                      [--out FILE] [--skip-unreadable]\n"
+    "\n"
+    "Writes the samples the state managers hold as a host trace in the canonical format\n"
+    "(DESIGN.md \"Trace formats\"): CSV with the header\n"
+    "host,timestamp,cpu_load,free_mem_mb,total_mem_mb,cpu_cores, hosts in name order, each\n"
+    "host's samples oldest first; load, free memory, memory and cores exactly as stored (the\n"
+    "swap rates are not written). The cluster's own history can then be backtested with the\n"
+    "papers' protocol beside the baselines (sojourn-eval availability --trace FILE;\n"
+    "docs/EVALUATION.md \"Backtesting a cluster's own history\") or replayed into another\n"
+    "state manager (sojourn-replay --trace FILE). One line per host on stderr.\n"
+    "Exits 2 when FILE cannot be created or a host named in --hosts is not found (or its\n"
+    "state manager no longer holds it), 1 when a state manager cannot be reached; FILE is\n"
+    "then not written (an export killed half way leaves FILE.tmp).\n"
+    "\n"
+    "options:\n"
+    "  --hosts H1,H2,...      only these hosts (default: every host)\n"
+    "  --statemgr ADDR,...    read the hosts these state managers hold, also hosts no longer\n"
+    "                         registered (default: the hosts registered with the broker,\n"
+    "                         each from the state manager the broker names for it)\n"
+    "  --since DURATION       only the samples of the last DURATION (30d, 12h, ...; default:\n"
+    "                         all the state managers hold)\n"
+    "  --out FILE             write to FILE instead of standard output (a name ending in\n"
+    "                         .gz is gzip-compressed); it is written as FILE.tmp and renamed\n"
+    "                         once complete\n"
+    "  --skip-unreadable      leave out, with a warning, the hosts whose samples cannot be\n"
+    "                         read (a retired host the broker still lists, a state manager\n"
+    "                         down) instead of failing; the summary names them\n";
 
 const char kTurnaroundHelp[] =
     "usage: sojourn turnaround --procs N (--nodes N | --snapshot FILE | --queue) [options]\n"
@@ -951,6 +989,22 @@ std::string PrintTime(int64_t unix_seconds) {
                           absl::UTCTimeZone());
 }
 
+// The addresses --statemgr lists, each once (two streams from one state
+// manager would print every change twice, two reads export a host twice);
+// empty without --statemgr. Exits 2 for a bad address or an empty list.
+std::vector<std::string> StatemgrArg(const Args& a) {
+  std::vector<std::string> statemgrs;
+  if (!a.Has("statemgr")) return statemgrs;
+  for (absl::string_view v : absl::StrSplit(a.Get("statemgr"), ',', absl::SkipEmpty())) {
+    CheckAddress(v, "--statemgr");
+    if (std::find(statemgrs.begin(), statemgrs.end(), v) == statemgrs.end()) {
+      statemgrs.emplace_back(v);
+    }
+  }
+  if (statemgrs.empty()) sojourn::DieUsage(kProgram, "--statemgr needs an address");
+  return statemgrs;
+}
+
 int Watch(int argc, char** argv) {
   Args a = Parse(argc, argv, CommandHelp(kWatchHelp, kBrokerHelp), With({"host", "statemgr"}),
                  {"json", "no-snapshot"});
@@ -971,17 +1025,8 @@ int Watch(int argc, char** argv) {
   // files"). Where the limit cannot be raised, the watch says so when a
   // connection fails.
   (void)sojourn::RaiseOpenFileLimit();
-  std::vector<std::string> statemgrs;
-  if (a.Has("statemgr")) {
-    for (absl::string_view v : absl::StrSplit(a.Get("statemgr"), ',', absl::SkipEmpty())) {
-      CheckAddress(v, "--statemgr");
-      // Once each: two streams from one state manager would print every change twice.
-      if (std::find(statemgrs.begin(), statemgrs.end(), v) == statemgrs.end()) {
-        statemgrs.emplace_back(v);
-      }
-    }
-    if (statemgrs.empty()) sojourn::DieUsage(kProgram, "--statemgr needs an address");
-  } else {
+  std::vector<std::string> statemgrs = StatemgrArg(a);
+  if (statemgrs.empty()) {
     const std::string broker = BrokerAddress(a);
     sojourn::v1::BrokerListHostsResponse resp;
     if (int code = ListBrokerHosts(a, "listing the state managers", &resp); code != 0) {
@@ -1118,6 +1163,218 @@ int Watch(int argc, char** argv) {
   }
   for (std::thread& t : threads) t.join();
   return exit_code;
+}
+
+// Each host's samples are read from its state manager this many at a time
+// (GetSeries pages of about 2 MB).
+constexpr int kExportPageSamples = 50000;
+
+int Export(int argc, char** argv) {
+  Args a = Parse(argc, argv, CommandHelp(kExportHelp, kBrokerHelp),
+                 With({"hosts", "statemgr", "since", "out"}), {"skip-unreadable"});
+  std::vector<std::string> only;
+  if (a.Has("hosts")) {
+    for (absl::string_view h : absl::StrSplit(a.Get("hosts"), ',', absl::SkipEmpty())) {
+      std::string host = HostArg(h, "--hosts");
+      if (std::find(only.begin(), only.end(), host) == only.end()) only.push_back(host);
+    }
+    if (only.empty()) {
+      sojourn::DieUsage(kProgram, "--hosts lists no host (give comma-separated names)");
+    }
+  }
+  int64_t start_unix = 0;
+  if (a.Has("since")) {
+    start_unix = std::max<int64_t>(0, absl::ToUnixSeconds(absl::Now() - DurationArg(a, "since")));
+  }
+  const std::vector<std::string> statemgrs = StatemgrArg(a);
+  const std::string broker = statemgrs.empty() ? BrokerAddress(a) : "";
+  const bool skip = a.Flag("skip-unreadable");
+  const std::string out = a.Has("out") ? a.Get("out") : "-";
+  if (out.empty()) sojourn::DieUsage(kProgram, "--out needs a file name (- = standard output)");
+  (void)Deadline(a);  // a bad --timeout is refused before any call
+  // Before any call too: a FILE that cannot be written is bad usage, whatever
+  // the cluster says. On a failure half way the writer removes FILE.tmp, so
+  // FILE is not written at all; standard output has had the hosts before.
+  auto writer = sojourn::traces::CanonicalCsvWriter::Open(out);
+  if (!writer.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--out: ", writer.status().message()));
+  const std::string not_written = out == "-" ? "" : absl::StrCat(" (", out, " not written)");
+
+  // The hosts to export and where each one's samples are.
+  struct Source {
+    std::string host;
+    std::string statemgr;
+    sojourn::v1::HostAttributes attributes;
+  };
+  std::vector<Source> sources;
+  std::set<std::string> seen;
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(64 << 20);
+  std::map<std::string, std::unique_ptr<sojourn::v1::StateManager::Stub>> stubs;
+  auto stub = [&](const std::string& address) -> sojourn::v1::StateManager::Stub& {
+    auto& s = stubs[address];
+    if (s == nullptr) {
+      s = sojourn::v1::StateManager::NewStub(
+          grpc::CreateCustomChannel(address, Credentials(), channel_args));
+    }
+    return *s;
+  };
+  if (!statemgrs.empty()) {
+    for (const std::string& address : statemgrs) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(Deadline(a));
+      sojourn::v1::ListHostsResponse resp;
+      grpc::Status st = stub(address).ListHosts(&ctx, {}, &resp);
+      if (!st.ok()) {
+        return Fail(st, absl::StrCat("listing the hosts of ", address, not_written), "statemgr",
+                    address);
+      }
+      for (const auto& h : resp.hosts()) {
+        // A host moved between state managers: its samples at the first one
+        // named (two series of one host would interleave out of time order).
+        if (!seen.insert(h.host()).second) {
+          std::fprintf(stderr,
+                       "%s: export: host %s is held by more than one of the state managers; "
+                       "exporting it from the first one named\n",
+                       kProgram, sojourn::Excerpt(h.host()).c_str());
+          continue;
+        }
+        sources.push_back({h.host(), address, h.attributes()});
+      }
+    }
+  } else {
+    sojourn::v1::BrokerListHostsResponse resp;
+    if (int code = ListBrokerHosts(a, "listing hosts" + not_written, &resp); code != 0) {
+      return code;
+    }
+    for (const auto& h : resp.hosts()) {
+      if (seen.insert(h.host()).second) {
+        sources.push_back({h.host(), h.statemgr_address(), h.attributes()});
+      }
+    }
+  }
+  if (!only.empty()) {
+    for (const std::string& h : only) {
+      if (seen.count(h) == 0) {
+        std::fprintf(stderr, "%s: export: host %s is not known to %s%s%s\n", kProgram,
+                     sojourn::Excerpt(h).c_str(),
+                     statemgrs.empty()
+                         ? ("the broker " + broker).c_str()
+                         : ("the state managers " + absl::StrJoin(statemgrs, ", ")).c_str(),
+                     statemgrs.empty() ? " (give its state manager with --statemgr ADDR)" : "",
+                     not_written.c_str());
+        return sojourn::kExitUsage;
+      }
+    }
+    const std::set<std::string> wanted(only.begin(), only.end());
+    sources.erase(std::remove_if(sources.begin(), sources.end(),
+                                 [&](const Source& s) { return wanted.count(s.host) == 0; }),
+                  sources.end());
+  }
+  std::sort(sources.begin(), sources.end(),
+            [](const Source& x, const Source& y) { return x.host < y.host; });
+
+  int64_t hosts_written = 0;
+  std::vector<std::string> left_out;
+  // With --skip-unreadable, a state manager that did not answer is not asked
+  // again for its other hosts (each call would wait out --timeout).
+  std::map<std::string, std::string> unreachable;
+  std::vector<sojourn::HostSample> page;
+  for (const Source& src : sources) {
+    if (auto u = unreachable.find(src.statemgr); u != unreachable.end()) {
+      std::fprintf(stderr, "%s: export: %s: left out (%s)\n", kProgram,
+                   sojourn::Excerpt(src.host).c_str(), u->second.c_str());
+      left_out.push_back(src.host);
+      continue;
+    }
+    // A host's samples go to the writer a page at a time; with
+    // --skip-unreadable they are held until the host is read whole, so a
+    // host left out half way leaves no rows.
+    std::vector<sojourn::HostSample> held;
+    int64_t from = start_unix, count = 0, first = 0, last = 0;
+    grpc::Status failed;
+    while (true) {
+      sojourn::v1::GetSeriesRequest req;
+      req.set_host(src.host);
+      req.set_start_unix_seconds(from);
+      req.set_max_samples(kExportPageSamples);
+      sojourn::v1::GetSeriesResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(Deadline(a));
+      failed = stub(src.statemgr).GetSeries(&ctx, req, &resp);
+      if (!failed.ok()) break;
+      page.clear();
+      page.reserve(resp.samples_size());
+      for (const auto& p : resp.samples()) {
+        sojourn::HostSample s;
+        s.unix_seconds = p.unix_seconds();
+        s.cpu_load = p.cpu_load_ratio();
+        if (p.has_free_mem_mb()) s.free_mem_mb = p.free_mem_mb();
+        page.push_back(s);
+      }
+      if (skip) {
+        held.insert(held.end(), page.begin(), page.end());
+      } else if (absl::Status w = (*writer)->Write(src.host, page, src.attributes.total_mem_mb(),
+                                                   src.attributes.cpu_cores());
+                 !w.ok()) {
+        std::fprintf(stderr, "%s: export: %s%s\n", kProgram, std::string(w.message()).c_str(),
+                     not_written.c_str());
+        return 1;
+      }
+      if (!page.empty()) {
+        if (count == 0) first = page.front().unix_seconds;
+        last = page.back().unix_seconds;
+        count += static_cast<int64_t>(page.size());
+      }
+      // A page cut short by max_samples goes on after its newest sample (a
+      // host's samples have distinct timestamps: the store keys them by time).
+      if (!resp.truncated() || page.empty()) break;
+      from = last + 1;
+    }
+    if (!failed.ok()) {
+      const std::string what = absl::StrCat("reading the samples of ", sojourn::Excerpt(src.host),
+                                            " from ", src.statemgr);
+      if (!skip) return Fail(failed, what + not_written, "statemgr", src.statemgr);
+      std::string why =
+          failed.error_message().empty() ? CodeName(failed.error_code()) : failed.error_message();
+      std::fprintf(stderr, "%s: export: %s: left out (%s: %s)\n", kProgram,
+                   sojourn::Excerpt(src.host).c_str(), what.c_str(), why.c_str());
+      if (failed.error_code() == grpc::StatusCode::UNAVAILABLE ||
+          failed.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+        unreachable[src.statemgr] =
+            absl::StrCat("its state manager ", src.statemgr, " did not answer");
+      }
+      left_out.push_back(src.host);
+      continue;
+    }
+    if (skip) {
+      if (absl::Status w = (*writer)->Write(src.host, held, src.attributes.total_mem_mb(),
+                                            src.attributes.cpu_cores());
+          !w.ok()) {
+        std::fprintf(stderr, "%s: export: %s%s\n", kProgram, std::string(w.message()).c_str(),
+                     not_written.c_str());
+        return 1;
+      }
+    }
+    if (count > 0) ++hosts_written;
+    std::fprintf(
+        stderr, "%s: export: %s: %lld samples%s\n", kProgram, sojourn::Excerpt(src.host).c_str(),
+        static_cast<long long>(count),
+        count > 0 ? absl::StrCat(" from ", PrintTime(first), " to ", PrintTime(last)).c_str() : "");
+  }
+  if (absl::Status f = (*writer)->Finish(); !f.ok()) {
+    std::fprintf(stderr, "%s: export: %s%s\n", kProgram, std::string(f.message()).c_str(),
+                 not_written.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "%s: export: wrote %lld samples of %lld hosts to %s%s\n", kProgram,
+               static_cast<long long>((*writer)->rows()), static_cast<long long>(hosts_written),
+               out == "-" ? "standard output" : out.c_str(),
+               left_out.empty() ? ""
+                                : absl::StrCat("; left out ", left_out.size(),
+                                               " host(s) that could not be read: ",
+                                               sojourn::Excerpt(absl::StrJoin(left_out, ", ")))
+                                      .c_str());
+  return 0;
 }
 
 // FILE ('-' = standard input), opened with `f` if need be; exits 2 naming
@@ -1522,6 +1779,7 @@ int main(int argc, char** argv) {
   if (cmd == "how-long") return HowLong(argc - 2, argv + 2);
   if (cmd == "guest") return Guest(argc - 2, argv + 2);
   if (cmd == "watch") return Watch(argc - 2, argv + 2);
+  if (cmd == "export") return Export(argc - 2, argv + 2);
   if (cmd == "turnaround") return Turnaround(argc - 2, argv + 2);
   if (cmd == "job-event") return JobEvent(argc - 2, argv + 2);
   if (cmd == "jobs") return Jobs(argc - 2, argv + 2);

@@ -374,6 +374,133 @@ TEST_F(TracesTest, CanonicalRoundTrip) {
   }
 }
 
+// The streaming writer gives back exactly what it was given: values that %.6g
+// rounded (0.1 + 0.2, 1/3 of a MiB, 1e-300), unknown memory, the hosts'
+// memory and cores, a host written in two batches; uncompressed and gzip.
+TEST_F(TracesTest, CanonicalWriterRoundTripsExactly) {
+  std::vector<HostTrace> in(2);
+  in[0].host = "lab,1";
+  in[0].total_mem_mb = 8191.75;
+  in[0].cpu_cores = 4;
+  in[1].host = "b";
+  const double loads[] = {0.1 + 0.2, 1.0 / 3.0, 1e-300, 0.0, 1.0, 0.123456789012345678};
+  for (int i = 0; i < 6; ++i) {
+    HostSample s;
+    s.unix_seconds = 1700000000 + 6 * i;
+    s.cpu_load = loads[i];
+    if (i % 3 != 1) s.free_mem_mb = 1024.0 / 3.0 + i;
+    in[i % 2].samples.push_back(s);
+  }
+  for (const char* name : {"exact.csv", "exact.csv.gz"}) {
+    const std::string out = (dir_ / name).string();
+    auto w = CanonicalCsvWriter::Open(out);
+    ASSERT_TRUE(w.ok()) << w.status();
+    const std::vector<HostSample> first(in[0].samples.begin(), in[0].samples.begin() + 1);
+    const std::vector<HostSample> rest(in[0].samples.begin() + 1, in[0].samples.end());
+    ASSERT_TRUE((*w)->Write(in[0].host, first, in[0].total_mem_mb, in[0].cpu_cores).ok());
+    ASSERT_TRUE((*w)->Write(in[0].host, rest, in[0].total_mem_mb, in[0].cpu_cores).ok());
+    ASSERT_TRUE((*w)->Write(in[1].host, in[1].samples, 0, 0).ok());
+    EXPECT_FALSE(fs::exists(out)) << "visible before Finish";
+    ASSERT_TRUE((*w)->Finish().ok());
+    EXPECT_EQ((*w)->rows(), 6);
+    EXPECT_FALSE(fs::exists(out + ".tmp"));
+    auto back = ImportTrace(out, {});
+    ASSERT_TRUE(back.ok()) << back.status();
+    ASSERT_EQ(back->size(), 2u);
+    for (size_t h = 0; h < 2; ++h) {
+      EXPECT_EQ((*back)[h].host, in[h].host);
+      EXPECT_EQ((*back)[h].total_mem_mb, in[h].total_mem_mb);
+      EXPECT_EQ((*back)[h].cpu_cores, in[h].cpu_cores);
+      ASSERT_EQ((*back)[h].samples.size(), in[h].samples.size());
+      for (size_t i = 0; i < in[h].samples.size(); ++i) {
+        const HostSample& a = (*back)[h].samples[i];
+        const HostSample& b = in[h].samples[i];
+        EXPECT_EQ(a.unix_seconds, b.unix_seconds);
+        EXPECT_EQ(a.cpu_load, b.cpu_load) << name << " host " << h << " row " << i;
+        EXPECT_EQ(a.has_free_mem(), b.has_free_mem());
+        if (b.has_free_mem()) {
+          EXPECT_EQ(a.free_mem_mb, b.free_mem_mb);
+        }
+      }
+    }
+  }
+}
+
+// A host's rows out of time order (within a batch, across batches, after
+// another host's rows) and a line break in a name are refused, and a refused
+// batch writes nothing; an abandoned writer leaves no file behind; a
+// directory is not a file to write.
+TEST_F(TracesTest, CanonicalWriterRefusesWhatCouldNotBeReadBack) {
+  auto at = [](int64_t t) {
+    HostSample s;
+    s.unix_seconds = t;
+    return s;
+  };
+  const std::string done = (dir_ / "done.csv").string();
+  {
+    auto w = CanonicalCsvWriter::Open(done);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_TRUE((*w)->Write("a", {at(100), at(200)}, 0, 0).ok());
+    absl::Status st = (*w)->Write("a", {at(300), at(150)}, 0, 0);
+    EXPECT_THAT(std::string(st.message()),
+                HasSubstr("timestamp 150 is earlier than the host's previous row (300)"));
+    EXPECT_THAT(std::string((*w)->Write("a", {at(199)}, 0, 0).message()),
+                HasSubstr("timestamp 199 is earlier than the host's previous row (200)"));
+    ASSERT_TRUE((*w)->Write("b", {at(50)}, 0, 0).ok()) << "another host has its own order";
+    EXPECT_THAT(std::string((*w)->Write("a", {at(120)}, 0, 0).message()), HasSubstr("(200)"));
+    EXPECT_TRUE((*w)->Write("a", {at(200), at(260)}, 0, 0).ok()) << "equal times are in order";
+    EXPECT_THAT(std::string((*w)->Write("two\nlines", {at(1)}, 0, 0).message()),
+                HasSubstr("line break"));
+    ASSERT_TRUE((*w)->Finish().ok());
+    EXPECT_EQ((*w)->rows(), 5);
+  }
+  auto back = ImportTrace(done, {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), 2u);
+  ASSERT_EQ((*back)[0].samples.size(), 4u);
+  EXPECT_EQ((*back)[0].samples[3].unix_seconds, 260);
+
+  const std::string out = (dir_ / "partial.csv").string();
+  {
+    auto w = CanonicalCsvWriter::Open(out);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_TRUE((*w)->Write("a", {at(200)}, 0, 0).ok());
+    EXPECT_TRUE(fs::exists(out + ".tmp"));
+  }
+  EXPECT_FALSE(fs::exists(out + ".tmp"));
+  EXPECT_FALSE(fs::exists(out));
+  auto dir = CanonicalCsvWriter::Open(dir_.string());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_THAT(std::string(dir.status().message()), HasSubstr("is a directory"));
+  auto missing = CanonicalCsvWriter::Open((dir_ / "no" / "such" / "dir.csv").string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("cannot create file"));
+}
+
+// Names a state manager accepts but an unquoted CSV field would change (blanks
+// at either end, which the reader trims from an unquoted field; commas;
+// quotes) are read back as written, each its own host.
+TEST_F(TracesTest, CanonicalWriterKeepsHostNamesAsWritten) {
+  const std::vector<std::string> names = {"a", " a", "a ", "\ta\t", "x,y", "say \"hi\"", " "};
+  std::vector<HostTrace> in(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    in[i].host = names[i];
+    HostSample s;
+    s.unix_seconds = 100 + static_cast<int64_t>(i);
+    in[i].samples.push_back(s);
+  }
+  const std::string out = (dir_ / "names.csv").string();
+  ASSERT_TRUE(WriteCanonicalCsv(in, out).ok());
+  auto back = ImportTrace(out, {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ((*back)[i].host, names[i]);
+    ASSERT_EQ((*back)[i].samples.size(), 1u);
+    EXPECT_EQ((*back)[i].samples[0].unix_seconds, 100 + static_cast<int64_t>(i));
+  }
+}
+
 // Host names holding commas or quotes are written and read as RFC 4180 quoted
 // fields (the form `sojourn-eval availability --cells` writes them in).
 TEST_F(TracesTest, QuotedHostNames) {
