@@ -131,6 +131,8 @@ class CanonicalCsvWriter {
   // Flushes, closes and renames PATH.tmp to PATH. Rows written: rows().
   absl::Status Finish();
   int64_t rows() const { return rows_; }
+  // The file being written until Finish() renames it ("" for standard output).
+  const std::string& tmp_path() const { return tmp_path_; }
 
  private:
   CanonicalCsvWriter() = default;

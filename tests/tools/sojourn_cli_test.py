@@ -9,9 +9,12 @@ usage: sojourn_cli_test.py --sojourn build/bin/sojourn
 """
 import argparse
 import os
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 DEAD = ["--broker", "127.0.0.1:9", "--predictor", "127.0.0.1:9", "--timeout", "2"]
 CASES = [
@@ -212,6 +215,25 @@ def main():
             if p.returncode != 2 or len(lines) != 1 or needle not in lines[0] or os.listdir(tmp):
                 failures += 1
                 print("FAIL: export --out %s: exit %d, stderr %r" % (bad, p.returncode, lines))
+    # Ctrl-C while the export waits for a state manager (a listener that never answers)
+    # removes FILE.tmp: the exit code says the signal, nothing is left.
+    with tempfile.TemporaryDirectory() as tmp, socket.socket() as mute:
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(4)
+        out = os.path.join(tmp, "x.csv")
+        p = subprocess.Popen([a.sojourn, "export", "--statemgr",
+                              "127.0.0.1:%d" % mute.getsockname()[1], "--timeout", "60",
+                              "--out", out], stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(out + ".tmp") and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)  # polls for the file to appear; the export waits 60 s
+        p.send_signal(signal.SIGINT)
+        code = p.wait(timeout=30)
+        if code != 128 + signal.SIGINT or os.listdir(tmp):
+            failures += 1
+            print("FAIL: export interrupted: exit %d, files %r, stderr %r"
+                  % (code, os.listdir(tmp), p.stderr.read()))
+        p.stderr.close()
     for command, needles in HELP.items():
         p = subprocess.run([a.sojourn, command, "--help"], capture_output=True, text=True,
                            timeout=60)

@@ -278,7 +278,7 @@ const char kExportHelp[] =
     "state manager (sojourn-replay --trace FILE). One line per host on stderr.\n"
     "Exits 2 when FILE cannot be created or a host named in --hosts is not found (or its\n"
     "state manager no longer holds it), 1 when a state manager cannot be reached; FILE is\n"
-    "then not written (an export killed half way leaves FILE.tmp).\n"
+    "then not written, nor when Ctrl-C stops it (only KILL leaves FILE.tmp).\n"
     "\n"
     "options:\n"
     "  --hosts H1,H2,...      only these hosts (default: every host)\n"
@@ -1165,6 +1165,15 @@ int Watch(int argc, char** argv) {
   return exit_code;
 }
 
+// The temporary file of an export to a file, removed by the handler of
+// SIGINT and SIGTERM (unlink and _exit are async-signal-safe).
+char g_export_tmp[4096];
+
+void RemoveExportTmpAndExit(int sig) {
+  ::unlink(g_export_tmp);
+  ::_exit(128 + sig);
+}
+
 // Each host's samples are read from its state manager this many at a time
 // (GetSeries pages of about 2 MB).
 constexpr int kExportPageSamples = 50000;
@@ -1198,6 +1207,12 @@ int Export(int argc, char** argv) {
   auto writer = sojourn::traces::CanonicalCsvWriter::Open(out);
   if (!writer.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--out: ", writer.status().message()));
   const std::string not_written = out == "-" ? "" : absl::StrCat(" (", out, " not written)");
+  // Ctrl-C (or a TERM) half way removes FILE.tmp too.
+  if (!(*writer)->tmp_path().empty() && (*writer)->tmp_path().size() < sizeof(g_export_tmp)) {
+    std::memcpy(g_export_tmp, (*writer)->tmp_path().c_str(), (*writer)->tmp_path().size() + 1);
+    std::signal(SIGINT, RemoveExportTmpAndExit);
+    std::signal(SIGTERM, RemoveExportTmpAndExit);
+  }
 
   // The hosts to export and where each one's samples are.
   struct Source {
