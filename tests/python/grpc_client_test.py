@@ -691,14 +691,30 @@ class GrpcClientTest(unittest.TestCase):
             self.assertFalse(os.path.exists(out + ".tmp"))
         p = export("py-export-a,py-export-retired,py-export-gone", "--skip-unreadable")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("left out 2 host(s) that could not be read: py-export-gone, "
-                      "py-export-retired", p.stderr)
+        self.assertIn("could not read, left out: py-export-gone, py-export-retired", p.stderr)
         with open(out, newline="") as f:
             table = list(csv.reader(f))[1:]
         self.assertEqual({r[0] for r in table}, {"py-export-a"})
         listed = {h.host: h for h in self.statemgr.ListHosts(
             pb["statemgr"].ListHostsRequest(), timeout=self.RPC_TIMEOUT).hosts}
         self.assertEqual(len(table), listed["py-export-a"].sample_count)
+        self.assertIn(f"wrote {len(table)} samples of 1 hosts", p.stderr)
+        # Nothing readable: no file, not even over an older one; a state manager that
+        # cannot list its hosts is left out like a host.
+        with open(out, "w") as f:
+            f.write("older export\n")
+        p = export("py-export-retired,py-export-gone", "--skip-unreadable")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f"no host could be read ({out} not written)", p.stderr)
+        with open(out) as f:
+            self.assertEqual(f.read(), "older export\n")
+        self.assertFalse(os.path.exists(out + ".tmp"))
+        p = subprocess.run([CLUSTER.binary("sojourn"), "export", "--statemgr",
+                            f"127.0.0.1:9,{ADDRS['statemgr']}", "--hosts", "py-export-a",
+                            "--skip-unreadable", "--out", out, "--timeout", "10"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("could not read, left out: the hosts of 127.0.0.1:9", p.stderr)
         self.assertIn(f"wrote {len(table)} samples of 1 hosts", p.stderr)
 
     def test_08_no_service_crashed(self):

@@ -276,9 +276,9 @@ const char kExportHelp[] =
     "papers' protocol beside the baselines (sojourn-eval availability --trace FILE;\n"
     "docs/EVALUATION.md \"Backtesting a cluster's own history\") or replayed into another\n"
     "state manager (sojourn-replay --trace FILE). One line per host on stderr.\n"
-    "Exits 2 when FILE cannot be created or a host named in --hosts is not found (or its\n"
-    "state manager no longer holds it), 1 when a state manager cannot be reached; FILE is\n"
-    "then not written, nor when Ctrl-C stops it (only KILL leaves FILE.tmp).\n"
+    "Exits 2 when FILE cannot be created or a host is not found (named in --hosts but not\n"
+    "listed, or no longer held by its state manager), 1 when a state manager cannot be\n"
+    "reached; FILE is then not written, nor when Ctrl-C or TERM stops the export.\n"
     "\n"
     "options:\n"
     "  --hosts H1,H2,...      only these hosts (default: every host)\n"
@@ -292,7 +292,8 @@ const char kExportHelp[] =
     "                         once complete\n"
     "  --skip-unreadable      leave out, with a warning, the hosts whose samples cannot be\n"
     "                         read (a retired host the broker still lists, a state manager\n"
-    "                         down) instead of failing; the summary names them\n";
+    "                         down) instead of failing; the summary names them. Fails all\n"
+    "                         the same when no host at all could be read\n";
 
 const char kTurnaroundHelp[] =
     "usage: sojourn turnaround --procs N (--nodes N | --snapshot FILE | --queue) [options]\n"
@@ -1174,6 +1175,21 @@ void RemoveExportTmpAndExit(int sig) {
   ::_exit(128 + sig);
 }
 
+// Sets (or, with `on` false, takes back) RemoveExportTmpAndExit for SIGINT and
+// SIGTERM, except where the signal is ignored (a background job of a
+// non-interactive shell ignores SIGINT: a Ctrl-C for another job is not
+// this export's).
+void HandleExportSignals(bool on) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    struct sigaction old;
+    if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN) continue;
+    struct sigaction act {};
+    act.sa_handler = on ? RemoveExportTmpAndExit : SIG_DFL;
+    sigemptyset(&act.sa_mask);
+    ::sigaction(sig, &act, nullptr);
+  }
+}
+
 // Each host's samples are read from its state manager this many at a time
 // (GetSeries pages of about 2 MB).
 constexpr int kExportPageSamples = 50000;
@@ -1204,15 +1220,20 @@ int Export(int argc, char** argv) {
   // Before any call too: a FILE that cannot be written is bad usage, whatever
   // the cluster says. On a failure half way the writer removes FILE.tmp, so
   // FILE is not written at all; standard output has had the hosts before.
+  // Ctrl-C (or a TERM) half way removes FILE.tmp too: the handler is set
+  // before the writer creates it.
+  const std::string tmp = out == "-" ? "" : out + ".tmp";
+  const bool handled = !tmp.empty() && tmp.size() < sizeof(g_export_tmp);
+  if (handled) {
+    std::memcpy(g_export_tmp, tmp.c_str(), tmp.size() + 1);
+    HandleExportSignals(true);
+  }
   auto writer = sojourn::traces::CanonicalCsvWriter::Open(out);
   if (!writer.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--out: ", writer.status().message()));
   const std::string not_written = out == "-" ? "" : absl::StrCat(" (", out, " not written)");
-  // Ctrl-C (or a TERM) half way removes FILE.tmp too.
-  if (!(*writer)->tmp_path().empty() && (*writer)->tmp_path().size() < sizeof(g_export_tmp)) {
-    std::memcpy(g_export_tmp, (*writer)->tmp_path().c_str(), (*writer)->tmp_path().size() + 1);
-    std::signal(SIGINT, RemoveExportTmpAndExit);
-    std::signal(SIGTERM, RemoveExportTmpAndExit);
-  }
+  // Hosts whose samples could not be read (--skip-unreadable), and state
+  // managers that could not list theirs.
+  std::vector<std::string> left_out;
 
   // The hosts to export and where each one's samples are.
   struct Source {
@@ -1239,6 +1260,14 @@ int Export(int argc, char** argv) {
       ctx.set_deadline(Deadline(a));
       sojourn::v1::ListHostsResponse resp;
       grpc::Status st = stub(address).ListHosts(&ctx, {}, &resp);
+      if (!st.ok() && skip) {
+        std::fprintf(
+            stderr, "%s: export: the hosts of %s: left out (listing them: %s)\n", kProgram,
+            address.c_str(),
+            st.error_message().empty() ? CodeName(st.error_code()) : st.error_message().c_str());
+        left_out.push_back("the hosts of " + address);
+        continue;
+      }
       if (!st.ok()) {
         return Fail(st, absl::StrCat("listing the hosts of ", address, not_written), "statemgr",
                     address);
@@ -1269,6 +1298,13 @@ int Export(int argc, char** argv) {
   }
   if (!only.empty()) {
     for (const std::string& h : only) {
+      // Maybe on a state manager left out above: left out too.
+      if (seen.count(h) == 0 && !left_out.empty()) {
+        std::fprintf(stderr, "%s: export: %s: left out (not listed by the state managers read)\n",
+                     kProgram, sojourn::Excerpt(h).c_str());
+        left_out.push_back(h);
+        continue;
+      }
       if (seen.count(h) == 0) {
         std::fprintf(stderr, "%s: export: host %s is not known to %s%s%s\n", kProgram,
                      sojourn::Excerpt(h).c_str(),
@@ -1288,8 +1324,7 @@ int Export(int argc, char** argv) {
   std::sort(sources.begin(), sources.end(),
             [](const Source& x, const Source& y) { return x.host < y.host; });
 
-  int64_t hosts_written = 0;
-  std::vector<std::string> left_out;
+  int64_t hosts_written = 0, hosts_read = 0;
   // With --skip-unreadable, a state manager that did not answer is not asked
   // again for its other hosts (each call would wait out --timeout).
   std::map<std::string, std::string> unreachable;
@@ -1353,8 +1388,9 @@ int Export(int argc, char** argv) {
           failed.error_message().empty() ? CodeName(failed.error_code()) : failed.error_message();
       std::fprintf(stderr, "%s: export: %s: left out (%s: %s)\n", kProgram,
                    sojourn::Excerpt(src.host).c_str(), what.c_str(), why.c_str());
-      if (failed.error_code() == grpc::StatusCode::UNAVAILABLE ||
-          failed.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      // Not connected: its other hosts would fail alike. (A deadline may be
+      // one slow page: its other hosts are still asked.)
+      if (failed.error_code() == grpc::StatusCode::UNAVAILABLE) {
         unreachable[src.statemgr] =
             absl::StrCat("its state manager ", src.statemgr, " did not answer");
       }
@@ -1370,13 +1406,22 @@ int Export(int argc, char** argv) {
         return 1;
       }
     }
+    ++hosts_read;
     if (count > 0) ++hosts_written;
     std::fprintf(
         stderr, "%s: export: %s: %lld samples%s\n", kProgram, sojourn::Excerpt(src.host).c_str(),
         static_cast<long long>(count),
         count > 0 ? absl::StrCat(" from ", PrintTime(first), " to ", PrintTime(last)).c_str() : "");
   }
-  if (absl::Status f = (*writer)->Finish(); !f.ok()) {
+  // Everything asked for left out: a header alone is no export (and must not
+  // replace a good FILE).
+  if (hosts_read == 0 && !left_out.empty()) {
+    std::fprintf(stderr, "%s: export: no host could be read%s\n", kProgram, not_written.c_str());
+    return 1;
+  }
+  const absl::Status finished = (*writer)->Finish();
+  if (handled) HandleExportSignals(false);
+  if (absl::Status f = finished; !f.ok()) {
     std::fprintf(stderr, "%s: export: %s%s\n", kProgram, std::string(f.message()).c_str(),
                  not_written.c_str());
     return 1;
@@ -1385,8 +1430,7 @@ int Export(int argc, char** argv) {
                static_cast<long long>((*writer)->rows()), static_cast<long long>(hosts_written),
                out == "-" ? "standard output" : out.c_str(),
                left_out.empty() ? ""
-                                : absl::StrCat("; left out ", left_out.size(),
-                                               " host(s) that could not be read: ",
+                                : absl::StrCat("; could not read, left out: ",
                                                sojourn::Excerpt(absl::StrJoin(left_out, ", ")))
                                       .c_str());
   return 0;
