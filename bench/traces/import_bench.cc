@@ -19,24 +19,29 @@ std::string SharedPath(const std::string& rel) {
   return (base / rel).string();
 }
 
-void ImportShared(benchmark::State& state, const std::string& rel) {
-  const std::string path = SharedPath(rel);
-  if (!std::filesystem::exists(path)) {
-    state.SkipWithError(("not found: " + path).c_str());
-    return;
-  }
+// Reads PATH once per iteration; counts the samples read.
+void Import(benchmark::State& state, const std::string& path) {
   size_t samples = 0;
   for (auto _ : state) {
     auto traces = sojourn::traces::ImportTrace(path, {});
     if (!traces.ok()) {
       state.SkipWithError(std::string(traces.status().message()).c_str());
-      return;
+      break;
     }
     samples = 0;
     for (const auto& t : *traces) samples += t.samples.size();
     benchmark::DoNotOptimize(samples);
   }
   state.counters["samples"] = static_cast<double>(samples);
+}
+
+void ImportShared(benchmark::State& state, const std::string& rel) {
+  const std::string path = SharedPath(rel);
+  if (!std::filesystem::exists(path)) {
+    state.SkipWithError(("not found: " + path).c_str());
+    return;
+  }
+  Import(state, path);
 }
 
 void BM_ImportBitbrainsTarXz(benchmark::State& state) {
@@ -83,18 +88,7 @@ void BM_ImportCanonicalCsv(benchmark::State& state) {
     state.SkipWithError(std::string(st.message()).c_str());
     return;
   }
-  size_t samples = 0;
-  for (auto _ : state) {
-    auto traces = sojourn::traces::ImportTrace(path, {});
-    if (!traces.ok()) {
-      state.SkipWithError(std::string(traces.status().message()).c_str());
-      break;
-    }
-    samples = 0;
-    for (const auto& t : *traces) samples += t.samples.size();
-    benchmark::DoNotOptimize(samples);
-  }
-  state.counters["samples"] = static_cast<double>(samples);
+  Import(state, path);
   std::remove(path.c_str());
 }
 BENCHMARK(BM_ImportCanonicalCsv)->Unit(benchmark::kMillisecond);
