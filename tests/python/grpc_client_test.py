@@ -338,11 +338,16 @@ class GrpcClientTest(unittest.TestCase):
                 # negative free memory, so replay sends them at the bound (it stopped there).
                 load, free = (1.3, -500) if i % 1000 == 7 else (0.1, 4000)
                 f.write(f"{host},{last - (rows - 1 - i) * 300},{load},{free},8192,2\n")
+                if i % 2000 == 3:  # a row repeating its time, left out and counted
+                    f.write(f"{host},{last - (rows - 1 - i) * 300},0.9,4000,8192,2\n")
         run = subprocess.run([CLUSTER.binary("sojourn-replay"), f"--trace={path}",
                               f"--statemgr={ADDRS['statemgr']}", "--follow=false",
                               "--shift=false"], capture_output=True, text=True, timeout=120)
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         self.assertIn("6 samples above the machine's CPU or memory sent at the bound",
+                      run.stdout + run.stderr)
+        self.assertIn(f"loaded {rows} samples of 1 hosts", run.stdout + run.stderr)
+        self.assertIn("3 rows repeating their host's previous timestamp left out",
                       run.stdout + run.stderr)
         listed = {h.host: h for h in self.statemgr.ListHosts(
             pb["statemgr"].ListHostsRequest(), timeout=self.RPC_TIMEOUT).hosts}
