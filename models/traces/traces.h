@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/host_sample.h"
+#include "common/output_file.h"
 
 namespace sojourn::traces {
 
@@ -109,11 +110,9 @@ absl::Status CheckGridSize(const std::vector<HostTrace>& traces, int64_t step_se
 // a host's rows out of time order (also across calls), are refused, and a
 // refused call writes nothing.
 //
-// PATH "-" is standard output. A PATH ending in .gz is gzip-compressed. A file
-// is written as PATH.tmp, synced and renamed to PATH by Finish(): a write that
-// fails or is abandoned half way leaves no PATH that looks complete (the
-// destructor removes the temporary file when Finish was not called or failed;
-// a process killed half way leaves PATH.tmp).
+// The file is an OutputFile (common/output_file.h): PATH "-" is standard
+// output, a PATH ending in .gz is gzip-compressed, and PATH is written whole by
+// Finish() or not at all (a process killed half way leaves PATH.tmp).
 class CanonicalCsvWriter {
  public:
   // InvalidArgumentError when PATH is a directory or PATH.tmp cannot be
@@ -132,21 +131,17 @@ class CanonicalCsvWriter {
   absl::Status Finish();
   int64_t rows() const { return rows_; }
   // The file being written until Finish() renames it ("" for standard output).
-  const std::string& tmp_path() const { return tmp_path_; }
+  const std::string& tmp_path() const { return out_->tmp_path(); }
 
  private:
   CanonicalCsvWriter() = default;
-  absl::Status Flush();
 
-  std::string path_;
-  std::string tmp_path_;  // "" for standard output
-  std::FILE* file_ = nullptr;
-  void* gz_ = nullptr;  // gzFile, for a PATH ending in .gz
+  std::unique_ptr<OutputFile> out_;
+  // Rows of the batch being written, handed to out_ a megabyte at a time.
   std::string buffer_;
   // Each host's newest timestamp written.
   std::map<std::string, int64_t> last_unix_;
   int64_t rows_ = 0;
-  bool finished_ = false;
 };
 
 // Writes `traces` with a CanonicalCsvWriter (attributes from each trace).

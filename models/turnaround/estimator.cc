@@ -892,6 +892,7 @@ absl::Status TurnaroundEstimator::OnStarted(int64_t job_id, int64_t start_time,
   r.wait_time = std::max<int64_t>(0, start_time - r.spec.submit_time);
   ASSIGN_OR_RETURN(r.cpu_backwards, view.CpuAhead(snapshot.waiting, job_id));
   r.queue_len_start = static_cast<int32_t>(snapshot.waiting.size());
+  r.cluster_nodes = static_cast<int32_t>(std::min<size_t>(snapshot.nodes.size(), INT32_MAX));
   // Cluster state at start: the tasks and local load on the job's nodes.
   std::vector<int> tasks(snapshot.nodes.size(), 0);
   for (const RunningJob& other : snapshot.running) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -21,6 +22,13 @@
 #include "models/turnaround/job.h"
 
 namespace sojourn::turnaround {
+
+// One page of HistDb::Scan.
+struct HistoryPage {
+  std::vector<JobRecord> records;
+  // The cursor of the next page; empty after the last record.
+  std::string next_cursor;
+};
 
 // A HistDb is safe for concurrent use from multiple threads.
 class HistDb {
@@ -39,6 +47,16 @@ class HistDb {
   // Number of finished-job records.
   virtual int64_t size() const = 0;
 
+  // Every finished-job record once, a page at a time (reading the whole
+  // history out: `sojourn export --jobs`): at most `limit` (>= 1) records
+  // after `cursor` ("" = from the first; else an earlier page's next_cursor,
+  // a short printable string). The order is the store's, not time order
+  // (InMemoryHistDb: as put; RocksHistDb: by application template, newest
+  // first within one). A record put while a scan goes on may be in it or
+  // not; none is returned twice. InvalidArgument for a cursor no page of this
+  // kind of store returns.
+  virtual absl::StatusOr<HistoryPage> Scan(const std::string& cursor, int limit) const = 0;
+
   // Jobs submitted or running but not finished yet (the queue/cluster state
   // recorded at submit and at start waits here until the job finishes).
   virtual absl::Status PutPending(const JobRecord& record) = 0;
@@ -54,6 +72,7 @@ class InMemoryHistDb final : public HistDb {
   absl::StatusOr<std::vector<JobRecord>> Recent(const TemplateKey& key, int limit) const override;
   absl::StatusOr<TemplateStats> Stats(const TemplateKey& key) const override;
   int64_t size() const override;
+  absl::StatusOr<HistoryPage> Scan(const std::string& cursor, int limit) const override;
   absl::Status PutPending(const JobRecord& record) override;
   absl::StatusOr<JobRecord> GetPending(int64_t job_id) const override;
   absl::Status ErasePending(int64_t job_id) override;

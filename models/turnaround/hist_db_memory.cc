@@ -1,4 +1,8 @@
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/text.h"
 #include "models/turnaround/hist_db.h"
 
 namespace sojourn::turnaround {
@@ -38,6 +42,22 @@ absl::StatusOr<TemplateStats> InMemoryHistDb::Stats(const TemplateKey& key) cons
 int64_t InMemoryHistDb::size() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int64_t>(records_.size());
+}
+
+absl::StatusOr<HistoryPage> InMemoryHistDb::Scan(const std::string& cursor, int limit) const {
+  if (limit < 1) return absl::InvalidArgumentError(absl::StrCat("scan limit ", limit, " < 1"));
+  absl::MutexLock lock(&mu_);
+  // The cursor is the index of the next record (records are only appended).
+  size_t from = 0;
+  if (!cursor.empty() && (!absl::SimpleAtoi(cursor, &from) || from > records_.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("histdb: '", Excerpt(cursor), "' is no cursor of this job history"));
+  }
+  HistoryPage page;
+  const size_t to = std::min(records_.size(), from + static_cast<size_t>(limit));
+  page.records.assign(records_.begin() + from, records_.begin() + to);
+  if (to < records_.size()) page.next_cursor = absl::StrCat(to);
+  return page;
 }
 
 absl::Status InMemoryHistDb::PutPending(const JobRecord& record) {

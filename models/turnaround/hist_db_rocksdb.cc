@@ -3,19 +3,23 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/rocks_status.h"
 #include "common/text.h"
+#include "rocksdb/cache.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
-#include "rocksdb/cache.h"
 #include "rocksdb/write_batch.h"
 
 namespace sojourn::turnaround {
 namespace {
 
+// Template stats: 1. Job records: 2 (1 and the cluster's node count at
+// start); records of version 1 are read with cluster_nodes -1.
 constexpr uint8_t kRecordVersion = 1;
+constexpr uint8_t kJobRecordVersion = 2;
 
 absl::Status FromRocks(const rocksdb::Status& s, const char* what) {
   return FromRocksStatus(s, absl::StrCat("histdb ", what));
@@ -144,7 +148,7 @@ absl::StatusOr<TemplateStats> DecodeTemplateStats(const std::string& bytes) {
 
 std::string EncodeJobRecord(const JobRecord& r) {
   Writer w;
-  w.U8(kRecordVersion);
+  w.U8(kJobRecordVersion);
   const JobSpec& s = r.spec;
   w.I64(s.job_id);
   w.I64(s.submit_time);
@@ -167,6 +171,7 @@ std::string EncodeJobRecord(const JobRecord& r) {
   w.I64(r.start_time);
   w.U8(static_cast<uint8_t>(r.job_selection));
   w.U8(static_cast<uint8_t>(r.node_selection));
+  w.I32(r.cluster_nodes);
   return w.Take();
 }
 
@@ -175,15 +180,15 @@ absl::StatusOr<JobRecord> DecodeJobRecord(const std::string& bytes) {
   JobRecord r;
   JobSpec& s = r.spec;
   uint8_t version = 0, jsel = 0, nsel = 0;
-  bool ok = rd.U8(&version) && version == kRecordVersion && rd.I64(&s.job_id) &&
-            rd.I64(&s.submit_time) && rd.I32(&s.user) && rd.I32(&s.group) &&
+  bool ok = rd.U8(&version) && (version == 1 || version == kJobRecordVersion) &&
+            rd.I64(&s.job_id) && rd.I64(&s.submit_time) && rd.I32(&s.user) && rd.I32(&s.group) &&
             rd.I32(&s.executable) && rd.I32(&s.queue) && rd.I32(&s.procs) &&
             rd.I64(&s.requested_time) && rd.F64(&s.cpu_fraction) && rd.I64(&r.wait_time) &&
             rd.I64(&r.exec_time) && rd.F64(&r.cpu_time_per_task) && rd.F64(&r.cpu_ahead) &&
-            rd.F64(&r.cpu_backwards) && rd.I32(&r.queue_len_submit) &&
-            rd.I32(&r.queue_len_start) && rd.I32(&r.shared_tasks) && rd.F64(&r.max_local_cpu) &&
-            rd.I64(&r.start_time) && rd.U8(&jsel) && rd.U8(&nsel) && rd.done() && jsel <= 1 &&
-            nsel <= 1;
+            rd.F64(&r.cpu_backwards) && rd.I32(&r.queue_len_submit) && rd.I32(&r.queue_len_start) &&
+            rd.I32(&r.shared_tasks) && rd.F64(&r.max_local_cpu) && rd.I64(&r.start_time) &&
+            rd.U8(&jsel) && rd.U8(&nsel) && (version == 1 || rd.I32(&r.cluster_nodes)) &&
+            rd.done() && jsel <= 1 && nsel <= 1;
   if (!ok) return absl::DataLossError("histdb: corrupt job record");
   r.job_selection = static_cast<JobSelection>(jsel);
   r.node_selection = static_cast<NodeSelection>(nsel);
@@ -380,6 +385,52 @@ absl::StatusOr<TemplateStats> RocksHistDb::Stats(const TemplateKey& key) const {
 int64_t RocksHistDb::size() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int64_t>(next_seq_);
+}
+
+absl::StatusOr<HistoryPage> RocksHistDb::Scan(const std::string& cursor, int limit) const {
+  if (limit < 1) return absl::InvalidArgumentError(absl::StrCat("scan limit ", limit, " < 1"));
+  // The finest level's index holds every record once: 'i' 0 a b c ~seq.
+  const std::string prefix = {'i', static_cast<char>(TemplateLevel::kUserExecutableProcs)};
+  const size_t key_size = IndexPrefix(TemplateKey{}).size() + 8;
+  std::string after;
+  if (!cursor.empty()) {
+    const bool hex =
+        cursor.size() == 2 * key_size && std::all_of(cursor.begin(), cursor.end(), [](char c) {
+          return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+        });
+    if (hex) after = absl::HexStringToBytes(cursor);
+    if (!hex || after.compare(0, prefix.size(), prefix) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("histdb: '", Excerpt(cursor), "' is no cursor of this job history"));
+    }
+  }
+  std::string upper = prefix;
+  upper.back() = static_cast<char>(upper.back() + 1);
+  rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper_slice;
+  // A page is one pass over a part of the store: do not fill the block
+  // cache that estimates read from.
+  ro.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+  it->Seek(after.empty() ? prefix : after);
+  if (!after.empty() && it->Valid() && it->key() == rocksdb::Slice(after)) it->Next();
+  HistoryPage page;
+  std::string last;
+  for (; it->Valid(); it->Next()) {
+    if (static_cast<int>(page.records.size()) == limit) {
+      page.next_cursor = absl::BytesToHexString(last);
+      break;
+    }
+    rocksdb::Slice k = it->key();
+    if (k.size() != key_size) continue;
+    auto rec = DecodeJobRecord(it->value().ToString());
+    if (!rec.ok()) return rec.status();
+    page.records.push_back(*std::move(rec));
+    last = k.ToString();
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "scan");
+  return page;
 }
 
 absl::Status RocksHistDb::PutPending(const JobRecord& record) {

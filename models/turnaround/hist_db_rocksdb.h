@@ -57,6 +57,9 @@ class RocksHistDb final : public HistDb {
   absl::StatusOr<std::vector<JobRecord>> Recent(const TemplateKey& key, int limit) const override;
   absl::StatusOr<TemplateStats> Stats(const TemplateKey& key) const override;
   int64_t size() const override;
+  // The cursor is the hexadecimal key of the last record returned, in the
+  // index of the finest template level (which holds every record once).
+  absl::StatusOr<HistoryPage> Scan(const std::string& cursor, int limit) const override;
   absl::Status PutPending(const JobRecord& record) override;
   absl::StatusOr<JobRecord> GetPending(int64_t job_id) const override;
   absl::Status ErasePending(int64_t job_id) override;

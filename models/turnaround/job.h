@@ -138,6 +138,10 @@ struct JobRecord {
   int32_t shared_tasks = 0;
   double max_local_cpu = 0;
   int64_t start_time = -1;  // absolute, -1 until started
+  // Nodes of the cluster the job started on (the start snapshot's); -1 when
+  // unknown (records written before sojourn kept it). An exported log's
+  // MaxNodes (`sojourn export --jobs`).
+  int32_t cluster_nodes = -1;
   JobSelection job_selection = JobSelection::kFcfs;
   NodeSelection node_selection = NodeSelection::kNormal;
 

@@ -6,9 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -16,11 +17,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "common/status.h"
 #include "common/text.h"
 
 namespace sojourn::turnaround {
@@ -403,6 +406,52 @@ absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& op
         absl::ConsumePrefix(&why, absl::StrCat(path, ": "));
         return std::string(why);
       });
+}
+
+namespace {
+
+void AppendShortest(std::string* out, double v) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  if (ec == std::errc()) out->append(buf, end);
+}
+
+}  // namespace
+
+std::string FormatSwfJob(const SwfJob& j) {
+  std::string line;
+  line.reserve(128);
+  absl::StrAppend(&line, j.job_number, " ", j.submit_time, " ", j.wait_time, " ", j.run_time, " ",
+                  j.allocated_procs, " ");
+  AppendShortest(&line, j.avg_cpu_time);
+  line.push_back(' ');
+  AppendShortest(&line, j.used_memory_kb);
+  absl::StrAppend(&line, " ", j.requested_procs, " ", j.requested_time, " ", j.requested_memory_kb,
+                  " ", j.status, " ", j.user, " ", j.group, " ", j.executable, " ", j.queue, " ",
+                  j.partition, " ", j.preceding_job, " ", j.think_time);
+  return line;
+}
+
+absl::Status WriteSwf(const std::vector<std::pair<std::string, std::string>>& header,
+                      const std::vector<SwfJob>& jobs, OutputFile* out) {
+  std::string text;
+  for (const auto& [key, value] : header) {
+    if (absl::StrContains(key, '\n') || absl::StrContains(value, '\n') ||
+        absl::StrContains(key, ':')) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("SWF header entry '", Excerpt(key), "' holds a line break or a colon"));
+    }
+    absl::StrAppend(&text, "; ", key, ": ", value, "\n");
+  }
+  for (const SwfJob& j : jobs) {
+    absl::StrAppend(&text, FormatSwfJob(j), "\n");
+    if (text.size() >= (1 << 20)) {
+      RETURN_IF_ERROR(out->Write(text));
+      text.clear();
+    }
+  }
+  RETURN_IF_ERROR(out->Write(text));
+  return out->Finish();
 }
 
 JobSpec ToJobSpec(const SwfJob& job) {

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/output_file.h"
 #include "models/turnaround/job.h"
 
 namespace sojourn::turnaround {
@@ -127,6 +129,18 @@ absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& op
 // Parses SWF text already in memory; `name` is used in error messages.
 absl::StatusOr<SwfLog> ParseSwf(const std::string& text, const std::string& name,
                                 const SwfReadOptions& options);
+
+// One job line: the 18 fields in order, separated by blanks (-1 unknown);
+// avg_cpu_time and used_memory_kb in their shortest round-trip decimal form,
+// so that ParseSwf reads back the same job.
+std::string FormatSwfJob(const SwfJob& job);
+
+// Writes an SWF log to `out` (common/output_file.h) and finishes it: one
+// "; Key: value" line per `header` entry, in order, then one line per job.
+// InvalidArgument (and nothing written) when a header key holds a colon or
+// an entry a line break; DataLoss when writing fails.
+absl::Status WriteSwf(const std::vector<std::pair<std::string, std::string>>& header,
+                      const std::vector<SwfJob>& jobs, OutputFile* out);
 
 // The job as the predictor sees it at submit time (no wait/run/cpu truth).
 // Procs are clamped to >= 1; the CPU fraction is left unknown.

@@ -282,4 +282,30 @@ grpc::ServerUnaryReactor* PredictorService::RecordJobEvent(
   });
 }
 
+grpc::ServerUnaryReactor* PredictorService::ListJobHistory(
+    grpc::CallbackServerContext* context, const sojourn::v1::ListJobHistoryRequest* request,
+    sojourn::v1::ListJobHistoryResponse* response) {
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
+    if (turnaround_ == nullptr) return absl::FailedPreconditionError("no job history configured");
+    const int32_t size = request->page_size();
+    if (size < 0 || size > kMaxJobHistoryPage) {
+      return absl::InvalidArgumentError(absl::StrCat("page_size ", size, " must be in [0, ",
+                                                     kMaxJobHistoryPage,
+                                                     "] (0 = ", kDefaultJobHistoryPage, ")"));
+    }
+    // The whole history's count first: a record put during the page is then
+    // never missing from the count.
+    response->set_history_records(turnaround_->db().size());
+    ASSIGN_OR_RETURN(
+        turnaround::HistoryPage page,
+        turnaround_->db().Scan(request->page_token(), size == 0 ? kDefaultJobHistoryPage : size));
+    for (const turnaround::JobRecord& r : page.records) {
+      if (r.spec.submit_time < request->submitted_since_unix_seconds()) continue;
+      *response->add_records() = ToProto(r);
+    }
+    response->set_next_page_token(std::move(page.next_cursor));
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace sojourn::predictor

@@ -67,6 +67,14 @@ class PredictorService final : public sojourn::v1::Predictor::CallbackService {
   grpc::ServerUnaryReactor* RecordJobEvent(grpc::CallbackServerContext* context,
                                            const sojourn::v1::JobEvent* request,
                                            sojourn::v1::RecordJobEventResponse* response) override;
+  // Pages of kDefaultJobHistoryPage records unless asked for fewer, at most
+  // kMaxJobHistoryPage (about 100 bytes each: a page stays under gRPC's
+  // default 4 MiB message limit).
+  grpc::ServerUnaryReactor* ListJobHistory(grpc::CallbackServerContext* context,
+                                           const sojourn::v1::ListJobHistoryRequest* request,
+                                           sojourn::v1::ListJobHistoryResponse* response) override;
+  static constexpr int32_t kDefaultJobHistoryPage = 10000;
+  static constexpr int32_t kMaxJobHistoryPage = 20000;
 
   // Scores the turnaround estimates live: when a job finishes, the estimate
   // last made for it under its id (EstimateTurnaround with job.job_id, as

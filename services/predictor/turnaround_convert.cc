@@ -1,5 +1,6 @@
 #include "services/predictor/turnaround_convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -190,6 +191,37 @@ v1::KernelEstimate ToProto(const char* kernel, const turnaround::KernelEstimate&
   out.set_from_history(e.from_history);
   out.set_matched_records(e.matched);
   return out;
+}
+
+v1::JobHistoryRecord ToProto(const turnaround::JobRecord& r) {
+  v1::JobHistoryRecord p;
+  v1::JobSpec* j = p.mutable_job();
+  j->set_job_id(r.spec.job_id);
+  j->set_submit_unix_seconds(r.spec.submit_time);
+  j->set_user(r.spec.user);
+  j->set_group(r.spec.group);
+  j->set_executable(r.spec.executable);
+  j->set_queue(r.spec.queue);
+  j->set_procs(r.spec.procs);
+  j->set_requested_seconds(r.spec.requested_time > 0 ? r.spec.requested_time : 0);
+  j->set_cpu_ratio(r.spec.cpu_fraction > 0 ? r.spec.cpu_fraction : 0);
+  p.set_start_unix_seconds(r.start_time);
+  p.set_finish_unix_seconds(r.start_time + std::max<int64_t>(0, r.exec_time));
+  p.set_cpu_seconds_per_task(r.cpu_time_per_task >= 0 ? r.cpu_time_per_task : -1);
+  p.set_cpu_seconds_ahead(r.cpu_ahead);
+  p.set_cpu_seconds_backwards(r.cpu_backwards);
+  p.set_queue_length_at_submit(r.queue_len_submit);
+  p.set_queue_length_at_start(r.queue_len_start);
+  p.set_shared_tasks(r.shared_tasks);
+  p.set_max_local_cpu_ratio(r.max_local_cpu);
+  p.set_cluster_nodes(std::max(0, r.cluster_nodes));
+  p.mutable_policy()->set_job_selection(
+      r.job_selection == turnaround::JobSelection::kEasyBackfilling ? v1::JOB_SELECTION_EASY
+                                                                    : v1::JOB_SELECTION_FCFS);
+  p.mutable_policy()->set_node_selection(r.node_selection == turnaround::NodeSelection::kUniform
+                                             ? v1::NODE_SELECTION_UNIFORM
+                                             : v1::NODE_SELECTION_NORMAL);
+  return p;
 }
 
 }  // namespace sojourn::predictor

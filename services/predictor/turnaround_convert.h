@@ -49,6 +49,10 @@ inline constexpr int32_t kMaxLocalTasks = 1000;
 absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot& p,
                                                       int64_t latest_unix = INT64_MAX);
 v1::KernelEstimate ToProto(const char* kernel, const turnaround::KernelEstimate& e);
+// A finished job's record as ListJobHistory returns it (unknown requested
+// time and CPU ratio as 0, unknown CPU seconds as -1, as JobSpec and
+// JobFinished take them).
+v1::JobHistoryRecord ToProto(const turnaround::JobRecord& r);
 
 }  // namespace sojourn::predictor
 

@@ -1,7 +1,9 @@
-// EstimateTurnaround and RecordJobEvent through the predictor's gRPC stack,
+// EstimateTurnaround, RecordJobEvent and ListJobHistory through the predictor's gRPC stack,
 // with the job history in RocksDB on disk: it survives a predictor restart.
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <string>
 
 #include <grpcpp/grpcpp.h>
@@ -23,11 +25,15 @@ constexpr int64_t kNow = 1700000000 + 200000;
 // One predictor process: HistDB + estimator + service + server.
 class PredictorUnderTest {
  public:
+  // An empty `db_path`: a predictor keeping no job history (--histdb_path=).
   explicit PredictorUnderTest(const std::string& db_path, bool score_estimates = false) {
-    auto db = turnaround::RocksHistDb::Open(db_path, {});
-    EXPECT_THAT(db.status(), IsOk());
-    db_ = std::move(*db);
-    estimator_ = std::make_unique<turnaround::TurnaroundEstimator>(*db_, turnaround::EstimatorOptions{});
+    if (!db_path.empty()) {
+      auto db = turnaround::RocksHistDb::Open(db_path, {});
+      EXPECT_THAT(db.status(), IsOk());
+      db_ = std::move(*db);
+      estimator_ =
+          std::make_unique<turnaround::TurnaroundEstimator>(*db_, turnaround::EstimatorOptions{});
+    }
     predictor_ = std::make_unique<predictor::AvailabilityPredictor>(
         predictor::AvailabilityPredictorConfig{}, directory_, clock_);
     service_ = std::make_unique<predictor::PredictorService>(*predictor_, directory_, pool_,
@@ -161,6 +167,112 @@ TEST(TurnaroundRpcTest, HistorySurvivesRestartAndDrivesEstimates) {
     EXPECT_LE(e.turnaround().lo_seconds(), e.turnaround().point_seconds()) << e.kernel();
     EXPECT_GE(e.turnaround().hi_seconds(), e.turnaround().point_seconds()) << e.kernel();
   }
+}
+
+// ListJobHistory pages through the finished jobs, each once with what its
+// events said, also across a predictor restart and with a submit-time
+// filter; pending and cancelled jobs are not in it. Bad pages and a
+// predictor without a job history are refused with a reason.
+TEST(TurnaroundRpcTest, ListJobHistoryPagesThroughTheFinishedJobs) {
+  TempDir dir;
+  const int64_t t0 = 1700000000;
+  auto list = [](PredictorUnderTest& p, int32_t size, const std::string& token, int64_t since,
+                 v1::ListJobHistoryResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::ListJobHistoryRequest req;
+    req.set_page_size(size);
+    req.set_page_token(token);
+    req.set_submitted_since_unix_seconds(since);
+    return p.stub().ListJobHistory(&ctx, req, resp);
+  };
+  std::string second_page;
+  {
+    PredictorUnderTest p(dir.File("histdb"));
+    v1::RecordJobEventResponse resp;
+    for (int i = 1; i <= 25; ++i) {
+      const int64_t submit = t0 + i * 5000;
+      ASSERT_TRUE(Send(p.stub(), Submitted(i, submit), &resp).ok());
+      ASSERT_TRUE(Send(p.stub(), Started(i, submit + 60 + i, {0, 1}), &resp).ok());
+      ASSERT_TRUE(
+          Send(p.stub(), Finished(i, submit + 1060 + 2 * i, i % 2 ? 900.5 : -1), &resp).ok());
+    }
+    ASSERT_TRUE(Send(p.stub(), Submitted(26, t0 + 200000), &resp).ok());  // pending
+    ASSERT_TRUE(Send(p.stub(), Submitted(27, t0 + 200000), &resp).ok());
+    v1::JobEvent cancel;
+    cancel.mutable_cancelled()->set_job_id(27);
+    ASSERT_TRUE(Send(p.stub(), cancel, &resp).ok());
+    v1::ListJobHistoryResponse first;
+    ASSERT_TRUE(list(p, 4, "", 0, &first).ok());
+    EXPECT_EQ(first.records_size(), 4);
+    second_page = first.next_page_token();
+    ASSERT_FALSE(second_page.empty());
+  }
+  PredictorUnderTest p(dir.File("histdb"));
+  std::map<int64_t, v1::JobHistoryRecord> seen;
+  std::string token;
+  int pages = 0;
+  do {
+    v1::ListJobHistoryResponse resp;
+    grpc::Status st = list(p, 4, token, 0, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(resp.history_records(), 25);
+    EXPECT_LE(resp.records_size(), 4);
+    for (const auto& r : resp.records()) {
+      EXPECT_TRUE(seen.emplace(r.job().job_id(), r).second) << r.job().job_id() << " twice";
+    }
+    token = resp.next_page_token();
+    ++pages;
+  } while (!token.empty());
+  EXPECT_EQ(pages, 7);
+  ASSERT_EQ(seen.size(), 25u);
+  for (const auto& [i, r] : seen) {
+    const int64_t submit = t0 + i * 5000;
+    EXPECT_EQ(r.job().submit_unix_seconds(), submit) << i;
+    EXPECT_EQ(r.start_unix_seconds(), submit + 60 + i) << i;
+    EXPECT_EQ(r.finish_unix_seconds(), submit + 1060 + 2 * i) << i;
+    EXPECT_EQ(r.cpu_seconds_per_task(), i % 2 ? 900.5 : -1) << i;
+    EXPECT_EQ(r.job().procs(), 2);
+    EXPECT_EQ(r.job().user(), 7);
+    EXPECT_EQ(r.job().executable(), 3);
+    EXPECT_EQ(r.job().requested_seconds(), 7200);
+    EXPECT_EQ(r.cluster_nodes(), 4);
+    EXPECT_EQ(r.queue_length_at_submit(), 0);
+    EXPECT_DOUBLE_EQ(r.max_local_cpu_ratio(), 0.1);
+  }
+  // A token of the predictor before its restart goes on where it stopped.
+  int rest = 0;
+  for (token = second_page; !token.empty();) {
+    v1::ListJobHistoryResponse resp;
+    ASSERT_TRUE(list(p, 0, token, 0, &resp).ok());
+    rest += resp.records_size();
+    token = resp.next_page_token();
+  }
+  EXPECT_EQ(rest, 21);
+  // Submitted at or after job 20's submit: jobs 20..25.
+  std::set<int64_t> since;
+  token.clear();
+  do {
+    v1::ListJobHistoryResponse resp;
+    ASSERT_TRUE(list(p, 3, token, t0 + 20 * 5000, &resp).ok());
+    for (const auto& r : resp.records()) since.insert(r.job().job_id());
+    token = resp.next_page_token();
+  } while (!token.empty());
+  EXPECT_EQ(since, (std::set<int64_t>{20, 21, 22, 23, 24, 25}));
+
+  v1::ListJobHistoryResponse resp;
+  for (int32_t size : {-1, predictor::PredictorService::kMaxJobHistoryPage + 1}) {
+    grpc::Status st = list(p, size, "", 0, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << size;
+    EXPECT_NE(st.error_message().find("page_size"), std::string::npos) << st.error_message();
+  }
+  grpc::Status st = list(p, 4, "not a token", 0, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("cursor"), std::string::npos) << st.error_message();
+
+  PredictorUnderTest none("");
+  st = list(none, 4, "", 0, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find("no job history"), std::string::npos) << st.error_message();
 }
 
 // When a job finishes, the estimate last made for it under its id is scored

@@ -722,6 +722,116 @@ class GrpcClientTest(unittest.TestCase):
         self.assertIn("could not read, left out: the hosts of 127.0.0.1:9", p.stderr)
         self.assertIn(f"wrote {len(table)} samples of 1 hosts", p.stderr)
 
+    def test_07h_export_jobs_writes_back_the_job_history(self):
+        # `sojourn export-jobs` writes a predictor's job history as an SWF log: the demo's SDSC
+        # SP2 excerpt, six times over one after the other (12,000 jobs: more than one page),
+        # loaded by sojourn-eval (as scripts/up loads it), exported from a predictor serving
+        # that history, holds every job the history kept with the log's own fields, and its
+        # backtest is the log's (the jobs the history keeps: those with a wait and a run).
+        excerpt = os.path.join(REPO_DIR, "data", "demo", "sdsc-sp2-2000jobs.swf.gz")
+        demo = os.path.join(CLUSTER.workdir, "jobs-6x.swf.gz")
+        with gzip.open(excerpt, "rt") as f:
+            lines = f.readlines()
+        body = [line.split() for line in lines if line.strip() and not line.startswith(";")]
+        span = max(int(j[1]) + max(0, int(j[2])) + max(0, int(j[3])) for j in body) + 3600
+        with gzip.open(demo, "wt") as w:
+            w.writelines(line for line in lines if line.startswith(";"))
+            for copy in range(6):
+                for n, j in enumerate(body):
+                    j = list(j)
+                    j[0] = str(copy * len(body) + n + 1)
+                    j[1] = str(int(j[1]) + copy * span)
+                    w.write(" ".join(j) + "\n")
+        hist = os.path.join(CLUSTER.workdir, "py-jobs-histdb")
+        run = subprocess.run([CLUSTER.binary("sojourn-eval"), "turnaround", "--swf", demo,
+                              "--histdb", hist], capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        service = CLUSTER.start("predictor-jobs", "predictor",
+                                [f"--histdb_path={hist}", "--broker="])
+        out = os.path.join(CLUSTER.workdir, "jobs.swf.gz")
+
+        def export(*flags):
+            return subprocess.run([CLUSTER.binary("sojourn"), "export-jobs", "--predictor",
+                                   service.address, "--out", out, "--timeout", "30", *flags],
+                                  capture_output=True, text=True, timeout=120)
+
+        def read_swf(path, opener):
+            header, jobs = {}, []
+            with opener(path, "rt") as f:
+                for line in f:
+                    if line.startswith(";"):
+                        key, _, value = line[1:].partition(":")
+                        header[key.strip()] = value.strip()
+                    elif line.strip():
+                        jobs.append(line.split())
+            return header, jobs
+
+        p = export()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        _, orig = read_swf(demo, gzip.open)
+        known = [j for j in orig if int(j[2]) >= 0 and int(j[3]) >= 0]
+        self.assertEqual(len(known), 6 * 1873)  # 127 jobs of the excerpt were cancelled unrun
+        header, exported = read_swf(out, gzip.open)
+        self.assertIn(f"wrote {len(known)} jobs", p.stderr)
+        self.assertIn("MaxNodes 128 (the largest cluster recorded)", p.stderr)
+        self.assertEqual(header["MaxNodes"], "128")
+        self.assertEqual(header["MaxJobs"], str(len(known)))
+        start = min(int(j[1]) for j in known)
+        self.assertEqual(header["UnixStartTime"], str(start))
+        submits = [int(j[1]) for j in exported]
+        self.assertEqual(submits, sorted(submits))
+
+        def fields(j, t0):
+            procs = int(j[4]) if int(j[4]) > 0 else int(j[7])
+            return (int(j[1]) - t0, int(j[2]), int(j[3]), procs, float(j[5]), int(j[8]),
+                    int(j[11]), int(j[12]), int(j[13]), int(j[14]))
+        self.assertEqual(sorted(fields(j, 0) for j in exported),
+                         sorted(fields(j, start) for j in known))
+        self.assertEqual({j[10] for j in exported}, {"1"})
+
+        # The backtest of the export is the backtest of the log's jobs the history kept.
+        known_path = os.path.join(CLUSTER.workdir, "jobs-known.swf")
+        with gzip.open(demo, "rt") as f, open(known_path, "w") as w:
+            for line in f:
+                if line.startswith(";") or (line.strip() and int(line.split()[2]) >= 0
+                                            and int(line.split()[3]) >= 0):
+                    w.write(line)
+        reports = []
+        for swf in (known_path, out):
+            report = os.path.join(CLUSTER.workdir, os.path.basename(swf) + ".json")
+            run = subprocess.run([CLUSTER.binary("sojourn-eval"), "turnaround", "--swf", swf,
+                                  "--json", report], capture_output=True, text=True, timeout=300)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            with open(report) as f:
+                reports.append(json.load(f))
+        self.assertEqual(reports[0]["jobs"]["scored"], len(known))
+        self.assertEqual(reports[0]["jobs"], reports[1]["jobs"])
+        a, b = reports[0]["summary"], reports[1]["summary"]
+        self.assertEqual(sorted(a), sorted(b))
+        for method in a:
+            for quantity in a[method]:
+                for key, x in a[method][quantity].items():
+                    y = b[method][quantity][key]
+                    with self.subTest(method=method, quantity=quantity, key=key):
+                        if x is None or y is None:
+                            self.assertEqual(x, y)
+                        else:
+                            # The log's times are shifted to start at 0: sums of seconds
+                            # round differently in the last bits.
+                            self.assertLessEqual(abs(x - y), 1e-9 * max(1.0, abs(x)))
+
+        # The history keeps the log's 1998 times: nothing was submitted in the last day. No
+        # file then, not even over an older one.
+        with open(out, "w") as f:
+            f.write("older export\n")
+        p = export("--since", "1d")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f"holds {len(known)} finished jobs, none submitted since", p.stderr)
+        self.assertIn(f"({out} not written)", p.stderr)
+        with open(out) as f:
+            self.assertEqual(f.read(), "older export\n")
+        self.assertFalse(os.path.exists(out + ".tmp"))
+
     def test_08_no_service_crashed(self):
         for name, service in CLUSTER.services.items():
             with self.subTest(service=name):

@@ -88,6 +88,11 @@ CASES = [
     (["export", "--statemgr", "localhost"], "--statemgr 'localhost' is not HOST:PORT"),
     (["export", "--statemgr", ","], "--statemgr needs an address"),
     (["export", "--out", ""], "--out needs a file name"),
+    (["export-jobs", "--nodes", "0"], "--nodes"),
+    (["export-jobs", "--nodes", "1000001"], "--nodes"),
+    (["export-jobs", "--since", "0"], "positive"),
+    (["export-jobs", "--out", ""], "--out needs a file name"),
+    (["export-jobs", "--hosts", "a"], "--hosts"),
     (["jobs", "bogus"], "unknown action 'bogus'"),
     (["jobs", "submit", "--procs", "1"], "--job-id is required"),
     (["jobs", "submit", "--job-id", "0", "--procs", "1"], "--job-id wants an integer in [1, "),
@@ -121,6 +126,8 @@ ACCEPTED = [
     ["export"],
     ["export", "--statemgr", "127.0.0.1:9", "--hosts", "a,b", "--since", "30d"],
     ["export", "--skip-unreadable"],
+    ["export-jobs"],
+    ["export-jobs", "--since", "30d", "--nodes", "64"],
     ["jobs"],
     ["jobs", "list"],
     ["jobs", "submit", "--job-id", "3", "--procs", "2", "--requested", "1h", "--cpu", "0.5"],
@@ -150,6 +157,9 @@ HELP = {
                "default: every host", "--out FILE", ".gz", "--skip-unreadable",
                "host,timestamp,cpu_load,free_mem_mb,total_mem_mb,cpu_cores",
                "sojourn-eval availability"],
+    "export-jobs": ["--since DURATION", "default: every job", "--nodes N", "[1, 1000000]",
+                    "MaxNodes", "--out FILE", ".gz", "sojourn-eval turnaround --swf FILE",
+                    "default 127.0.0.1:7402"],
     "jobs": ["list (default)", "submit --job-id N --procs N", "start --job-id N --hosts",
              "finish --job-id N [--cpu-seconds S]", "cancel --job-id N", "--data_dir",
              "default 127.0.0.1:7401", "--swf-queue", "default -1 = unknown"],
@@ -207,33 +217,44 @@ def main():
             failures += 1
             print("FAIL: export to a dead cluster: exit %d, files %r, stderr %r"
                   % (p.returncode, os.listdir(tmp), p.stderr))
-        for bad, needle in [(tmp, "is a directory"), (os.path.join(tmp, "no", "x.csv"),
-                                                      "cannot create file")]:
-            p = subprocess.run([a.sojourn, "export"] + DEAD + ["--out", bad],
-                               capture_output=True, text=True, timeout=60)
-            lines = [l for l in p.stderr.splitlines() if l.strip()]
-            if p.returncode != 2 or len(lines) != 1 or needle not in lines[0] or os.listdir(tmp):
-                failures += 1
-                print("FAIL: export --out %s: exit %d, stderr %r" % (bad, p.returncode, lines))
-    # Ctrl-C while the export waits for a state manager (a listener that never answers)
-    # removes FILE.tmp: the exit code says the signal, nothing is left.
-    with tempfile.TemporaryDirectory() as tmp, socket.socket() as mute:
-        mute.bind(("127.0.0.1", 0))
-        mute.listen(4)
-        out = os.path.join(tmp, "x.csv")
-        p = subprocess.Popen([a.sojourn, "export", "--statemgr",
-                              "127.0.0.1:%d" % mute.getsockname()[1], "--timeout", "60",
-                              "--out", out], stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 30
-        while not os.path.exists(out + ".tmp") and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)  # polls for the file to appear; the export waits 60 s
-        p.send_signal(signal.SIGINT)
-        code = p.wait(timeout=30)
-        if code != 128 + signal.SIGINT or os.listdir(tmp):
+        p = subprocess.run([a.sojourn, "export-jobs"] + DEAD + ["--out", out],
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 1 or os.listdir(tmp) or f"({out} not written)" not in p.stderr:
             failures += 1
-            print("FAIL: export interrupted: exit %d, files %r, stderr %r"
-                  % (code, os.listdir(tmp), p.stderr.read()))
-        p.stderr.close()
+            print("FAIL: export-jobs from a dead predictor: exit %d, files %r, stderr %r"
+                  % (p.returncode, os.listdir(tmp), p.stderr))
+        for command in ["export", "export-jobs"]:
+            for bad, needle in [(tmp, "is a directory"), (os.path.join(tmp, "no", "x.csv"),
+                                                          "cannot create file")]:
+                p = subprocess.run([a.sojourn, command] + DEAD + ["--out", bad],
+                                   capture_output=True, text=True, timeout=60)
+                lines = [l for l in p.stderr.splitlines() if l.strip()]
+                if (p.returncode != 2 or len(lines) != 1 or needle not in lines[0]
+                        or os.listdir(tmp)):
+                    failures += 1
+                    print("FAIL: %s --out %s: exit %d, stderr %r"
+                          % (command, bad, p.returncode, lines))
+    # Ctrl-C while the export waits for a state manager or the predictor (a listener that
+    # never answers) removes FILE.tmp: the exit code says the signal, nothing is left.
+    for command, flag in [("export", "--statemgr"), ("export-jobs", "--predictor")]:
+        with tempfile.TemporaryDirectory() as tmp, socket.socket() as mute:
+            mute.bind(("127.0.0.1", 0))
+            mute.listen(4)
+            out = os.path.join(tmp, "x.csv")
+            p = subprocess.Popen([a.sojourn, command, flag,
+                                  "127.0.0.1:%d" % mute.getsockname()[1], "--timeout", "60",
+                                  "--out", out], stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 30
+            while (not os.path.exists(out + ".tmp") and p.poll() is None
+                   and time.monotonic() < deadline):
+                time.sleep(0.01)  # polls for the file to appear; the export waits 60 s
+            p.send_signal(signal.SIGINT)
+            code = p.wait(timeout=30)
+            if code != 128 + signal.SIGINT or os.listdir(tmp):
+                failures += 1
+                print("FAIL: %s interrupted: exit %d, files %r, stderr %r"
+                      % (command, code, os.listdir(tmp), p.stderr.read()))
+            p.stderr.close()
     for command, needles in HELP.items():
         p = subprocess.run([a.sojourn, command, "--help"], capture_output=True, text=True,
                            timeout=60)

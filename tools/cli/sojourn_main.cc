@@ -37,6 +37,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -49,10 +50,12 @@
 #include "absl/time/time.h"
 #include "common/build_info.h"
 #include "common/cli_util.h"
+#include "common/output_file.h"
 #include "common/proc_stat.h"
 #include "common/text.h"
 #include "common/tls.h"
 #include "models/traces/traces.h"
+#include "models/turnaround/swf.h"
 #include "sojourn/v1/broker.grpc.pb.h"
 #include "sojourn/v1/monitor.grpc.pb.h"
 #include "sojourn/v1/predictor.grpc.pb.h"
@@ -96,6 +99,9 @@ const char kUsage[] =
     "                             write the samples the state managers hold as a host trace\n"
     "                             (canonical CSV) to backtest (sojourn-eval availability) or\n"
     "                             replay (sojourn-replay)\n"
+    "  export-jobs [--since DURATION] [--nodes N] [--out FILE]\n"
+    "                             write the finished jobs of the predictor's job history as an\n"
+    "                             SWF log to backtest (sojourn-eval turnaround --swf FILE)\n"
     "  turnaround --procs N (--nodes N | --snapshot FILE | --queue) [--requested DURATION]\n"
     "             [--user U] [--executable E] ...\n"
     "                             when a parallel job submitted now would start and end:\n"
@@ -294,6 +300,36 @@ const char kExportHelp[] =
     "                         read (a retired host the broker still lists, a state manager\n"
     "                         down) instead of failing; the summary names them. Fails all\n"
     "                         the same when no host at all could be read\n";
+
+const char kExportJobsHelp[] =
+    "usage: sojourn export-jobs [--since DURATION] [--nodes N] [--out FILE]\n"
+    "\n"
+    "Writes the finished jobs of the predictor's job history (the records the turnaround\n"
+    "kernels learn from) as a log in the Standard Workload Format (SWF 2.2) of the Parallel\n"
+    "Workloads Archive, in submit order, so that the cluster's own jobs can be backtested with\n"
+    "the kernels and the baselines: sojourn-eval turnaround --swf FILE (docs/EVALUATION.md\n"
+    "\"Backtesting a cluster's own history\"). Times are whole seconds after the header's\n"
+    "UnixStartTime (the first submit); the job number is the job's id; the status is 1\n"
+    "(cancelled jobs are not kept); fields 5 and 8 are the job's procs (one task per node);\n"
+    "field 6 is the CPU seconds per task the job reported (-1 unknown); memory, partition,\n"
+    "preceding job and think time are not recorded (-1). Progress and a summary on stderr.\n"
+    "Exits 2 when FILE cannot be created, 1 when the predictor cannot be reached, keeps no\n"
+    "job history (--histdb_path=) or holds no job to write; FILE is then not written, nor\n"
+    "when Ctrl-C or TERM stops the export.\n"
+    "\n"
+    "options:\n"
+    "  --since DURATION       only the jobs submitted in the last DURATION (30d, 12h, ...;\n"
+    "                         default: every job). A history loaded from an SWF log\n"
+    "                         (sojourn-eval turnaround --histdb) keeps the log's own times\n"
+    "  --nodes N              the cluster's size for the header's MaxNodes and MaxProcs, an\n"
+    "                         integer in [1, 1000000] (default: the largest cluster a job of\n"
+    "                         the history started on, as the predictor recorded it; histories\n"
+    "                         written before sojourn recorded it have none, and the log then\n"
+    "                         has no MaxNodes: sojourn-eval turnaround sizes the cluster by the\n"
+    "                         largest job)\n"
+    "  --out FILE             write to FILE instead of standard output (a name ending in .gz\n"
+    "                         is gzip-compressed); it is written as FILE.tmp and renamed once\n"
+    "                         complete\n";
 
 const char kTurnaroundHelp[] =
     "usage: sojourn turnaround --procs N (--nodes N | --snapshot FILE | --queue) [options]\n"
@@ -1436,6 +1472,144 @@ int Export(int argc, char** argv) {
   return 0;
 }
 
+// The job history is read this many records at a time (pages of about 1 MB;
+// the predictor takes at most 20,000).
+constexpr int kExportPageJobs = 10000;
+
+int ExportJobs(int argc, char** argv) {
+  Args a = Parse(argc, argv, CommandHelp(kExportJobsHelp, kPredictorHelp),
+                 With({"since", "nodes", "out"}), {});
+  int64_t since = 0;
+  if (a.Has("since")) {
+    since = std::max<int64_t>(1, absl::ToUnixSeconds(absl::Now() - DurationArg(a, "since")));
+  }
+  const int64_t nodes_flag =
+      a.Has("nodes") ? a.GetIntInRange("nodes", 0, 1, sojourn::turnaround::kSwfMaxNodes) : 0;
+  const std::string out = a.Has("out") ? a.Get("out") : "-";
+  if (out.empty()) sojourn::DieUsage(kProgram, "--out needs a file name (- = standard output)");
+  (void)Deadline(a);  // a bad --timeout is refused before any call
+  // As for `sojourn export`: FILE is checked before any call, the Ctrl-C
+  // handler set before FILE.tmp is created.
+  const std::string tmp = out == "-" ? "" : out + ".tmp";
+  const bool handled = !tmp.empty() && tmp.size() < sizeof(g_export_tmp);
+  if (handled) {
+    std::memcpy(g_export_tmp, tmp.c_str(), tmp.size() + 1);
+    HandleExportSignals(true);
+  }
+  auto file = sojourn::OutputFile::Open(out);
+  if (!file.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--out: ", file.status().message()));
+  const std::string not_written = out == "-" ? "" : absl::StrCat(" (", out, " not written)");
+
+  const std::string predictor = PredictorAddress(a);
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(64 << 20);
+  auto stub = sojourn::v1::Predictor::NewStub(
+      grpc::CreateCustomChannel(predictor, Credentials(), channel_args));
+  std::vector<sojourn::turnaround::SwfJob> jobs;
+  int64_t history = 0, cluster_nodes = 0, read = 0;
+  std::string token;
+  const absl::Time began = absl::Now();
+  absl::Time reported = began;
+  do {
+    sojourn::v1::ListJobHistoryRequest req;
+    req.set_page_size(kExportPageJobs);
+    req.set_page_token(token);
+    req.set_submitted_since_unix_seconds(since);
+    sojourn::v1::ListJobHistoryResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Deadline(a));
+    grpc::Status st = stub->ListJobHistory(&ctx, req, &resp);
+    if (!st.ok()) {
+      return Fail(st, "reading the job history" + not_written, "predictor", predictor);
+    }
+    if (!resp.next_page_token().empty() && resp.next_page_token() == token) {
+      std::fprintf(stderr, "%s: export-jobs: the predictor %s returned the same page twice%s\n",
+                   kProgram, predictor.c_str(), not_written.c_str());
+      return 1;
+    }
+    history = resp.history_records();
+    for (const sojourn::v1::JobHistoryRecord& r : resp.records()) {
+      // Times stay absolute until the log's start is known (the first submit).
+      sojourn::turnaround::SwfJob j;
+      j.job_number = r.job().job_id();
+      j.submit_time = r.job().submit_unix_seconds();
+      j.wait_time = std::max<int64_t>(0, r.start_unix_seconds() - r.job().submit_unix_seconds());
+      j.run_time = std::max<int64_t>(0, r.finish_unix_seconds() - r.start_unix_seconds());
+      j.allocated_procs = r.job().procs();
+      j.avg_cpu_time = r.cpu_seconds_per_task() >= 0 ? r.cpu_seconds_per_task() : -1;
+      j.requested_procs = r.job().procs();
+      j.requested_time = r.job().requested_seconds() > 0 ? r.job().requested_seconds() : -1;
+      j.status = 1;
+      j.user = r.job().user();
+      j.group = r.job().group();
+      j.executable = r.job().executable();
+      j.queue = r.job().queue();
+      jobs.push_back(j);
+      cluster_nodes = std::max<int64_t>(cluster_nodes, r.cluster_nodes());
+    }
+    read += resp.records_size();
+    token = resp.next_page_token();
+    if (!token.empty() && absl::Now() - reported >= absl::Seconds(5)) {
+      reported = absl::Now();
+      std::fprintf(stderr, "%s: export-jobs: %lld of %lld records read\n", kProgram,
+                   static_cast<long long>(read), static_cast<long long>(history));
+    }
+  } while (!token.empty());
+  if (jobs.empty()) {
+    std::fprintf(stderr, "%s: export-jobs: the job history of %s holds %lld finished jobs%s%s\n",
+                 kProgram, predictor.c_str(), static_cast<long long>(history),
+                 since > 0 && history > 0
+                     ? absl::StrCat(", none submitted since ", PrintTime(since)).c_str()
+                     : "",
+                 not_written.c_str());
+    return 1;
+  }
+  std::sort(jobs.begin(), jobs.end(), [](const auto& x, const auto& y) {
+    return std::tie(x.submit_time, x.job_number, x.wait_time) <
+           std::tie(y.submit_time, y.job_number, y.wait_time);
+  });
+  const int64_t start = jobs.front().submit_time;
+  const int64_t end = jobs.back().submit_time;
+  for (auto& j : jobs) j.submit_time -= start;
+  const int64_t machine = nodes_flag > 0 ? nodes_flag : cluster_nodes;
+  std::vector<std::pair<std::string, std::string>> header = {
+      {"Version", "2.2"},
+      {"Computer", "a sojourn cluster"},
+      {"Installation", absl::StrCat("the job history of the predictor at ", predictor)},
+      {"Conversion",
+       absl::StrCat("sojourn export-jobs (", sojourn::BuildCommit(), ") on ",
+                    absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::Now(), absl::UTCTimeZone()))},
+      {"MaxJobs", absl::StrCat(jobs.size())},
+      {"MaxRecords", absl::StrCat(jobs.size())},
+      {"UnixStartTime", absl::StrCat(start)},
+      {"TimeZoneString", "UTC"},
+  };
+  if (machine > 0) {
+    header.emplace_back("MaxNodes", absl::StrCat(machine));
+    header.emplace_back("MaxProcs", absl::StrCat(machine));
+  }
+  header.emplace_back(
+      "Note", "finished jobs only, status 1; fields 7, 10, 16, 17 and 18 are not recorded (-1)");
+  if (absl::Status w = sojourn::turnaround::WriteSwf(header, jobs, file->get()); !w.ok()) {
+    std::fprintf(stderr, "%s: export-jobs: %s%s\n", kProgram, std::string(w.message()).c_str(),
+                 not_written.c_str());
+    return 1;
+  }
+  if (handled) HandleExportSignals(false);
+  std::fprintf(stderr,
+               "%s: export-jobs: wrote %zu jobs submitted from %s to %s (of %lld in the job "
+               "history) to %s; %s\n",
+               kProgram, jobs.size(), PrintTime(start).c_str(), PrintTime(end).c_str(),
+               static_cast<long long>(history), out == "-" ? "standard output" : out.c_str(),
+               machine > 0
+                   ? absl::StrCat("MaxNodes ", machine,
+                                  nodes_flag > 0 ? " (--nodes)" : " (the largest cluster recorded)")
+                         .c_str()
+                   : "no MaxNodes: the history does not record the cluster's size "
+                     "(give --nodes N)");
+  return 0;
+}
+
 // FILE ('-' = standard input), opened with `f` if need be; exits 2 naming
 // `flag` when it cannot be opened.
 std::istream& OpenInput(const std::string& file, const std::string& flag, std::ifstream& f) {
@@ -1839,6 +2013,7 @@ int main(int argc, char** argv) {
   if (cmd == "guest") return Guest(argc - 2, argv + 2);
   if (cmd == "watch") return Watch(argc - 2, argv + 2);
   if (cmd == "export") return Export(argc - 2, argv + 2);
+  if (cmd == "export-jobs") return ExportJobs(argc - 2, argv + 2);
   if (cmd == "turnaround") return Turnaround(argc - 2, argv + 2);
   if (cmd == "job-event") return JobEvent(argc - 2, argv + 2);
   if (cmd == "jobs") return Jobs(argc - 2, argv + 2);

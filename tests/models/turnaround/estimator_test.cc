@@ -595,6 +595,9 @@ class FailingPutHistDb final : public HistDb {
     return db.Stats(key);
   }
   int64_t size() const override { return db.size(); }
+  absl::StatusOr<HistoryPage> Scan(const std::string& cursor, int limit) const override {
+    return db.Scan(cursor, limit);
+  }
   absl::Status PutPending(const JobRecord& r) override { return db.PutPending(r); }
   absl::StatusOr<JobRecord> GetPending(int64_t id) const override { return db.GetPending(id); }
   absl::Status ErasePending(int64_t id) override { return db.ErasePending(id); }

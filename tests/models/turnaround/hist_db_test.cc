@@ -1,6 +1,8 @@
 #include "models/turnaround/hist_db.h"
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -44,6 +46,37 @@ TEST_F(InMemoryHistDbTest, RecentIsPerTemplateNewestFirst) {
   ASSERT_EQ(user->size(), 3u);
   EXPECT_EQ((*user)[0].spec.job_id, 4);
   EXPECT_EQ(db_.size(), 4);
+}
+
+// Scan pages through the records once each, in the order they were put;
+// records put after the last page are in a scan started again.
+TEST_F(InMemoryHistDbTest, ScanReturnsEveryRecordOnce) {
+  auto empty = db_.Scan("", 3);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->records.empty());
+  EXPECT_EQ(empty->next_cursor, "");
+  for (int64_t id = 1; id <= 10; ++id) {
+    ASSERT_TRUE(db_.Put(Rec(id, static_cast<int32_t>(id % 3), 7, 2, 100 * id)).ok());
+  }
+  std::vector<int64_t> ids;
+  std::string cursor;
+  do {
+    auto page = db_.Scan(cursor, 3);
+    ASSERT_TRUE(page.ok()) << page.status();
+    ASSERT_LE(page->records.size(), 3u);
+    for (const JobRecord& r : page->records) ids.push_back(r.spec.job_id);
+    cursor = page->next_cursor;
+  } while (!cursor.empty());
+  EXPECT_EQ(ids, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  auto last = db_.Scan("9", 5);
+  ASSERT_TRUE(last.ok());
+  ASSERT_EQ(last->records.size(), 1u);
+  EXPECT_EQ(last->records[0].exec_time, 1000);
+  EXPECT_EQ(last->next_cursor, "");
+  for (const char* bad : {"11", "-1", "x", "3x"}) {
+    EXPECT_EQ(db_.Scan(bad, 5).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(db_.Scan("", 0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // Stats keep running sums per template: mean exec (100+300)/2, CPU (50+150)/2.

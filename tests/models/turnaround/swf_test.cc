@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -425,6 +427,72 @@ TEST_F(SwfTest, ReadsSharedLogs) {
   for (const SwfJob& j : n->jobs) {
     ASSERT_EQ(j.wait_time, -1);
     ASSERT_EQ(j.requested_time, -1);
+  }
+}
+
+// WriteSwf writes what ReadSwf reads back: every field of every job (a
+// fractional CPU time to the last bit), and the header, plain and gzipped;
+// header entries that would not read back are refused and leave no file.
+// (OutputFile's own cases: common/output_file_test.cc.)
+TEST_F(SwfTest, WriteSwfReadsBackExactly) {
+  std::vector<SwfJob> jobs;
+  for (int64_t i = 0; i < 3; ++i) {
+    SwfJob j;
+    j.job_number = 100 + i;
+    j.submit_time = 10 * i;
+    j.wait_time = i == 1 ? -1 : 5 + i;
+    j.run_time = 3600 * i;
+    j.allocated_procs = 1 << i;
+    j.avg_cpu_time = i == 0 ? -1 : 1799.9999999999998 / i;
+    j.used_memory_kb = i == 2 ? 12345.5 : -1;
+    j.requested_procs = 1 << i;
+    j.requested_time = i == 2 ? -1 : 7200;
+    j.status = 1;
+    j.user = 7 + static_cast<int>(i);
+    j.group = 3;
+    j.executable = i == 0 ? -1 : 2147483647;
+    j.queue = 0;
+    jobs.push_back(j);
+  }
+  const std::vector<std::pair<std::string, std::string>> header = {
+      {"Version", "2.2"},
+      {"UnixStartTime", "1764547200"},
+      {"MaxNodes", "64"},
+      {"MaxProcs", "64"},
+      {"Note", "a note: with a colon"}};
+  for (const char* name : {"out.swf", "out.swf.gz"}) {
+    const std::string path = TempFile(name).string();
+    auto out = OutputFile::Open(path);
+    ASSERT_TRUE(out.ok());
+    ASSERT_TRUE(WriteSwf(header, jobs, out->get()).ok()) << name;
+    EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+    auto log = ReadSwf(path, {});
+    ASSERT_TRUE(log.ok()) << log.status();
+    EXPECT_EQ(log->header.version, "2.2");
+    EXPECT_EQ(log->header.unix_start_time, 1764547200);
+    EXPECT_EQ(log->header.cluster_size(), 64);
+    EXPECT_EQ(log->header.fields["Note"], "a note: with a colon");
+    ASSERT_EQ(log->jobs.size(), jobs.size()) << name;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const SwfJob& a = jobs[i];
+      const SwfJob& b = log->jobs[i];
+      EXPECT_EQ(FormatSwfJob(a), FormatSwfJob(b)) << name;
+      EXPECT_EQ(a.avg_cpu_time, b.avg_cpu_time) << name << " job " << i;
+      EXPECT_EQ(a.used_memory_kb, b.used_memory_kb) << name << " job " << i;
+      EXPECT_EQ(b.line, static_cast<int64_t>(header.size() + i + 1));
+    }
+  }
+  const std::string refused = TempFile("refused.swf").string();
+  for (const auto& bad : std::vector<std::pair<std::string, std::string>>{{"Note", "two\nlines"},
+                                                                          {"Max:Nodes", "1"}}) {
+    {
+      auto out = OutputFile::Open(refused);
+      ASSERT_TRUE(out.ok());
+      absl::Status st = WriteSwf({bad}, jobs, out->get());
+      EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << bad.first;
+    }
+    EXPECT_FALSE(std::filesystem::exists(refused));
+    EXPECT_FALSE(std::filesystem::exists(refused + ".tmp"));
   }
 }
 

@@ -1,0 +1,61 @@
+// A file written whole or not at all: the bytes go to PATH.tmp (gzip at
+// level 1 for a PATH ending in .gz), which Finish() syncs and renames to PATH.
+// After a failure, or without Finish(), PATH is untouched and PATH.tmp is
+// removed; after a crash PATH is the old file or the whole new one. "-" is
+// standard output (no temporary file, nothing renamed).
+//
+// Used by the exporters (`sojourn export`): traces::CanonicalCsvWriter and
+// turnaround::WriteSwf.
+#ifndef SOJOURN_COMMON_OUTPUT_FILE_H_
+#define SOJOURN_COMMON_OUTPUT_FILE_H_
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace sojourn {
+
+class OutputFile {
+ public:
+  // InvalidArgumentError when PATH is empty or a directory, or PATH.tmp
+  // cannot be created (the message names the file and the reason).
+  static absl::StatusOr<std::unique_ptr<OutputFile>> Open(const std::string& path);
+  // Without Finish(): closes and removes PATH.tmp.
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  // Appends `bytes` (buffered; DataLossError when a write fails).
+  absl::Status Write(absl::string_view bytes);
+  // Flushes, syncs, closes and renames PATH.tmp to PATH. DataLossError on a
+  // failure (PATH.tmp is removed by the destructor then).
+  absl::Status Finish();
+  // The file being written until Finish() renames it ("" for standard output).
+  const std::string& tmp_path() const { return tmp_path_; }
+  // True once Finish() succeeded.
+  bool finished() const { return finished_; }
+  // Bytes given to Write() so far (before compression).
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  OutputFile() = default;
+  absl::Status Flush();
+  // The name errors use: PATH.tmp, or "standard output".
+  std::string name() const;
+
+  std::string path_;
+  std::string tmp_path_;  // "" for standard output
+  std::FILE* file_ = nullptr;
+  void* gz_ = nullptr;  // gzFile, for a PATH ending in .gz
+  std::string buffer_;
+  int64_t bytes_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace sojourn
+
+#endif  // SOJOURN_COMMON_OUTPUT_FILE_H_
