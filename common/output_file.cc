@@ -65,11 +65,23 @@ std::string OutputFile::name() const {
   return tmp_path_.empty() ? std::string("standard output") : tmp_path_;
 }
 
+absl::Status OutputFile::Usable() const {
+  if (!failed_.ok()) return failed_;
+  if (finished_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(tmp_path_.empty() ? "standard output" : path_, " is already finished"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status OutputFile::Write(absl::string_view bytes) {
-  if (finished_) return absl::FailedPreconditionError(absl::StrCat(path_, " is already finished"));
+  RETURN_IF_ERROR(Usable());
   buffer_.append(bytes.data(), bytes.size());
   bytes_ += static_cast<int64_t>(bytes.size());
-  if (buffer_.size() >= kFlushBytes) return Flush();
+  if (buffer_.size() >= kFlushBytes) {
+    failed_ = Flush();
+    return failed_;
+  }
   return absl::OkStatus();
 }
 
@@ -92,7 +104,12 @@ absl::Status OutputFile::Flush() {
 }
 
 absl::Status OutputFile::Finish() {
-  if (finished_) return absl::FailedPreconditionError(absl::StrCat(path_, " is already finished"));
+  RETURN_IF_ERROR(Usable());
+  failed_ = FinishOnce();
+  return failed_;
+}
+
+absl::Status OutputFile::FinishOnce() {
   RETURN_IF_ERROR(Flush());
   auto write_error = [this](const char* why) {
     return absl::DataLossError(absl::StrCat(name(), ": write error: ", why));

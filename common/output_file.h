@@ -33,6 +33,10 @@ class OutputFile {
   absl::Status Write(absl::string_view bytes);
   // Flushes, syncs, closes and renames PATH.tmp to PATH. DataLossError on a
   // failure (PATH.tmp is removed by the destructor then).
+  //
+  // After a failed Write or Finish, every later call returns that error (what
+  // reached the file is unknown, so nothing more is written to it); after a
+  // successful Finish, FailedPreconditionError.
   absl::Status Finish();
   // The file being written until Finish() renames it ("" for standard output).
   const std::string& tmp_path() const { return tmp_path_; }
@@ -44,6 +48,9 @@ class OutputFile {
  private:
   OutputFile() = default;
   absl::Status Flush();
+  absl::Status FinishOnce();
+  // Refuses a call after Finish() or a failure.
+  absl::Status Usable() const;
   // The name errors use: PATH.tmp, or "standard output".
   std::string name() const;
 
@@ -54,6 +61,7 @@ class OutputFile {
   std::string buffer_;
   int64_t bytes_ = 0;
   bool finished_ = false;
+  absl::Status failed_;  // the first failure, OK until then
 };
 
 }  // namespace sojourn

@@ -1238,8 +1238,9 @@ absl::Status CanonicalCsvWriter::Write(const std::string& host,
     if (s.has_free_mem()) AppendShortest(&buffer_, s.free_mem_mb);
     buffer_ += tail;
     if (buffer_.size() >= kFlushBytes) {
-      RETURN_IF_ERROR(out_->Write(buffer_));
+      absl::Status written = out_->Write(buffer_);
       buffer_.clear();
+      RETURN_IF_ERROR(written);
     }
   }
   rows_ += static_cast<int64_t>(samples.size());
@@ -1248,8 +1249,10 @@ absl::Status CanonicalCsvWriter::Write(const std::string& host,
 }
 
 absl::Status CanonicalCsvWriter::Finish() {
-  RETURN_IF_ERROR(out_->Write(buffer_));
-  buffer_.clear();
+  if (out_->finished()) return absl::FailedPreconditionError("the trace is already finished");
+  absl::Status written = out_->Write(buffer_);
+  buffer_.clear();  // given to the file (which refuses everything after a failure)
+  RETURN_IF_ERROR(written);
   return out_->Finish();
 }
 

@@ -48,13 +48,13 @@ class HistDb {
   virtual int64_t size() const = 0;
 
   // Every finished-job record once, a page at a time (reading the whole
-  // history out: `sojourn export --jobs`): at most `limit` (>= 1) records
+  // history out: `sojourn export-jobs`): at most `limit` (>= 1) records
   // after `cursor` ("" = from the first; else an earlier page's next_cursor,
   // a short printable string). The order is the store's, not time order
   // (InMemoryHistDb: as put; RocksHistDb: by application template, newest
   // first within one). A record put while a scan goes on may be in it or
-  // not; none is returned twice. InvalidArgument for a cursor no page of this
-  // kind of store returns.
+  // not; none is returned twice. InvalidArgument for a cursor that is not of
+  // the form this kind of store returns.
   virtual absl::StatusOr<HistoryPage> Scan(const std::string& cursor, int limit) const = 0;
 
   // Jobs submitted or running but not finished yet (the queue/cluster state

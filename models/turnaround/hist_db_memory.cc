@@ -49,7 +49,9 @@ absl::StatusOr<HistoryPage> InMemoryHistDb::Scan(const std::string& cursor, int 
   absl::MutexLock lock(&mu_);
   // The cursor is the index of the next record (records are only appended).
   size_t from = 0;
-  if (!cursor.empty() && (!absl::SimpleAtoi(cursor, &from) || from > records_.size())) {
+  const bool digits =
+      std::all_of(cursor.begin(), cursor.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!cursor.empty() && (!digits || !absl::SimpleAtoi(cursor, &from) || from > records_.size())) {
     return absl::InvalidArgumentError(
         absl::StrCat("histdb: '", Excerpt(cursor), "' is no cursor of this job history"));
   }

@@ -112,9 +112,14 @@ std::string PendingKey(int64_t job_id) {
   return s;
 }
 const char kSeqKey[] = "mseq";
-// On-disk layout version: 2 = records inside the template index entries.
+// On-disk layout version: 2 = records inside the template index entries;
+// 3 = the same, with job records of version 2 (the cluster's node count),
+// which a build reading only layout 2 would take for corrupt records: it
+// refuses the store at open instead ("has layout 3"). A layout-2 store is
+// marked 3 when opened.
 const char kFormatKey[] = "mformat";
-const char kFormat[] = "2";
+const char kFormat[] = "3";
+const char kFormatBeforeClusterNodes[] = "2";
 
 }  // namespace
 
@@ -188,7 +193,7 @@ absl::StatusOr<JobRecord> DecodeJobRecord(const std::string& bytes) {
             rd.F64(&r.cpu_backwards) && rd.I32(&r.queue_len_submit) && rd.I32(&r.queue_len_start) &&
             rd.I32(&r.shared_tasks) && rd.F64(&r.max_local_cpu) && rd.I64(&r.start_time) &&
             rd.U8(&jsel) && rd.U8(&nsel) && (version == 1 || rd.I32(&r.cluster_nodes)) &&
-            rd.done() && jsel <= 1 && nsel <= 1;
+            rd.done() && jsel <= 1 && nsel <= 1 && r.cluster_nodes >= -1;
   if (!ok) return absl::DataLossError("histdb: corrupt job record");
   r.job_selection = static_cast<JobSelection>(jsel);
   r.node_selection = static_cast<NodeSelection>(nsel);
@@ -239,9 +244,13 @@ absl::StatusOr<std::unique_ptr<RocksHistDb>> RocksHistDb::Open(const std::string
     if (!s.ok()) return FromRocks(s, "write format");
   } else if (!s.ok()) {
     return FromRocks(s, "read format");
+  } else if (format == kFormatBeforeClusterNodes) {
+    s = store->db_->Put(rocksdb::WriteOptions(), kFormatKey, kFormat);
+    if (!s.ok()) return FromRocks(s, "write format");
   } else if (format != kFormat) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("histdb ", path, " has layout ", format, "; this build needs ", kFormat));
+    return absl::FailedPreconditionError(absl::StrCat("histdb ", path, " has layout ", format,
+                                                      "; this build reads layouts ",
+                                                      kFormatBeforeClusterNodes, " and ", kFormat));
   }
   std::string seq;
   s = store->db_->Get(rocksdb::ReadOptions(), kSeqKey, &seq);

@@ -7,7 +7,8 @@
 //   's' level a b c                  -> encoded TemplateStats
 //   'p' job_id                       -> encoded JobRecord (pending job)
 //   'm' "seq"                        -> next sequence number
-//   'm' "format"                     -> layout version ("2")
+//   'm' "format"                     -> layout version ("3"; "2" is read and
+//                                       marked "3": see kFormat)
 // Recent() iterates one template prefix only, so an estimate never reads the
 // records of unrelated applications. Template stats an earlier version summed
 // from CPU times beyond the run time (TemplateStats::CpuTimesBounded) are

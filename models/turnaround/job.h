@@ -140,7 +140,7 @@ struct JobRecord {
   int64_t start_time = -1;  // absolute, -1 until started
   // Nodes of the cluster the job started on (the start snapshot's); -1 when
   // unknown (records written before sojourn kept it). An exported log's
-  // MaxNodes (`sojourn export --jobs`).
+  // MaxNodes (`sojourn export-jobs`).
   int32_t cluster_nodes = -1;
   JobSelection job_selection = JobSelection::kFcfs;
   NodeSelection node_selection = NodeSelection::kNormal;

@@ -68,7 +68,7 @@ class PredictorService final : public sojourn::v1::Predictor::CallbackService {
                                            const sojourn::v1::JobEvent* request,
                                            sojourn::v1::RecordJobEventResponse* response) override;
   // Pages of kDefaultJobHistoryPage records unless asked for fewer, at most
-  // kMaxJobHistoryPage (about 100 bytes each: a page stays under gRPC's
+  // kMaxJobHistoryPage (100-160 bytes each: a page stays under gRPC's
   // default 4 MiB message limit).
   grpc::ServerUnaryReactor* ListJobHistory(grpc::CallbackServerContext* context,
                                            const sojourn::v1::ListJobHistoryRequest* request,

@@ -1,5 +1,7 @@
 #include "common/output_file.h"
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <zlib.h>
 
 #include <filesystem>
@@ -85,6 +87,38 @@ TEST(OutputFileTest, AbandonedFileLeavesNothing) {
   }
   EXPECT_FALSE(std::filesystem::exists(dir.File("new.csv.gz")));
   EXPECT_EQ(ReadPlain(kept), "older file\n");
+}
+
+// After a write fails (here: beyond the process's file size limit), every
+// later call says so and nothing reaches PATH.
+TEST(OutputFileTest, FailureIsFinal) {
+  TempDir dir;
+  const std::string path = dir.File("big.csv");
+  struct rlimit old;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  struct sigaction ignore = {};
+  struct sigaction previous = {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGXFSZ, &ignore, &previous), 0);  // EFBIG instead of the signal
+  struct rlimit small = old;
+  small.rlim_cur = 1 << 20;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  absl::Status first, second, finish;
+  {
+    auto out = OutputFile::Open(path);
+    ASSERT_TRUE(out.ok());
+    first = (*out)->Write(Text());
+    second = (*out)->Write("x");
+    finish = (*out)->Finish();
+  }
+  setrlimit(RLIMIT_FSIZE, &old);
+  sigaction(SIGXFSZ, &previous, nullptr);
+  EXPECT_EQ(first.code(), absl::StatusCode::kDataLoss) << first;
+  EXPECT_NE(first.message().find("write error"), std::string::npos) << first;
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(finish, first);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 }
 
 // A name that cannot be written is refused at Open, with the reason.

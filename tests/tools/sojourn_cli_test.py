@@ -223,6 +223,14 @@ def main():
             failures += 1
             print("FAIL: export-jobs from a dead predictor: exit %d, files %r, stderr %r"
                   % (p.returncode, os.listdir(tmp), p.stderr))
+        # A bad address or TLS file is refused (exit 2) before FILE.tmp is created.
+        for flags in (["--predictor", "localhost"], ["--tls-ca", os.path.join(tmp, "no.pem")]):
+            p = subprocess.run([a.sojourn, "export-jobs"] + flags + ["--out", out],
+                               capture_output=True, text=True, timeout=60)
+            if p.returncode != 2 or os.listdir(tmp):
+                failures += 1
+                print("FAIL: export-jobs %r: exit %d, files %r, stderr %r"
+                      % (flags, p.returncode, os.listdir(tmp), p.stderr))
         for command in ["export", "export-jobs"]:
             for bad, needle in [(tmp, "is a directory"), (os.path.join(tmp, "no", "x.csv"),
                                                           "cannot create file")]:

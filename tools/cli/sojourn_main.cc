@@ -307,15 +307,18 @@ const char kExportJobsHelp[] =
     "Writes the finished jobs of the predictor's job history (the records the turnaround\n"
     "kernels learn from) as a log in the Standard Workload Format (SWF 2.2) of the Parallel\n"
     "Workloads Archive, in submit order, so that the cluster's own jobs can be backtested with\n"
-    "the kernels and the baselines: sojourn-eval turnaround --swf FILE (docs/EVALUATION.md\n"
-    "\"Backtesting a cluster's own history\"). Times are whole seconds after the header's\n"
-    "UnixStartTime (the first submit); the job number is the job's id; the status is 1\n"
-    "(cancelled jobs are not kept); fields 5 and 8 are the job's procs (one task per node);\n"
-    "field 6 is the CPU seconds per task the job reported (-1 unknown); memory, partition,\n"
-    "preceding job and think time are not recorded (-1). Progress and a summary on stderr.\n"
-    "Exits 2 when FILE cannot be created, 1 when the predictor cannot be reached, keeps no\n"
-    "job history (--histdb_path=) or holds no job to write; FILE is then not written, nor\n"
-    "when Ctrl-C or TERM stops the export.\n"
+    "the kernels and the baselines: sojourn-eval turnaround --swf FILE\n"
+    "(docs/EVALUATION-turnaround.md \"Backtesting a cluster's own jobs\").\n"
+    "\n"
+    "Times are whole seconds after the header's UnixStartTime (the first submit); the job\n"
+    "number is the job's id; the status is 1 (cancelled jobs are not kept); fields 5 and 8\n"
+    "are the job's procs (one task per node); field 6 is the CPU seconds per task the job\n"
+    "reported (-1 unknown). Memory, partition, preceding job and think time are not\n"
+    "recorded (-1). SWF has no field for the CPU ratio a job declared or the scheduling\n"
+    "policy it ran under: a backtest takes them from its own options. Progress and a summary\n"
+    "on stderr. Exits 2 when FILE cannot be created or the predictor keeps no job history\n"
+    "(--histdb_path=), 1 when the predictor cannot be reached or holds no job to write; FILE\n"
+    "is then not written, nor when Ctrl-C or TERM stops the export.\n"
     "\n"
     "options:\n"
     "  --since DURATION       only the jobs submitted in the last DURATION (30d, 12h, ...;\n"
@@ -1226,6 +1229,25 @@ void HandleExportSignals(bool on) {
   }
 }
 
+// --out FILE of the exports: "-" (standard output) unless given; exits 2 for
+// an empty name.
+std::string ExportOutArg(const Args& a) {
+  const std::string out = a.Has("out") ? a.Get("out") : "-";
+  if (out.empty()) sojourn::DieUsage(kProgram, "--out needs a file name (- = standard output)");
+  return out;
+}
+
+// Before the writer creates OUT.tmp: Ctrl-C (or a TERM) half way then
+// removes it. False (no handler) for standard output, or a name too long to
+// keep in g_export_tmp.
+bool RemoveExportTmpOnSignal(const std::string& out) {
+  const std::string tmp = out == "-" ? "" : out + ".tmp";
+  if (tmp.empty() || tmp.size() >= sizeof(g_export_tmp)) return false;
+  std::memcpy(g_export_tmp, tmp.c_str(), tmp.size() + 1);
+  HandleExportSignals(true);
+  return true;
+}
+
 // Each host's samples are read from its state manager this many at a time
 // (GetSeries pages of about 2 MB).
 constexpr int kExportPageSamples = 50000;
@@ -1250,20 +1272,12 @@ int Export(int argc, char** argv) {
   const std::vector<std::string> statemgrs = StatemgrArg(a);
   const std::string broker = statemgrs.empty() ? BrokerAddress(a) : "";
   const bool skip = a.Flag("skip-unreadable");
-  const std::string out = a.Has("out") ? a.Get("out") : "-";
-  if (out.empty()) sojourn::DieUsage(kProgram, "--out needs a file name (- = standard output)");
+  const std::string out = ExportOutArg(a);
   (void)Deadline(a);  // a bad --timeout is refused before any call
   // Before any call too: a FILE that cannot be written is bad usage, whatever
   // the cluster says. On a failure half way the writer removes FILE.tmp, so
   // FILE is not written at all; standard output has had the hosts before.
-  // Ctrl-C (or a TERM) half way removes FILE.tmp too: the handler is set
-  // before the writer creates it.
-  const std::string tmp = out == "-" ? "" : out + ".tmp";
-  const bool handled = !tmp.empty() && tmp.size() < sizeof(g_export_tmp);
-  if (handled) {
-    std::memcpy(g_export_tmp, tmp.c_str(), tmp.size() + 1);
-    HandleExportSignals(true);
-  }
+  const bool handled = RemoveExportTmpOnSignal(out);
   auto writer = sojourn::traces::CanonicalCsvWriter::Open(out);
   if (!writer.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--out: ", writer.status().message()));
   const std::string not_written = out == "-" ? "" : absl::StrCat(" (", out, " not written)");
@@ -1485,26 +1499,19 @@ int ExportJobs(int argc, char** argv) {
   }
   const int64_t nodes_flag =
       a.Has("nodes") ? a.GetIntInRange("nodes", 0, 1, sojourn::turnaround::kSwfMaxNodes) : 0;
-  const std::string out = a.Has("out") ? a.Get("out") : "-";
-  if (out.empty()) sojourn::DieUsage(kProgram, "--out needs a file name (- = standard output)");
+  const std::string out = ExportOutArg(a);
   (void)Deadline(a);  // a bad --timeout is refused before any call
-  // As for `sojourn export`: FILE is checked before any call, the Ctrl-C
-  // handler set before FILE.tmp is created.
-  const std::string tmp = out == "-" ? "" : out + ".tmp";
-  const bool handled = !tmp.empty() && tmp.size() < sizeof(g_export_tmp);
-  if (handled) {
-    std::memcpy(g_export_tmp, tmp.c_str(), tmp.size() + 1);
-    HandleExportSignals(true);
-  }
-  auto file = sojourn::OutputFile::Open(out);
-  if (!file.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--out: ", file.status().message()));
-  const std::string not_written = out == "-" ? "" : absl::StrCat(" (", out, " not written)");
-
+  // The address and TLS files too (DieUsage does not remove FILE.tmp).
   const std::string predictor = PredictorAddress(a);
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(64 << 20);
   auto stub = sojourn::v1::Predictor::NewStub(
       grpc::CreateCustomChannel(predictor, Credentials(), channel_args));
+  // As for `sojourn export`: FILE is checked before any call.
+  const bool handled = RemoveExportTmpOnSignal(out);
+  auto file = sojourn::OutputFile::Open(out);
+  if (!file.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--out: ", file.status().message()));
+  const std::string not_written = out == "-" ? "" : absl::StrCat(" (", out, " not written)");
   std::vector<sojourn::turnaround::SwfJob> jobs;
   int64_t history = 0, cluster_nodes = 0, read = 0;
   std::string token;
@@ -1571,6 +1578,16 @@ int ExportJobs(int argc, char** argv) {
   const int64_t start = jobs.front().submit_time;
   const int64_t end = jobs.back().submit_time;
   for (auto& j : jobs) j.submit_time -= start;
+  // A size ReadSwf would refuse (from a store that is not a predictor's) is
+  // left out rather than making the log unreadable.
+  if (cluster_nodes > sojourn::turnaround::kSwfMaxNodes) {
+    std::fprintf(stderr,
+                 "%s: export-jobs: the recorded cluster size %lld is above the SWF limit of %lld; "
+                 "no MaxNodes written (give --nodes N)\n",
+                 kProgram, static_cast<long long>(cluster_nodes),
+                 static_cast<long long>(sojourn::turnaround::kSwfMaxNodes));
+    cluster_nodes = 0;
+  }
   const int64_t machine = nodes_flag > 0 ? nodes_flag : cluster_nodes;
   std::vector<std::pair<std::string, std::string>> header = {
       {"Version", "2.2"},

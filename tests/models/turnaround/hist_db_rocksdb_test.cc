@@ -92,6 +92,9 @@ TEST_F(RocksHistDbTest, ReadsVersion1Records) {
             absl::StatusCode::kDataLoss);
   v1[0] = 3;
   EXPECT_EQ(DecodeJobRecord(v1).status().code(), absl::StatusCode::kDataLoss);
+  JobRecord corrupt = Rec(7, 5, 9, 16, 99);
+  corrupt.cluster_nodes = -5;
+  EXPECT_EQ(DecodeJobRecord(EncodeJobRecord(corrupt)).status().code(), absl::StatusCode::kDataLoss);
 }
 
 // Scan pages through every record once, whatever its template (user -1,
@@ -234,6 +237,46 @@ TEST_F(RocksHistDbTest, RefusesOtherLayout) {
   }
   auto db = RocksHistDb::Open(dir_.string(), {});
   EXPECT_EQ(db.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// A layout-2 store (written before job records kept the cluster's size) is
+// read, with its version-1 records, and marked layout 3, which a build that
+// reads only layout 2 refuses at open; a later layout is refused here.
+TEST_F(RocksHistDbTest, UpgradesLayout2AndRefusesLaterOnes) {
+  auto set_format = [this](const std::string& format) {
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir_.string(), &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "mformat", format).ok());
+  };
+  auto format = [this]() {
+    rocksdb::DB* raw = nullptr;
+    EXPECT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir_.string(), &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    std::string value;
+    EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "mformat", &value).ok());
+    return value;
+  };
+  {
+    auto db = RocksHistDb::Open(dir_.string(), {});
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Put(Rec(1, 5, 7, 2, 100)).ok());
+  }
+  EXPECT_EQ(format(), "3");
+  set_format("2");
+  {
+    auto db = RocksHistDb::Open(dir_.string(), {});
+    ASSERT_TRUE(db.ok()) << db.status();
+    auto page = (*db)->Scan("", 10);
+    ASSERT_TRUE(page.ok());
+    ASSERT_EQ(page->records.size(), 1u);
+    EXPECT_EQ(page->records[0].exec_time, 100);
+  }
+  EXPECT_EQ(format(), "3");
+  set_format("4");
+  auto db = RocksHistDb::Open(dir_.string(), {});
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(db.status().message().find("has layout 4"), std::string::npos) << db.status();
 }
 
 // A non-empty database without the job history's markers (a state

@@ -73,7 +73,7 @@ TEST_F(InMemoryHistDbTest, ScanReturnsEveryRecordOnce) {
   ASSERT_EQ(last->records.size(), 1u);
   EXPECT_EQ(last->records[0].exec_time, 1000);
   EXPECT_EQ(last->next_cursor, "");
-  for (const char* bad : {"11", "-1", "x", "3x"}) {
+  for (const char* bad : {"11", "-1", "x", "3x", "+3", " 3"}) {
     EXPECT_EQ(db_.Scan(bad, 5).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
   EXPECT_EQ(db_.Scan("", 0).status().code(), absl::StatusCode::kInvalidArgument);
