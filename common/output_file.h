@@ -42,6 +42,8 @@ class OutputFile {
   const std::string& tmp_path() const { return tmp_path_; }
   // True once Finish() succeeded.
   bool finished() const { return finished_; }
+  // The first failure of Write or Finish (OK until then).
+  const absl::Status& status() const { return failed_; }
   // Bytes given to Write() so far (before compression).
   int64_t bytes() const { return bytes_; }
 

@@ -1200,6 +1200,7 @@ absl::Status CanonicalCsvWriter::Write(const std::string& host,
                                        const std::vector<HostSample>& samples, double total_mem_mb,
                                        int cpu_cores) {
   if (out_->finished()) return absl::FailedPreconditionError("the trace is already finished");
+  RETURN_IF_ERROR(out_->status());  // an earlier write failed
   // A row is one line, so a host name may not hold a line break; one with a
   // comma or a quote, or starting or ending with a blank (which an unquoted
   // field loses), is written as an RFC 4180 quoted field, which ParseCanonical

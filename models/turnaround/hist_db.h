@@ -54,7 +54,8 @@ class HistDb {
   // (InMemoryHistDb: as put; RocksHistDb: by application template, newest
   // first within one). A record put while a scan goes on may be in it or
   // not; none is returned twice. InvalidArgument for a cursor that is not of
-  // the form this kind of store returns.
+  // the form this kind of store returns (InMemoryHistDb: also one past the
+  // end).
   virtual absl::StatusOr<HistoryPage> Scan(const std::string& cursor, int limit) const = 0;
 
   // Jobs submitted or running but not finished yet (the queue/cluster state

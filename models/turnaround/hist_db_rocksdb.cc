@@ -224,8 +224,8 @@ absl::StatusOr<std::unique_ptr<RocksHistDb>> RocksHistDb::Open(const std::string
     std::string probe;
     if (store->db_->Get(rocksdb::ReadOptions(), kSeqKey, &probe).ok()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "histdb ", path, " has layout 1 (index without records); this build needs layout ",
-          kFormat, ": move it away and replay the job events"));
+          "histdb ", path, " has layout 1 (index without records); this build reads layouts ",
+          kFormatBeforeClusterNodes, " and ", kFormat, ": move it away and replay the job events"));
     }
     // Neither marker: only an empty database may become a job history. Any
     // other key means another program's data (a state manager's --db_path),

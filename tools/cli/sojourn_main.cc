@@ -1501,7 +1501,8 @@ int ExportJobs(int argc, char** argv) {
       a.Has("nodes") ? a.GetIntInRange("nodes", 0, 1, sojourn::turnaround::kSwfMaxNodes) : 0;
   const std::string out = ExportOutArg(a);
   (void)Deadline(a);  // a bad --timeout is refused before any call
-  // The address and TLS files too (DieUsage does not remove FILE.tmp).
+  // The address too (DieUsage does not remove FILE.tmp; Parse checked the
+  // TLS files).
   const std::string predictor = PredictorAddress(a);
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(64 << 20);
@@ -1527,7 +1528,8 @@ int ExportJobs(int argc, char** argv) {
     ctx.set_deadline(Deadline(a));
     grpc::Status st = stub->ListJobHistory(&ctx, req, &resp);
     if (!st.ok()) {
-      return Fail(st, "reading the job history" + not_written, "predictor", predictor);
+      return Fail(st, "reading the job history" + not_written,
+                  "predictor of a build that has ListJobHistory", predictor);
     }
     if (!resp.next_page_token().empty() && resp.next_page_token() == token) {
       std::fprintf(stderr, "%s: export-jobs: the predictor %s returned the same page twice%s\n",
@@ -1580,7 +1582,8 @@ int ExportJobs(int argc, char** argv) {
   for (auto& j : jobs) j.submit_time -= start;
   // A size ReadSwf would refuse (from a store that is not a predictor's) is
   // left out rather than making the log unreadable.
-  if (cluster_nodes > sojourn::turnaround::kSwfMaxNodes) {
+  const bool oversized = cluster_nodes > sojourn::turnaround::kSwfMaxNodes;
+  if (oversized) {
     std::fprintf(stderr,
                  "%s: export-jobs: the recorded cluster size %lld is above the SWF limit of %lld; "
                  "no MaxNodes written (give --nodes N)\n",
@@ -1613,17 +1616,21 @@ int ExportJobs(int argc, char** argv) {
     return 1;
   }
   if (handled) HandleExportSignals(false);
+  std::string size;
+  if (machine > 0) {
+    size = absl::StrCat("MaxNodes ", machine,
+                        nodes_flag > 0 ? " (--nodes)" : " (the largest cluster recorded)");
+  } else if (oversized) {
+    size = "no MaxNodes: the recorded size is above the SWF limit (give --nodes N)";
+  } else {
+    size = "no MaxNodes: the history does not record the cluster's size (give --nodes N)";
+  }
   std::fprintf(stderr,
                "%s: export-jobs: wrote %zu jobs submitted from %s to %s (of %lld in the job "
                "history) to %s; %s\n",
                kProgram, jobs.size(), PrintTime(start).c_str(), PrintTime(end).c_str(),
                static_cast<long long>(history), out == "-" ? "standard output" : out.c_str(),
-               machine > 0
-                   ? absl::StrCat("MaxNodes ", machine,
-                                  nodes_flag > 0 ? " (--nodes)" : " (the largest cluster recorded)")
-                         .c_str()
-                   : "no MaxNodes: the history does not record the cluster's size "
-                     "(give --nodes N)");
+               size.c_str());
   return 0;
 }
 
