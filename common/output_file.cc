@@ -77,7 +77,6 @@ absl::Status OutputFile::Usable() const {
 absl::Status OutputFile::Write(absl::string_view bytes) {
   RETURN_IF_ERROR(Usable());
   buffer_.append(bytes.data(), bytes.size());
-  bytes_ += static_cast<int64_t>(bytes.size());
   if (buffer_.size() >= kFlushBytes) {
     failed_ = Flush();
     return failed_;

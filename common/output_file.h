@@ -44,8 +44,6 @@ class OutputFile {
   bool finished() const { return finished_; }
   // The first failure of Write or Finish (OK until then).
   const absl::Status& status() const { return failed_; }
-  // Bytes given to Write() so far (before compression).
-  int64_t bytes() const { return bytes_; }
 
  private:
   OutputFile() = default;
@@ -61,7 +59,6 @@ class OutputFile {
   std::FILE* file_ = nullptr;
   void* gz_ = nullptr;  // gzFile, for a PATH ending in .gz
   std::string buffer_;
-  int64_t bytes_ = 0;
   bool finished_ = false;
   absl::Status failed_;  // the first failure, OK until then
 };

@@ -1,6 +1,8 @@
 #include "common/text.h"
 
 #include <algorithm>
+#include <charconv>
+#include <system_error>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -216,6 +218,12 @@ const char* CompressionOf(absl::string_view head) {
   if (absl::StartsWith(head, "\x04\x22\x4D\x18")) return "lz4";
   if (absl::StartsWith(head, "PK\x03\x04")) return "zip";
   return "";
+}
+
+void AppendShortest(std::string* out, double v) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  if (ec == std::errc()) out->append(buf, end);
 }
 
 }  // namespace sojourn

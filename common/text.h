@@ -25,6 +25,10 @@ inline constexpr size_t kExcerptBytes = 64;
 // length of the original. Short printable text comes back unchanged.
 std::string Excerpt(absl::string_view text, size_t max_bytes = kExcerptBytes);
 
+// Appends `v` in the shortest decimal form that std::from_chars (and strtod)
+// reads back as the same double (std::to_chars): what the exporters write.
+void AppendShortest(std::string* out, double v);
+
 // Whether `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no
 // surrogates, nothing above U+10FFFF), as a proto3 string field must be.
 // Abseil 20220623 has no public validator and protobuf's is internal.

@@ -1173,14 +1173,6 @@ absl::StatusOr<std::vector<HostTrace>> ImportTrace(const std::string& path,
 
 namespace {
 
-// Appends `v` in the shortest decimal form that std::from_chars reads back as
-// the same double.
-void AppendShortest(std::string* out, double v) {
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-  if (ec == std::errc()) out->append(buf, end);
-}
-
 // Rows handed to the OutputFile at a time.
 constexpr size_t kFlushBytes = 1 << 20;
 

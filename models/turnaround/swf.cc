@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -408,16 +407,6 @@ absl::StatusOr<SwfLog> ReadSwf(const std::string& path, const SwfReadOptions& op
       });
 }
 
-namespace {
-
-void AppendShortest(std::string* out, double v) {
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-  if (ec == std::errc()) out->append(buf, end);
-}
-
-}  // namespace
-
 std::string FormatSwfJob(const SwfJob& j) {
   std::string line;
   line.reserve(128);
@@ -443,14 +432,10 @@ absl::Status WriteSwf(const std::vector<std::pair<std::string, std::string>>& he
     }
     absl::StrAppend(&text, "; ", key, ": ", value, "\n");
   }
-  for (const SwfJob& j : jobs) {
-    absl::StrAppend(&text, FormatSwfJob(j), "\n");
-    if (text.size() >= (1 << 20)) {
-      RETURN_IF_ERROR(out->Write(text));
-      text.clear();
-    }
-  }
   RETURN_IF_ERROR(out->Write(text));
+  for (const SwfJob& j : jobs) {  // `out` buffers
+    RETURN_IF_ERROR(out->Write(absl::StrCat(FormatSwfJob(j), "\n")));
+  }
   return out->Finish();
 }
 

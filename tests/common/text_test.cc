@@ -2,6 +2,7 @@
 // name and address rules every service applies.
 #include "common/text.h"
 
+#include <cstdlib>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -120,6 +121,22 @@ TEST(ValidateAddressTest, BoundedWithoutWhitespace) {
 
 // The formats the trace and SWF readers tell by their first bytes. A text
 // starting with "BZh" is text; so is anything shorter than a magic number.
+// The exporters' numbers: as short as can be, read back to the same double.
+TEST(AppendShortestTest, ShortestThatReadsBack) {
+  for (double v :
+       {0.1, 1.0 / 3, 0.2952547521773506, 12345.5, 27758.0, -1.0, 1e-300, 1.7976931348623157e308}) {
+    std::string s = "x";
+    AppendShortest(&s, v);
+    ASSERT_EQ(s[0], 'x');
+    EXPECT_EQ(std::strtod(s.c_str() + 1, nullptr), v) << s;
+  }
+  std::string s;
+  AppendShortest(&s, 0.1);
+  AppendShortest(&s, 27758.0);
+  AppendShortest(&s, -1.0);
+  EXPECT_EQ(s, "0.127758-1");
+}
+
 TEST(CompressionOfTest, TellsFormatsByTheirFirstBytes) {
   using S = absl::string_view;
   EXPECT_EQ(S(CompressionOf(S("\x1f\x8b\x08\x00", 4))), "gzip");

@@ -1514,10 +1514,9 @@ int ExportJobs(int argc, char** argv) {
   if (!file.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--out: ", file.status().message()));
   const std::string not_written = out == "-" ? "" : absl::StrCat(" (", out, " not written)");
   std::vector<sojourn::turnaround::SwfJob> jobs;
-  int64_t history = 0, cluster_nodes = 0, read = 0;
+  int64_t history = 0, cluster_nodes = 0;
   std::string token;
-  const absl::Time began = absl::Now();
-  absl::Time reported = began;
+  absl::Time reported = absl::Now();
   do {
     sojourn::v1::ListJobHistoryRequest req;
     req.set_page_size(kExportPageJobs);
@@ -1556,12 +1555,11 @@ int ExportJobs(int argc, char** argv) {
       jobs.push_back(j);
       cluster_nodes = std::max<int64_t>(cluster_nodes, r.cluster_nodes());
     }
-    read += resp.records_size();
     token = resp.next_page_token();
     if (!token.empty() && absl::Now() - reported >= absl::Seconds(5)) {
       reported = absl::Now();
-      std::fprintf(stderr, "%s: export-jobs: %lld of %lld records read\n", kProgram,
-                   static_cast<long long>(read), static_cast<long long>(history));
+      std::fprintf(stderr, "%s: export-jobs: %zu of %lld records read\n", kProgram, jobs.size(),
+                   static_cast<long long>(history));
     }
   } while (!token.empty());
   if (jobs.empty()) {
