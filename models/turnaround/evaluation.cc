@@ -149,7 +149,9 @@ int64_t FillRequested(const std::vector<SwfJob>& jobs) {
   return m;
 }
 
-absl::StatusOr<EvalReport> RunReplay(const SwfLog& log, const EvalConfig& config, HistDb& db) {
+// With `estimate` false, only the job events reach the history (ReplayHistory).
+absl::StatusOr<EvalReport> RunReplay(const SwfLog& log, const EvalConfig& config, HistDb& db,
+                                     bool estimate = true) {
   std::vector<SwfJob> jobs = SelectJobs(log, config.max_jobs);
   int64_t max_procs = 1;
   for (const SwfJob& j : jobs) max_procs = std::max(max_procs, j.procs());
@@ -193,7 +195,10 @@ absl::StatusOr<EvalReport> RunReplay(const SwfLog& log, const EvalConfig& config
   TurnaroundEstimator est(db, config.estimator);
   int64_t to_estimate = 0;
   for (const SwfJob& j : jobs) to_estimate += j.wait_time >= 0;
-  Scorer scorer(jobs.size(), config, to_estimate);
+  // Without estimates nothing is scored: no prediction per job to keep.
+  Scorer scorer(estimate ? jobs.size() : 0, config, to_estimate);
+  auto last_progress = SteadyClock::now();
+  int64_t finished = 0;
 
   std::set<int> waiting;
   std::vector<int> running;  // job indices
@@ -223,7 +228,7 @@ absl::StatusOr<EvalReport> RunReplay(const SwfLog& log, const EvalConfig& config
     switch (ev.type) {
       case kSubmit: {
         EstimateRequest req{specs[i], snapshot()};
-        RETURN_IF_ERROR(scorer.EstimateAll(i, est, req));
+        if (estimate) RETURN_IF_ERROR(scorer.EstimateAll(i, est, req));
         RETURN_IF_ERROR(est.OnSubmitted(specs[i], req.snapshot));
         waiting.insert(i);
         break;
@@ -263,7 +268,18 @@ absl::StatusOr<EvalReport> RunReplay(const SwfLog& log, const EvalConfig& config
                                ? jobs[i].avg_cpu_time
                                : -1;
         RETURN_IF_ERROR(est.OnFinished(i, now, cpu));
-        scorer.Observe(i, static_cast<double>(jobs[i].wait_time), static_cast<double>(jobs[i].run_time));
+        if (estimate) {
+          scorer.Observe(i, static_cast<double>(jobs[i].wait_time),
+                         static_cast<double>(jobs[i].run_time));
+        } else if (++finished % 1000 == 0 && config.progress) {
+          // (With estimates, the scorer reports.)
+          const auto t = SteadyClock::now();
+          if (t - last_progress >= std::chrono::seconds(10)) {
+            last_progress = t;
+            config.progress(
+                absl::StrFormat("replay: %d of %d jobs finished", finished, to_estimate));
+          }
+        }
         break;
       }
     }
@@ -358,6 +374,35 @@ absl::StatusOr<EvalReport> RunEvaluation(const SwfLog& log, const EvalConfig& co
   if (config.mode == EvalMode::kReplay) return RunReplay(log, config, db);
   if (config.nodes < 1) return absl::InvalidArgumentError("nodes must be >= 1");
   return RunSimulate(log, config, db);
+}
+
+absl::StatusOr<std::vector<JobRecord>> ReplayHistory(const SwfLog& log, const EvalConfig& config,
+                                                     int64_t time_offset,
+                                                     std::vector<int64_t>* lines) {
+  InMemoryHistDb db;
+  EvalConfig replay = config;
+  replay.mode = EvalMode::kReplay;
+  RETURN_IF_ERROR(RunReplay(log, replay, db, /*estimate=*/false).status());
+  // RunReplay numbers the jobs by their place in this order.
+  const std::vector<SwfJob> jobs = SelectJobs(log, config.max_jobs);
+  std::vector<JobRecord> out;
+  out.reserve(static_cast<size_t>(db.size()));
+  if (lines != nullptr) lines->clear();
+  std::string cursor;
+  do {
+    ASSIGN_OR_RETURN(HistoryPage page, db.Scan(cursor, 100000));
+    for (JobRecord& r : page.records) {
+      const SwfJob& j = jobs[static_cast<size_t>(r.spec.job_id)];
+      r.spec.job_id = std::max<int64_t>(0, j.job_number);
+      r.spec.requested_time = j.requested_time > 0 ? j.requested_time : -1;
+      r.spec.submit_time += time_offset;
+      r.start_time += time_offset;
+      out.push_back(std::move(r));
+      if (lines != nullptr) lines->push_back(j.line);
+    }
+    cursor = std::move(page.next_cursor);
+  } while (!cursor.empty());
+  return out;
 }
 
 }  // namespace sojourn::turnaround

@@ -71,6 +71,21 @@ inline constexpr const char* kMetricNames[3] = {"turnaround", "wait", "exec"};
 // above kMaxLocalLoadEvents).
 absl::StatusOr<EvalReport> RunEvaluation(const SwfLog& log, const EvalConfig& config, HistDb& db);
 
+// The job history a replay of `log` records, without estimating a job (what
+// `sojourn import-jobs` sends a predictor): a record for every job that
+// finished, in the order they finished (the order the history takes them),
+// with the queue and cluster state the replay reconstructs from the log
+// (config.policy, config.max_jobs; the nodes a job ran on are the lowest
+// free ones). Unlike the records RunEvaluation stores, these keep the log's
+// job numbers (a negative one becomes 0) and leave a requested time the log
+// lacks unknown (-1); the queue state is still computed with it filled in.
+// Times are the log's plus `time_offset` (its UnixStartTime: Unix seconds).
+// `lines`, if not null, receives each record's line in the log.
+// config.progress, if set, hears about every 10 s of a long replay.
+absl::StatusOr<std::vector<JobRecord>> ReplayHistory(const SwfLog& log, const EvalConfig& config,
+                                                     int64_t time_offset,
+                                                     std::vector<int64_t>* lines = nullptr);
+
 }  // namespace sojourn::turnaround
 
 #endif  // SOJOURN_MODELS_TURNAROUND_EVALUATION_H_

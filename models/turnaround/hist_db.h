@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -37,6 +38,14 @@ class HistDb {
 
   // Appends a finished job's record and indexes it under every template level.
   virtual absl::Status Put(const JobRecord& record) = 0;
+
+  // Appends `records` in order, as many Put() calls would, all or none (an
+  // imported log: `sojourn import-jobs`). A non-empty `batch_id` is kept with
+  // them: a later call with the same id writes nothing and returns false, so
+  // that a batch sent again (a retried or repeated import) is not recorded
+  // twice. True when the records were written.
+  virtual absl::StatusOr<bool> PutBatch(const std::vector<JobRecord>& records,
+                                        const std::string& batch_id) = 0;
 
   // The newest `limit` records of template `key`, newest first.
   virtual absl::StatusOr<std::vector<JobRecord>> Recent(const TemplateKey& key, int limit) const = 0;
@@ -70,6 +79,8 @@ class HistDb {
 class InMemoryHistDb final : public HistDb {
  public:
   absl::Status Put(const JobRecord& record) override;
+  absl::StatusOr<bool> PutBatch(const std::vector<JobRecord>& records,
+                                const std::string& batch_id) override;
   absl::StatusOr<std::vector<JobRecord>> Recent(const TemplateKey& key, int limit) const override;
   absl::StatusOr<TemplateStats> Stats(const TemplateKey& key) const override;
   int64_t size() const override;
@@ -79,6 +90,8 @@ class InMemoryHistDb final : public HistDb {
   absl::Status ErasePending(int64_t job_id) override;
 
  private:
+  void PutLocked(const JobRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   struct Template {
     TemplateStats stats;
     std::vector<uint32_t> records;  // indices into records_, oldest first
@@ -87,6 +100,7 @@ class InMemoryHistDb final : public HistDb {
   std::vector<JobRecord> records_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<TemplateKey, Template> templates_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, JobRecord> pending_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> batches_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sojourn::turnaround

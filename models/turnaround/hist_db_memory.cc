@@ -9,6 +9,19 @@ namespace sojourn::turnaround {
 
 absl::Status InMemoryHistDb::Put(const JobRecord& record) {
   absl::MutexLock lock(&mu_);
+  PutLocked(record);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> InMemoryHistDb::PutBatch(const std::vector<JobRecord>& records,
+                                              const std::string& batch_id) {
+  absl::MutexLock lock(&mu_);
+  if (!batch_id.empty() && !batches_.insert(batch_id).second) return false;
+  for (const JobRecord& r : records) PutLocked(r);
+  return true;
+}
+
+void InMemoryHistDb::PutLocked(const JobRecord& record) {
   const uint32_t index = static_cast<uint32_t>(records_.size());
   records_.push_back(record);
   for (int level = 0; level < kNumTemplateLevels; ++level) {
@@ -16,7 +29,6 @@ absl::Status InMemoryHistDb::Put(const JobRecord& record) {
     t.stats.Add(record);
     t.records.push_back(index);
   }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<JobRecord>> InMemoryHistDb::Recent(const TemplateKey& key,

@@ -118,6 +118,8 @@ const char kSeqKey[] = "mseq";
 // refuses the store at open instead ("has layout 3"). A layout-2 store is
 // marked 3 when opened.
 const char kFormatKey[] = "mformat";
+// PutBatch's ids: "mbatch" + id.
+const char kBatchKeyPrefix[] = "mbatch";
 const char kFormat[] = "3";
 const char kFormatBeforeClusterNodes[] = "2";
 
@@ -306,26 +308,58 @@ absl::StatusOr<TemplateStats> RocksHistDb::RebuildStatsLocked(const TemplateKey&
 
 absl::Status RocksHistDb::Put(const JobRecord& record) {
   absl::MutexLock lock(&mu_);
-  const uint64_t seq = next_seq_;
+  return WriteLocked({&record}, "").status();
+}
+
+absl::StatusOr<bool> RocksHistDb::PutBatch(const std::vector<JobRecord>& records,
+                                           const std::string& batch_id) {
+  std::vector<const JobRecord*> ptrs;
+  ptrs.reserve(records.size());
+  for (const JobRecord& r : records) ptrs.push_back(&r);
+  absl::MutexLock lock(&mu_);
+  return WriteLocked(ptrs, batch_id);
+}
+
+absl::StatusOr<bool> RocksHistDb::WriteLocked(const std::vector<const JobRecord*>& records,
+                                              const std::string& batch_id) {
+  const std::string batch_key = kBatchKeyPrefix + batch_id;
+  if (!batch_id.empty()) {
+    std::string stored;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), batch_key, &stored);
+    if (s.ok()) return false;
+    if (!s.IsNotFound()) return FromRocks(s, "read batch id");
+  }
+  uint64_t seq = next_seq_;
   rocksdb::WriteBatch batch;
   // The record is stored under every template's index key, so Recent() is a
   // single sequential scan of one prefix (no random reads).
-  const std::string value = EncodeJobRecord(record);
-  std::vector<std::pair<TemplateKey, TemplateStats>> updated;
-  for (int level = 0; level < kNumTemplateLevels; ++level) {
-    TemplateKey key = TemplateKey::For(record.spec, static_cast<TemplateLevel>(level));
-    std::string index = IndexPrefix(key);
-    PutBe(&index, ~seq, 8);
-    batch.Put(index, value);
-    auto stats = StatsLocked(key);
-    if (!stats.ok()) return stats.status();
-    stats->Add(record);
-    batch.Put(StatsKey(key), EncodeTemplateStats(*stats));
-    updated.emplace_back(key, *stats);
+  absl::flat_hash_map<TemplateKey, TemplateStats> updated;
+  for (const JobRecord* record : records) {
+    const std::string value = EncodeJobRecord(*record);
+    for (int level = 0; level < kNumTemplateLevels; ++level) {
+      TemplateKey key = TemplateKey::For(record->spec, static_cast<TemplateLevel>(level));
+      std::string index = IndexPrefix(key);
+      PutBe(&index, ~seq, 8);
+      batch.Put(index, value);
+      auto it = updated.find(key);
+      if (it == updated.end()) {
+        auto stats = StatsLocked(key);
+        if (!stats.ok()) return stats.status();
+        it = updated.emplace(key, *stats).first;
+      }
+      it->second.Add(*record);
+    }
+    ++seq;
   }
+  for (const auto& [key, stats] : updated) batch.Put(StatsKey(key), EncodeTemplateStats(stats));
   std::string seq_bytes;
-  PutBe(&seq_bytes, seq + 1, 8);
+  PutBe(&seq_bytes, seq, 8);
   batch.Put(kSeqKey, seq_bytes);
+  if (!batch_id.empty()) {
+    std::string count;
+    PutBe(&count, records.size(), 8);
+    batch.Put(batch_key, count);
+  }
   rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &batch);
   if (!s.ok()) {
     // The cache may hold sums the disk does not; drop it so it is re-read.
@@ -336,9 +370,9 @@ absl::Status RocksHistDb::Put(const JobRecord& record) {
     stats_cache_[key] = stats;
     recent_cache_.erase(key);
   }
-  next_seq_ = seq + 1;
+  next_seq_ = seq;
   ++version_;
-  return absl::OkStatus();
+  return true;
 }
 
 absl::StatusOr<std::vector<JobRecord>> RocksHistDb::Recent(const TemplateKey& key,

@@ -9,6 +9,7 @@
 //   'm' "seq"                        -> next sequence number
 //   'm' "format"                     -> layout version ("3"; "2" is read and
 //                                       marked "3": see kFormat)
+//   'm' "batch" id                   -> records written by PutBatch(id) (8 bytes)
 // Recent() iterates one template prefix only, so an estimate never reads the
 // records of unrelated applications. Template stats an earlier version summed
 // from CPU times beyond the run time (TemplateStats::CpuTimesBounded) are
@@ -55,6 +56,9 @@ class RocksHistDb final : public HistDb {
   rocksdb::DB* db() const { return db_.get(); }
 
   absl::Status Put(const JobRecord& record) override;
+  // One RocksDB write batch: the records, their templates' sums and the id.
+  absl::StatusOr<bool> PutBatch(const std::vector<JobRecord>& records,
+                                const std::string& batch_id) override;
   absl::StatusOr<std::vector<JobRecord>> Recent(const TemplateKey& key, int limit) const override;
   absl::StatusOr<TemplateStats> Stats(const TemplateKey& key) const override;
   int64_t size() const override;
@@ -67,6 +71,10 @@ class RocksHistDb final : public HistDb {
 
  private:
   RocksHistDb(std::unique_ptr<rocksdb::DB> db, int recent_cache_templates);
+  // Put and PutBatch: false, writing nothing, if `batch_id` is not empty and
+  // already stored.
+  absl::StatusOr<bool> WriteLocked(const std::vector<const JobRecord*>& records,
+                                   const std::string& batch_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The stored sums of `key`, or, if CpuTimesBounded() says an earlier
   // version summed an unbounded CPU time into them, RebuildStatsLocked(key).
   absl::StatusOr<TemplateStats> StatsLocked(const TemplateKey& key) const

@@ -308,4 +308,39 @@ grpc::ServerUnaryReactor* PredictorService::ListJobHistory(
   });
 }
 
+grpc::ServerUnaryReactor* PredictorService::ImportJobHistory(
+    grpc::CallbackServerContext* context, const sojourn::v1::ImportJobHistoryRequest* request,
+    sojourn::v1::ImportJobHistoryResponse* response) {
+  return FinishOnPool(context, pool_, [this, request, response]() -> absl::Status {
+    if (turnaround_ == nullptr) return absl::FailedPreconditionError("no job history configured");
+    RETURN_IF_ERROR(CheckFreeDisk(config_.histdb_path, config_.min_free_disk_mb, "--histdb_path"));
+    const std::string& id = request->batch_id();
+    if (id.empty() || id.size() > kMaxBatchIdLength ||
+        !std::all_of(id.begin(), id.end(), [](char c) { return c > ' ' && c < 127; })) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch_id must be 1 to ", kMaxBatchIdLength,
+                       " printable ASCII characters without spaces, got '", Excerpt(id), "'"));
+    }
+    if (request->records_size() > kMaxJobHistoryPage) {
+      return absl::InvalidArgumentError(absl::StrCat("a batch holds at most ", kMaxJobHistoryPage,
+                                                     " records, got ", request->records_size()));
+    }
+    const int64_t latest = LatestUnixSeconds();
+    std::vector<turnaround::JobRecord> records;
+    records.reserve(request->records_size());
+    for (int i = 0; i < request->records_size(); ++i) {
+      absl::StatusOr<turnaround::JobRecord> r = FromProto(request->records(i), latest);
+      if (!r.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("records[", i, "]: ", r.status().message()));
+      }
+      records.push_back(*std::move(r));
+    }
+    ASSIGN_OR_RETURN(const bool written, turnaround_->db().PutBatch(records, id));
+    response->set_imported(written ? request->records_size() : 0);
+    response->set_already_imported(!written);
+    response->set_history_records(turnaround_->db().size());
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace sojourn::predictor

@@ -75,6 +75,11 @@ class PredictorService final : public sojourn::v1::Predictor::CallbackService {
                                            sojourn::v1::ListJobHistoryResponse* response) override;
   static constexpr int32_t kDefaultJobHistoryPage = 10000;
   static constexpr int32_t kMaxJobHistoryPage = 20000;
+  // At most kMaxJobHistoryPage records, all written in one batch or none.
+  grpc::ServerUnaryReactor* ImportJobHistory(
+      grpc::CallbackServerContext* context, const sojourn::v1::ImportJobHistoryRequest* request,
+      sojourn::v1::ImportJobHistoryResponse* response) override;
+  static constexpr size_t kMaxBatchIdLength = 128;
 
   // Scores the turnaround estimates live: when a job finishes, the estimate
   // last made for it under its id (EstimateTurnaround with job.job_id, as

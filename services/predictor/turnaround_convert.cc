@@ -7,9 +7,25 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "models/turnaround/swf.h"
 #include "services/job_spec.h"
 
 namespace sojourn::predictor {
+
+namespace {
+// A policy CheckSchedulingPolicy accepted (mpl_limit 0 = 1).
+turnaround::SchedulingPolicy FromProtoChecked(const v1::SchedulingPolicy& p) {
+  turnaround::SchedulingPolicy out;
+  out.job_selection = p.job_selection() == v1::JOB_SELECTION_EASY
+                          ? turnaround::JobSelection::kEasyBackfilling
+                          : turnaround::JobSelection::kFcfs;
+  out.node_selection = p.node_selection() == v1::NODE_SELECTION_UNIFORM
+                           ? turnaround::NodeSelection::kUniform
+                           : turnaround::NodeSelection::kNormal;
+  out.mpl_limit = p.mpl_limit() > 0 ? p.mpl_limit() : 1;
+  return out;
+}
+}  // namespace
 
 absl::StatusOr<turnaround::JobSpec> FromProto(const v1::JobSpec& p, int64_t latest_unix) {
   if (absl::Status s = CheckJobSpec(p, latest_unix); !s.ok()) return s;
@@ -60,13 +76,7 @@ absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot&
   RETURN_IF_ERROR(CheckSchedulingPolicy(p.policy()));
   turnaround::ClusterSnapshot s;
   s.now = p.now_unix_seconds();
-  s.policy.job_selection = p.policy().job_selection() == v1::JOB_SELECTION_EASY
-                               ? turnaround::JobSelection::kEasyBackfilling
-                               : turnaround::JobSelection::kFcfs;
-  s.policy.node_selection = p.policy().node_selection() == v1::NODE_SELECTION_UNIFORM
-                                ? turnaround::NodeSelection::kUniform
-                                : turnaround::NodeSelection::kNormal;
-  s.policy.mpl_limit = p.policy().mpl_limit() > 0 ? p.policy().mpl_limit() : 1;
+  s.policy = FromProtoChecked(p.policy());
   for (int i = 0; i < p.nodes_size(); ++i) {
     const v1::NodeState& n = p.nodes(i);
     if (!(n.local_cpu_ratio() >= 0 && n.local_cpu_ratio() <= 1)) {
@@ -207,7 +217,8 @@ v1::JobHistoryRecord ToProto(const turnaround::JobRecord& r) {
   j->set_cpu_ratio(r.spec.cpu_fraction > 0 ? r.spec.cpu_fraction : 0);
   p.set_start_unix_seconds(r.start_time);
   p.set_finish_unix_seconds(r.start_time + std::max<int64_t>(0, r.exec_time));
-  p.set_cpu_seconds_per_task(r.cpu_time_per_task >= 0 ? r.cpu_time_per_task : -1);
+  // As the kernels read it: a history written before the bound may hold more.
+  p.set_cpu_seconds_per_task(r.bounded_cpu_time_per_task());
   p.set_cpu_seconds_ahead(r.cpu_ahead);
   p.set_cpu_seconds_backwards(r.cpu_backwards);
   p.set_queue_length_at_submit(r.queue_len_submit);
@@ -222,6 +233,65 @@ v1::JobHistoryRecord ToProto(const turnaround::JobRecord& r) {
                                              ? v1::NODE_SELECTION_UNIFORM
                                              : v1::NODE_SELECTION_NORMAL);
   return p;
+}
+
+absl::StatusOr<turnaround::JobRecord> FromProto(const v1::JobHistoryRecord& p,
+                                                int64_t latest_unix) {
+  turnaround::JobRecord r;
+  ASSIGN_OR_RETURN(r.spec, FromProto(p.job(), latest_unix));
+  const int64_t id = r.spec.job_id;
+  const int64_t start = p.start_unix_seconds(), finish = p.finish_unix_seconds();
+  if (start < r.spec.submit_time || finish < start || finish > latest_unix) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", id, ": times must be submit <= start <= finish <= ", latest_unix,
+                     " (the predictor's clock + skew), got submit ", r.spec.submit_time, ", start ",
+                     start, ", finish ", finish));
+  }
+  r.start_time = start;
+  r.wait_time = start - r.spec.submit_time;
+  r.exec_time = finish - start;
+  const double cpu = p.cpu_seconds_per_task();
+  if (!std::isfinite(cpu)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", id, ": cpu_seconds_per_task must be finite"));
+  }
+  RETURN_IF_ERROR(turnaround::CheckCpuTimePerTask(id, cpu, r.exec_time));
+  r.cpu_time_per_task = cpu >= 0 ? cpu : -1;
+  const struct {
+    const char* name;
+    double value;
+    double max;
+  } fields[] = {
+      {"cpu_seconds_ahead", p.cpu_seconds_ahead(), HUGE_VAL},
+      {"cpu_seconds_backwards", p.cpu_seconds_backwards(), HUGE_VAL},
+      {"queue_length_at_submit", static_cast<double>(p.queue_length_at_submit()), HUGE_VAL},
+      {"queue_length_at_start", static_cast<double>(p.queue_length_at_start()), HUGE_VAL},
+      {"shared_tasks", static_cast<double>(p.shared_tasks()), HUGE_VAL},
+      {"max_local_cpu_ratio", p.max_local_cpu_ratio(), 1},
+      // A replayed log's machine may be larger than a snapshot (ReadSwf's limit).
+      {"cluster_nodes", static_cast<double>(p.cluster_nodes()),
+       static_cast<double>(turnaround::kSwfMaxNodes)},
+  };
+  for (const auto& f : fields) {
+    if (!(f.value >= 0 && f.value <= f.max && std::isfinite(f.value))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job ", id, ": ", f.name, " must be ",
+                       std::isfinite(f.max) ? absl::StrCat("in [0, ", f.max, "]") : "a number >= 0",
+                       ", got ", f.value));
+    }
+  }
+  r.cpu_ahead = p.cpu_seconds_ahead();
+  r.cpu_backwards = p.cpu_seconds_backwards();
+  r.queue_len_submit = p.queue_length_at_submit();
+  r.queue_len_start = p.queue_length_at_start();
+  r.shared_tasks = p.shared_tasks();
+  r.max_local_cpu = p.max_local_cpu_ratio();
+  r.cluster_nodes = p.cluster_nodes() > 0 ? p.cluster_nodes() : -1;
+  RETURN_IF_ERROR(CheckSchedulingPolicy(p.policy()));
+  const turnaround::SchedulingPolicy policy = FromProtoChecked(p.policy());
+  r.job_selection = policy.job_selection;
+  r.node_selection = policy.node_selection;
+  return r;
 }
 
 }  // namespace sojourn::predictor

@@ -51,8 +51,19 @@ absl::StatusOr<turnaround::ClusterSnapshot> FromProto(const v1::ClusterSnapshot&
 v1::KernelEstimate ToProto(const char* kernel, const turnaround::KernelEstimate& e);
 // A finished job's record as ListJobHistory returns it (unknown requested
 // time and CPU ratio as 0, unknown CPU seconds as -1, as JobSpec and
-// JobFinished take them).
+// JobFinished take them; CPU seconds bounded by the run time as the kernels
+// read them).
 v1::JobHistoryRecord ToProto(const turnaround::JobRecord& r);
+// A record ImportJobHistory takes: INVALID_ARGUMENT naming the job and the
+// field unless the job passes CheckJobSpec, submit <= start <= finish <=
+// latest_unix, cpu_seconds_per_task is finite and at most the run time +
+// kCpuTimeSlackSeconds (below 0 = unknown), the queue and cluster fields are
+// finite and >= 0, max_local_cpu_ratio <= 1, cluster_nodes <=
+// turnaround::kSwfMaxNodes (0 = unknown; a replayed log's machine) and the
+// policy is known (its mpl_limit is not kept). ToProto's inverse for every
+// record it returns (a CPU time beyond the bound comes back bounded).
+absl::StatusOr<turnaround::JobRecord> FromProto(const v1::JobHistoryRecord& p,
+                                                int64_t latest_unix = INT64_MAX);
 
 }  // namespace sojourn::predictor
 

@@ -1,10 +1,12 @@
 // EstimateTurnaround, RecordJobEvent and ListJobHistory through the predictor's gRPC stack,
 // with the job history in RocksDB on disk: it survives a predictor restart.
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -271,6 +273,198 @@ TEST(TurnaroundRpcTest, ListJobHistoryPagesThroughTheFinishedJobs) {
 
   PredictorUnderTest none("");
   st = list(none, 4, "", 0, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find("no job history"), std::string::npos) << st.error_message();
+}
+
+// ImportJobHistory appends records as ListJobHistory returns them (a copy of
+// one predictor's history reads back field for field and estimates alike),
+// each batch id once, also after a restart; a bad batch is refused whole,
+// naming the record.
+TEST(TurnaroundRpcTest, ImportJobHistoryAppendsEachBatchOnce) {
+  TempDir dir;
+  const int64_t t0 = 1700000000;
+  auto list_all = [](PredictorUnderTest& p) {
+    std::map<int64_t, v1::JobHistoryRecord> out;
+    std::string token;
+    do {
+      grpc::ClientContext ctx;
+      v1::ListJobHistoryRequest req;
+      req.set_page_token(token);
+      v1::ListJobHistoryResponse resp;
+      EXPECT_TRUE(p.stub().ListJobHistory(&ctx, req, &resp).ok());
+      for (const auto& r : resp.records()) out.emplace(r.job().job_id(), r);
+      token = resp.next_page_token();
+    } while (!token.empty());
+    return out;
+  };
+  auto import = [](PredictorUnderTest& p, const std::vector<v1::JobHistoryRecord>& records,
+                   const std::string& id, v1::ImportJobHistoryResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::ImportJobHistoryRequest req;
+    for (const auto& r : records) *req.add_records() = r;
+    req.set_batch_id(id);
+    return p.stub().ImportJobHistory(&ctx, req, resp);
+  };
+  auto estimate = [&](PredictorUnderTest& p) {
+    grpc::ClientContext ctx;
+    v1::EstimateTurnaroundRequest req;
+    *req.mutable_job() = Job(99, t0 + 150000);
+    *req.mutable_snapshot() = Cluster(t0 + 150000, 4);
+    v1::EstimateTurnaroundResponse resp;
+    EXPECT_TRUE(p.stub().EstimateTurnaround(&ctx, req, &resp).ok());
+    return resp.estimates(0).exec().point_seconds();
+  };
+  // The source: 8 jobs one after the other (queue and cluster fields are set
+  // below, before the copy).
+  PredictorUnderTest source(dir.File("source"));
+  v1::RecordJobEventResponse ev;
+  for (int i = 1; i <= 8; ++i) {
+    const int64_t submit = t0 + i * 5000;
+    ASSERT_TRUE(Send(source.stub(), Submitted(i, submit), &ev).ok());
+    ASSERT_TRUE(Send(source.stub(), Started(i, submit + 60 * i, {0, 1}), &ev).ok());
+    ASSERT_TRUE(
+        Send(source.stub(), Finished(i, submit + 60 * i + 500 * i, i % 3 ? 400.25 : -1), &ev).ok());
+  }
+  const std::map<int64_t, v1::JobHistoryRecord> original = list_all(source);
+  ASSERT_EQ(original.size(), 8u);
+  // In the order they finished, as the source recorded them, with every
+  // queue and cluster field set (the events above leave most at 0).
+  std::map<int64_t, v1::JobHistoryRecord> want;
+  std::vector<v1::JobHistoryRecord> records;
+  for (auto [id, r] : original) {
+    r.set_cpu_seconds_ahead(100.25 * id);
+    r.set_cpu_seconds_backwards(50.5 * id);
+    r.set_queue_length_at_submit(static_cast<int32_t>(id));
+    r.set_queue_length_at_start(static_cast<int32_t>(id) + 1);
+    r.set_shared_tasks(static_cast<int32_t>(id % 3));
+    r.set_max_local_cpu_ratio(0.125 * (id % 5));
+    r.set_cluster_nodes(id == 8 ? 200000 : 4);  // a replayed log's machine may be large
+    r.mutable_policy()->set_job_selection(id % 2 ? v1::JOB_SELECTION_EASY : v1::JOB_SELECTION_FCFS);
+    r.mutable_policy()->set_node_selection(id % 2 ? v1::NODE_SELECTION_NORMAL
+                                                  : v1::NODE_SELECTION_UNIFORM);
+    r.mutable_job()->set_cpu_ratio(id % 2 ? 0.5 : 0);
+    records.push_back(r);
+    want.emplace(id, r);
+  }
+  {
+    PredictorUnderTest copy(dir.File("copy"));
+    v1::ImportJobHistoryResponse resp;
+    grpc::Status st = import(copy, {records.begin(), records.begin() + 5}, "copy-1of2", &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(resp.imported(), 5);
+    EXPECT_FALSE(resp.already_imported());
+    EXPECT_EQ(resp.history_records(), 5);
+    st = import(copy, {records.begin(), records.begin() + 5}, "copy-1of2", &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(resp.imported(), 0);
+    EXPECT_TRUE(resp.already_imported());
+    EXPECT_EQ(resp.history_records(), 5);
+  }
+  PredictorUnderTest copy(dir.File("copy"));
+  v1::ImportJobHistoryResponse resp;
+  ASSERT_TRUE(import(copy, {records.begin(), records.begin() + 5}, "copy-1of2", &resp).ok());
+  EXPECT_TRUE(resp.already_imported());
+  ASSERT_TRUE(import(copy, {records.begin() + 5, records.end()}, "copy-2of2", &resp).ok());
+  EXPECT_EQ(resp.imported(), 3);
+  EXPECT_EQ(resp.history_records(), 8);
+  const std::map<int64_t, v1::JobHistoryRecord> copied = list_all(copy);
+  ASSERT_EQ(copied.size(), 8u);
+  for (const auto& [id, r] : want) {
+    EXPECT_EQ(copied.at(id).SerializeAsString(), r.SerializeAsString()) << "job " << id;
+  }
+  {
+    // The source's records as they are, imported: the kernels estimate from
+    // them as from the history the events made.
+    PredictorUnderTest plain(dir.File("plain"));
+    std::vector<v1::JobHistoryRecord> as_listed;
+    for (const auto& [id, r] : original) as_listed.push_back(r);
+    ASSERT_TRUE(import(plain, as_listed, "plain", &resp).ok());
+    EXPECT_EQ(resp.imported(), 8);
+    EXPECT_EQ(estimate(plain), estimate(source));
+    EXPECT_NE(estimate(plain), 7200);  // from the history, not the request
+  }
+
+  // Refused whole: a good record first, then a bad one; nothing is added.
+  v1::JobHistoryRecord good = records[0];
+  good.mutable_job()->set_job_id(50);
+  struct Bad {
+    const char* what;
+    std::function<void(v1::JobHistoryRecord*)> spoil;
+    const char* message;
+  };
+  const std::vector<Bad> bads = {
+      {"finish before start",
+       [](v1::JobHistoryRecord* r) { r->set_finish_unix_seconds(r->start_unix_seconds() - 1); },
+       "submit <= start <= finish"},
+      {"start before submit",
+       [](v1::JobHistoryRecord* r) {
+         r->set_start_unix_seconds(r->job().submit_unix_seconds() - 1);
+       },
+       "submit <= start <= finish"},
+      {"finish in the future",
+       [](v1::JobHistoryRecord* r) { r->set_finish_unix_seconds(kNow + 3601 + 3600); },
+       "clock + skew"},
+      {"CPU beyond the run",
+       [](v1::JobHistoryRecord* r) {
+         r->set_cpu_seconds_per_task(
+             static_cast<double>(r->finish_unix_seconds() - r->start_unix_seconds()) + 1.5);
+       },
+       "a task uses at most one CPU"},
+      {"CPU not a number",
+       [](v1::JobHistoryRecord* r) {
+         r->set_cpu_seconds_per_task(std::numeric_limits<double>::quiet_NaN());
+       },
+       "finite"},
+      {"local CPU above 1", [](v1::JobHistoryRecord* r) { r->set_max_local_cpu_ratio(1.5); },
+       "max_local_cpu_ratio"},
+      {"negative queue", [](v1::JobHistoryRecord* r) { r->set_queue_length_at_start(-1); },
+       "queue_length_at_start"},
+      {"infinite CPU ahead",
+       [](v1::JobHistoryRecord* r) {
+         r->set_cpu_seconds_ahead(std::numeric_limits<double>::infinity());
+       },
+       "cpu_seconds_ahead"},
+      {"unknown policy",
+       [](v1::JobHistoryRecord* r) {
+         r->mutable_policy()->set_job_selection(static_cast<v1::JobSelection>(9));
+       },
+       "policy"},
+      {"no procs", [](v1::JobHistoryRecord* r) { r->mutable_job()->set_procs(0); }, "procs"},
+      {"machine above the SWF limit",
+       [](v1::JobHistoryRecord* r) { r->set_cluster_nodes(1000001); }, "cluster_nodes"},
+      {"negative job id", [](v1::JobHistoryRecord* r) { r->mutable_job()->set_job_id(-3); }, "job"},
+  };
+  for (const Bad& b : bads) {
+    v1::JobHistoryRecord bad = records[1];
+    b.spoil(&bad);
+    grpc::Status st = import(copy, {good, bad}, "bad-batch", &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << b.what;
+    EXPECT_NE(st.error_message().find("records[1]: "), std::string::npos) << st.error_message();
+    EXPECT_NE(st.error_message().find(b.message), std::string::npos)
+        << b.what << ": " << st.error_message();
+  }
+  EXPECT_EQ(list_all(copy).size(), 8u);
+  // The id the refused batches named is still free.
+  ASSERT_TRUE(import(copy, {good}, "bad-batch", &resp).ok());
+  EXPECT_EQ(resp.imported(), 1);
+  EXPECT_EQ(resp.history_records(), 9);
+
+  for (const std::string& id : {std::string(), std::string("a b"), std::string(129, 'x'),
+                                std::string("tab\there"), std::string("\xc3\xa9")}) {
+    grpc::Status st = import(copy, {good}, id, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << id;
+    EXPECT_NE(st.error_message().find("batch_id"), std::string::npos) << st.error_message();
+  }
+  std::vector<v1::JobHistoryRecord> too_many(predictor::PredictorService::kMaxJobHistoryPage + 1,
+                                             good);
+  grpc::Status st = import(copy, too_many, "too-many", &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("at most"), std::string::npos) << st.error_message();
+  EXPECT_EQ(list_all(copy).size(), 9u);
+
+  PredictorUnderTest none("");
+  st = import(none, {good}, "x", &resp);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_NE(st.error_message().find("no job history"), std::string::npos) << st.error_message();
 }

@@ -114,6 +114,54 @@ def channel(name):
     return grpc.insecure_channel(ADDRS[name])
 
 
+def demo_log_6x():
+    """The demo's SDSC SP2 excerpt six times over, one after the other (12,000 jobs, 11,238
+    of them with a wait and a run: more than one page or batch of 10,000); made once."""
+    demo = os.path.join(CLUSTER.workdir, "jobs-6x.swf.gz")
+    if os.path.exists(demo):
+        return demo
+    excerpt = os.path.join(REPO_DIR, "data", "demo", "sdsc-sp2-2000jobs.swf.gz")
+    with gzip.open(excerpt, "rt") as f:
+        lines = f.readlines()
+    body = [line.split() for line in lines if line.strip() and not line.startswith(";")]
+    span = max(int(j[1]) + max(0, int(j[2])) + max(0, int(j[3])) for j in body) + 3600
+    with gzip.open(demo + ".tmp", "wt") as w:
+        w.writelines(line for line in lines if line.startswith(";"))
+        for copy in range(6):
+            for n, j in enumerate(body):
+                j = list(j)
+                j[0] = str(copy * len(body) + n + 1)
+                j[1] = str(int(j[1]) + copy * span)
+                w.write(" ".join(j) + "\n")
+    os.rename(demo + ".tmp", demo)
+    return demo
+
+
+def demo_history_predictor(test):
+    """A predictor serving the job history sojourn-eval's replay of demo_log_6x() stores (as
+    scripts/up seeds one); started once."""
+    if "predictor-jobs" in CLUSTER.services:
+        return CLUSTER.services["predictor-jobs"]
+    hist = os.path.join(CLUSTER.workdir, "py-jobs-histdb")
+    run = subprocess.run([CLUSTER.binary("sojourn-eval"), "turnaround", "--swf", demo_log_6x(),
+                          "--histdb", hist], capture_output=True, text=True, timeout=300)
+    test.assertEqual(run.returncode, 0, run.stderr)
+    return CLUSTER.start("predictor-jobs", "predictor", [f"--histdb_path={hist}", "--broker="])
+
+
+def read_swf(path, opener=gzip.open):
+    """({header key: value}, [job line fields]) of an SWF log."""
+    header, jobs = {}, []
+    with opener(path, "rt") as f:
+        for line in f:
+            if line.startswith(";"):
+                key, _, value = line[1:].partition(":")
+                header[key.strip()] = value.strip()
+            elif line.strip():
+                jobs.append(line.split())
+    return header, jobs
+
+
 class GrpcClientTest(unittest.TestCase):
     """Runs in the order defined (see main): push first, then the queries."""
 
@@ -728,43 +776,14 @@ class GrpcClientTest(unittest.TestCase):
         # loaded by sojourn-eval (as scripts/up loads it), exported from a predictor serving
         # that history, holds every job the history kept with the log's own fields, and its
         # backtest is the log's (the jobs the history keeps: those with a wait and a run).
-        excerpt = os.path.join(REPO_DIR, "data", "demo", "sdsc-sp2-2000jobs.swf.gz")
-        demo = os.path.join(CLUSTER.workdir, "jobs-6x.swf.gz")
-        with gzip.open(excerpt, "rt") as f:
-            lines = f.readlines()
-        body = [line.split() for line in lines if line.strip() and not line.startswith(";")]
-        span = max(int(j[1]) + max(0, int(j[2])) + max(0, int(j[3])) for j in body) + 3600
-        with gzip.open(demo, "wt") as w:
-            w.writelines(line for line in lines if line.startswith(";"))
-            for copy in range(6):
-                for n, j in enumerate(body):
-                    j = list(j)
-                    j[0] = str(copy * len(body) + n + 1)
-                    j[1] = str(int(j[1]) + copy * span)
-                    w.write(" ".join(j) + "\n")
-        hist = os.path.join(CLUSTER.workdir, "py-jobs-histdb")
-        run = subprocess.run([CLUSTER.binary("sojourn-eval"), "turnaround", "--swf", demo,
-                              "--histdb", hist], capture_output=True, text=True, timeout=300)
-        self.assertEqual(run.returncode, 0, run.stderr)
-        service = CLUSTER.start("predictor-jobs", "predictor",
-                                [f"--histdb_path={hist}", "--broker="])
+        demo = demo_log_6x()
+        service = demo_history_predictor(self)
         out = os.path.join(CLUSTER.workdir, "jobs.swf.gz")
 
         def export(*flags):
             return subprocess.run([CLUSTER.binary("sojourn"), "export-jobs", "--predictor",
                                    service.address, "--out", out, "--timeout", "30", *flags],
                                   capture_output=True, text=True, timeout=120)
-
-        def read_swf(path, opener):
-            header, jobs = {}, []
-            with opener(path, "rt") as f:
-                for line in f:
-                    if line.startswith(";"):
-                        key, _, value = line[1:].partition(":")
-                        header[key.strip()] = value.strip()
-                    elif line.strip():
-                        jobs.append(line.split())
-            return header, jobs
 
         p = export()
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -831,6 +850,98 @@ class GrpcClientTest(unittest.TestCase):
         with open(out) as f:
             self.assertEqual(f.read(), "older export\n")
         self.assertFalse(os.path.exists(out + ".tmp"))
+
+    def test_07i_import_jobs_seeds_a_predictor_with_an_swf_log(self):
+        # `sojourn import-jobs` replays an SWF log and appends the records to a running
+        # predictor's job history (two batches here): the same records, queue and cluster state
+        # included, that sojourn-eval's replay stores (what scripts/up seeds), read back with
+        # this independent client; the log's job numbers, requests and Unix times kept, so that
+        # the export's backtest is the log's. Importing it again adds nothing.
+        demo = demo_log_6x()
+        header, orig = read_swf(demo)
+        offset = int(header["UnixStartTime"])
+        known = [j for j in orig if int(j[2]) >= 0 and int(j[3]) >= 0]
+        service = CLUSTER.start("predictor-import", "predictor",
+                                [f"--histdb_path={os.path.join(CLUSTER.workdir, 'py-import')}",
+                                 "--broker="])
+
+        def import_jobs():
+            run = subprocess.run([CLUSTER.binary("sojourn"), "import-jobs", "--swf", demo,
+                                  "--predictor", service.address, "--json"],
+                                 capture_output=True, text=True, timeout=120)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            return json.loads(run.stdout), run.stderr
+
+        first, _ = import_jobs()
+        self.assertEqual(first, {"jobs_in_log": len(orig), "jobs_finished": len(known),
+                                 "imported": len(known), "already_imported": 0,
+                                 "history_records": len(known)})
+        again, err = import_jobs()
+        self.assertEqual(again["imported"], 0)
+        self.assertEqual(again["already_imported"], len(known))
+        self.assertEqual(again["history_records"], len(known))
+        self.assertIn("already there from an earlier import of this log", err)
+
+        def records(address):
+            stub = pb["predictor_grpc"].PredictorStub(grpc.insecure_channel(address))
+            out, token = [], ""
+            while True:
+                resp = stub.ListJobHistory(pb["turnaround"].ListJobHistoryRequest(
+                    page_token=token), timeout=self.RPC_TIMEOUT)
+                out.extend(resp.records)
+                token = resp.next_page_token
+                if not token:
+                    return out
+
+        def state(r, t0):
+            return (r.job.submit_unix_seconds - t0, r.start_unix_seconds - t0,
+                    r.finish_unix_seconds - t0, r.job.procs, r.job.user, r.job.executable,
+                    r.cpu_seconds_per_task, r.cpu_seconds_ahead, r.cpu_seconds_backwards,
+                    r.queue_length_at_submit, r.queue_length_at_start, r.shared_tasks,
+                    r.cluster_nodes, r.policy.job_selection, r.policy.node_selection)
+        imported = records(service.address)
+        self.assertEqual(len(imported), len(known))
+        self.assertEqual(sorted(r.job.job_id for r in imported), sorted(int(j[0]) for j in known))
+        self.assertEqual(sorted((r.job.job_id, r.job.requested_seconds) for r in imported),
+                         sorted((int(j[0]), max(0, int(j[8]))) for j in known))
+        loaded = records(demo_history_predictor(self).address)
+        self.assertEqual(sorted(state(r, offset) for r in imported),
+                         sorted(state(r, 0) for r in loaded))
+        self.assertGreater(sum(r.queue_length_at_submit > 0 for r in imported), 1000)
+
+        # Exported again, it is the log's finished jobs; its backtest is theirs.
+        out = os.path.join(CLUSTER.workdir, "imported.swf")
+        run = subprocess.run([CLUSTER.binary("sojourn"), "export-jobs", "--predictor",
+                              service.address, "--out", out], capture_output=True, text=True,
+                             timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        exported_header, exported = read_swf(out, open)
+        start = min(int(j[1]) for j in known)
+        self.assertEqual(int(exported_header["UnixStartTime"]), offset + start)
+
+        def fields(j, t0):  # number, submit, wait, run, procs, CPU, request, user .. queue
+            procs = int(j[4]) if int(j[4]) > 0 else int(j[7])
+            return (int(j[0]), int(j[1]) - t0, int(j[2]), int(j[3]), procs, float(j[5]),
+                    int(j[8]), int(j[11]), int(j[12]), int(j[13]), int(j[14]))
+        self.assertEqual(sorted(fields(j, 0) for j in exported),
+                         sorted(fields(j, start) for j in known))
+        known_path = os.path.join(CLUSTER.workdir, "import-known.swf")
+        with open(known_path, "w") as w:
+            w.write(f"; UnixStartTime: {offset}\n; MaxNodes: 128\n")
+            for j in known:
+                w.write(" ".join(j) + "\n")
+        reports = []
+        for swf in (known_path, out):
+            report = os.path.join(CLUSTER.workdir, os.path.basename(swf) + ".import.json")
+            run = subprocess.run([CLUSTER.binary("sojourn-eval"), "turnaround", "--swf", swf,
+                                  "--json", report], capture_output=True, text=True, timeout=300)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            reports.append(report)
+        compare = os.path.join(REPO_DIR, "tools", "eval", "compare_summaries.py")
+        run = subprocess.run([sys.executable, compare, "--max", "1e-9", *reports],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertIn("user_estimate", run.stdout)
 
     def test_08_no_service_crashed(self):
         for name, service in CLUSTER.services.items():

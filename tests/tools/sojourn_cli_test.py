@@ -93,6 +93,13 @@ CASES = [
     (["export-jobs", "--since", "0"], "positive"),
     (["export-jobs", "--out", ""], "--out needs a file name"),
     (["export-jobs", "--hosts", "a"], "--hosts"),
+    (["import-jobs"], "import-jobs needs --swf FILE"),
+    (["import-jobs", "--swf", "/nonexistent/x.swf"], "/nonexistent/x.swf: cannot open"),
+    (["import-jobs", "--swf", "/tmp"], "is a directory"),
+    (["import-jobs", "--swf", "/nonexistent/x.swf", "--policy", "sjf"], "--policy"),
+    (["import-jobs", "--swf", "/nonexistent/x.swf", "--nsp", "random"], "--nsp"),
+    (["import-jobs", "--swf", "/nonexistent/x.swf", "--predictor", "localhost"],
+     "--predictor 'localhost' is not HOST:PORT"),
     (["jobs", "bogus"], "unknown action 'bogus'"),
     (["jobs", "submit", "--procs", "1"], "--job-id is required"),
     (["jobs", "submit", "--job-id", "0", "--procs", "1"], "--job-id wants an integer in [1, "),
@@ -160,6 +167,8 @@ HELP = {
     "export-jobs": ["--since DURATION", "default: every job", "--nodes N", "[1, 1000000]",
                     "MaxNodes", "--out FILE", ".gz", "sojourn-eval turnaround --swf FILE",
                     "default 127.0.0.1:7402"],
+    "import-jobs": ["--swf FILE", "required", "--policy P", "default easy", "--nsp P",
+                    "default normal", "UnixStartTime", "running it again", "already_imported", "default 127.0.0.1:7402"],
     "jobs": ["list (default)", "submit --job-id N --procs N", "start --job-id N --hosts",
              "finish --job-id N [--cpu-seconds S]", "cancel --job-id N", "--data_dir",
              "default 127.0.0.1:7401", "--swf-queue", "default -1 = unknown"],
@@ -242,6 +251,37 @@ def main():
                     failures += 1
                     print("FAIL: %s --out %s: exit %d, stderr %r"
                           % (command, bad, p.returncode, lines))
+    # import-jobs: the log is read and replayed before the predictor is asked. A
+    # malformed line or a log with no finished job is exit 2 naming it; a good log
+    # reaches the dead predictor (exit 1).
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = {
+            "bad.swf": ("1 0 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n1 2 3\n", 2, "bad.swf:2:"),
+            "none.swf": ("1 0 -1 -1 1 -1 -1 1 20 -1 5 1 1 1 1 -1 -1 -1\n", 2,
+                         "none of its 1 jobs has both a wait and a run time"),
+            # Jobs the predictor would refuse, named before anything is sent.
+            "request.swf": ("1 0 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n"
+                            "2 9 5 10 1 -1 -1 1 40000000 -1 1 1 1 1 1 -1 -1 -1\n", 2,
+                            "request.swf:2: job 2: requested_seconds must be in"),
+            "user.swf": ("1 0 5 10 1 -1 -1 1 20 -1 1 4294967303 1 1 1 -1 -1 -1\n", 2,
+                         "user.swf:1: user id 4294967303 is above 2^31 - 1"),
+            "future.swf": ("; UnixStartTime: 17000000000\n"
+                           "1 0 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n", 2,
+                           "UnixStartTime 17000000000 and the last finish 15 s"),
+            "good.swf": ("; UnixStartTime: 1700000000\n"
+                         "1 0 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n", 1, "127.0.0.1:9"),
+        }
+        for name, (text, code, needle) in logs.items():
+            path = os.path.join(tmp, name)
+            with open(path, "w") as f:
+                f.write(text)
+            p = subprocess.run([a.sojourn, "import-jobs", "--swf", path] + DEAD,
+                               capture_output=True, text=True, timeout=60)
+            lines = [l for l in p.stderr.splitlines() if l.strip()]
+            if p.returncode != code or len(lines) != 1 or needle not in lines[0]:
+                failures += 1
+                print("FAIL: import-jobs --swf %s: exit %d, stderr %r (wanted exit %d, %r)"
+                      % (name, p.returncode, lines, code, needle))
     # Ctrl-C while the export waits for a state manager or the predictor (a listener that
     # never answers) removes FILE.tmp: the exit code says the signal, nothing is left.
     for command, flag in [("export", "--statemgr"), ("export-jobs", "--predictor")]:

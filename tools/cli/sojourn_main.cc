@@ -55,7 +55,10 @@
 #include "common/text.h"
 #include "common/tls.h"
 #include "models/traces/traces.h"
+#include "models/turnaround/evaluation.h"
 #include "models/turnaround/swf.h"
+#include "services/job_spec.h"
+#include "services/predictor/turnaround_convert.h"
 #include "sojourn/v1/broker.grpc.pb.h"
 #include "sojourn/v1/monitor.grpc.pb.h"
 #include "sojourn/v1/predictor.grpc.pb.h"
@@ -102,6 +105,8 @@ const char kUsage[] =
     "  export-jobs [--since DURATION] [--nodes N] [--out FILE]\n"
     "                             write the finished jobs of the predictor's job history as an\n"
     "                             SWF log to backtest (sojourn-eval turnaround --swf FILE)\n"
+    "  import-jobs --swf FILE     add the jobs of an SWF log (a batch system's, or one\n"
+    "                             export-jobs wrote) to the predictor's job history\n"
     "  turnaround --procs N (--nodes N | --snapshot FILE | --queue) [--requested DURATION]\n"
     "             [--user U] [--executable E] ...\n"
     "                             when a parallel job submitted now would start and end:\n"
@@ -333,6 +338,40 @@ const char kExportJobsHelp[] =
     "  --out FILE             write to FILE instead of standard output (a name ending in .gz\n"
     "                         is gzip-compressed); it is written as FILE.tmp and renamed once\n"
     "                         complete\n";
+
+const char kImportJobsHelp[] =
+    "usage: sojourn import-jobs --swf FILE [--policy easy|fcfs] [--nsp normal|uniform]\n"
+    "\n"
+    "Adds the jobs of a log in the Standard Workload Format (a batch system's accounting\n"
+    "converted to SWF, an archive's log, or one `sojourn export-jobs` wrote) to the\n"
+    "predictor's job history, so that the turnaround kernels learn from them at once\n"
+    "(ImportJobHistory). The log is first replayed as `sojourn-eval turnaround --swf FILE`\n"
+    "replays it, to rebuild what a record holds beyond the log's fields: the queue ahead of\n"
+    "each job at submit and at start, the tasks sharing its nodes (a job takes the lowest\n"
+    "free ones) and the cluster's size (MaxProcs, else MaxNodes, else the largest job). A job\n"
+    "without both a wait and a run time (cancelled, never known to run) is left out. A\n"
+    "malformed line, or a job the predictor would refuse (a requested time above a year, an\n"
+    "id above 2^31 - 1), stops the import before anything is sent (FILE:LINE: and the\n"
+    "reason). Times are the header's UnixStartTime plus the log's (without it, the log's\n"
+    "own); a log that would end after now is refused.\n"
+    "\n"
+    "The records go in batches of 10,000, in the order the jobs finished, each recorded whole\n"
+    "or not at all. The kernels take a template's last 500 recorded jobs as its newest, so\n"
+    "import a log before the live jobs come (or one newer than them). Each batch is named by\n"
+    "a hash of its records, and the history keeps the name: importing the same log again\n"
+    "adds nothing, and an import cut short is finished by running it again (a log that has\n"
+    "grown since is another import, whose later batches would be recorded again: import\n"
+    "only the jobs added). Exits 2 for a bad log, a job the predictor refuses (named with\n"
+    "its line) or a predictor without job history (--histdb_path=); 1 when the predictor\n"
+    "cannot be reached or has no ImportJobHistory (an older build). Progress and a summary\n"
+    "go to stderr; with --json, also {jobs_in_log, jobs_finished, imported,\n"
+    "already_imported, history_records} to stdout.\n"
+    "\n"
+    "options:\n"
+    "  --swf FILE             the log (.gz and .xz are read too); required\n"
+    "  --policy P             the site's job selection, easy (EASY backfilling) or fcfs, kept\n"
+    "                         in every record (default easy, as sojourn-eval turnaround)\n"
+    "  --nsp P                the site's node selection, normal or uniform (default normal)\n";
 
 const char kTurnaroundHelp[] =
     "usage: sojourn turnaround --procs N (--nodes N | --snapshot FILE | --queue) [options]\n"
@@ -1632,6 +1671,184 @@ int ExportJobs(int argc, char** argv) {
   return 0;
 }
 
+// Records sent to ImportJobHistory at a time (about 1 MB; it takes 20,000).
+constexpr size_t kImportBatchJobs = 10000;
+
+// FNV-1a (64 bits) of `bytes`, continuing from `h`: the same for the same
+// records on every run and machine, to name an import's batches.
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+uint64_t Fnv1a(absl::string_view bytes, uint64_t h) {
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+int ImportJobs(int argc, char** argv) {
+  namespace ta = sojourn::turnaround;
+  Args a = Parse(argc, argv, CommandHelp(kImportJobsHelp, kPredictorHelp),
+                 With({"swf", "policy", "nsp"}), {"json"});
+  if (!a.Has("swf")) sojourn::DieUsage(kProgram, "import-jobs needs --swf FILE");
+  const std::string swf = a.Get("swf", "");
+  ta::EvalConfig config;
+  config.progress = [](const std::string& line) {
+    std::fprintf(stderr, "%s: import-jobs: %s\n", kProgram, line.c_str());
+  };
+  absl::StatusOr<ta::JobSelection> jsel = ta::ParseJobSelection(a.Get("policy", "easy"));
+  if (!jsel.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--policy: ", jsel.status().message()));
+  absl::StatusOr<ta::NodeSelection> nsel = ta::ParseNodeSelection(a.Get("nsp", "normal"));
+  if (!nsel.ok()) sojourn::DieUsage(kProgram, absl::StrCat("--nsp: ", nsel.status().message()));
+  config.policy = {*jsel, *nsel, 1};
+  (void)Deadline(a);  // a bad --timeout is refused before the log is read
+  const std::string predictor = PredictorAddress(a);
+
+  absl::StatusOr<ta::SwfLog> log = ta::ReadSwf(swf, {});
+  if (!log.ok()) sojourn::DieUsage(kProgram, std::string(log.status().message()));
+  if (log->jobs.empty()) sojourn::DieUsage(kProgram, absl::StrCat(swf, ": no job lines"));
+  // The predictor takes no job after its clock (+ skew): the whole log is
+  // judged here, naming the header or the line, before anything is sent.
+  const int64_t latest = absl::ToUnixSeconds(absl::Now()) + sojourn::kMaxJobClockSkewSeconds;
+  const int64_t offset = std::max<int64_t>(0, log->header.unix_start_time);
+  int64_t last_finish = 0;
+  for (const ta::SwfJob& j : log->jobs) {
+    if (!j.has_turnaround()) continue;
+    last_finish = std::max(last_finish, j.submit_time + j.wait_time + j.run_time);
+    // The ids are 32 bits in the history (a larger one would become another).
+    for (const auto& [name, id] : {std::pair<const char*, int64_t>{"user", j.user},
+                                   {"group", j.group},
+                                   {"executable", j.executable},
+                                   {"queue", j.queue}}) {
+      if (id > INT32_MAX) {
+        sojourn::DieUsage(kProgram, absl::StrCat(swf, ":", j.line, ": ", name, " id ", id,
+                                                 " is above 2^31 - 1, the largest a job "
+                                                 "history keeps"));
+      }
+    }
+  }
+  if (offset > latest || last_finish > latest - offset) {
+    sojourn::DieUsage(kProgram,
+                      log->header.unix_start_time > 0
+                          ? absl::StrCat(swf, ": UnixStartTime ", log->header.unix_start_time,
+                                         " and the last finish ", last_finish,
+                                         " s after it are later than now: is it in seconds?")
+                          : absl::StrCat(swf, ": the last finish, ", last_finish,
+                                         " s, is later than now (the log has no UnixStartTime)"));
+  }
+  std::vector<int64_t> lines;
+  absl::StatusOr<std::vector<ta::JobRecord>> records =
+      ta::ReplayHistory(*log, config, offset, &lines);
+  if (!records.ok()) {
+    std::fprintf(stderr, "%s: import-jobs: replaying %s: %s\n", kProgram, swf.c_str(),
+                 std::string(records.status().message()).c_str());
+    return absl::IsInvalidArgument(records.status()) ? sojourn::kExitUsage : 1;
+  }
+  if (records->empty()) {
+    sojourn::DieUsage(kProgram, absl::StrCat(swf, ": none of its ", log->jobs.size(),
+                                             " jobs has both a wait and a run time"));
+  }
+
+  std::vector<sojourn::v1::JobHistoryRecord> protos;
+  protos.reserve(records->size());
+  for (size_t i = 0; i < records->size(); ++i) {
+    protos.push_back(sojourn::predictor::ToProto((*records)[i]));
+    // As the predictor will check it: a refusal half way would leave the
+    // batches before it recorded.
+    if (auto back = sojourn::predictor::FromProto(protos.back(), latest); !back.ok()) {
+      sojourn::DieUsage(kProgram, absl::StrCat(swf, ":", lines[i], ": ", back.status().message()));
+    }
+  }
+
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxSendMessageSize(64 << 20);
+  auto stub = sojourn::v1::Predictor::NewStub(
+      grpc::CreateCustomChannel(predictor, Credentials(), channel_args));
+  int64_t history = 0;
+  {
+    // Asked first: a predictor without job history (or of an older build)
+    // is named before anything is sent.
+    sojourn::v1::ListJobHistoryRequest req;
+    req.set_page_size(1);
+    sojourn::v1::ListJobHistoryResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Deadline(a));
+    grpc::Status st = stub->ListJobHistory(&ctx, req, &resp);
+    if (!st.ok()) return Fail(st, "reading the job history", "predictor", predictor);
+    history = resp.history_records();
+  }
+  const int64_t history_before = history;
+
+  const size_t batches = (protos.size() + kImportBatchJobs - 1) / kImportBatchJobs;
+  int64_t imported = 0, already = 0;
+  absl::Time reported = absl::Now();
+  for (size_t b = 0; b < batches; ++b) {
+    const size_t begin = b * kImportBatchJobs;
+    const size_t end = std::min(protos.size(), begin + kImportBatchJobs);
+    sojourn::v1::ImportJobHistoryRequest req;
+    uint64_t hash = kFnvOffset;
+    for (size_t i = begin; i < end; ++i) {
+      *req.add_records() = protos[i];
+      hash = Fnv1a(protos[i].SerializeAsString(), hash);
+    }
+    // Named by its records alone: the same batch of a later import (the
+    // same log, or one whose earlier jobs are unchanged) is recorded once.
+    req.set_batch_id(absl::StrFormat("swf-%016x-%d", hash, end - begin));
+    sojourn::v1::ImportJobHistoryResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Deadline(a));
+    grpc::Status st = stub->ImportJobHistory(&ctx, req, &resp);
+    if (!st.ok()) {
+      std::string what = absl::StrCat("importing ", swf);
+      // "records[K]: ..." names the job's line in the log.
+      int k = -1;
+      if (absl::StartsWith(st.error_message(), "records[") &&
+          std::sscanf(st.error_message().c_str(), "records[%d]", &k) == 1 && k >= 0 &&
+          begin + k < end) {
+        what = absl::StrCat(swf, ":", lines[begin + k], ": importing the job");
+      }
+      if (b > 0) {
+        what += absl::StrCat(" (batches 1-", b, " of ", batches, " are recorded",
+                             st.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+                                     st.error_code() == grpc::StatusCode::FAILED_PRECONDITION
+                                 ? ")"
+                                 : "; run the same import again to finish it)");
+      }
+      return Fail(st, what, "predictor of a build that has ImportJobHistory", predictor);
+    }
+    imported += resp.imported();
+    if (resp.already_imported()) already += static_cast<int64_t>(end - begin);
+    history = resp.history_records();
+    if (b + 1 < batches && absl::Now() - reported >= absl::Seconds(5)) {
+      reported = absl::Now();
+      std::fprintf(stderr, "%s: import-jobs: %zu of %zu jobs sent\n", kProgram, end, protos.size());
+    }
+  }
+  if (a.Flag("json")) {
+    std::printf(
+        "{\"jobs_in_log\": %zu, \"jobs_finished\": %zu, \"imported\": %lld, "
+        "\"already_imported\": %lld, \"history_records\": %lld}\n",
+        log->jobs.size(), protos.size(), static_cast<long long>(imported),
+        static_cast<long long>(already), static_cast<long long>(history));
+  }
+  std::fprintf(stderr,
+               "%s: import-jobs: %s: %zu jobs, %zu with a wait and a run time; %lld imported into "
+               "the job history of %s%s; it holds %lld finished jobs\n",
+               kProgram, swf.c_str(), log->jobs.size(), protos.size(),
+               static_cast<long long>(imported), predictor.c_str(),
+               already > 0 ? absl::StrCat(" (", already,
+                                          " already there from an earlier import of this log)")
+                                 .c_str()
+                           : "",
+               static_cast<long long>(history));
+  if (imported > 0 && history_before > 0) {
+    std::fprintf(stderr,
+                 "%s: import-jobs: note: the history held %lld jobs before; the kernels take the "
+                 "imported ones as newer than those\n",
+                 kProgram, static_cast<long long>(history_before));
+  }
+  return 0;
+}
+
 // FILE ('-' = standard input), opened with `f` if need be; exits 2 naming
 // `flag` when it cannot be opened.
 std::istream& OpenInput(const std::string& file, const std::string& flag, std::ifstream& f) {
@@ -2036,6 +2253,7 @@ int main(int argc, char** argv) {
   if (cmd == "watch") return Watch(argc - 2, argv + 2);
   if (cmd == "export") return Export(argc - 2, argv + 2);
   if (cmd == "export-jobs") return ExportJobs(argc - 2, argv + 2);
+  if (cmd == "import-jobs") return ImportJobs(argc - 2, argv + 2);
   if (cmd == "turnaround") return Turnaround(argc - 2, argv + 2);
   if (cmd == "job-event") return JobEvent(argc - 2, argv + 2);
   if (cmd == "jobs") return Jobs(argc - 2, argv + 2);

@@ -588,6 +588,10 @@ class FailingPutHistDb final : public HistDb {
     }
     return db.Put(r);
   }
+  absl::StatusOr<bool> PutBatch(const std::vector<JobRecord>& records,
+                                const std::string& batch_id) override {
+    return db.PutBatch(records, batch_id);
+  }
   absl::StatusOr<std::vector<JobRecord>> Recent(const TemplateKey& key, int limit) const override {
     return db.Recent(key, limit);
   }

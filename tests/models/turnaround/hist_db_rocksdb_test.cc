@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
@@ -205,6 +206,70 @@ TEST_F(RocksHistDbTest, SurvivesReopen) {
   EXPECT_DOUBLE_EQ(stats->mean_exec(), 300);
   ASSERT_TRUE((*db)->ErasePending(9).ok());
   EXPECT_EQ((*db)->GetPending(9).status().code(), absl::StatusCode::kNotFound);
+}
+
+// PutBatch appends like as many Puts (every template's newest records and
+// sums as an in-memory store filled one Put at a time), once per id, and the
+// id outlives a reopen; an empty id is no id.
+TEST_F(RocksHistDbTest, PutBatchAppendsOncePerId) {
+  const JobRecord before = Rec(100, 1, 7, 2, 50);
+  std::vector<JobRecord> first, second;
+  for (int64_t id = 1; id <= 30; ++id) {
+    (id <= 20 ? first : second)
+        .push_back(Rec(id, static_cast<int32_t>(id % 3), 7 + static_cast<int32_t>(id % 2),
+                       1 + static_cast<int32_t>(id % 4), 100 * id));
+  }
+  InMemoryHistDb expected;
+  ASSERT_TRUE(expected.Put(before).ok());
+  for (const auto* batch : {&first, &second}) {
+    for (const JobRecord& r : *batch) ASSERT_TRUE(expected.Put(r).ok());
+  }
+  {
+    auto db = RocksHistDb::Open(dir_.string(), {});
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->Put(before).ok());
+    auto written = (*db)->PutBatch(first, "import-1of2");
+    ASSERT_TRUE(written.ok()) << written.status();
+    EXPECT_TRUE(*written);
+    EXPECT_EQ((*db)->size(), 21);
+    written = (*db)->PutBatch(first, "import-1of2");
+    ASSERT_TRUE(written.ok()) << written.status();
+    EXPECT_FALSE(*written);
+    EXPECT_EQ((*db)->size(), 21);
+  }
+  auto db = RocksHistDb::Open(dir_.string(), {});
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ((*db)->size(), 21);
+  EXPECT_FALSE(*(*db)->PutBatch(first, "import-1of2"));
+  EXPECT_TRUE(*(*db)->PutBatch(second, "import-2of2"));
+  EXPECT_FALSE(*(*db)->PutBatch(second, "import-2of2"));
+  EXPECT_EQ((*db)->size(), 31);
+  for (const JobRecord& r : second) {
+    for (int level = 0; level < kNumTemplateLevels; ++level) {
+      const TemplateKey key = TemplateKey::For(r.spec, static_cast<TemplateLevel>(level));
+      auto got = (*db)->Recent(key, 100);
+      auto want = expected.Recent(key, 100);
+      ASSERT_TRUE(got.ok() && want.ok());
+      ASSERT_EQ(got->size(), want->size()) << "level " << level;
+      for (size_t i = 0; i < got->size(); ++i) {
+        EXPECT_EQ(EncodeJobRecord((*got)[i]), EncodeJobRecord((*want)[i])) << i;
+      }
+      auto got_stats = (*db)->Stats(key);
+      auto want_stats = expected.Stats(key);
+      ASSERT_TRUE(got_stats.ok() && want_stats.ok());
+      EXPECT_EQ(EncodeTemplateStats(*got_stats), EncodeTemplateStats(*want_stats));
+    }
+  }
+  // No id: written every time. An empty batch keeps its id.
+  EXPECT_TRUE(*(*db)->PutBatch({Rec(200, 1, 7, 2, 50)}, ""));
+  EXPECT_TRUE(*(*db)->PutBatch({Rec(200, 1, 7, 2, 50)}, ""));
+  EXPECT_TRUE(*(*db)->PutBatch({}, "empty"));
+  EXPECT_FALSE(*(*db)->PutBatch({Rec(201, 1, 7, 2, 50)}, "empty"));
+  EXPECT_EQ((*db)->size(), 33);
+  // A batch is scanned like the records put one at a time.
+  auto page = (*db)->Scan("", 1000);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->records.size(), 33u);
 }
 
 // Templates whose key bytes end in 0xff are still separated from the next key.

@@ -79,6 +79,35 @@ TEST_F(InMemoryHistDbTest, ScanReturnsEveryRecordOnce) {
   EXPECT_EQ(db_.Scan("", 0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// PutBatch appends in order, like as many Puts, once per non-empty id.
+TEST_F(InMemoryHistDbTest, PutBatchAppendsOncePerId) {
+  ASSERT_TRUE(db_.Put(Rec(1, 5, 7, 2, 100)).ok());
+  const std::vector<JobRecord> batch = {Rec(2, 5, 7, 2, 200), Rec(3, 6, 7, 2, 300),
+                                        Rec(4, 5, 7, 2, 400)};
+  auto written = db_.PutBatch(batch, "a-1of1");
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_TRUE(*written);
+  EXPECT_EQ(db_.size(), 4);
+  written = db_.PutBatch(batch, "a-1of1");
+  ASSERT_TRUE(written.ok());
+  EXPECT_FALSE(*written);
+  EXPECT_EQ(db_.size(), 4);
+  auto app = db_.Recent(
+      TemplateKey::For(Rec(0, 5, 7, 2, 0).spec, TemplateLevel::kUserExecutableProcs), 10);
+  ASSERT_TRUE(app.ok());
+  std::vector<int64_t> ids;
+  for (const JobRecord& r : *app) ids.push_back(r.spec.job_id);
+  EXPECT_EQ(ids, (std::vector<int64_t>{4, 2, 1}));
+  // No id: written every time.
+  EXPECT_TRUE(*db_.PutBatch({Rec(5, 5, 7, 2, 500)}, ""));
+  EXPECT_TRUE(*db_.PutBatch({Rec(5, 5, 7, 2, 500)}, ""));
+  EXPECT_EQ(db_.size(), 6);
+  // An empty batch keeps its id too.
+  EXPECT_TRUE(*db_.PutBatch({}, "empty"));
+  EXPECT_FALSE(*db_.PutBatch({Rec(6, 5, 7, 2, 600)}, "empty"));
+  EXPECT_EQ(db_.size(), 6);
+}
+
 // Stats keep running sums per template: mean exec (100+300)/2, CPU (50+150)/2.
 TEST_F(InMemoryHistDbTest, StatsSumPerTemplate) {
   ASSERT_TRUE(db_.Put(Rec(1, 5, 7, 2, 100)).ok());
