@@ -198,7 +198,8 @@ absl::StatusOr<EvalReport> RunReplay(const SwfLog& log, const EvalConfig& config
   // Without estimates nothing is scored: no prediction per job to keep.
   Scorer scorer(estimate ? jobs.size() : 0, config, to_estimate);
   auto last_progress = SteadyClock::now();
-  int64_t finished = 0;
+  int64_t finished = 0, to_finish = 0;
+  for (const SwfJob& j : jobs) to_finish += j.has_turnaround();
 
   std::set<int> waiting;
   std::vector<int> running;  // job indices
@@ -276,8 +277,7 @@ absl::StatusOr<EvalReport> RunReplay(const SwfLog& log, const EvalConfig& config
           const auto t = SteadyClock::now();
           if (t - last_progress >= std::chrono::seconds(10)) {
             last_progress = t;
-            config.progress(
-                absl::StrFormat("replay: %d of %d jobs finished", finished, to_estimate));
+            config.progress(absl::StrFormat("replay: %d of %d jobs finished", finished, to_finish));
           }
         }
         break;

@@ -40,6 +40,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -358,14 +359,15 @@ const char kImportJobsHelp[] =
     "The records go in batches of 10,000, in the order the jobs finished, each recorded whole\n"
     "or not at all. The kernels take a template's last 500 recorded jobs as its newest, so\n"
     "import a log before the live jobs come (or one newer than them). Each batch is named by\n"
-    "a hash of its records, and the history keeps the name: importing the same log again\n"
-    "adds nothing, and an import cut short is finished by running it again (a log that has\n"
-    "grown since is another import, whose later batches would be recorded again: import\n"
-    "only the jobs added). Exits 2 for a bad log, a job the predictor refuses (named with\n"
-    "its line) or a predictor without job history (--histdb_path=); 1 when the predictor\n"
-    "cannot be reached or has no ImportJobHistory (an older build). Progress and a summary\n"
-    "go to stderr; with --json, also {jobs_in_log, jobs_finished, imported,\n"
-    "already_imported, history_records} to stdout.\n"
+    "a hash of its lines of the log, UnixStartTime and the policy, and the history keeps\n"
+    "the name: importing the same log again with the same options adds nothing, and an\n"
+    "import cut short is finished by running it again (a log that has grown since is another\n"
+    "import, whose later batches would be recorded again: import only the jobs added).\n"
+    "Exits 2 for a bad log, a job the predictor refuses (named with its line) or a predictor\n"
+    "without job history (--histdb_path=); 1 when the predictor cannot be reached or has no\n"
+    "ImportJobHistory (an older build). Progress and a summary go to stderr; with --json,\n"
+    "also {jobs_in_log, jobs_finished, imported, already_imported, history_records} to\n"
+    "stdout.\n"
     "\n"
     "options:\n"
     "  --swf FILE             the log (.gz and .xz are read too); required\n"
@@ -1706,6 +1708,16 @@ int ImportJobs(int argc, char** argv) {
   absl::StatusOr<ta::SwfLog> log = ta::ReadSwf(swf, {});
   if (!log.ok()) sojourn::DieUsage(kProgram, std::string(log.status().message()));
   if (log->jobs.empty()) sojourn::DieUsage(kProgram, absl::StrCat(swf, ": no job lines"));
+  for (const ta::SwfIssue& issue : log->warnings) {
+    std::fprintf(stderr, "%s: %s:%lld: warning: %s\n", kProgram, swf.c_str(),
+                 static_cast<long long>(issue.line), issue.reason.c_str());
+  }
+  if (log->oversized_jobs > 1) {
+    std::fprintf(stderr,
+                 "%s: warning: %lld jobs of %s need more processors than the header's machine; "
+                 "they are recorded with its size\n",
+                 kProgram, static_cast<long long>(log->oversized_jobs), swf.c_str());
+  }
   // The predictor takes no job after its clock (+ skew): the whole log is
   // judged here, naming the header or the line, before anything is sent.
   const int64_t latest = absl::ToUnixSeconds(absl::Now()) + sojourn::kMaxJobClockSkewSeconds;
@@ -1778,6 +1790,8 @@ int ImportJobs(int argc, char** argv) {
   }
   const int64_t history_before = history;
 
+  absl::flat_hash_map<int64_t, const ta::SwfJob*> by_line;
+  for (const ta::SwfJob& j : log->jobs) by_line[j.line] = &j;
   const size_t batches = (protos.size() + kImportBatchJobs - 1) / kImportBatchJobs;
   int64_t imported = 0, already = 0;
   absl::Time reported = absl::Now();
@@ -1785,13 +1799,17 @@ int ImportJobs(int argc, char** argv) {
     const size_t begin = b * kImportBatchJobs;
     const size_t end = std::min(protos.size(), begin + kImportBatchJobs);
     sojourn::v1::ImportJobHistoryRequest req;
-    uint64_t hash = kFnvOffset;
+    // Named by what it was made of, the log's own lines (not the replay's
+    // figures, which another build may round differently), the time offset
+    // and the policy: the same batch of a later import is recorded once.
+    uint64_t hash =
+        Fnv1a(absl::StrCat(offset, " ", ta::JobSelectionName(config.policy.job_selection), " ",
+                           ta::NodeSelectionName(config.policy.node_selection)),
+              kFnvOffset);
     for (size_t i = begin; i < end; ++i) {
       *req.add_records() = protos[i];
-      hash = Fnv1a(protos[i].SerializeAsString(), hash);
+      hash = Fnv1a(ta::FormatSwfJob(*by_line.at(lines[i])), hash);
     }
-    // Named by its records alone: the same batch of a later import (the
-    // same log, or one whose earlier jobs are unchanged) is recorded once.
     req.set_batch_id(absl::StrFormat("swf-%016x-%d", hash, end - begin));
     sojourn::v1::ImportJobHistoryResponse resp;
     grpc::ClientContext ctx;
@@ -1806,12 +1824,16 @@ int ImportJobs(int argc, char** argv) {
           begin + k < end) {
         what = absl::StrCat(swf, ":", lines[begin + k], ": importing the job");
       }
-      if (b > 0) {
-        what += absl::StrCat(" (batches 1-", b, " of ", batches, " are recorded",
-                             st.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
-                                     st.error_code() == grpc::StatusCode::FAILED_PRECONDITION
-                                 ? ")"
-                                 : "; run the same import again to finish it)");
+      // A refusal wrote nothing of this batch; after any other failure it
+      // may have been written (the predictor finishes what it got).
+      const bool refused = st.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+                           st.error_code() == grpc::StatusCode::FAILED_PRECONDITION;
+      if (!refused) {
+        what += absl::StrCat(" (batch ", b + 1, " of ", batches,
+                             b > 0 ? absl::StrCat("; batches 1-", b, " are recorded").c_str() : "",
+                             "; running the same import again finishes it)");
+      } else if (b > 0) {
+        what += absl::StrCat(" (batches 1-", b, " of ", batches, " are recorded)");
       }
       return Fail(st, what, "predictor of a build that has ImportJobHistory", predictor);
     }
@@ -1840,7 +1862,8 @@ int ImportJobs(int argc, char** argv) {
                                  .c_str()
                            : "",
                static_cast<long long>(history));
-  if (imported > 0 && history_before > 0) {
+  // (A resumed import's own earlier batches are not older jobs.)
+  if (imported > 0 && history_before > 0 && already == 0) {
     std::fprintf(stderr,
                  "%s: import-jobs: note: the history held %lld jobs before; the kernels take the "
                  "imported ones as newer than those\n",
