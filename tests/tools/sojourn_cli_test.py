@@ -258,7 +258,8 @@ def main():
         logs = {
             "bad.swf": ("1 0 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n1 2 3\n", 2, "bad.swf:2:"),
             "none.swf": ("1 0 -1 -1 1 -1 -1 1 20 -1 5 1 1 1 1 -1 -1 -1\n", 2,
-                         "none of its 1 jobs has both a wait and a run time"),
+                         "none of its 1 jobs has both a wait and a run time (fields 3 and 4); "
+                         "field 3 is -1 everywhere"),
             # Jobs the predictor would refuse, named before anything is sent.
             "request.swf": ("1 0 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n"
                             "2 9 5 10 1 -1 -1 1 40000000 -1 1 1 1 1 1 -1 -1 -1\n", 2,

@@ -1756,8 +1756,14 @@ int ImportJobs(int argc, char** argv) {
     return absl::IsInvalidArgument(records.status()) ? sojourn::kExitUsage : 1;
   }
   if (records->empty()) {
+    const bool any_wait = std::any_of(log->jobs.begin(), log->jobs.end(),
+                                      [](const ta::SwfJob& j) { return j.wait_time >= 0; });
     sojourn::DieUsage(kProgram, absl::StrCat(swf, ": none of its ", log->jobs.size(),
-                                             " jobs has both a wait and a run time"));
+                                             " jobs has both a wait and a run time (fields 3 "
+                                             "and 4)",
+                                             any_wait ? ""
+                                                      : "; field 3 is -1 everywhere, so no "
+                                                        "job's start is known"));
   }
 
   std::vector<sojourn::v1::JobHistoryRecord> protos;
