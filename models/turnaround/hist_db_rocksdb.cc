@@ -308,19 +308,16 @@ absl::StatusOr<TemplateStats> RocksHistDb::RebuildStatsLocked(const TemplateKey&
 
 absl::Status RocksHistDb::Put(const JobRecord& record) {
   absl::MutexLock lock(&mu_);
-  return WriteLocked({&record}, "").status();
+  return WriteLocked(absl::MakeConstSpan(&record, 1), "").status();
 }
 
 absl::StatusOr<bool> RocksHistDb::PutBatch(const std::vector<JobRecord>& records,
                                            const std::string& batch_id) {
-  std::vector<const JobRecord*> ptrs;
-  ptrs.reserve(records.size());
-  for (const JobRecord& r : records) ptrs.push_back(&r);
   absl::MutexLock lock(&mu_);
-  return WriteLocked(ptrs, batch_id);
+  return WriteLocked(records, batch_id);
 }
 
-absl::StatusOr<bool> RocksHistDb::WriteLocked(const std::vector<const JobRecord*>& records,
+absl::StatusOr<bool> RocksHistDb::WriteLocked(absl::Span<const JobRecord> records,
                                               const std::string& batch_id) {
   const std::string batch_key = kBatchKeyPrefix + batch_id;
   if (!batch_id.empty()) {
@@ -334,10 +331,10 @@ absl::StatusOr<bool> RocksHistDb::WriteLocked(const std::vector<const JobRecord*
   // The record is stored under every template's index key, so Recent() is a
   // single sequential scan of one prefix (no random reads).
   absl::flat_hash_map<TemplateKey, TemplateStats> updated;
-  for (const JobRecord* record : records) {
-    const std::string value = EncodeJobRecord(*record);
+  for (const JobRecord& record : records) {
+    const std::string value = EncodeJobRecord(record);
     for (int level = 0; level < kNumTemplateLevels; ++level) {
-      TemplateKey key = TemplateKey::For(record->spec, static_cast<TemplateLevel>(level));
+      TemplateKey key = TemplateKey::For(record.spec, static_cast<TemplateLevel>(level));
       std::string index = IndexPrefix(key);
       PutBe(&index, ~seq, 8);
       batch.Put(index, value);
@@ -347,7 +344,7 @@ absl::StatusOr<bool> RocksHistDb::WriteLocked(const std::vector<const JobRecord*
         if (!stats.ok()) return stats.status();
         it = updated.emplace(key, *stats).first;
       }
-      it->second.Add(*record);
+      it->second.Add(record);
     }
     ++seq;
   }

@@ -24,6 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "models/turnaround/hist_db.h"
 
 namespace rocksdb {
@@ -73,8 +74,8 @@ class RocksHistDb final : public HistDb {
   RocksHistDb(std::unique_ptr<rocksdb::DB> db, int recent_cache_templates);
   // Put and PutBatch: false, writing nothing, if `batch_id` is not empty and
   // already stored.
-  absl::StatusOr<bool> WriteLocked(const std::vector<const JobRecord*>& records,
-                                   const std::string& batch_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<bool> WriteLocked(absl::Span<const JobRecord> records, const std::string& batch_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The stored sums of `key`, or, if CpuTimesBounded() says an earlier
   // version summed an unbounded CPU time into them, RebuildStatsLocked(key).
   absl::StatusOr<TemplateStats> StatsLocked(const TemplateKey& key) const

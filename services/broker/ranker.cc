@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/blocking_counter.h"
+#include "common/hash.h"
 
 namespace sojourn::broker {
 namespace {
@@ -66,15 +67,11 @@ bool Stale(const HostPrediction& e, absl::Time expires, absl::Time now,
 // host-2) spread over the top bits: stable across runs and builds
 // (absl::Hash is seeded per process), so a key's refresh phase is too.
 uint64_t KeyHash(const std::string& host, int64_t horizon_seconds) {
-  uint64_t h = 14695981039346656037ull;
-  auto mix = [&h](unsigned char c) {
-    h ^= c;
-    h *= 1099511628211ull;
-  };
-  for (char c : host) mix(static_cast<unsigned char>(c));
+  char horizon[8];  // little-endian
   for (int i = 0; i < 8; ++i) {
-    mix(static_cast<unsigned char>(static_cast<uint64_t>(horizon_seconds) >> (8 * i)));
+    horizon[i] = static_cast<char>(static_cast<uint64_t>(horizon_seconds) >> (8 * i));
   }
+  uint64_t h = Fnv1a64(absl::string_view(horizon, 8), Fnv1a64(host));
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
   h ^= h >> 33;

@@ -51,6 +51,7 @@
 #include "absl/time/time.h"
 #include "common/build_info.h"
 #include "common/cli_util.h"
+#include "common/hash.h"
 #include "common/output_file.h"
 #include "common/proc_stat.h"
 #include "common/text.h"
@@ -1676,17 +1677,6 @@ int ExportJobs(int argc, char** argv) {
 // Records sent to ImportJobHistory at a time (about 1 MB; it takes 20,000).
 constexpr size_t kImportBatchJobs = 10000;
 
-// FNV-1a (64 bits) of `bytes`, continuing from `h`: the same for the same
-// records on every run and machine, to name an import's batches.
-constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
-uint64_t Fnv1a(absl::string_view bytes, uint64_t h) {
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 int ImportJobs(int argc, char** argv) {
   namespace ta = sojourn::turnaround;
   Args a = Parse(argc, argv, CommandHelp(kImportJobsHelp, kPredictorHelp),
@@ -1808,13 +1798,12 @@ int ImportJobs(int argc, char** argv) {
     // Named by what it was made of, the log's own lines (not the replay's
     // figures, which another build may round differently), the time offset
     // and the policy: the same batch of a later import is recorded once.
-    uint64_t hash =
-        Fnv1a(absl::StrCat(offset, " ", ta::JobSelectionName(config.policy.job_selection), " ",
-                           ta::NodeSelectionName(config.policy.node_selection)),
-              kFnvOffset);
+    uint64_t hash = sojourn::Fnv1a64(
+        absl::StrCat(offset, " ", ta::JobSelectionName(config.policy.job_selection), " ",
+                     ta::NodeSelectionName(config.policy.node_selection)));
     for (size_t i = begin; i < end; ++i) {
       *req.add_records() = protos[i];
-      hash = Fnv1a(ta::FormatSwfJob(*by_line.at(lines[i])), hash);
+      hash = sojourn::Fnv1a64(ta::FormatSwfJob(*by_line.at(lines[i])), hash);
     }
     req.set_batch_id(absl::StrFormat("swf-%016x-%d", hash, end - begin));
     sojourn::v1::ImportJobHistoryResponse resp;
