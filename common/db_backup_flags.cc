@@ -18,7 +18,7 @@ ABSL_FLAG(std::string, backup_dir, "",
           "restore with sojourn-backup). Empty = no backups");
 ABSL_FLAG(int64_t, backup_interval_seconds, 86400,
           "with --backup_dir: a backup this long after the newest one there (at start-up when "
-          "there is none), then at this interval");
+          "there is none), then at this interval; 60 to 31622400 (a year)");
 ABSL_FLAG(int64_t, backup_keep, 7, "with --backup_dir: how many backups are kept (newest)");
 
 namespace sojourn {

@@ -2,7 +2,10 @@
 // level 1 for a PATH ending in .gz), which Finish() syncs and renames to PATH.
 // After a failure, or without Finish(), PATH is untouched and PATH.tmp is
 // removed; after a crash PATH is the old file or the whole new one. "-" is
-// standard output (no temporary file, nothing renamed).
+// standard output (no temporary file, nothing renamed). A symbolic link keeps
+// being one: the file it names is replaced so. A PATH that is no regular file
+// (/dev/null, /dev/stdout, a FIFO) is written in place, neither renamed nor
+// synced, and what reached it before a failure stays there.
 //
 // Used by the exporters (`sojourn export`): traces::CanonicalCsvWriter and
 // turnaround::WriteSwf.
@@ -24,6 +27,11 @@ class OutputFile {
   // InvalidArgumentError when PATH is empty or a directory, or PATH.tmp
   // cannot be created (the message names the file and the reason).
   static absl::StatusOr<std::unique_ptr<OutputFile>> Open(const std::string& path);
+  // The temporary file Open(path) would write and Finish() rename: PATH.tmp,
+  // or the linked file's name + ".tmp"; "" for standard output, a device, a
+  // FIFO, anything under /dev/ or /proc/ (written in place), or a PATH Open
+  // refuses. For a signal handler that removes it (set before Open).
+  static std::string TempPathFor(const std::string& path);
   // Without Finish(): closes and removes PATH.tmp.
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
@@ -38,7 +46,8 @@ class OutputFile {
   // reached the file is unknown, so nothing more is written to it); after a
   // successful Finish, FailedPreconditionError.
   absl::Status Finish();
-  // The file being written until Finish() renames it ("" for standard output).
+  // The file being written until Finish() renames it ("" for standard output;
+  // PATH itself for a device or FIFO).
   const std::string& tmp_path() const { return tmp_path_; }
   // True once Finish() succeeded.
   bool finished() const { return finished_; }
@@ -46,6 +55,13 @@ class OutputFile {
   const absl::Status& status() const { return failed_; }
 
  private:
+  struct Target {
+    std::string path;      // the file written: PATH, or what its link names
+    std::string tmp_path;  // "" when written in place
+    bool direct = false;
+  };
+  static absl::StatusOr<Target> Resolve(const std::string& path);
+
   OutputFile() = default;
   absl::Status Flush();
   absl::Status FinishOnce();
@@ -55,7 +71,8 @@ class OutputFile {
   std::string name() const;
 
   std::string path_;
-  std::string tmp_path_;  // "" for standard output
+  std::string tmp_path_;  // "" for standard output; PATH itself when direct_
+  bool direct_ = false;   // PATH is a device or FIFO: written in place
   std::FILE* file_ = nullptr;
   void* gz_ = nullptr;  // gzFile, for a PATH ending in .gz
   std::string buffer_;

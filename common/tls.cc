@@ -270,6 +270,20 @@ absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files, TlsRole role, absl::T
     }
     warn(absl::StrCat(message, "; services that trust only that CA will refuse it"));
   }
+  // A client certificate (scripts/make-certs --client: extended key usage
+  // clientAuth only) given to a service: every peer's handshake would fail,
+  // with nothing on their side naming the cause.
+  // (Without the extension every use is allowed; the flags are read after
+  // X509_get_extended_key_usage has cached the extensions.)
+  const uint32_t usage = X509_get_extended_key_usage(leaf);
+  if (role == TlsRole::kService && (X509_get_extension_flags(leaf) & EXFLAG_XKUSAGE) != 0 &&
+      (X509_get_extension_flags(leaf) & EXFLAG_INVALID) == 0 && (usage & XKU_SSL_SERVER) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        cert_opt, ": the certificate in ", files.cert,
+        " is for clients only (its extended key usage lacks serverAuth), so every peer would "
+        "refuse it as a service's; give the service its own certificate (scripts/make-certs "
+        "without --client)"));
+  }
   out.cert_pem = std::move(*cert_pem);
   out.key_pem = std::move(*key_pem);
   return out;

@@ -100,6 +100,7 @@ struct HostGrid {
 struct Grids {
   std::vector<HostGrid> hosts;  // only hosts with a non-empty grid
   int64_t outage_points = 0;
+  int64_t few_hosts_points = 0;  // outage rule off: fewer than outage_min_hosts present
   int64_t grid_points = 0;
 };
 
@@ -134,7 +135,13 @@ Grids BuildGrids(const std::vector<HostTrace>& traces, const BacktestConfig& cfg
   }
   if (g.hosts.empty()) return g;
 
-  // Global outages: fewer than outage_fraction of all hosts reporting.
+  // Global outages: fewer than outage_fraction of the hosts present reporting.
+  // A host is present from its first grid point to its last; a host that has
+  // not started yet, or has left the trace for good, is neither reporting nor
+  // missing (counting it would turn the other hosts' own failures into
+  // outages once it is gone). Where fewer than outage_min_hosts are present,
+  // a global outage cannot be told from the hosts' own revocations, so no
+  // point is one and a gap stays S5, a failure.
   int64_t gstart = g.hosts[0].start_unix, gend = gstart;
   for (const HostGrid& hg : g.hosts) {
     gstart = std::min(gstart, hg.start_unix);
@@ -142,17 +149,25 @@ Grids BuildGrids(const std::vector<HostTrace>& traces, const BacktestConfig& cfg
   }
   const int64_t gn = (gend - gstart) / step + 1;
   std::vector<int32_t> reporting(gn, 0);
+  std::vector<int32_t> present_delta(gn + 1, 0);
   for (const HostGrid& hg : g.hosts) {
     const int64_t o = (hg.start_unix - gstart) / step;
+    ++present_delta[o];
+    --present_delta[o + hg.n()];
     for (int64_t i = 0; i < hg.n(); ++i) {
       if (hg.series.states[i] != HostState::kS5) ++reporting[o + i];
     }
   }
   std::vector<uint8_t> gout(gn, 0);
   if (cfg.outage_fraction > 0) {
-    const double need = cfg.outage_fraction * static_cast<double>(g.hosts.size());
+    int32_t present = 0;
     for (int64_t i = 0; i < gn; ++i) {
-      gout[i] = reporting[i] < need;
+      present += present_delta[i];
+      if (present < cfg.outage_min_hosts) {
+        ++g.few_hosts_points;
+        continue;
+      }
+      gout[i] = reporting[i] < cfg.outage_fraction * static_cast<double>(present);
       g.outage_points += gout[i];
     }
   }
@@ -1074,6 +1089,9 @@ absl::Status ValidateBacktestConfig(const BacktestConfig& c) {
     return absl::InvalidArgumentError("the training ratio must be in (0, 1)");
   }
   if (c.history_days < 0) return absl::InvalidArgumentError("history days must be >= 0");
+  if (c.outage_min_hosts < 1) {
+    return absl::InvalidArgumentError("the outage rule needs at least 1 host present");
+  }
   if (c.smp_population_days < 0 || c.smp_population_days > 28) {
     return absl::InvalidArgumentError("the population level's days must be 0..28");
   }
@@ -1116,6 +1134,7 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
   r.busy.assign(traces.size(), false);
   for (const HostGrid& hg : grids.hosts) r.busy[hg.index] = hg.busy;
   r.outage_points = grids.outage_points;
+  r.outage_few_hosts_points = grids.few_hosts_points;
   r.grid_points = grids.grid_points;
   r.days = CountDays(grids, config);
 
@@ -1454,6 +1473,7 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
                    {"train_windows", config.windows_per_length ? "per-length" : "longest"},
                    {"train_ratio", config.train_ratio},
                    {"outage_fraction", config.outage_fraction},
+                   {"outage_min_hosts", config.outage_min_hosts},
                    {"min_test_windows", config.min_test_windows},
                    {"th1", config.classifier.th1},
                    {"th2", config.classifier.th2},
@@ -1464,6 +1484,7 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
   j["busy_hosts"] = busy;
   j["cells_without_history"] = r.cells_without_history;
   j["outage_grid_points"] = r.outage_points;
+  j["outage_few_hosts_grid_points"] = r.outage_few_hosts_points;
   if (config.smp_options.host_frailty) {
     j["host_frailty"] = {{"variance", r.frailty_variance},
                          {"dispersion", r.frailty_dispersion},

@@ -15,7 +15,8 @@
 //    the cell's initial state; empirical TR = fraction with no S3/S4/S5 in
 //    samples 1..M (M = T / d; sample 0 fixes the initial state).
 //  * Windows that touch a global monitoring outage (fewer than
-//    `outage_fraction` of the hosts reporting) are excluded, training and
+//    `outage_fraction` of the hosts present reporting, where at least
+//    `outage_min_hosts` are present) are excluded, training and
 //    test alike (a test window is scored for the lengths that end before the
 //    outage). Cells without a training window that starts in S1 or S2 are
 //    dropped for every method (no method has data there; counted).
@@ -116,9 +117,14 @@ struct BacktestConfig {
   int history_days = 0;
   // Fraction of each host's calendar days used for training.
   double train_ratio = 0.5;
-  // A grid point where fewer than this fraction of all hosts report (state not
-  // S5) is a global monitoring outage; 0 disables outage exclusion.
+  // A grid point where fewer than this fraction of the hosts present (between
+  // their first and last grid point) report (state not S5) is a global
+  // monitoring outage; 0 disables outage exclusion. The rule needs at least
+  // outage_min_hosts hosts present: with fewer, a monitoring outage cannot be
+  // told from the hosts' own revocations (one host is always "all hosts"),
+  // so such a point is no outage and a gap there is the hosts' S5.
   double outage_fraction = 0.5;
+  int outage_min_hosts = 10;
   int min_test_windows = 3;
   // Busy host: at least one S1/S2 -> S3/S4/S5 transition per this many days.
   double busy_days_per_failure = 4.0;
@@ -202,6 +208,9 @@ struct BacktestResult {
   std::vector<std::vector<ReliabilityBin>> reliability;
   std::vector<std::vector<ReliabilityBin>> reliability_busy;
   int64_t outage_points = 0;  // grid points flagged as global outage
+  // Grid points where the outage rule was off: fewer than outage_min_hosts
+  // hosts present (0 when outage_fraction is 0).
+  int64_t outage_few_hosts_points = 0;
   // The frailty variance v and dispersion phi of HostFrailtyModel when smp used host_frailty.
   double frailty_variance = 0;
   double frailty_dispersion = 0;

@@ -28,6 +28,14 @@
 namespace sojourn::turnaround {
 namespace {
 
+// Digits, sign, point and exponent only: SimpleAtod also reads hexadecimal
+// ("0x10" as 16), which no SWF writer emits and a log should not mean.
+bool IsDecimal(absl::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.' || c == 'e' || c == 'E';
+  });
+}
+
 // Fields (0-based) that may hold a fractional value: submit, wait and run
 // time, average CPU time, used memory, requested time, requested memory and
 // think time.
@@ -170,7 +178,7 @@ class LineParser {
       const bool fractional_ok = kFractionalField[i];
       if (absl::SimpleAtoi(f[i], &v[i])) {
         d[i] = static_cast<double>(v[i]);
-      } else if (absl::SimpleAtod(f[i], &d[i]) && std::isfinite(d[i]) &&
+      } else if (IsDecimal(f[i]) && absl::SimpleAtod(f[i], &d[i]) && std::isfinite(d[i]) &&
                  (fractional_ok || d[i] == std::trunc(d[i]))) {
         // Beyond int64 the rounding is undefined; the limits below refuse
         // such a time or size anyway, and no id or memory comes near it.

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "common/hash.h"
+#include "common/text.h"
 
 namespace sojourn::broker {
 namespace {
@@ -360,10 +361,16 @@ absl::StatusOr<sojourn::v1::RankHostsResponse> Ranker::Rank(
   if (!(job.cpu_share_ratio() >= 0 && job.cpu_share_ratio() <= 1e6) ||
       !(job.memory_mb() >= 0 && job.memory_mb() <= 1e12) ||
       !(job.min_cpu_mhz() >= 0 && job.min_cpu_mhz() <= 1e6)) {
+    // Every digit: StrCat's 6 would print 1000001 as 1e+06, "at most 1e6".
+    std::string got;
+    for (double v : {job.cpu_share_ratio(), job.memory_mb(), job.min_cpu_mhz()}) {
+      if (!got.empty()) got += ", ";
+      AppendShortest(&got, v);
+    }
     return absl::InvalidArgumentError(absl::StrCat(
         "cpu_share_ratio, memory_mb and min_cpu_mhz must be finite, >= 0 and at most 1e6, 1e12 "
         "and 1e6; got ",
-        job.cpu_share_ratio(), ", ", job.memory_mb(), ", ", job.min_cpu_mhz()));
+        got));
   }
   auto policy = scheduling::ParsePolicy(request.policy());
   if (!policy.ok()) return policy.status();

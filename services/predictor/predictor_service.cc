@@ -321,8 +321,10 @@ grpc::ServerUnaryReactor* PredictorService::ImportJobHistory(
           absl::StrCat("batch_id must be 1 to ", kMaxBatchIdLength,
                        " printable ASCII characters without spaces, got '", Excerpt(id), "'"));
     }
-    if (request->records_size() > kMaxJobHistoryPage) {
-      return absl::InvalidArgumentError(absl::StrCat("a batch holds at most ", kMaxJobHistoryPage,
+    // An empty batch would use up its id: the records sent later under it
+    // would be taken as already imported.
+    if (request->records_size() == 0 || request->records_size() > kMaxJobHistoryPage) {
+      return absl::InvalidArgumentError(absl::StrCat("a batch holds 1 to ", kMaxJobHistoryPage,
                                                      " records, got ", request->records_size()));
     }
     const int64_t latest = LatestUnixSeconds();

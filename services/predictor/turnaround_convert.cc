@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "models/turnaround/swf.h"
 #include "services/job_spec.h"
 
@@ -274,10 +275,13 @@ absl::StatusOr<turnaround::JobRecord> FromProto(const v1::JobHistoryRecord& p,
   };
   for (const auto& f : fields) {
     if (!(f.value >= 0 && f.value <= f.max && std::isfinite(f.value))) {
+      // Every digit of the value: StrCat's 6 would print 1000001 as 1e+06.
+      std::string got;
+      AppendShortest(&got, f.value);
       return absl::InvalidArgumentError(
           absl::StrCat("job ", id, ": ", f.name, " must be ",
                        std::isfinite(f.max) ? absl::StrCat("in [0, ", f.max, "]") : "a number >= 0",
-                       ", got ", f.value));
+                       ", got ", got));
     }
   }
   r.cpu_ahead = p.cpu_seconds_ahead();

@@ -817,6 +817,20 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
         scheduling::LoadForecast::FromSamples(recent, recent.back().unix_seconds).points();
   }
   out.stats.step_seconds = series->step_seconds;
+  // The oldest time with a state: the first sample, or the grid's first
+  // point when the grid starts later (at the first point on the step grid, or
+  // trimmed to --max_grid_points).
+  const int64_t oldest = series->states.empty()
+                             ? out.info.first_unix
+                             : std::max(out.info.first_unix, series->start_unix);
+  if (end_unix > 0 && oldest > 0 && end_unix < oldest) {
+    // Nothing is kept of the host then: no state to start the window in, no
+    // history to learn from (answering with today's state would make one up).
+    return absl::FailedPreconditionError(
+        absl::StrCat("host '", Excerpt(host), "' has no state before ", end_unix,
+                     " (its oldest kept state is at ", oldest,
+                     "): ask for a window that starts after it"));
+  }
   if (series->states.empty()) {
     out.whole_history_fallback = true;
     return out;

@@ -1,7 +1,10 @@
 #include "common/output_file.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
@@ -69,6 +72,91 @@ TEST(OutputFileTest, FinishPutsTheWholeFileInPlace) {
     EXPECT_EQ((*out)->Write("more").code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_EQ((*out)->Finish().code(), absl::StatusCode::kFailedPrecondition);
   }
+}
+
+// A symbolic link stays one: the file it names gets the new bytes (written
+// beside it and renamed). A device or FIFO is written in place, never
+// replaced by a regular file (`sojourn export --out /dev/null` run as root
+// replaced /dev/null). A link to nothing is refused.
+TEST(OutputFileTest, LinksDevicesAndFifosAreNotReplaced) {
+  namespace fs = std::filesystem;
+  TempDir dir;
+  const std::string real = dir.File("real.csv"), link = dir.File("link.csv");
+  std::ofstream(real) << "older file\n";
+  fs::create_symlink(real, link);
+  {
+    auto out = OutputFile::Open(link);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)->tmp_path(), fs::canonical(real).string() + ".tmp");
+    ASSERT_TRUE((*out)->Write("new\n").ok());
+    ASSERT_TRUE((*out)->Finish().ok());
+  }
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(ReadPlain(real), "new\n");
+
+  // /dev/null through a link of the test's own: were the device replaced, the
+  // link would be, not /dev/null.
+  const std::string null_link = dir.File("null.swf");
+  fs::create_symlink("/dev/null", null_link);
+  for (const std::string& path : {null_link, null_link + ".gz"}) {
+    if (path != null_link) fs::create_symlink("/dev/null", path);
+    auto out = OutputFile::Open(path);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_TRUE((*out)->Write(Text()).ok());
+    ASSERT_TRUE((*out)->Finish().ok()) << path;
+    EXPECT_TRUE(fs::is_symlink(path)) << path;
+    EXPECT_FALSE(fs::exists(path + ".tmp")) << path;
+  }
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+
+  // The reader end is open first (non-blocking), so the writer's open does
+  // not wait, and a writer that replaced the FIFO would fail, not hang.
+  const std::string fifo = dir.File("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  {
+    auto out = OutputFile::Open(fifo);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)->tmp_path(), fifo);
+    EXPECT_EQ(OutputFile::TempPathFor(fifo), "");
+    ASSERT_TRUE((*out)->Write("through the pipe\n").ok());
+    ASSERT_TRUE((*out)->Finish().ok());
+  }
+  char buf[64] = {};
+  EXPECT_EQ(::read(reader, buf, sizeof(buf)), 17);
+  ::close(reader);
+  EXPECT_EQ(std::string(buf), "through the pipe\n");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+
+  // /proc/self/fd/N (what /dev/stdout names) of a regular file, as a shell's
+  // redirection gives: written in place, the open file not unlinked.
+  const std::string redirected = dir.File("redirected.log");
+  std::ofstream(redirected) << "earlier\n";
+  const int fd = ::open(redirected.c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(fd, 0);
+  struct stat before {};
+  ASSERT_EQ(::fstat(fd, &before), 0);
+  {
+    const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+    EXPECT_EQ(OutputFile::TempPathFor(proc), "");
+    auto out = OutputFile::Open(proc);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_TRUE((*out)->Write("exported\n").ok());
+    ASSERT_TRUE((*out)->Finish().ok());
+  }
+  struct stat after {};
+  ASSERT_EQ(::stat(redirected.c_str(), &after), 0);
+  ::close(fd);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(ReadPlain(redirected), "exported\n");  // "wb" truncates, as > would
+
+  const std::string dangling = dir.File("dangling.csv");
+  fs::create_symlink(dir.File("missing.csv"), dangling);
+  auto out = OutputFile::Open(dangling);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("symbolic link to a missing file"), std::string::npos)
+      << out.status();
 }
 
 // A file given up before Finish() leaves neither PATH.tmp nor a new PATH.

@@ -244,6 +244,18 @@ TEST_F(TlsTest, CertificateIdentityOfMakeCertsFiles) {
   EXPECT_THAT(local.names, IsEmpty());
   EXPECT_FALSE(CertificateIdentityOf("not PEM").present);
 
+  // A client certificate loads for a client, and is refused to a service (its
+  // peers' handshakes would all fail with a verify error naming nothing).
+  const TlsFiles ops = Files(A("ops.pem"), A("ops.key"), A("ca.pem"));
+  EXPECT_TRUE(LoadTls(ops, TlsRole::kClient, absl::Now()).ok());
+  absl::StatusOr<TlsMaterial> served = LoadTls(ops, TlsRole::kService, absl::Now());
+  ASSERT_FALSE(served.ok());
+  EXPECT_EQ(served.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(served.status().message(), HasSubstr("is for clients only"));
+  EXPECT_TRUE(LoadTls(Files(A("Lab-PC01.pem"), A("Lab-PC01.key"), A("ca.pem")),
+                      TlsRole::kService, absl::Now())
+                  .ok());
+
   EXPECT_TRUE(CheckHostNamed(host, "host", "lab-pc01").ok());
   EXPECT_TRUE(CheckHostNamed(host, "host", "10.0.0.7").ok());
   EXPECT_TRUE(CheckHostNamed(host, "host", "2001:db8:0:0::1").ok());  // the same address

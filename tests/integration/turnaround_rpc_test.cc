@@ -432,7 +432,8 @@ TEST(TurnaroundRpcTest, ImportJobHistoryAppendsEachBatchOnce) {
        "policy"},
       {"no procs", [](v1::JobHistoryRecord* r) { r->mutable_job()->set_procs(0); }, "procs"},
       {"machine above the SWF limit",
-       [](v1::JobHistoryRecord* r) { r->set_cluster_nodes(1000001); }, "cluster_nodes"},
+       [](v1::JobHistoryRecord* r) { r->set_cluster_nodes(1000001); },
+       "cluster_nodes must be in [0, 1e+06], got 1000001"},
       {"negative job id", [](v1::JobHistoryRecord* r) { r->mutable_job()->set_job_id(-3); }, "job"},
   };
   for (const Bad& b : bads) {
@@ -460,8 +461,18 @@ TEST(TurnaroundRpcTest, ImportJobHistoryAppendsEachBatchOnce) {
                                              good);
   grpc::Status st = import(copy, too_many, "too-many", &resp);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_NE(st.error_message().find("at most"), std::string::npos) << st.error_message();
+  EXPECT_NE(st.error_message().find("1 to 20000 records, got 20001"), std::string::npos)
+      << st.error_message();
   EXPECT_EQ(list_all(copy).size(), 9u);
+  // An empty batch is refused, so that it cannot use up its id: the records
+  // sent later under it are imported.
+  st = import(copy, {}, "empty-first", &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("got 0"), std::string::npos) << st.error_message();
+  ASSERT_TRUE(import(copy, {good}, "empty-first", &resp).ok());
+  EXPECT_EQ(resp.imported(), 1);
+  EXPECT_FALSE(resp.already_imported());
+  EXPECT_EQ(resp.history_records(), 10);
 
   PredictorUnderTest none("");
   st = import(none, {good}, "x", &resp);

@@ -944,6 +944,24 @@ class GrpcClientTest(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         self.assertIn("user_estimate", run.stdout)
 
+        # The same log cut without its machine's size: replayed on its largest job's nodes, with a
+        # warning, and recorded as other batches (the size is in their names), not taken as the
+        # batches already there.
+        headerless = os.path.join(CLUSTER.workdir, "jobs-6x-no-size.swf")
+        with gzip.open(demo, "rt") as f, open(headerless, "w") as w:
+            w.writelines(line for line in f
+                         if not line.startswith(("; MaxNodes:", "; MaxProcs:")))
+        largest = max(int(j[4]) if int(j[4]) > 0 else int(j[7]) for j in orig)
+        self.assertLess(largest, 128)
+        run = subprocess.run([CLUSTER.binary("sojourn"), "import-jobs", "--swf", headerless,
+                              "--predictor", service.address, "--json"],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("has no usable MaxProcs or MaxNodes header line: the machine is taken as "
+                      f"{largest} nodes", run.stderr)
+        self.assertEqual(json.loads(run.stdout)["imported"], len(known))
+        self.assertEqual(sorted(r.cluster_nodes for r in records(service.address))[0], largest)
+
     def test_08_no_service_crashed(self):
         for name, service in CLUSTER.services.items():
             with self.subTest(service=name):

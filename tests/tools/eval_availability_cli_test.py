@@ -267,6 +267,37 @@ def main():
         if q.returncode != 2 or "--pair must be" not in q.stderr:
             fail("availability_rule.py with one report: exit %d, %r" % (q.returncode, q.stderr))
 
+        # tools/eval/availability_tables.py (the doc's tables) on this report and
+        # on one without a busy host, whose overall_busy figures are null (as
+        # sojourn-eval writes them for such a trace).
+        tables_tool = os.path.join(os.path.dirname(band_tool), "availability_tables.py")
+        calm = json.load(open(js))
+        calm["busy_hosts"] = 0
+        for m in calm["overall_busy"]:
+            calm["overall_busy"][m] = {k: (0 if k in ("cells", "cells_dropped") else None)
+                                       for k in calm["overall_busy"][m]}
+        calm_js = os.path.join(tmp, "calm.json")
+        json.dump(calm, open(calm_js, "w"))
+        for report_js in (js, calm_js):
+            for extra in ([], ["--verdict"]):
+                q = subprocess.run([sys.executable, tables_tool, "--name", "Demo", "--main",
+                                    report_js] + extra, capture_output=True, text=True, timeout=60)
+                if q.returncode != 0 or "weekday" not in q.stdout:
+                    fail("availability_tables.py %s %s: exit %d, %r"
+                         % (os.path.basename(report_js), extra, q.returncode, q.stderr[-300:]))
+                if report_js == calm_js and extra and "overall_busy: Brier smp –" not in q.stdout:
+                    fail("availability_tables.py --verdict without busy hosts: %r" % q.stdout[-300:])
+
+        # The outage rule's figures (the demo's 8 hosts are fewer than the 10 it
+        # needs, so it is off everywhere).
+        if report["protocol"].get("outage_min_hosts") != 10 or \
+                report.get("outage_few_hosts_grid_points") != (
+                    report["grid_points"] if report["hosts"] < 10 else 0):
+            fail("outage rule figures: min hosts %r, few-hosts points %r of %r (%d hosts)"
+                 % (report["protocol"].get("outage_min_hosts"),
+                    report.get("outage_few_hosts_grid_points"), report["grid_points"],
+                    report["hosts"]))
+
         # Bad invocations: exit 2, one line, nothing written.
         bad = [
             ([a.eval, "availability", "--trace", os.path.join(tmp, "missing.csv")], "missing"),
@@ -282,6 +313,8 @@ def main():
              "--smp-pool-at must be training, prior or window"),
             ([a.eval, "availability", "--trace", a.trace, "--reliability-bins", "100000000"],
              "--reliability-bins wants an integer in [1, 1000]"),
+            ([a.eval, "availability", "--trace", a.trace, "--outage-min-hosts", "0"],
+             "--outage-min-hosts wants an integer in [1, 1000000]"),
         ]
         for argv, needle in bad:
             q = subprocess.run(argv, capture_output=True, text=True, timeout=60)
@@ -311,6 +344,36 @@ def main():
             fail("hourly canonical trace: no weekday 2 h cell was scored")
         if "warning:" in q.stderr:
             fail("hourly canonical trace: unexpected warning %r" % q.stderr[-400:])
+        # Two mistakes a trace of another source can make, said on stderr: the
+        # load in percent, and a host sampled less often than the revocation
+        # gap (the default gap follows the median period over all hosts).
+        percent = os.path.join(tmp, "percent.csv")
+        with open(hourly) as src, open(percent, "w") as f:
+            f.write(src.readline())
+            for line in src:
+                host, ts, load, mem = line.strip().split(",")
+                f.write("%s,%s,%g,%s\n" % (host, ts, float(load) * 100, mem))
+        q = subprocess.run([a.eval, "availability", "--trace", percent, "--methods", "bm"],
+                           capture_output=True, text=True, timeout=120)
+        if q.returncode != 0 or "have cpu_load above 1, up to 90" not in q.stderr \
+                or "divided by 100" not in q.stderr:
+            fail("load in percent: exit %d, stderr %r" % (q.returncode, q.stderr[-400:]))
+        mixed = os.path.join(tmp, "mixed.csv")
+        with open(mixed, "w") as f:
+            f.write("host,timestamp,cpu_load,free_mem_mb\n")
+            rows_out = []
+            for h, period in (("fast0", 300), ("fast1", 300), ("slow", 3600)):
+                for k in range(14 * 86400 // period):
+                    rows_out.append((h, t0 + period * k))
+            for h, ts in rows_out:
+                f.write("%s,%d,0.1,2048\n" % (h, ts))
+        q = subprocess.run([a.eval, "availability", "--trace", mixed, "--methods", "bm"],
+                           capture_output=True, text=True, timeout=120)
+        want = ("1 host is sampled less often than the revocation gap of 900 s, so every gap "
+                "between its samples is a revocation (S5): slow (3600 s)")
+        if q.returncode != 0 or want not in q.stderr or "fast0" in q.stderr:
+            fail("a slow host: exit %d, stderr %r" % (q.returncode, q.stderr[-400:]))
+
         # One host reports progress by day type and start hour, not only when
         # it is done (a long one-host trace was silent for minutes).
         q = subprocess.run([a.eval, "availability", "--trace", hourly, "--max-hosts", "1"],
@@ -320,10 +383,11 @@ def main():
         if q.returncode != 0 or not any(0 < p < 100 for p in pcts) or pcts[-1:] != [100]:
             fail("one host: progress %r, stderr %r" % (pcts, q.stderr[-400:]))
 
-        # Nothing scored (explicit options that make every grid point S5): the
-        # averages are null, not 0, and stderr says why.
+        # Nothing scored (explicit options that make most grid points S5, and
+        # the outage rule on for 3 hosts, so that every window touches an
+        # outage): the averages are null, not 0, and stderr says why.
         q = subprocess.run([a.eval, "availability", "--trace", hourly, "--json", hj, "--step",
-                            "300", "--revocation-gap", "600"],
+                            "300", "--revocation-gap", "600", "--outage-min-hosts", "1"],
                            capture_output=True, text=True, timeout=120)
         hr = json.load(open(hj)) if q.returncode == 0 else {}
         if q.returncode != 0 or "warning: no test window was scored" not in q.stderr:

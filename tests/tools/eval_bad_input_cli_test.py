@@ -186,6 +186,11 @@ def turnaround_cases(ev, tmp):
           path + ":4: warning: field 5 is 110 processors, more than MaxNodes 2")
     check(ev, "turnaround 110 procs on MaxNodes 2 count", ["turnaround", "--swf", path], 0,
           "2 jobs of %s need more processors than the header's machine" % path)
+    # A log without its machine's size is replayed on its largest job's, with a warning.
+    path = w("no_size.swf", base_swf(header=""))
+    check(ev, "turnaround without MaxNodes", ["turnaround", "--swf", path], 0,
+          "warning: %s has no usable MaxProcs or MaxNodes header line: the machine is taken as 4 nodes"
+          % path)
     for val in ["abc", "0", "-5"]:
         path = w("maxnodes_bad.swf", base_swf(header="; MaxNodes: %s\n" % val))
         check(ev, "turnaround MaxNodes " + val, ["turnaround", "--swf", path], 0,

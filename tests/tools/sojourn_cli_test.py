@@ -257,19 +257,19 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         logs = {
             "bad.swf": ("1 0 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n1 2 3\n", 2, "bad.swf:2:"),
-            "none.swf": ("1 0 -1 -1 1 -1 -1 1 20 -1 5 1 1 1 1 -1 -1 -1\n", 2,
+            "none.swf": ("; MaxNodes: 8\n1 0 -1 -1 1 -1 -1 1 20 -1 5 1 1 1 1 -1 -1 -1\n", 2,
                          "none of its 1 jobs has both a wait and a run time (fields 3 and 4); "
                          "field 3 is -1 everywhere"),
             # Jobs the predictor would refuse, named before anything is sent.
-            "request.swf": ("1 0 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n"
+            "request.swf": ("; MaxNodes: 8\n1 0 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n"
                             "2 9 5 10 1 -1 -1 1 40000000 -1 1 1 1 1 1 -1 -1 -1\n", 2,
-                            "request.swf:2: job 2: requested_seconds must be in"),
+                            "request.swf:3: job 2: requested_seconds must be in"),
             "user.swf": ("1 0 5 10 1 -1 -1 1 20 -1 1 4294967303 1 1 1 -1 -1 -1\n", 2,
                          "user.swf:1: user id 4294967303 is above 2^31 - 1"),
             "future.swf": ("; UnixStartTime: 17000000000\n"
                            "1 0 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n", 2,
                            "UnixStartTime 17000000000 and the last finish 15 s"),
-            "good.swf": ("; UnixStartTime: 1700000000\n"
+            "good.swf": ("; UnixStartTime: 1700000000\n; MaxNodes: 8\n"
                          "1 0 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n", 1, "127.0.0.1:9"),
         }
         for name, (text, code, needle) in logs.items():
@@ -283,6 +283,20 @@ def main():
                 failures += 1
                 print("FAIL: import-jobs --swf %s: exit %d, stderr %r (wanted exit %d, %r)"
                       % (name, p.returncode, lines, code, needle))
+        # Without MaxNodes / MaxProcs the machine is the largest job's, and the import says so
+        # before it sends anything.
+        path = os.path.join(tmp, "nosize.swf")
+        with open(path, "w") as f:
+            f.write("; UnixStartTime: 1700000000\n"
+                    "1 0 5 10 3 -1 -1 3 20 -1 1 1 1 1 1 -1 -1 -1\n")
+        p = subprocess.run([a.sojourn, "import-jobs", "--swf", path] + DEAD,
+                           capture_output=True, text=True, timeout=60)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        want = "has no usable MaxProcs or MaxNodes header line: the machine is taken as 3 nodes"
+        if p.returncode != 1 or len(lines) != 2 or want not in lines[0] \
+                or "127.0.0.1:9" not in lines[1]:
+            failures += 1
+            print("FAIL: import-jobs --swf nosize.swf: exit %d, stderr %r" % (p.returncode, lines))
     # Ctrl-C while the export waits for a state manager or the predictor (a listener that
     # never answers) removes FILE.tmp: the exit code says the signal, nothing is left.
     for command, flag in [("export", "--statemgr"), ("export-jobs", "--predictor")]:

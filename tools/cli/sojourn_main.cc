@@ -350,7 +350,8 @@ const char kImportJobsHelp[] =
     "(ImportJobHistory). The log is first replayed as `sojourn-eval turnaround --swf FILE`\n"
     "replays it, to rebuild what a record holds beyond the log's fields: the queue ahead of\n"
     "each job at submit and at start, the tasks sharing its nodes (a job takes the lowest\n"
-    "free ones) and the cluster's size (MaxProcs, else MaxNodes, else the largest job). A job\n"
+    "free ones) and the cluster's size (MaxProcs, else MaxNodes, else, with a warning, the\n"
+    "largest job: add '; MaxNodes: N' to a log cut without its header). A job\n"
     "without both a wait and a run time (cancelled, never known to run) is left out. A\n"
     "malformed line, or a job the predictor would refuse (a requested time above a year, an\n"
     "id above 2^31 - 1), stops the import before anything is sent (FILE:LINE: and the\n"
@@ -360,7 +361,8 @@ const char kImportJobsHelp[] =
     "The records go in batches of 10,000, in the order the jobs finished, each recorded whole\n"
     "or not at all. The kernels take a template's last 500 recorded jobs as its newest, so\n"
     "import a log before the live jobs come (or one newer than them). Each batch is named by\n"
-    "a hash of its lines of the log, UnixStartTime and the policy, and the history keeps\n"
+    "a hash of its lines of the log, UnixStartTime and the policy (and the size taken, for a\n"
+    "log without one), and the history keeps\n"
     "the name: importing the same log again with the same options adds nothing, and an\n"
     "import cut short is finished by running it again (a log that has grown since is another\n"
     "import, whose later batches would be recorded again: import only the jobs added).\n"
@@ -571,7 +573,8 @@ const char* CodeName(grpc::StatusCode code) {
 std::string TlsHint(const grpc::Status& s) {
   const std::string& m = s.error_message();
   if (absl::StrContains(m, "certificate verify failed")) {
-    return " (is the service's certificate signed by --tls-ca?)";
+    return " (is the service's certificate signed by --tls-ca, and made for a service, not with "
+           "make-certs --client?)";
   }
   if (absl::StrContains(m, "is not in peer certificate")) {
     return " (the service's certificate does not name the address dialled: dial a name it "
@@ -1283,7 +1286,8 @@ std::string ExportOutArg(const Args& a) {
 // removes it. False (no handler) for standard output, or a name too long to
 // keep in g_export_tmp.
 bool RemoveExportTmpOnSignal(const std::string& out) {
-  const std::string tmp = out == "-" ? "" : out + ".tmp";
+  // OUT.tmp, or beside the file a link names; none for a device or FIFO.
+  const std::string tmp = sojourn::OutputFile::TempPathFor(out);
   if (tmp.empty() || tmp.size() >= sizeof(g_export_tmp)) return false;
   std::memcpy(g_export_tmp, tmp.c_str(), tmp.size() + 1);
   HandleExportSignals(true);
@@ -1737,6 +1741,15 @@ int ImportJobs(int argc, char** argv) {
                           : absl::StrCat(swf, ": the last finish, ", last_finish,
                                          " s, is later than now (the log has no UnixStartTime)"));
   }
+  if (log->header.cluster_size() <= 0) {
+    int64_t largest = 0;
+    for (const ta::SwfJob& j : log->jobs) largest = std::max(largest, j.procs());
+    std::fprintf(stderr,
+                 "%s: warning: %s has no usable MaxProcs or MaxNodes header line: the machine "
+                 "is taken as %lld node%s, its largest job; if it was larger, add '; MaxNodes: N' at the "
+                 "top of the log before importing it\n",
+                 kProgram, swf.c_str(), static_cast<long long>(largest), largest == 1 ? "" : "s");
+  }
   std::vector<int64_t> lines;
   absl::StatusOr<std::vector<ta::JobRecord>> records =
       ta::ReplayHistory(*log, config, offset, &lines);
@@ -1797,10 +1810,18 @@ int ImportJobs(int argc, char** argv) {
     sojourn::v1::ImportJobHistoryRequest req;
     // Named by what it was made of, the log's own lines (not the replay's
     // figures, which another build may round differently), the time offset
-    // and the policy: the same batch of a later import is recorded once.
-    uint64_t hash = sojourn::Fnv1a64(
-        absl::StrCat(offset, " ", ta::JobSelectionName(config.policy.job_selection), " ",
-                     ta::NodeSelectionName(config.policy.node_selection)));
+    // and the policy: the same batch of a later import is recorded once. A
+    // log without its machine's size also has the size taken (its largest
+    // job) in the name, so that the log with its header added is another
+    // import (its records differ); a log with a header keeps the names the
+    // first builds of import-jobs gave it.
+    std::string named = absl::StrCat(offset, " ",
+                                     ta::JobSelectionName(config.policy.job_selection), " ",
+                                     ta::NodeSelectionName(config.policy.node_selection));
+    if (log->header.cluster_size() <= 0) {
+      absl::StrAppend(&named, " nodes ", protos[begin].cluster_nodes());
+    }
+    uint64_t hash = sojourn::Fnv1a64(named);
     for (size_t i = begin; i < end; ++i) {
       *req.add_records() = protos[i];
       hash = sojourn::Fnv1a64(ta::FormatSwfJob(*by_line.at(lines[i])), hash);

@@ -90,9 +90,13 @@ options:
   --revocation-gap SECONDS no sample for longer than this is S5, 1..31536000
                            (default max(900, 3 x the median sample period);
                            matrix: half the period)
-  --outage-fraction F      grid points where fewer than F of the hosts report are
-                           a global monitoring outage; windows touching one are
+  --outage-fraction F      grid points where fewer than F of the hosts present
+                           (between their first and last sample) report are a
+                           global monitoring outage; windows touching one are
                            excluded (default 0.5; 0 for the matrix; 0 disables)
+  --outage-min-hosts N     the outage rule holds only where at least N hosts are
+                           present; with fewer, a gap is the hosts' own S5
+                           (default 10; 1..1000000)
   --smp-options LIST       set sojourn's EstimatorOptions for "smp" (its
                            improvements; library defaults otherwise), e.g.
                            prior_windows=5,recency_half_life_windows=4; keys:
@@ -226,6 +230,7 @@ const std::vector<std::string> kOptions = {"trace",
                                            "working-set-mb",
                                            "revocation-gap",
                                            "outage-fraction",
+                                           "outage-min-hosts",
                                            "min-test-windows",
                                            "reliability-bins",
                                            "threads",
@@ -472,6 +477,12 @@ void PrintReport(const backtest::BacktestResult& r, const backtest::BacktestConf
       "global-outage grid points: %lld of %lld\n",
       static_cast<long long>(r.cells_without_history), static_cast<long long>(r.outage_points),
       static_cast<long long>(r.grid_points));
+  if (r.outage_few_hosts_points > 0) {
+    std::printf(
+        "outage rule off at %lld grid points with fewer than %d hosts present (a gap there is "
+        "the hosts' own S5; --outage-min-hosts)\n",
+        static_cast<long long>(r.outage_few_hosts_points), cfg.outage_min_hosts);
+  }
   if (r.frailty_variance > 0 || r.frailty_dispersion > 0) {
     std::printf("host frailty: between-host variance v = %.4g, within-host dispersion phi = %.4g\n",
                 r.frailty_variance, r.frailty_dispersion);
@@ -589,6 +600,8 @@ int RunAvailability(int argc, char** argv) {
     const double f = args.GetDouble("outage-fraction", 0);
     if (f < 0 || f > 1) Die("--outage-fraction must be in [0, 1]");
   }
+  const int outage_min_hosts =
+      static_cast<int>(args.GetIntInRange("outage-min-hosts", 10, 1, 1000000));
   if (const double off = args.GetDouble("utc-offset", 0); off < -14 || off > 14) {
     Die("--utc-offset wants -14..14 hours");
   }
@@ -644,10 +657,13 @@ int RunAvailability(int argc, char** argv) {
   cfg.utc_offset_seconds =
       static_cast<int>(std::lround(args.GetDouble("utc-offset", DefaultUtcOffsetHours(gwa, *traces)) * 3600));
   cfg.outage_fraction = args.GetDouble("outage-fraction", matrix ? 0.0 : 0.5);
+  cfg.outage_min_hosts = outage_min_hosts;
   cfg.classifier.revocation_gap_seconds =
       args.GetInt("revocation-gap", matrix ? std::max<int64_t>(1, cfg.step_seconds / 2)
                                            : grid.revocation_gap_seconds);
   if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
+  WarnLoadAboveOne(*traces);
+  if (!matrix) WarnHostsSlowerThanGap(*traces, cfg.classifier.revocation_gap_seconds);
   if (cfg.outage_fraction < 0 || cfg.outage_fraction > 1)
     Die("--outage-fraction must be in [0, 1]");
   if (absl::Status st = traces::CheckGridSize(

@@ -88,13 +88,18 @@ def window_table(summary, day_type, field):
     return table(["method"] + ["%s h" % h for h in hours], rows)
 
 
+def fmt(spec, v):
+    """`spec % v`, or a dash for a figure the report has no data for (null)."""
+    return "–" if v is None else spec % v
+
+
 def overall_table(overall):
     rows = []
     for m in ordered_methods(overall.keys()):
         o = overall[m]
-        rows.append([m, "%.4f" % o["acc_grand"], "%.4f" % o["acc_paper_style"],
-                     "%.4f" % o["acc_worst"], "%.5f" % o["brier"], "%d" % o["cells"],
-                     "%d" % o["cells_dropped"]])
+        rows.append([m, fmt("%.4f", o["acc_grand"]), fmt("%.4f", o["acc_paper_style"]),
+                     fmt("%.4f", o["acc_worst"]), fmt("%.5f", o["brier"]), fmt("%d", o["cells"]),
+                     fmt("%d", o["cells_dropped"])])
     return table(["method", "acc_grand", "acc_paper_style", "acc_worst", "brier", "cells",
                   "cells_dropped"], rows)
 
@@ -189,9 +194,12 @@ def tables_section(name, title, main, figs):
 def brier_line(label, overall):
     smp = overall["smp"]["brier"]
     wf = overall["window_frequency"]["brier"]
-    parts = ["smp %.5f" % smp, "window_frequency %.5f" % wf]
+    parts = ["smp %s" % fmt("%.5f", smp), "window_frequency %s" % fmt("%.5f", wf)]
     if "smp_paper" in overall:
-        parts.append("smp_paper %.5f" % overall["smp_paper"]["brier"])
+        parts.append("smp_paper %s" % fmt("%.5f", overall["smp_paper"]["brier"]))
+    if smp is None or not wf:
+        # No test window (e.g. overall_busy of a trace without a busy host).
+        return "%s: Brier %s -> no comparison." % (label, ", ".join(parts))
     change = (wf - smp) / wf * 100.0
     where = "below" if change >= 0 else "above"
     return ("%s: Brier %s -> smp's Brier is %.1f %% %s window_frequency's."
@@ -213,6 +221,9 @@ def verdict_section(name, main, min_hours):
             smp = summary["smp"][day_type][h]["avg_rel_err"]
             cands = [(summary[m][day_type][h]["avg_rel_err"], m) for m in baselines
                      if summary[m][day_type][h].get("avg_rel_err") is not None]
+            if smp is None or not cands:
+                row.append("–")  # no scored cell of that length
+                continue
             best_v, best_m = min(cands)
             row.append("%+.4f (%s)" % (smp - best_v, best_m))
         rows.append(row)

@@ -10,6 +10,7 @@
 #ifndef SOJOURN_TOOLS_EVAL_COMMAND_H_
 #define SOJOURN_TOOLS_EVAL_COMMAND_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -229,6 +230,78 @@ inline traces::SampledGridDefaults SampledGridFor(const std::vector<HostTrace>& 
                  static_cast<long long>(grid.revocation_gap_seconds));
   }
   return grid;
+}
+
+// Says on stderr when the trace's cpu_load looks like a percentage: a sample
+// above 2, or most samples above 1. The column is a fraction of the machine
+// (DESIGN.md, "Host samples"); a trace in percent reads as a machine loaded
+// above th2 (S3) nearly all the time, and nothing else would tell. Samples a
+// little above 1 are real (the shared Bitbrains trace: 1.9 % of its samples,
+// up to 1.54, a VM using more than its nominal capacity) and S3 either way.
+// Returns how many samples are above 1 when it warns, else 0.
+inline int64_t WarnLoadAboveOne(const std::vector<HostTrace>& t) {
+  int64_t above = 0, total = 0, hosts = 0;
+  const HostTrace* example = nullptr;
+  const HostSample* max = nullptr;
+  for (const HostTrace& h : t) {
+    int64_t n = 0;
+    for (const HostSample& s : h.samples) {
+      if (!(s.cpu_load > 1)) continue;
+      ++n;
+      if (max == nullptr || s.cpu_load > max->cpu_load) {
+        max = &s;
+        example = &h;
+      }
+    }
+    above += n;
+    hosts += n > 0;
+    total += static_cast<int64_t>(h.samples.size());
+  }
+  if (above == 0 || (max->cpu_load <= 2 && above * 2 <= total)) return 0;
+  {
+    std::fprintf(stderr,
+                 "warning: %lld of %lld samples (%lld hosts) have cpu_load above 1, up to %g "
+                 "(host %s at %lld); cpu_load is a fraction of the machine, 0..1, and a sample "
+                 "above th2 is busy (S3): a trace in percent must be divided by 100\n",
+                 static_cast<long long>(above), static_cast<long long>(total),
+                 static_cast<long long>(hosts), max->cpu_load, example->host.c_str(),
+                 static_cast<long long>(max->unix_seconds));
+  }
+  return above;
+}
+
+// Says on stderr which hosts are sampled less often than the revocation gap:
+// every gap between two of their samples is a revocation (S5), so they are
+// down nearly all the time and hardly scored. The default gap follows the
+// median period over all hosts, so one slow host among fast ones is the case.
+// Returns how many hosts.
+inline int64_t WarnHostsSlowerThanGap(const std::vector<HostTrace>& t, int64_t gap_seconds) {
+  std::vector<std::pair<std::string, int64_t>> slow;
+  for (const HostTrace& h : t) {
+    if (h.samples.size() < 2) continue;
+    std::vector<int64_t> d;
+    d.reserve(h.samples.size() - 1);
+    for (size_t i = 1; i < h.samples.size(); ++i) {
+      d.push_back(h.samples[i].unix_seconds - h.samples[i - 1].unix_seconds);
+    }
+    std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+    if (d[d.size() / 2] > gap_seconds) slow.emplace_back(h.host, d[d.size() / 2]);
+  }
+  if (!slow.empty()) {
+    std::string names;
+    for (size_t i = 0; i < slow.size() && i < 5; ++i) {
+      absl::StrAppend(&names, i > 0 ? ", " : "", slow[i].first, " (", slow[i].second, " s)");
+    }
+    if (slow.size() > 5) absl::StrAppend(&names, " and ", slow.size() - 5, " more");
+    std::fprintf(stderr,
+                 "warning: %zu host%s sampled less often than the revocation gap of %lld s, so "
+                 "every gap between %s samples is a revocation (S5): %s; pass a --revocation-gap "
+                 "above %s median period\n",
+                 slow.size(), slow.size() == 1 ? " is" : "s are",
+                 static_cast<long long>(gap_seconds), slow.size() == 1 ? "its" : "their",
+                 names.c_str(), slow.size() == 1 ? "its" : "their");
+  }
+  return static_cast<int64_t>(slow.size());
 }
 
 }  // namespace sojourn::eval

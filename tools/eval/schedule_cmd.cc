@@ -294,6 +294,8 @@ int RunSchedule(int argc, char** argv) {
       args.GetInt("revocation-gap", matrix ? std::max<int64_t>(1, cfg.step_seconds / 2)
                                            : grid.revocation_gap_seconds);
   if (cfg.classifier.revocation_gap_seconds <= 0) Die("--revocation-gap must be positive");
+  WarnLoadAboveOne(*traces);
+  if (!matrix) WarnHostsSlowerThanGap(*traces, cfg.classifier.revocation_gap_seconds);
 
   int last_pct = -1;
   const auto sim_start = std::chrono::steady_clock::now();

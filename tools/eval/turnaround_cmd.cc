@@ -82,8 +82,9 @@ events (span x nodes x local load / 5760 s mean session): about 190 years of
 log on 64 nodes at 75 %; an event costs about 1-2 us (up to 2 minutes).
 Every estimate simulates every node, so a run costs about 0.3-1.3 us per job
 estimated and node, more with long queues (the
-header's MaxProcs, else MaxNodes, in replay: a job's size, field 5, counts
-processors, one task per simulated node; --nodes in simulate): above 5e8
+header's MaxProcs, else MaxNodes, else (with a warning) the largest job, in
+replay: a job's size, field 5, counts processors, one task per simulated node;
+--nodes in simulate): above 5e8
 node-estimates (2 to 10 minutes) the run says how long it may take and how --max-jobs shortens it,
 then goes on, with progress at least every 10 seconds.
 Jobs without a processor count (fields 5 and 8 both 0 or -1) are skipped with
@@ -351,6 +352,15 @@ int RunTurnaround(int argc, char** argv) {
     const int64_t nodes =
         replay ? (log->header.cluster_size() > 0 ? log->header.cluster_size() : max_procs)
                : args.nodes;
+    if (replay && log->header.cluster_size() <= 0) {
+      // The machine decides the queue replay rebuilds: a log cut without its
+      // header would be replayed on a smaller one, silently.
+      std::fprintf(stderr,
+                   "warning: %s has no usable MaxProcs or MaxNodes header line: the machine is taken as "
+                   "%lld node%s, its largest job; if it was larger, add '; MaxNodes: N' at the top "
+                   "of the log\n",
+                   args.swf.c_str(), static_cast<long long>(nodes), nodes == 1 ? "" : "s");
+    }
     const double work = static_cast<double>(jobs) * static_cast<double>(nodes);
     if (work > kMaxNodeEstimates) {
       std::fprintf(stderr, "%s\n",

@@ -722,6 +722,7 @@ int RunUsage(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", kProgram, std::string(st.message()).c_str());
     return 2;
   }
+  WarnLoadAboveOne(*imported);
   // An availability matrix has one probe per period and no samples while a
   // host is down; tell it apart by the absence of memory data and an hourly
   // period when --format auto.

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "models/availability/frailty.h"
 #include "models/availability/predict.h"
@@ -267,9 +268,11 @@ TEST(AvailabilityBacktestTest, GlobalOutageWindowsAreExcluded) {
   std::vector<HostTrace> traces = {HourlyHost("a", 28, gap), HourlyHost("b", 28, gap)};
   BacktestConfig c = HourlyConfig();
   c.outage_fraction = 0.5;
+  c.outage_min_hosts = 2;
   auto with = RunBacktest(traces, c);
   ASSERT_TRUE(with.ok());
   EXPECT_EQ(with->outage_points, 24);
+  EXPECT_EQ(with->outage_few_hosts_points, 0);
   for (const CellResult& cell : with->cells) EXPECT_EQ(cell.n_survived, cell.n_test);
   c.outage_fraction = 0;
   auto without = RunBacktest(traces, c);
@@ -277,6 +280,70 @@ TEST(AvailabilityBacktestTest, GlobalOutageWindowsAreExcluded) {
   int failing = 0;
   for (const CellResult& cell : without->cells) failing += cell.n_survived < cell.n_test;
   EXPECT_GT(failing, 0);
+}
+
+int FailingCells(const BacktestResult& r, int host) {
+  int failing = 0;
+  for (const CellResult& cell : r.cells) failing += cell.host == host && cell.n_survived < cell.n_test;
+  return failing;
+}
+
+// The outage rule counts the hosts present (from their first sample to their
+// last), not every host of the trace: once six of twelve hosts have left, one
+// of the other six going down is its own failure, not a global outage. A day
+// when all twelve are silent still is one.
+TEST(AvailabilityBacktestTest, OutageRuleCountsTheHostsPresent) {
+  auto own_gap = [](int k) { return k >= 22 * 24 + 10 && k < 22 * 24 + 13; };
+  auto all_gone = [](int k) { return k >= 5 * 24 && k < 6 * 24; };
+  std::vector<HostTrace> traces;
+  traces.push_back(HourlyHost("a", 28, [&](int k) { return all_gone(k) || own_gap(k); }));
+  for (int h = 1; h < 6; ++h) traces.push_back(HourlyHost(absl::StrCat("stay", h), 28, all_gone));
+  for (int h = 0; h < 6; ++h) {
+    // Leaves the trace for good after day 10.
+    traces.push_back(HourlyHost(absl::StrCat("leave", h), 28,
+                                [&](int k) { return all_gone(k) || k >= 10 * 24; }));
+  }
+  BacktestConfig c = HourlyConfig();
+  c.outage_fraction = 0.5;
+  ASSERT_EQ(c.outage_min_hosts, 10);  // the default; 12 hosts present on day 5
+  auto r = RunBacktest(traces, c);
+  ASSERT_TRUE(r.ok());
+  // Day 5 only. From day 10 six hosts are present, fewer than 10: the rule is
+  // off there, and host a's gap on day 22 is its failure.
+  EXPECT_EQ(r->outage_points, 24);
+  EXPECT_EQ(r->outage_few_hosts_points, 18 * 24);  // days 10..27: 6 present
+  EXPECT_GT(FailingCells(*r, 0), 0) << "host a's own 3 h gap on day 22 is a failure";
+  for (int h = 1; h < 12; ++h) EXPECT_EQ(FailingCells(*r, h), 0) << h;
+
+  // With the rule on for any number of hosts present, day 22 is still no
+  // outage: 5 of the 6 present report (5 is below half of all 12 hosts, which
+  // the rule counted before).
+  c.outage_min_hosts = 1;
+  auto any = RunBacktest(traces, c);
+  ASSERT_TRUE(any.ok());
+  EXPECT_EQ(any->outage_points, 24);
+  EXPECT_EQ(any->outage_few_hosts_points, 0);
+  EXPECT_GT(FailingCells(*any, 0), 0);
+}
+
+// With fewer hosts present than outage_min_hosts, a gap is the host's own
+// revocation (S5): a single host that is off every evening is "all hosts
+// silent" then, and the rule would turn each of its failures into an outage.
+TEST(AvailabilityBacktestTest, FewHostsPresentKeepTheirGapsAsFailures) {
+  auto evenings = [](int k) { return k % 24 >= 20 && k % 24 < 23; };
+  std::vector<HostTrace> traces = {HourlyHost("alone", 28, evenings)};
+  BacktestConfig c = HourlyConfig();
+  c.outage_fraction = 0.5;
+  auto r = RunBacktest(traces, c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->outage_points, 0);
+  EXPECT_EQ(r->outage_few_hosts_points, r->grid_points);
+  EXPECT_GT(FailingCells(*r, 0), 0);
+  c.outage_min_hosts = 1;  // the rule on: every evening is an "outage"
+  auto ruled = RunBacktest(traces, c);
+  ASSERT_TRUE(ruled.ok());
+  EXPECT_GT(ruled->outage_points, 0);
+  EXPECT_EQ(FailingCells(*ruled, 0), 0);
 }
 
 // The aggregates follow issue 7's definitions on hand-made cells.

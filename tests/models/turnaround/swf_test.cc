@@ -140,6 +140,8 @@ TEST_F(SwfTest, ReadsFractionalTimesAndIntegralDecimals) {
       {"9 1 1 1 2.5 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1", "field 5 '2.5' is not an integer"},
       {"9 1 1 1 2 -1 -1 1 10 -1 1 7.5 1 1 1 -1 -1 -1", "field 12 '7.5' is not an integer"},
       {"9 1 1 abc 2 -1 -1 1 10 -1 1 7 1 1 1 -1 -1 -1", "field 4 'abc' is not a number"},
+      {"9 1 1 0x10 2 -1 -1 1 10 -1 1 7 1 1 1 -1 -1 -1", "field 4 '0x10' is not a number"},
+      {"9 1 1 1 2 0x1p3 -1 1 10 -1 1 7 1 1 1 -1 -1 -1", "field 6 '0x1p3' is not a number"},
       {"9 1 -0.5 1 2 -1 -1 1 10 -1 1 7 1 1 1 -1 -1 -1", "field 3 is -0.5 (negative and not -1)"},
       {"9 1 1 1 2 -1 1e300 1 10 -1 1 7 1 1 1 -1 -1 -1", "field 7 is 1e300, out of range"},
   };

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "common/metrics.h"
 #include "tests/services/broker/fake_backends.h"
@@ -878,7 +879,9 @@ TEST_F(RankerTest, RejectsMalformedJobs) {
   // Beyond any registrable host (a gRPC audit: 1e308 ranked hosts of unknown
   // size first with an infinite completion time).
   EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(60, "", 0, 1e308), {Host("a")}).status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(Job(60, "", 0, 1e6 + 1), {Host("a")}).status()));
+  const absl::Status above = ranker.Rank(Job(60, "", 0, 1e6 + 1), {Host("a")}).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(above));
+  EXPECT_THAT(std::string(above.message()), ::testing::HasSubstr("got 1000001, 0, 0")) << above;
   auto big_mhz = Job(60);
   big_mhz.mutable_job()->set_min_cpu_mhz(1e308);
   EXPECT_TRUE(absl::IsInvalidArgument(ranker.Rank(big_mhz, {Host("a")}).status()));
