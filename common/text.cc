@@ -8,6 +8,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status.h"
 
@@ -140,11 +141,50 @@ absl::Status ValidateDialAddress(absl::string_view address, absl::string_view fi
   // dns:///HOST:PORT is HOST:PORT resolved by gRPC's DNS resolver, which
   // dials port 443 when none is given, as for a bare host.
   if (absl::StartsWith(address, "dns:///")) return ValidateHostPortAddress(address, field);
-  const bool scheme =
-      absl::StartsWith(address, "unix:") || absl::StartsWith(address, "unix-abstract:") ||
-      absl::StartsWith(address, "dns:") || absl::StartsWith(address, "ipv4:") ||
-      absl::StartsWith(address, "ipv6:") || absl::StartsWith(address, "vsock:");
-  return scheme ? ValidateAddress(address, field) : ValidateHostPortAddress(address, field);
+  // What follows the other schemes is checked too: "unix:" alone, or
+  // "dns:localhost" (port 443) and "ipv4:127.0.0.1" (port 0), reached gRPC
+  // and failed there, retried forever by a service.
+  for (absl::string_view scheme : {"unix:", "unix-abstract:", "vsock:"}) {
+    if (!absl::StartsWith(address, scheme)) continue;
+    RETURN_IF_ERROR(ValidateAddress(address, field));
+    if (address.size() == scheme.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " '", Excerpt(address), "' names no ", scheme, " target"));
+    }
+    return absl::OkStatus();
+  }
+  // A piece that is not HOST:PORT, named within the whole address.
+  auto host_port = [&](absl::string_view piece) -> absl::Status {
+    if (piece.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " '", Excerpt(address), "' names no HOST:PORT"));
+    }
+    absl::Status st = ValidateHostPortAddress(piece, field);
+    if (st.ok()) return st;
+    return absl::InvalidArgumentError(absl::StrCat(st.message(), " in '", Excerpt(address), "'"));
+  };
+  for (absl::string_view scheme : {"ipv4:", "ipv6:"}) {
+    if (!absl::StartsWith(address, scheme)) continue;
+    RETURN_IF_ERROR(ValidateAddress(address, field));
+    // A comma-separated list of HOST:PORT (gRPC also takes "ipv4:///H:P").
+    absl::string_view list = address.substr(scheme.size());
+    while (absl::ConsumePrefix(&list, "/")) {
+    }
+    for (absl::string_view one : absl::StrSplit(list, ',')) RETURN_IF_ERROR(host_port(one));
+    return absl::OkStatus();
+  }
+  if (absl::StartsWith(address, "dns:")) {
+    RETURN_IF_ERROR(ValidateAddress(address, field));
+    absl::string_view target = address.substr(4);
+    if (absl::ConsumePrefix(&target, "//")) {  // dns://AUTHORITY/HOST:PORT
+      const size_t slash = target.find('/');
+      target = slash == absl::string_view::npos ? absl::string_view() : target.substr(slash + 1);
+    } else {
+      absl::ConsumePrefix(&target, "/");  // dns:/HOST:PORT
+    }
+    return host_port(target);
+  }
+  return ValidateHostPortAddress(address, field);
 }
 
 absl::Status ValidateHostPortAddress(absl::string_view address, absl::string_view field) {

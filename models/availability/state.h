@@ -61,6 +61,10 @@ class StateClassifier {
   // yet), else the state of the last sample.
   HostState StateAt(int64_t unix_seconds) const;
 
+  // The revocation gap for the next Add and StateAt (a host whose period
+  // changed: the gaps of its older samples are judged by their period).
+  void set_revocation_gap_seconds(int64_t gap) { config_.revocation_gap_seconds = gap; }
+
   // The state returned by the last Add (S5 before the first sample).
   HostState current() const { return current_; }
   // Whether the last Add was inside a transient load spike: load above Th2
@@ -126,6 +130,8 @@ class GridBuilder {
   void Reserve(size_t points);
 
   const StateClassifier& classifier() const { return classifier_; }
+  // StateClassifier::set_revocation_gap_seconds, for the next Add.
+  void SetRevocationGap(int64_t gap) { classifier_.set_revocation_gap_seconds(gap); }
   // Time of the first point of the run of equal states that ends the grid
   // (the grid's first point when the run began before it); 0 for an empty
   // grid. Kept as points are added, so it costs nothing to read: walking back

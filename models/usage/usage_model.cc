@@ -1,5 +1,6 @@
 #include "models/usage/usage_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -39,6 +40,10 @@ UsageModel::UsageModel(UsageSeries series, HostPatterns patterns, const UsageMod
       now_unix_(now_unix) {
   now_bin_ = series_.BinOf(now_unix_);
   if (now_bin_ < 0) now_bin_ = 0;
+  for (Resource r : {Resource::kCpu, Resource::kMemory}) {
+    const std::vector<double>& v = series_.of(r);
+    if (now_bin_ < static_cast<int64_t>(v.size())) current_bin_[Idx(r)] = v[now_bin_];
+  }
   // Bins at or after "now" are not history: drop them; pad a host that went
   // quiet with missing bins.
   series_.Resize(now_bin_);
@@ -104,6 +109,18 @@ UsageModel::Prediction UsageModel::Predict(Resource r, int bins) const {
     out.method.recent_points = 0;
     out.ok = Forecast(Forecaster::kPersist, series_.of(r), now_bin_, bins,
                       options_.patterns.downtime, nullptr, out.use.data());
+  }
+  if (!out.ok && !std::isnan(current_bin_[Idx(r)])) {
+    // No whole 5 minutes yet (a host that has just started reporting): the
+    // samples of the current ones, persisted, as the proto promises a host
+    // with under 4 hours of data.
+    out.method.method = Forecaster::kPersist;
+    out.method.by_selector = false;
+    out.method.why = "only the current 5 minutes have samples; persistence of them";
+    out.method.recent_error = std::numeric_limits<double>::quiet_NaN();
+    out.method.recent_points = 0;
+    std::fill(out.use.begin(), out.use.end(), current_bin_[Idx(r)]);
+    out.ok = true;
   }
   return out;
 }

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,11 @@ class UsageModel {
   int64_t now_unix_;
   int64_t now_bin_;
   std::array<int64_t, 2> first_valid_{-1, -1};
+  // The mean of the samples in the bin "now" falls in (not history, so not in
+  // the series), per resource; NaN when none. Persistence's last resort: a
+  // host whose only samples are in the current 5 minutes.
+  std::array<double, 2> current_bin_{std::numeric_limits<double>::quiet_NaN(),
+                                     std::numeric_limits<double>::quiet_NaN()};
   // IsBinaryUse of each resource's history: threshold questions are then
   // answered with the more likely state (ToThresholdAnswer).
   std::array<bool, 2> binary_use_{false, false};

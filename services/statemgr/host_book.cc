@@ -100,6 +100,14 @@ absl::Status HostBook::Load(int64_t* skipped) {
                             config_.default_period_seconds);
                 h.meta.period_seconds = 0;
               }
+              if (meta.history_period_seconds < 0 ||
+                  meta.history_period_seconds > kMaxPeriodSeconds) {
+                ++bad;
+                SOJOURN_LOG(WARNING, "host %s: stored history period %d s is outside [0, %d]; "
+                            "ignored", Excerpt(host), meta.history_period_seconds,
+                            kMaxPeriodSeconds);
+                h.meta.history_period_seconds = 0;
+              }
               const auto& a = meta.attributes;
               if (absl::Status s = ValidateHostAttributes(Excerpt(host), a.cpu_mhz(),
                                                           a.cpu_cores(), a.total_mem_mb());
@@ -144,6 +152,30 @@ availability::ClassifierConfig HostBook::ClassifierFor(const Host& h) const {
   c.revocation_gap_seconds =
       std::max<int64_t>(c.revocation_gap_seconds, (PeriodOf(h) * 3 + 1) / 2);
   return c;
+}
+
+int64_t HostBook::GapAfter(const Host& h, int64_t unix_seconds) const {
+  // A sample stored before the period last changed was sent at the older
+  // period(s): the silence after it is judged by them (up to the first
+  // sample sent at the new period), or a host replayed at 300 s and then fed
+  // every 6 s would have every old gap turned into a revocation. After a
+  // sample sent at the current period: its gap.
+  if (h.meta.history_period_seconds > 0 && unix_seconds <= h.meta.period_changed_unix) {
+    return std::max<int64_t>(config_.classifier.revocation_gap_seconds,
+                             (h.meta.history_period_seconds * 3 + 1) / 2);
+  }
+  return ClassifierFor(h).revocation_gap_seconds;
+}
+
+int64_t HostBook::LastGap(const Host& h) const {
+  return h.recent.empty() ? ClassifierFor(h).revocation_gap_seconds
+                          : GapAfter(h, h.recent.back().unix_seconds);
+}
+
+void HostBook::SetGapBefore(Host& h, int64_t* gap) const {
+  const std::optional<int64_t> prev = h.grid->classifier().last_sample_unix();
+  *gap = prev.has_value() ? GapAfter(h, *prev) : ClassifierFor(h).revocation_gap_seconds;
+  h.grid->SetRevocationGap(*gap);
 }
 
 namespace {
@@ -306,7 +338,7 @@ HostInfo HostBook::InfoOf(const std::string& name, const Host& h) const {
   info.first_unix = h.first_unix;
   info.last_unix = h.recent.back().unix_seconds;
   info.last_cpu_load = h.recent.back().cpu_load;
-  info.revocation_gap_seconds = ClassifierFor(h).revocation_gap_seconds;
+  info.revocation_gap_seconds = LastGap(h);
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   auto series = SeriesOf(h);
   info.step_seconds = series->step_seconds;
@@ -338,19 +370,29 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
   int64_t last = INT64_MIN;
   int64_t gap = 0;
   HostMeta new_meta;
+  int64_t old_period = 0;  // the period of the samples stored (0 = none stored)
   {
     absl::ReaderMutexLock l(&mu_);
     auto it = hosts_.find(host);
     if (it != hosts_.end()) {
       if (!it->second.recent.empty()) last = it->second.recent.back().unix_seconds;
       new_meta = it->second.meta;
-      gap = ClassifierFor(it->second).revocation_gap_seconds;
+      gap = LastGap(it->second);
+      if (it->second.samples > 0) old_period = PeriodOf(it->second);
     }
   }
   // Only what the message sets: a later message of a stream (or a sender)
   // without attributes must not overwrite the stored ones with empty ones.
   if (update.attributes.has_value()) new_meta.attributes = *update.attributes;
-  if (update.period_seconds > 0) new_meta.period_seconds = update.period_seconds;
+  if (update.period_seconds > 0) {
+    if (old_period > 0 && update.period_seconds != old_period) {
+      // The samples stored so far were sent at the old period: their gaps
+      // stay judged by it (GapAfter), up to the newest of them.
+      new_meta.history_period_seconds = std::max(new_meta.history_period_seconds, old_period);
+      new_meta.period_changed_unix = last;
+    }
+    new_meta.period_seconds = update.period_seconds;
+  }
   AppendResult result;
   std::vector<StateChange> changes;
   std::vector<HostSample> fresh;
@@ -368,7 +410,7 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
   {
     absl::MutexLock l(&mu_);
     Host& h = hosts_[host];
-    if (gap == 0) gap = ClassifierFor(h).revocation_gap_seconds;
+    if (gap == 0) gap = LastGap(h);
     if (!fresh.empty() && !h.recent.empty() &&
         fresh.front().unix_seconds - h.recent.back().unix_seconds > gap) {
       const int64_t from = h.recent.back().unix_seconds;
@@ -402,6 +444,8 @@ void HostBook::Feed(const std::string& name, Host& h, const HostSample& s,
   // midnight for any whole-period UTC offset.
   if (!h.grid.has_value()) NewGrid(h);
   const std::optional<int64_t> prev = h.grid->classifier().last_sample_unix();
+  int64_t gap = 0;
+  SetGapBefore(h, &gap);
   auto announce = [&](HostState to, int64_t since, std::string reason) {
     if (out != nullptr) {
       StateChange change;
@@ -418,13 +462,13 @@ void HostBook::Feed(const std::string& name, Host& h, const HostSample& s,
   std::string prefix;
   if (!prev.has_value()) {
     prefix = "first sample: ";
-  } else if (s.unix_seconds - *prev > c.revocation_gap_seconds) {
+  } else if (s.unix_seconds - *prev > gap) {
     // The gap is a revocation (section 4, S5) whether or not the silence was
     // announced while it lasted.
     if (h.announced != HostState::kS5) {
       announce(HostState::kS5, *prev,
                absl::StrCat("no sample for ", s.unix_seconds - *prev, " s (revocation gap ",
-                            c.revocation_gap_seconds, " s)"));
+                            gap, " s)"));
     }
     prefix = absl::StrCat("samples resumed after ", s.unix_seconds - *prev, " s; ");
   } else if (h.announced == HostState::kS5) {
@@ -434,6 +478,7 @@ void HostBook::Feed(const std::string& name, Host& h, const HostSample& s,
              "not the host); ";
   }
   const HostState state = h.grid->Add(s);
+  h.grid->SetRevocationGap(GapAfter(h, s.unix_seconds));  // the silence after it
   if (!h.announced.has_value() || state != *h.announced) {
     announce(state, s.unix_seconds,
              prefix + Describe(state, s, c, h.grid->classifier().in_spike()));
@@ -625,8 +670,11 @@ void HostBook::Refeed(const std::string& name, Host& h, std::vector<StateChange>
   int64_t since = 0;
   std::optional<int64_t> prev;
   auto add = [&](const HostSample& s) {
+    int64_t gap = 0;
+    SetGapBefore(h, &gap);
     const HostState now = h.grid->Add(s);
-    if (!prev.has_value() || s.unix_seconds - *prev > c.revocation_gap_seconds || now != state) {
+    h.grid->SetRevocationGap(GapAfter(h, s.unix_seconds));
+    if (!prev.has_value() || s.unix_seconds - *prev > gap || now != state) {
       state = now;
       since = s.unix_seconds;
     }
@@ -671,7 +719,7 @@ void HostBook::SilenceLocked(int64_t now, std::vector<StateChange>* out) {
     if (!h.grid.has_value() || h.announced == HostState::kS5) continue;
     const std::optional<int64_t> last = h.grid->classifier().last_sample_unix();
     if (!last.has_value()) continue;
-    const int64_t gap = ClassifierFor(h).revocation_gap_seconds;
+    const int64_t gap = GapAfter(h, *last);
     if (now - *last <= gap) continue;
     if (out != nullptr) {
       StateChange change;

@@ -31,7 +31,9 @@ namespace sojourn::statemgr {
 struct HostBookConfig {
   // Classifier thresholds (paper 000 section 4 defaults). The revocation gap
   // of a host is max(classifier.revocation_gap_seconds, 1.5 x its period), so
-  // one missed sample of a slow source is a revocation and jitter is not.
+  // one missed sample of a slow source is a revocation and jitter is not;
+  // after a change of period, the samples stored before it keep the gap of
+  // the period(s) they were sent at (HostMeta::history_period_seconds).
   availability::ClassifierConfig classifier;
   // Sampling period assumed for a host whose sender does not say (seconds).
   int64_t default_period_seconds = 6;
@@ -331,6 +333,15 @@ class HostBook {
   void Deliver(const std::vector<StateChange>& changes) ABSL_LOCKS_EXCLUDED(watch_mu_);
   int64_t PeriodOf(const Host& h) const;
   availability::ClassifierConfig ClassifierFor(const Host& h) const;
+  // The revocation gap of the silence after the sample at `unix_seconds`:
+  // the current period's (ClassifierFor), or for a sample stored before the
+  // period last changed, that of the longest period before (HostMeta).
+  int64_t GapAfter(const Host& h, int64_t unix_seconds) const;
+  // GapAfter the host's newest sample.
+  int64_t LastGap(const Host& h) const;
+  // Before h.grid->Add(s): sets the grid's gap for the silence before the
+  // sample (GapAfter the previous one), and returns it in *gap.
+  void SetGapBefore(Host& h, int64_t* gap) const;
   std::shared_ptr<const availability::StateSeries> SeriesOf(const Host& h) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   HostInfo InfoOf(const std::string& name, const Host& h) const ABSL_SHARED_LOCKS_REQUIRED(mu_);

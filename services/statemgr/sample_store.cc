@@ -100,6 +100,8 @@ absl::Status SampleStore::Append(const std::string& host, const std::vector<Host
     sojourn::v1::HostStatus m;
     *m.mutable_attributes() = meta->attributes;
     m.set_period_seconds(meta->period_seconds);
+    m.set_history_period_seconds(meta->history_period_seconds);
+    m.set_period_changed_unix_seconds(meta->period_changed_unix);
     batch.Put(MetaKey(host), m.SerializeAsString());
   }
   rocksdb::WriteOptions wo;
@@ -158,6 +160,8 @@ absl::Status SampleStore::ForEachHost(
     if (m.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
       meta.attributes = m.attributes();
       meta.period_seconds = m.period_seconds();
+      meta.history_period_seconds = m.history_period_seconds();
+      meta.period_changed_unix = m.period_changed_unix_seconds();
     } else {
       skip(key, "host meta does not parse; attributes and period unknown");
     }

@@ -29,6 +29,11 @@ namespace sojourn::statemgr {
 struct HostMeta {
   sojourn::v1::HostAttributes attributes;
   int64_t period_seconds = 0;
+  // After a change of period (0 = never changed): the longest period the
+  // samples up to period_changed_unix (the newest one then) were sent at.
+  // Gaps before those samples are judged by it, later ones by the period.
+  int64_t history_period_seconds = 0;
+  int64_t period_changed_unix = 0;
 };
 
 // A SampleStore is safe for concurrent use (RocksDB is).

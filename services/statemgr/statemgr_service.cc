@@ -227,6 +227,8 @@ void FillStatus(const HostInfo& info, sojourn::v1::HostStatus* out) {
   out->set_state_since_unix_seconds(info.state_since_unix);
   *out->mutable_attributes() = info.meta.attributes;
   out->set_period_seconds(info.meta.period_seconds);
+  out->set_history_period_seconds(info.meta.history_period_seconds);
+  out->set_period_changed_unix_seconds(info.meta.period_changed_unix);
 }
 
 

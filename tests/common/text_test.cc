@@ -88,13 +88,21 @@ TEST(ValidateHostPortAddressTest, HostAndPortOnly) {
 // resolver would dial 443, as for a bare host).
 TEST(ValidateDialAddressTest, PortsWhereGrpcWouldGuessOne) {
   for (const char* ok : {"127.0.0.1:7401", "dns:///localhost:7401", "unix:/run/sojourn/b.sock",
-                         "ipv4:127.0.0.1:7401"}) {
+                         "ipv4:127.0.0.1:7401", "ipv4:10.0.0.1:7401,10.0.0.2:7401",
+                         "ipv6:[::1]:7401", "dns:localhost:7401", "dns://8.8.8.8/lab.example:7401",
+                         "unix-abstract:sojourn", "unix:relative.sock", "ipv4:///127.0.0.1:9",
+                         "ipv6:///[::1]:9", "dns:/lab.example:7401"}) {
     EXPECT_TRUE(ValidateDialAddress(ok, "--broker").ok()) << ok;
   }
-  for (const char* bad : {"localhost", "dns:///localhost", "dns:///h:", "dns:///h:99999"}) {
+  // After a scheme too: nothing, no port (gRPC dials 443 for dns:, 0 for ipv4:), a bad one.
+  for (const char* bad : {"localhost", "dns:///localhost", "dns:///h:", "dns:///h:99999", "unix:",
+                          "unix-abstract:", "vsock:", "ipv4:", "ipv4:127.0.0.1",
+                          "ipv4:10.0.0.1:7401,10.0.0.2", "ipv6:[::1]", "dns:localhost",
+                          "dns:127.0.0.1", "dns://8.8.8.8/", "dns:h:99999", "ipv4:1.2.3.4:9,"}) {
     absl::Status s = ValidateDialAddress(bad, "--broker");
     EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad;
     EXPECT_NE(s.message().find("--broker"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(std::string("'") + bad), std::string::npos) << s.message();
   }
 }
 

@@ -158,6 +158,8 @@ class TlsClusterTest(unittest.TestCase):
         self.assertEqual(out.returncode, 1, out.stderr)
         self.assertIn("does the service use TLS? without --tls-ca the call is plaintext",
                       out.stderr)
+        # One line: gRPC core's own handshake log lines are not printed before it.
+        self.assertEqual(len([l for l in out.stderr.splitlines() if l.strip()]), 1, out.stderr)
 
     def test_cli_over_tls(self):
         broker = CLUSTER.services["broker"].address

@@ -297,6 +297,20 @@ def main():
                 or "127.0.0.1:9" not in lines[1]:
             failures += 1
             print("FAIL: import-jobs --swf nosize.swf: exit %d, stderr %r" % (p.returncode, lines))
+        # A job number that comes twice (a history imported twice, exported) is said.
+        path = os.path.join(tmp, "twice.swf")
+        with open(path, "w") as f:
+            f.write("; UnixStartTime: 1700000000\n; MaxNodes: 8\n"
+                    "7 0 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n"
+                    "8 1 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n"
+                    "7 2 5 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n")
+        p = subprocess.run([a.sojourn, "import-jobs", "--swf", path] + DEAD,
+                           capture_output=True, text=True, timeout=60)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        want = "has 1 job whose number came before (job 7 at lines 3 and 5)"
+        if p.returncode != 1 or len(lines) != 2 or want not in lines[0]:
+            failures += 1
+            print("FAIL: import-jobs --swf twice.swf: exit %d, stderr %r" % (p.returncode, lines))
     # Ctrl-C while the export waits for a state manager or the predictor (a listener that
     # never answers) removes FILE.tmp: the exit code says the signal, nothing is left.
     for command, flag in [("export", "--statemgr"), ("export-jobs", "--predictor")]:

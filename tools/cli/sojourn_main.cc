@@ -14,6 +14,7 @@
 // Addresses: --broker (env SOJOURN_BROKER, default 127.0.0.1:7401) and
 // --predictor (env SOJOURN_PREDICTOR, default 127.0.0.1:7402).
 #include <google/protobuf/util/json_util.h>
+#include <grpc/support/log.h>
 #include <grpcpp/grpcpp.h>
 #include <poll.h>
 #include <unistd.h>
@@ -1741,6 +1742,30 @@ int ImportJobs(int argc, char** argv) {
                           : absl::StrCat(swf, ": the last finish, ", last_finish,
                                          " s, is later than now (the log has no UnixStartTime)"));
   }
+  {
+    // An SWF log numbers each job once. Repeats are most likely a history
+    // imported twice and exported (each job twice), which this import would
+    // record twice again; said, not refused (a site's numbering may wrap).
+    absl::flat_hash_map<int64_t, int64_t> first_line;
+    int64_t repeated = 0;
+    std::string example;
+    for (const ta::SwfJob& j : log->jobs) {
+      if (j.job_number < 0) continue;
+      auto [it, fresh] = first_line.emplace(j.job_number, j.line);
+      if (fresh) continue;
+      if (repeated++ == 0) {
+        example = absl::StrCat("job ", j.job_number, " at lines ", it->second, " and ", j.line);
+      }
+    }
+    if (repeated > 0) {
+      std::fprintf(stderr,
+                   "%s: warning: %s has %lld job%s whose number came before (%s): a log "
+                   "numbers each job once, so it may hold jobs twice (an export of a history "
+                   "imported twice?), and they would be recorded twice\n",
+                   kProgram, swf.c_str(), static_cast<long long>(repeated),
+                   repeated == 1 ? "" : "s", example.c_str());
+    }
+  }
   if (log->header.cluster_size() <= 0) {
     int64_t largest = 0;
     for (const ta::SwfJob& j : log->jobs) largest = std::max(largest, j.procs());
@@ -2268,7 +2293,23 @@ int JobEvent(int argc, char** argv) {
 
 }  // namespace
 
+// gRPC core's own log lines ("E1207 ... ssl_transport_security.cc] Handshake
+// failed") went to stderr before the command's one-line error, which says the
+// same with the address and a hint. Kept when GRPC_VERBOSITY or GRPC_TRACE is
+// set (debugging a connection).
+static void QuietGrpcCoreLog(gpr_log_func_args* args) {
+  // An assertion of gRPC's own is printed: the abort that follows it would
+  // otherwise say nothing.
+  if (args->severity == GPR_LOG_SEVERITY_ERROR && args->message != nullptr &&
+      std::strstr(args->message, "assertion failed") != nullptr) {
+    std::fprintf(stderr, "%s: gRPC: %s\n", kProgram, args->message);
+  }
+}
+
 int main(int argc, char** argv) {
+  if (std::getenv("GRPC_VERBOSITY") == nullptr && std::getenv("GRPC_TRACE") == nullptr) {
+    gpr_set_log_function(QuietGrpcCoreLog);
+  }
   if (argc < 2) {
     std::fputs(kUsage, stderr);
     return sojourn::kExitUsage;

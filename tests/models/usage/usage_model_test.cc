@@ -239,6 +239,29 @@ TEST(UsageModelTest, NoRecentCpuDataIsRefusedAlike) {
   EXPECT_DOUBLE_EQ(mem_only->hours, 72.0);
 }
 
+// A host whose only samples are in the current 5 minutes (it has just
+// started reporting) is answered by persistence of them, as a host with
+// under 4 hours of data is, not refused for "no cpu data".
+TEST(UsageModelTest, OnlyTheCurrentBinIsPersisted) {
+  const UsageSeries s = MakeSeries(
+      1, [](int, int b) { return b == kBinsPerDay - 1 ? 0.3 : kNaN; },
+      [](int, int b) { return b == kBinsPerDay - 1 ? 0.6 : kNaN; });
+  const int64_t now = s.UnixOfBin(s.bins() - 1) + 60;  // inside the last bin
+  const UsageModel m = UsageModel::Build(s, {}, now);
+  const auto cpu = m.PredictUsage(Resource::kCpu, 2);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_EQ(cpu->use.size(), 24u);
+  for (double v : cpu->use) EXPECT_DOUBLE_EQ(v, 0.3);
+  EXPECT_EQ(cpu->method.method, Forecaster::kPersist);
+  EXPECT_NE(cpu->method.why.find("only the current 5 minutes"), std::string::npos);
+  const auto how = m.HowLong(0.5, 0);
+  ASSERT_TRUE(how.ok()) << how.status();
+  EXPECT_DOUBLE_EQ(how->hours, 72.0);  // 0.3 leaves 0.7 free, above 0.5
+  // Once that bin is history and nothing came after, the answer is persistence of it.
+  const UsageModel later = UsageModel::Build(s, {}, s.UnixOfBin(s.bins()) + 60);
+  EXPECT_TRUE(later.PredictUsage(Resource::kCpu, 1).ok());
+}
+
 // A model rebuilt from the serialized pattern analysis answers the same.
 TEST(UsageModelTest, RebuildsFromStoredPatterns) {
   const UsageSeries s = MakeSeries(

@@ -248,14 +248,14 @@ TEST_F(StateWatchTest, LoadRebuildsTheStateSilently) {
   book.RemoveWatcher(&rec_);
 }
 
-// A new period changes the host's revocation gap, and so how its history
-// classifies: samples 84 s apart are one run at a 60 s period (gap 90 s:
-// S3, the load is high) but each a return after a revocation at 6 s (gap
-// 60 s: S1, a spike only beginning). A message that only changes the period
-// announces the state the history now gives, so watchers, a new watcher's
-// snapshot and ListHosts agree (the snapshot said S3 while ListHosts said S1,
-// until the next sample).
-TEST_F(StateWatchTest, NewPeriodReclassifiesAndAnnounces) {
+// A new period changes the host's revocation gap for the samples after it,
+// not for its history: samples 84 s apart sent at a 60 s period are one run
+// (gap 90 s: S3, the load is high) and stay so after the period becomes 6 s
+// (before session 42 each became a return after a revocation, and a host
+// replayed at 300 s then fed every 6 s had all its history turned into S5).
+// Nothing is announced, watchers, a new watcher's snapshot and ListHosts
+// agree; once a sample was sent at 6 s, 84 s without one is a revocation.
+TEST_F(StateWatchTest, NewPeriodKeepsTheHistoryAndJudgesNewGaps) {
   std::vector<HostSample> v;
   for (int i = 0; i < 10; ++i) v.push_back(At(kMonday + 84 * i, 0.9));
   const int64_t last = v.back().unix_seconds;
@@ -271,15 +271,19 @@ TEST_F(StateWatchTest, NewPeriodReclassifiesAndAnnounces) {
   MetaUpdate fast;
   fast.period_seconds = 6;
   ASSERT_THAT(book_->Append("h", {}, fast).status(), IsOk());
-  ASSERT_EQ(rec_.changes.size(), 2u);
-  EXPECT_EQ(rec_.changes[1].from, HostState::kS3);
-  EXPECT_EQ(rec_.changes[1].to, HostState::kS1);
-  EXPECT_EQ(rec_.changes[1].since_unix, last);
-  EXPECT_NE(rec_.changes[1].reason.find("period"), std::string::npos) << rec_.changes[1].reason;
+  EXPECT_EQ(rec_.changes.size(), 1u);
   auto info = book_->Info("h");
   ASSERT_THAT(info.status(), IsOk());
-  EXPECT_EQ(info->state, HostState::kS1);
-  EXPECT_EQ(info->state_since_unix, last);
+  EXPECT_EQ(info->state, HostState::kS3);
+  EXPECT_EQ(info->state_since_unix, kMonday + 84);
+  EXPECT_EQ(info->meta.history_period_seconds, 60);
+  EXPECT_EQ(info->meta.period_changed_unix, last);
+  EXPECT_EQ(info->revocation_gap_seconds, 90);  // after its newest sample, sent at 60 s
+  int64_t step = 0;
+  auto intervals = book_->Intervals("h", 0, 0, &step);
+  ASSERT_THAT(intervals.status(), IsOk());
+  EXPECT_EQ(step, 6);
+  for (const StateInterval& i : *intervals) EXPECT_NE(i.state, HostState::kS5) << i.start_unix;
   Recorder fresh;
   book_->AddWatcher(&fresh, "", true);
   ASSERT_EQ(fresh.changes.size(), 1u);
@@ -287,12 +291,20 @@ TEST_F(StateWatchTest, NewPeriodReclassifiesAndAnnounces) {
   EXPECT_EQ(fresh.changes[0].since_unix, info->state_since_unix);
   book_->RemoveWatcher(&fresh);
 
-  // The next sample follows from the new state: 84 s is a revocation now.
+  // The first sample at the new period follows one sent at the old: 84 s is
+  // no revocation yet. After it, 84 s is one (gap 60 s now).
   clock_.Set(absl::FromUnixSeconds(last + 84));
   ASSERT_THAT(book_->Append("h", {At(last + 84, 0.1)}, fast).status(), IsOk());
+  ASSERT_EQ(rec_.changes.size(), 2u);
+  EXPECT_EQ(rec_.changes[1].from, HostState::kS3);
+  EXPECT_EQ(rec_.changes[1].to, HostState::kS1);
+  EXPECT_EQ(book_->Info("h")->revocation_gap_seconds, 60);
+  clock_.Set(absl::FromUnixSeconds(last + 168));
+  ASSERT_THAT(book_->Append("h", {At(last + 168, 0.1)}, fast).status(), IsOk());
   ASSERT_EQ(rec_.changes.size(), 4u);
   EXPECT_EQ(rec_.changes[2].from, HostState::kS1);
   EXPECT_EQ(rec_.changes[2].to, HostState::kS5);
+  EXPECT_EQ(rec_.changes[2].since_unix, last + 84);
   EXPECT_EQ(rec_.changes[3].from, HostState::kS5);
   EXPECT_EQ(rec_.changes[3].to, HostState::kS1);
 }
