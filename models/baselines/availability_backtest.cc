@@ -102,6 +102,7 @@ struct Grids {
   int64_t outage_points = 0;
   int64_t few_hosts_points = 0;  // outage rule off: fewer than outage_min_hosts present
   int64_t grid_points = 0;
+  std::vector<BacktestResult::GridPoint> points;  // with cfg.keep_grid_points
 };
 
 Grids BuildGrids(const std::vector<HostTrace>& traces, const BacktestConfig& cfg) {
@@ -159,17 +160,23 @@ Grids BuildGrids(const std::vector<HostTrace>& traces, const BacktestConfig& cfg
     }
   }
   std::vector<uint8_t> gout(gn, 0);
-  if (cfg.outage_fraction > 0) {
-    int32_t present = 0;
-    for (int64_t i = 0; i < gn; ++i) {
-      present += present_delta[i];
-      if (present < cfg.outage_min_hosts) {
-        ++g.few_hosts_points;
-        continue;
-      }
-      gout[i] = reporting[i] < cfg.outage_fraction * static_cast<double>(present);
-      g.outage_points += gout[i];
+  if (cfg.keep_grid_points) g.points.resize(gn);
+  int32_t present = 0;
+  for (int64_t i = 0; i < gn; ++i) {
+    present += present_delta[i];
+    if (cfg.keep_grid_points) {
+      g.points[i].unix_seconds = gstart + i * step;
+      g.points[i].present = present;
+      g.points[i].reporting = reporting[i];
     }
+    if (cfg.outage_fraction <= 0) continue;
+    if (present < cfg.outage_min_hosts) {
+      ++g.few_hosts_points;
+      continue;
+    }
+    gout[i] = reporting[i] < cfg.outage_fraction * static_cast<double>(present);
+    g.outage_points += gout[i];
+    if (cfg.keep_grid_points) g.points[i].outage = gout[i] != 0;
   }
   g.grid_points = gn;
 
@@ -1135,6 +1142,7 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
   for (const HostGrid& hg : grids.hosts) r.busy[hg.index] = hg.busy;
   r.outage_points = grids.outage_points;
   r.outage_few_hosts_points = grids.few_hosts_points;
+  r.grid_point_hosts = std::move(grids.points);
   r.grid_points = grids.grid_points;
   r.days = CountDays(grids, config);
 

@@ -125,6 +125,9 @@ struct BacktestConfig {
   // so such a point is no outage and a gap there is the hosts' S5.
   double outage_fraction = 0.5;
   int outage_min_hosts = 10;
+  // Keep the hosts present and reporting at every grid point in
+  // BacktestResult::grid_point_hosts.
+  bool keep_grid_points = false;
   int min_test_windows = 3;
   // Busy host: at least one S1/S2 -> S3/S4/S5 transition per this many days.
   double busy_days_per_failure = 4.0;
@@ -223,6 +226,17 @@ struct BacktestResult {
   int64_t grid_points = 0;
   // Population failures by local day (DayCount), ascending.
   std::vector<DayCount> days;
+  // Every grid point of the trace (from the earliest host's first to the
+  // latest's last), for `sojourn-eval availability --outages`: the hosts
+  // present, those reporting (not S5), and whether the point is a global
+  // outage. Filled only with BacktestConfig::keep_grid_points.
+  struct GridPoint {
+    int64_t unix_seconds = 0;
+    int32_t present = 0;
+    int32_t reporting = 0;
+    bool outage = false;
+  };
+  std::vector<GridPoint> grid_point_hosts;
   // With smp_population_days: the fitted beta and the number of training
   // (day, days before) pairs it came from.
   double population_level_beta = 0;

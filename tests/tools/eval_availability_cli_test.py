@@ -288,6 +288,33 @@ def main():
                 if report_js == calm_js and extra and "overall_busy: Brier smp –" not in q.stdout:
                     fail("availability_tables.py --verdict without busy hosts: %r" % q.stdout[-300:])
 
+        # --outages: a row per grid point, the rule's figures (the demo's 8 hosts are fewer than
+        # the 10 the rule needs, so it is off everywhere; with --outage-min-hosts 1 the points
+        # where fewer than half report are outages, as the JSON counts them).
+        points_csv = os.path.join(tmp, "points.csv")
+        for min_hosts in ("10", "1"):
+            ojs = os.path.join(tmp, "outages.json")
+            q = subprocess.run([a.eval, "availability", "--trace", a.trace, "--methods", "bm",
+                                "--max-window-hours", "1", "--outage-min-hosts", min_hosts,
+                                "--outages", points_csv, "--json", ojs],
+                               capture_output=True, text=True, timeout=120)
+            if q.returncode != 0:
+                fail("--outages: exit %d, %r" % (q.returncode, q.stderr[-300:]))
+            orep = json.load(open(ojs))
+            pts = list(csv.DictReader(open(points_csv)))
+            flagged = [p for p in pts if p["outage"] == "1"]
+            want = [p for p in pts if int(p["hosts_present"]) >= int(min_hosts)
+                    and int(p["hosts_reporting"]) < 0.5 * int(p["hosts_present"])]
+            if len(pts) != orep["grid_points"] or len(flagged) != orep["outage_grid_points"] \
+                    or flagged != want or any(int(p["hosts_reporting"]) > int(p["hosts_present"])
+                                              for p in pts):
+                fail("--outages --outage-min-hosts %s: %d rows (%d grid points), %d flagged "
+                     "(%d in the JSON, %d by the rule)" % (min_hosts, len(pts), orep["grid_points"],
+                                                          len(flagged), orep["outage_grid_points"],
+                                                          len(want)))
+            if min_hosts == "1" and not flagged:
+                fail("--outages: the demo has no outage point with the rule on for any number")
+
         # The outage rule's figures (the demo's 8 hosts are fewer than the 10 it
         # needs, so it is off everywhere).
         if report["protocol"].get("outage_min_hosts") != 10 or \

@@ -55,13 +55,16 @@ options:
   --cells OUT              write every scored cell as CSV to OUT (host, day_type,
                            start_hour, window_hours, init_state, n_test,
                            n_survived, emp_tr, then one predicted-TR column per
-                           method), for analyses of your own. OUT, --json and
-                           --days are checked first, written at the end, and may
-                           name neither the --trace file nor each other
+                           method), for analyses of your own. OUT, --json,
+                           --days and --outages are checked first, written at the
+                           end, and may name neither the --trace file nor each other
   --days OUT               write the population's failures by local day as CSV
                            to OUT (date, day_type, hosts, train_hosts, up_steps,
                            failures, failures_per_up_hour); the report and the
                            JSON ("population_by_day") summarise their spread
+  --outages OUT            write every grid point as CSV to OUT (unix_seconds,
+                           local_time, hosts_present, hosts_reporting, outage):
+                           what the global-outage rule saw and dropped
   --step SECONDS           state grid step, a divisor of 3600 (default: the matrix
                            period; else 300, or for slower sampling the largest
                            divisor of 3600 not above the median sample period).
@@ -207,6 +210,19 @@ void WriteDaysCsv(const backtest::BacktestResult& r, int64_t step_seconds, std::
   }
 }
 
+// --outages: one row per grid point of the trace.
+void WriteOutagesCsv(const backtest::BacktestResult& r, int utc_offset_seconds,
+                     std::ostream& out) {
+  out << "unix_seconds,local_time,hosts_present,hosts_reporting,outage\n";
+  for (const backtest::BacktestResult::GridPoint& p : r.grid_point_hosts) {
+    out << p.unix_seconds << ","
+        << absl::FormatTime("%Y-%m-%d %H:%M",
+                            absl::FromUnixSeconds(p.unix_seconds + utc_offset_seconds),
+                            absl::UTCTimeZone())
+        << "," << p.present << "," << p.reporting << "," << (p.outage ? 1 : 0) << "\n";
+  }
+}
+
 [[noreturn]] void Die(const std::string& reason) { DieUsage("sojourn-eval availability", reason); }
 
 const std::vector<std::string> kOptions = {"trace",
@@ -214,6 +230,7 @@ const std::vector<std::string> kOptions = {"trace",
                                            "json",
                                            "cells",
                                            "days",
+                                           "outages",
                                            "step",
                                            "utc-offset",
                                            "start",
@@ -616,12 +633,15 @@ int RunAvailability(int argc, char** argv) {
   // Fail before the long run, not after it; and write nothing until the end,
   // so that a run that fails leaves an earlier --json or --cells intact.
   if (absl::Status st = CheckOutputsAreNotInputs(
-          {{"--json", args.Get("json")}, {"--cells", args.Get("cells")}, {"--days", args.Get("days")}},
+          {{"--json", args.Get("json")},
+           {"--cells", args.Get("cells")},
+           {"--days", args.Get("days")},
+           {"--outages", args.Get("outages")}},
           {{"--trace", args.Get("trace")}});
       !st.ok()) {
     Die(std::string(st.message()));
   }
-  for (const char* out : {"json", "cells", "days"}) {
+  for (const char* out : {"json", "cells", "days", "outages"}) {
     if (!args.Has(out)) continue;
     if (absl::Status st = CheckWritableFile(args.Get(out)); !st.ok()) {
       Die(absl::StrCat("--", out, ": ", st.message()));
@@ -658,6 +678,7 @@ int RunAvailability(int argc, char** argv) {
       static_cast<int>(std::lround(args.GetDouble("utc-offset", DefaultUtcOffsetHours(gwa, *traces)) * 3600));
   cfg.outage_fraction = args.GetDouble("outage-fraction", matrix ? 0.0 : 0.5);
   cfg.outage_min_hosts = outage_min_hosts;
+  cfg.keep_grid_points = args.Has("outages");
   cfg.classifier.revocation_gap_seconds =
       args.GetInt("revocation-gap", matrix ? std::max<int64_t>(1, cfg.step_seconds / 2)
                                            : grid.revocation_gap_seconds);
@@ -847,6 +868,14 @@ int RunAvailability(int argc, char** argv) {
     WriteCellsCsv(*result, cells_out);
     cells_out.close();
     if (!cells_out) Die(absl::StrCat("write error on ", args.Get("cells")));
+  }
+
+  if (args.Has("outages")) {
+    std::ofstream out(args.Get("outages"));
+    if (!out) Die(absl::StrCat("--outages: cannot write ", args.Get("outages")));
+    WriteOutagesCsv(*result, cfg.utc_offset_seconds, out);
+    out.close();
+    if (!out) Die(absl::StrCat("write error on ", args.Get("outages")));
   }
 
   if (args.Has("days")) {
