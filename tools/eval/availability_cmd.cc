@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -862,29 +863,20 @@ int RunAvailability(int argc, char** argv) {
     std::fprintf(stderr, "noise injection: %.1f s\n", Seconds(t2));
   }
 
-  if (args.Has("cells")) {
-    std::ofstream cells_out(args.Get("cells"));
-    if (!cells_out) Die(absl::StrCat("--cells: cannot write ", args.Get("cells")));
-    WriteCellsCsv(*result, cells_out);
-    cells_out.close();
-    if (!cells_out) Die(absl::StrCat("write error on ", args.Get("cells")));
-  }
-
-  if (args.Has("outages")) {
-    std::ofstream out(args.Get("outages"));
-    if (!out) Die(absl::StrCat("--outages: cannot write ", args.Get("outages")));
-    WriteOutagesCsv(*result, cfg.utc_offset_seconds, out);
+  // --cells, --outages, --days: each written whole, or the run fails naming it.
+  auto write_csv = [&](const char* flag, const std::function<void(std::ostream&)>& write) {
+    if (!args.Has(flag)) return;
+    const std::string path = args.Get(flag);
+    std::ofstream out(path);
+    if (!out) Die(absl::StrCat("--", flag, ": cannot write ", path));
+    write(out);
     out.close();
-    if (!out) Die(absl::StrCat("write error on ", args.Get("outages")));
-  }
-
-  if (args.Has("days")) {
-    std::ofstream days_out(args.Get("days"));
-    if (!days_out) Die(absl::StrCat("--days: cannot write ", args.Get("days")));
-    WriteDaysCsv(*result, cfg.step_seconds, days_out);
-    days_out.close();
-    if (!days_out) Die(absl::StrCat("write error on ", args.Get("days")));
-  }
+    if (!out) Die(absl::StrCat("write error on ", path));
+  };
+  write_csv("cells", [&](std::ostream& out) { WriteCellsCsv(*result, out); });
+  write_csv("outages",
+            [&](std::ostream& out) { WriteOutagesCsv(*result, cfg.utc_offset_seconds, out); });
+  write_csv("days", [&](std::ostream& out) { WriteDaysCsv(*result, cfg.step_seconds, out); });
 
   std::printf("\ntiming: read %.1f s, backtest %.1f s, total %.1f s\n", t_read, t_backtest,
               Seconds(t0));
