@@ -480,29 +480,39 @@ sojourn::v1::ClusterSnapshot BrokerService::Snapshot(const sojourn::v1::Scheduli
                        node_hosts);
 }
 
-void BrokerService::Forward(const sojourn::v1::JobEvent& event,
+void BrokerService::Forward(const JobQueue::OutboxAppend& outbox,
                             sojourn::v1::JobQueueResponse* response) {
+  const sojourn::v1::JobEvent& event = outbox.event;
   absl::StatusOr<sojourn::v1::RecordJobEventResponse> r;
-  {
-    absl::MutexLock l(&history_mu_);
-    // Events reach the history in the order they happened: behind the
-    // outbox while it holds any.
-    const int waiting = queue_->OutboxSize();
-    r = waiting > 0 ? absl::UnavailableError(absl::StrCat(
-                          "the job history has not yet taken ", waiting, " earlier event",
-                          waiting == 1 ? "" : "s"))
-                    : history_->Record(event);
-    if (!r.ok() && Transient(r.status())) {
-      if (absl::Status s = queue_->AppendOutbox(event); s.ok()) {
-        r = absl::Status(r.status().code(),
-                         absl::StrCat(r.status().message(), "; kept in the broker's outbox, sent "
-                                                            "again when the predictor answers"));
-      } else {
-        r = absl::Status(r.status().code(), absl::StrCat(r.status().message(), "; ", s.message()));
+  // Events reach the history in the order they happened: behind the outbox
+  // while it holds any earlier one.
+  const std::optional<std::pair<uint64_t, sojourn::v1::JobEvent>> front = queue_->OutboxFront();
+  if (outbox.sequence.ok() && front.has_value() && front->first == *outbox.sequence) {
+    r = history_->Record(event);
+    if (r.ok() || !Transient(r.status())) {
+      // Taken, or refused for good (the history's verdict): done with. Should
+      // the pop fail, the event is sent again, and the history refuses the
+      // repeat (ALREADY_EXISTS, FAILED_PRECONDITION or NOT_FOUND).
+      if (absl::Status s = queue_->PopOutbox(*outbox.sequence); !s.ok()) {
+        SOJOURN_LOG(ERROR, "job history outbox: %s", s.ToString());
       }
+    } else {
+      r = absl::Status(r.status().code(),
+                       absl::StrCat(r.status().message(), "; kept in the broker's outbox, sent "
+                                                          "again when the predictor answers"));
     }
-    response->set_history_pending(queue_->OutboxSize());
+  } else {
+    // Earlier events wait (or the outbox is full of them): the event waits
+    // behind them, when there was room for it.
+    const int waiting = queue_->OutboxSize() - (outbox.sequence.ok() ? 1 : 0);
+    r = absl::UnavailableError(absl::StrCat("the job history has not yet taken ", waiting,
+                                            " earlier event", waiting == 1 ? "" : "s", "; ",
+                                            outbox.sequence.ok()
+                                                ? "kept in the broker's outbox, sent again when "
+                                                  "the predictor answers"
+                                                : outbox.sequence.status().message()));
   }
+  response->set_history_pending(queue_->OutboxSize());
   response->set_recorded_in_history(r.ok());
   if (r.ok()) {
     response->set_history_records(r->history_records());
@@ -527,6 +537,27 @@ absl::Status NoQueue() {
   return absl::FailedPreconditionError("this broker serves no job queue");
 }
 
+// `jobs` as starting waiting job `job_id` on `hosts` at `start_unix` leaves
+// them (JobQueue::Start, JobQueue::List's order); unchanged when the job
+// does not wait (Start refuses it then).
+JobQueue::Listing AsStarted(JobQueue::Listing jobs, int64_t job_id, int64_t start_unix,
+                            const std::vector<std::string>& hosts) {
+  auto it = std::find_if(jobs.waiting.begin(), jobs.waiting.end(),
+                         [job_id](const auto& j) { return j.spec().job_id() == job_id; });
+  if (it == jobs.waiting.end()) return jobs;
+  sojourn::v1::QueuedJob job = std::move(*it);
+  jobs.waiting.erase(it);
+  job.set_start_unix_seconds(start_unix);
+  for (const std::string& h : hosts) job.add_hosts(h);
+  const auto by_start = [](const sojourn::v1::QueuedJob& a, const sojourn::v1::QueuedJob& b) {
+    return std::make_pair(a.start_unix_seconds(), a.spec().job_id()) <
+           std::make_pair(b.start_unix_seconds(), b.spec().job_id());
+  };
+  jobs.running.insert(std::upper_bound(jobs.running.begin(), jobs.running.end(), job, by_start),
+                      std::move(job));
+  return jobs;
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* BrokerService::SubmitJob(grpc::CallbackServerContext* context,
@@ -540,18 +571,20 @@ grpc::ServerUnaryReactor* BrokerService::SubmitJob(grpc::CallbackServerContext* 
     spec.set_submit_unix_seconds(submit);
     RETURN_IF_ERROR(CheckFreeDisk(queue_config_.data_dir, queue_config_.min_free_disk_mb,
                                   "--data_dir"));
-    ASSIGN_OR_RETURN(*response->mutable_job(), queue_->Submit(spec, NowUnix()));
+    absl::MutexLock history(&history_mu_);  // from the change on (Forward)
+    JobQueue::OutboxAppend outbox;
+    *outbox.event.mutable_submitted()->mutable_job() = spec;
+    std::vector<std::string> hosts;
+    // The queue and cluster at submit, without the job itself (not yet in
+    // the queue; the job RPCs change it one at a time).
+    *outbox.event.mutable_submitted()->mutable_snapshot() =
+        Snapshot(queue_config_.policy, spec.job_id(), &hosts);
+    ASSIGN_OR_RETURN(*response->mutable_job(), queue_->Submit(spec, NowUnix(), &outbox));
     {
       absl::MutexLock l(&expired_mu_);
       expired_.erase(spec.job_id());  // queued anew: its drop no longer explains a NOT_FOUND
     }
-    sojourn::v1::JobEvent event;
-    *event.mutable_submitted()->mutable_job() = spec;
-    std::vector<std::string> hosts;
-    // The queue and cluster at submit, without the job itself.
-    *event.mutable_submitted()->mutable_snapshot() =
-        Snapshot(queue_config_.policy, spec.job_id(), &hosts);
-    Forward(event, response);
+    Forward(outbox, response);
     return absl::OkStatus();
   });
 }
@@ -578,22 +611,26 @@ grpc::ServerUnaryReactor* BrokerService::StartJob(grpc::CallbackServerContext* c
     }
     RETURN_IF_ERROR(CheckFreeDisk(queue_config_.data_dir, queue_config_.min_free_disk_mb,
                                   "--data_dir"));
-    absl::StatusOr<sojourn::v1::QueuedJob> started = queue_->Start(id, start, hosts, NowUnix());
-    if (!started.ok()) return ExplainNotQueued(id, started.status(), /*finishing=*/false);
-    *response->mutable_job() = *std::move(started);
-    sojourn::v1::JobEvent event;
-    sojourn::v1::JobStarted* e = event.mutable_started();
+    absl::MutexLock history(&history_mu_);  // from the change on (Forward)
+    JobQueue::OutboxAppend outbox;
+    sojourn::v1::JobStarted* e = outbox.event.mutable_started();
     e->set_job_id(id);
     e->set_start_unix_seconds(start);
     // The snapshot holds the job as running, so its hosts are nodes; the
     // history leaves the job itself out of the load it records.
     std::vector<std::string> node_hosts;
-    *e->mutable_snapshot() = Snapshot(queue_config_.policy, 0, &node_hosts);
+    *e->mutable_snapshot() =
+        BuildSnapshot(NowUnix(), queue_config_.policy, registry_.List(),
+                      AsStarted(queue_->List(), id, start, hosts), 0, &node_hosts);
     for (const std::string& h : hosts) {
       const auto it = std::find(node_hosts.begin(), node_hosts.end(), h);
       e->add_nodes(static_cast<int32_t>(it - node_hosts.begin()));
     }
-    Forward(event, response);
+    absl::StatusOr<sojourn::v1::QueuedJob> started =
+        queue_->Start(id, start, hosts, NowUnix(), &outbox);
+    if (!started.ok()) return ExplainNotQueued(id, started.status(), /*finishing=*/false);
+    *response->mutable_job() = *std::move(started);
+    Forward(outbox, response);
     return absl::OkStatus();
   });
 }
@@ -608,7 +645,8 @@ grpc::ServerUnaryReactor* BrokerService::FinishJob(grpc::CallbackServerContext* 
     absl::StatusOr<sojourn::v1::QueuedJob> queued = queue_->Get(id);
     if (!queued.ok()) return ExplainNotQueued(id, queued.status(), !request->cancelled());
     const sojourn::v1::QueuedJob& job = *queued;
-    sojourn::v1::JobEvent event;
+    JobQueue::OutboxAppend outbox;
+    sojourn::v1::JobEvent& event = outbox.event;
     if (request->cancelled()) {
       event.mutable_cancelled()->set_job_id(id);
     } else {
@@ -640,10 +678,11 @@ grpc::ServerUnaryReactor* BrokerService::FinishJob(grpc::CallbackServerContext* 
     }
     RETURN_IF_ERROR(CheckFreeDisk(queue_config_.data_dir, queue_config_.min_free_disk_mb,
                                   "--data_dir"));
-    absl::StatusOr<sojourn::v1::QueuedJob> removed = queue_->Remove(id);
+    absl::MutexLock history(&history_mu_);  // from the change on (Forward)
+    absl::StatusOr<sojourn::v1::QueuedJob> removed = queue_->Remove(id, &outbox);
     if (!removed.ok()) return ExplainNotQueued(id, removed.status(), !request->cancelled());
     *response->mutable_job() = *std::move(removed);
-    Forward(event, response);
+    Forward(outbox, response);
     return absl::OkStatus();
   });
 }

@@ -159,8 +159,9 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   // they answer FAILED_PRECONDITION. Call before the server starts.
   void EnableJobQueue(JobQueue& queue, JobHistory& history, const JobQueueServiceConfig& config,
                       Metrics* metrics = nullptr);
-  // Sends the job queue's outbox (events the history could not take when
-  // they happened: the predictor was unreachable) to the history, oldest
+  // Sends the job queue's outbox (events the history has not taken: it
+  // could not when they happened, the predictor being unreachable, or the
+  // broker stopped before it answered) to the history, oldest
   // first, until it is empty or the history still cannot take one for a
   // reason that may pass (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED,
   // ABORTED); an event it refuses for good is dropped (logged, counted).
@@ -217,8 +218,16 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   absl::Status ExplainNotQueued(int64_t job_id, absl::Status s, bool finishing) const;
   // The gauges of CheckJobs at `now`; returns the overdue jobs.
   int SetJobAgeGauges(int64_t now);
-  // Forwards `event` and fills the history fields and queue sizes of `response`.
-  void Forward(const sojourn::v1::JobEvent& event, sojourn::v1::JobQueueResponse* response);
+  // Sends the event of the queue change just made (`outbox`, put in the
+  // outbox with the change) to the history when nothing is ahead of it in
+  // the outbox, pops it once the history took it or refused it for good (a
+  // failure that may pass leaves it for FlushJobHistory), and fills the
+  // history fields and queue sizes of `response`. Called with history_mu_
+  // held since before the change, so that the outbox's order is the order of
+  // the changes, and no other change's event is ahead of this one unless the
+  // history has not taken it.
+  void Forward(const JobQueue::OutboxAppend& outbox, sojourn::v1::JobQueueResponse* response)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(history_mu_);
   sojourn::v1::ClusterSnapshot Snapshot(const sojourn::v1::SchedulingPolicy& policy,
                                         int64_t exclude_job_id,
                                         std::vector<std::string>* node_hosts) const;
@@ -234,7 +243,8 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   Metrics* metrics_ = nullptr;
   Metrics* ranking_metrics_ = nullptr;
   // Held while an event goes to the history, so that events (new ones and
-  // the outbox's) reach it in the order they happened.
+  // the outbox's) reach it in the order they happened; the job RPCs hold it
+  // from their queue change on (Forward).
   absl::Mutex history_mu_;
   // Why CheckJobs dropped each of the last kRememberedExpiries jobs, and the
   // order of the drops (sequence, job id) for forgetting the oldest.

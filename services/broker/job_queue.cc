@@ -145,23 +145,6 @@ absl::StatusOr<std::unique_ptr<JobQueue>> JobQueue::Open(const std::string& path
   return queue;
 }
 
-absl::Status JobQueue::AppendOutbox(const sojourn::v1::JobEvent& event) {
-  absl::MutexLock l(&mu_);
-  if (static_cast<int64_t>(outbox_.size()) >= int64_t{10} * max_jobs_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the job history outbox is full (", outbox_.size(),
-        " events not yet taken by the predictor): the event is not kept"));
-  }
-  const uint64_t seq = next_outbox_;
-  if (db_ != nullptr) {
-    rocksdb::Status s = db_->Put(rocksdb::WriteOptions(), OutboxKey(seq), event.SerializeAsString());
-    if (!s.ok()) return FromRocks(s, "write outbox");
-  }
-  ++next_outbox_;
-  outbox_.emplace(seq, event);
-  return absl::OkStatus();
-}
-
 std::optional<std::pair<uint64_t, sojourn::v1::JobEvent>> JobQueue::OutboxFront() const {
   absl::MutexLock l(&mu_);
   if (outbox_.empty()) return std::nullopt;
@@ -183,22 +166,42 @@ int JobQueue::OutboxSize() const {
   return static_cast<int>(outbox_.size());
 }
 
-absl::Status JobQueue::Persist(int64_t job_id, const Entry* entry) {
-  if (db_ == nullptr) return absl::OkStatus();
-  rocksdb::Status s;
-  if (entry == nullptr) {
-    s = db_->Delete(rocksdb::WriteOptions(), JobKey(job_id));
-  } else {
-    std::string value;
-    AppendBigEndian(entry->sequence, &value);
-    entry->job.AppendToString(&value);
-    s = db_->Put(rocksdb::WriteOptions(), JobKey(job_id), value);
+absl::Status JobQueue::Persist(int64_t job_id, const Entry* entry, OutboxAppend* outbox) {
+  absl::Status full;
+  if (outbox != nullptr && static_cast<int64_t>(outbox_.size()) >= int64_t{10} * max_jobs_) {
+    full = absl::ResourceExhaustedError(absl::StrCat(
+        "the job history outbox is full (", outbox_.size(),
+        " events not yet taken by the predictor): the event is not kept"));
   }
-  return s.ok() ? absl::OkStatus() : FromRocks(s, "write");
+  const bool append = outbox != nullptr && full.ok();
+  if (db_ != nullptr) {
+    // One write: the change is never on disk without its event (a broker
+    // killed while sending it sends it after the restart).
+    rocksdb::WriteBatch batch;
+    rocksdb::Status s;
+    if (entry == nullptr) {
+      s = batch.Delete(JobKey(job_id));
+    } else {
+      std::string value;
+      AppendBigEndian(entry->sequence, &value);
+      entry->job.AppendToString(&value);
+      s = batch.Put(JobKey(job_id), value);
+    }
+    if (s.ok() && append) s = batch.Put(OutboxKey(next_outbox_), outbox->event.SerializeAsString());
+    if (s.ok()) s = db_->Write(rocksdb::WriteOptions(), &batch);
+    if (!s.ok()) return FromRocks(s, "write");
+  }
+  if (append) {
+    outbox->sequence = next_outbox_;
+    outbox_.emplace(next_outbox_++, outbox->event);
+  } else if (outbox != nullptr) {
+    outbox->sequence = std::move(full);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Submit(const sojourn::v1::JobSpec& spec,
-                                                        int64_t now_unix) {
+                                                        int64_t now_unix, OutboxAppend* outbox) {
   const int64_t id = spec.job_id();
   RETURN_IF_ERROR(CheckRecordedJobId(id));
   if (spec.submit_unix_seconds() <= 0) {
@@ -224,7 +227,7 @@ absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Submit(const sojourn::v1::JobSp
   e.sequence = next_sequence_;
   *e.job.mutable_spec() = spec;
   e.job.set_reported_unix_seconds(now_unix);
-  if (absl::Status s = Persist(id, &e); !s.ok()) return s;
+  if (absl::Status s = Persist(id, &e, outbox); !s.ok()) return s;
   ++next_sequence_;
   sojourn::v1::QueuedJob out = e.job;
   jobs_.emplace(id, std::move(e));
@@ -233,7 +236,7 @@ absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Submit(const sojourn::v1::JobSp
 
 absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Start(int64_t job_id, int64_t start_unix,
                                                        const std::vector<std::string>& hosts,
-                                                       int64_t now_unix) {
+                                                       int64_t now_unix, OutboxAppend* outbox) {
   absl::MutexLock l(&mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) {
@@ -265,16 +268,16 @@ absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Start(int64_t job_id, int64_t s
   updated.job.set_start_unix_seconds(start_unix);
   updated.job.set_reported_unix_seconds(now_unix);
   for (const std::string& h : hosts) updated.job.add_hosts(h);
-  if (absl::Status s = Persist(job_id, &updated); !s.ok()) return s;
+  if (absl::Status s = Persist(job_id, &updated, outbox); !s.ok()) return s;
   it->second = std::move(updated);
   return it->second.job;
 }
 
-absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Remove(int64_t job_id) {
+absl::StatusOr<sojourn::v1::QueuedJob> JobQueue::Remove(int64_t job_id, OutboxAppend* outbox) {
   absl::MutexLock l(&mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, " is not queued"));
-  if (absl::Status s = Persist(job_id, nullptr); !s.ok()) return s;
+  if (absl::Status s = Persist(job_id, nullptr, outbox); !s.ok()) return s;
   sojourn::v1::QueuedJob out = std::move(it->second.job);
   jobs_.erase(it);
   return out;

@@ -80,22 +80,39 @@ class JobQueue {
   // The database, for online backups (common/db_backup.h); null in memory.
   rocksdb::DB* db() const { return db_.get(); }
 
+  // The job event of a queue change (Submit, Start, Remove), put in the
+  // outbox in the same write as the change: a broker killed after the change,
+  // while the event is on its way to the history, still has the event after
+  // a restart, and sends it then. The caller sends it at once when nothing
+  // is ahead of it in the outbox, and pops it when the history has answered
+  // (BrokerService::Forward).
+  struct OutboxAppend {
+    sojourn::v1::JobEvent event;
+    // Set by the change: the event's outbox sequence, or RESOURCE_EXHAUSTED
+    // when the outbox was full (see below): the change is made all the same,
+    // without the event.
+    absl::StatusOr<uint64_t> sequence = absl::UnknownError("no queue change made");
+  };
+
   // Queues `spec` (submit time already resolved, > 0), reported at
   // `now_unix` by the broker's clock. INVALID_ARGUMENT for
   // job_id <= 0, procs outside [1, kMaxJobHosts], or a spec the predictor
   // would refuse (CheckJobSpec: e.g. a requested time above a year, cpu_ratio
   // outside [0, 1]); ALREADY_EXISTS for a job id in the queue;
   // RESOURCE_EXHAUSTED when max_jobs are queued. Nothing changes on error.
-  absl::StatusOr<sojourn::v1::QueuedJob> Submit(const sojourn::v1::JobSpec& spec, int64_t now_unix);
+  // With `outbox`, its event goes into the outbox in the same write.
+  absl::StatusOr<sojourn::v1::QueuedJob> Submit(const sojourn::v1::JobSpec& spec, int64_t now_unix,
+                                                OutboxAppend* outbox = nullptr);
   // Marks a waiting job running on `hosts` from `start_unix` (> 0, not
   // before its submit), reported at `now_unix` by the broker's clock. NOT_FOUND for a job not
   // queued, FAILED_PRECONDITION for one already running, INVALID_ARGUMENT for hosts that are empty,
-  // repeated, or not exactly procs of them.
+  // repeated, or not exactly procs of them. `outbox` as for Submit.
   absl::StatusOr<sojourn::v1::QueuedJob> Start(int64_t job_id, int64_t start_unix,
                                                const std::vector<std::string>& hosts,
-                                               int64_t now_unix);
-  // Removes a job (NOT_FOUND when not queued) and returns it.
-  absl::StatusOr<sojourn::v1::QueuedJob> Remove(int64_t job_id);
+                                               int64_t now_unix, OutboxAppend* outbox = nullptr);
+  // Removes a job (NOT_FOUND when not queued) and returns it. `outbox` as
+  // for Submit.
+  absl::StatusOr<sojourn::v1::QueuedJob> Remove(int64_t job_id, OutboxAppend* outbox = nullptr);
   // Removes every job that has expired at `now_unix` under `expiry`
   // (ExpiresAt(job) <= now_unix) and appends a JobCancelled of each to the
   // outbox, in one write (beyond the outbox's limit if need be: each was a
@@ -121,12 +138,13 @@ class JobQueue {
   Counts Count() const;
   bool persistent() const { return db_ != nullptr; }
 
-  // The outbox: job events the job history could not take yet (the
-  // predictor was unreachable), oldest first, kept in the same database so a
-  // restarted broker still sends them (BrokerService::FlushJobHistory). At
-  // most 10 x max_jobs events: AppendOutbox refuses more
-  // (RESOURCE_EXHAUSTED), and nothing changes on error.
-  absl::Status AppendOutbox(const sojourn::v1::JobEvent& event);
+  // The outbox: job events the job history has not taken yet, oldest first,
+  // kept in the same database so a restarted broker still sends them
+  // (BrokerService::FlushJobHistory): each queue change's event until the
+  // history answered it, and those it could not take (the predictor was
+  // unreachable). At most 10 x max_jobs events: beyond them a queue change
+  // keeps no event (OutboxAppend::sequence is RESOURCE_EXHAUSTED), except the
+  // cancels of RemoveExpired.
   // The oldest event and its sequence number; nullopt when the outbox is empty.
   std::optional<std::pair<uint64_t, sojourn::v1::JobEvent>> OutboxFront() const;
   // Removes the event of `sequence` (sent, or refused for good).
@@ -139,7 +157,11 @@ class JobQueue {
     sojourn::v1::QueuedJob job;
   };
   JobQueue(std::unique_ptr<rocksdb::DB> db, int max_jobs);
-  absl::Status Persist(int64_t job_id, const Entry* entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the job's record (`entry`; null = deleted) and, with `outbox`
+  // and room in the outbox, its event, in one write; then adds the event to
+  // the outbox in memory and sets its sequence. Nothing changes on error.
+  absl::Status Persist(int64_t job_id, const Entry* entry, OutboxAppend* outbox)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::unique_ptr<rocksdb::DB> db_;
   const int max_jobs_;

@@ -18,6 +18,8 @@
 #include "common/server.h"
 #include "gtest/gtest.h"
 #include "models/turnaround/hist_db_rocksdb.h"
+#include "rocksdb/db.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "models/turnaround/job.h"
 #include "services/broker/broker_service.h"
 #include "services/broker/job_queue.h"
@@ -68,11 +70,12 @@ class BrokerJobsTest : public ::testing::Test {
     if (predictor_) predictor_->Shutdown(absl::Seconds(1));
   }
 
-  // A broker whose queue is in dir_/queue and whose history is the predictor
-  // at `predictor_address`.
+  // A broker whose queue is in dir_/`queue_dir` and whose history is the
+  // predictor at `predictor_address`, or `history` when not null.
   void StartBroker(const std::string& predictor_address,
-                   const broker::JobQueueServiceConfig& config = {}) {
-    auto q = broker::JobQueue::Open(dir_.File("queue"));
+                   const broker::JobQueueServiceConfig& config = {},
+                   broker::JobHistory* history = nullptr, const std::string& queue_dir = "queue") {
+    auto q = broker::JobQueue::Open(dir_.File(queue_dir));
     ASSERT_THAT(q.status(), IsOk());
     queue_ = std::move(*q);
     tr_source_ = std::make_unique<broker::GrpcTrSource>(predictor_address);
@@ -81,7 +84,8 @@ class BrokerJobsTest : public ::testing::Test {
     ranker_ = std::make_unique<broker::Ranker>(*tr_source_, nullptr, clock_, broker::RankerConfig{});
     service_ = std::make_unique<broker::BrokerService>(registry_, *ranker_, broker_pool_);
     broker_metrics_ = std::make_unique<Metrics>("broker");
-    service_->EnableJobQueue(*queue_, *history_, config, broker_metrics_.get());
+    service_->EnableJobQueue(*queue_, history != nullptr ? *history : *history_, config,
+                             broker_metrics_.get());
     auto b = GrpcServer::Start({}, {service_.get()}, *broker_metrics_);
     ASSERT_THAT(b.status(), IsOk());
     broker_ = std::move(*b);
@@ -730,6 +734,146 @@ TEST_F(BrokerJobsTest, EventsThePredictorMissedAreSentAgainInOrder) {
   EXPECT_EQ(resp.history_pending(), 0);
 }
 
+// A JobHistory in front of another that, at its first Record once armed,
+// copies the broker's queue database as it is on disk (a RocksDB
+// checkpoint): what a broker killed while it sends that event leaves behind.
+// Killed before the history got the event, the send fails; killed after, the
+// history took it and the copy is made before the broker hears so. The
+// broker that opens the copy is the one restarted after the kill.
+class KilledWhileSending final : public broker::JobHistory {
+ public:
+  KilledWhileSending(broker::JobHistory& history, std::string copy_dir, bool history_took_it)
+      : history_(history), copy_dir_(std::move(copy_dir)), history_took_it_(history_took_it) {}
+  void Arm(rocksdb::DB* queue_db) { db_ = queue_db; }
+  bool copied() const { return copied_; }
+
+  absl::StatusOr<v1::RecordJobEventResponse> Record(const v1::JobEvent& event) override {
+    if (db_ == nullptr) return history_.Record(event);
+    if (!history_took_it_) {
+      Copy();
+      return absl::UnavailableError("the broker was killed before the history got the event");
+    }
+    absl::StatusOr<v1::RecordJobEventResponse> r = history_.Record(event);
+    EXPECT_THAT(r.status(), IsOk());
+    Copy();
+    return r;
+  }
+  absl::StatusOr<v1::EstimateTurnaroundResponse> Estimate(
+      const v1::EstimateTurnaroundRequest& request) override {
+    return history_.Estimate(request);
+  }
+
+ private:
+  void Copy() {
+    rocksdb::Checkpoint* raw = nullptr;
+    ASSERT_TRUE(rocksdb::Checkpoint::Create(db_, &raw).ok());
+    std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+    const rocksdb::Status s = checkpoint->CreateCheckpoint(copy_dir_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    db_ = nullptr;
+    copied_ = true;
+  }
+  broker::JobHistory& history_;
+  const std::string copy_dir_;
+  const bool history_took_it_;
+  rocksdb::DB* db_ = nullptr;
+  bool copied_ = false;
+};
+
+// A broker killed while it sends a job event to the history (a hung
+// predictor, then an OOM kill or a power cut) still has the event after its
+// restart: the queue change and the event are one write, and the event
+// leaves the outbox only once the history answered. The restarted broker
+// sends it, and the history has the finish once: when the kill came after
+// the history took it, the repeat is refused (the job is no longer
+// pending) and dropped. (The queue had already lost the job and the outbox
+// was empty: the finished run was gone for good, audit s43 finding 1.)
+TEST_F(BrokerJobsTest, FinishIsSentAfterABrokerKilledWhileSendingIt) {
+  ASSERT_TRUE(Register("a", 0.0).ok());
+  broker::GrpcJobHistory predictor_history(predictor_->address(), absl::Seconds(5),
+                                           absl::Seconds(30));
+  for (const bool history_took_it : {false, true}) {
+    SCOPED_TRACE(history_took_it ? "killed after the history took the finish"
+                                 : "killed before the history got the finish");
+    const int64_t id = history_took_it ? 2 : 1;
+    const std::string copy = history_took_it ? "killed-after" : "killed-before";
+    KilledWhileSending killed(predictor_history, dir_.File(copy), history_took_it);
+    StopBroker();
+    StartBroker(predictor_->address(), {}, &killed, absl::StrCat("queue-", copy));
+    v1::JobQueueResponse resp;
+    ASSERT_TRUE(Submit(Job(id, 1), &resp).ok());
+    ASSERT_TRUE(resp.recorded_in_history()) << resp.history_error();
+    ASSERT_TRUE(Start(id, {"a"}, &resp).ok());
+    ASSERT_TRUE(resp.recorded_in_history()) << resp.history_error();
+    EXPECT_EQ(queue_->OutboxSize(), 0);  // each popped once the history took it
+    clock_.Advance(absl::Seconds(1000));
+    const int64_t records = histdb_->size();
+    killed.Arm(queue_->db());
+    ASSERT_TRUE(Finish(id, 900, false, &resp).ok());
+    ASSERT_TRUE(killed.copied());
+    EXPECT_EQ(histdb_->size(), records + (history_took_it ? 1 : 0));
+
+    StopBroker();
+    StartBroker(predictor_->address(), {}, nullptr, copy);  // the broker restarted after the kill
+    const v1::ListJobsResponse listed = List();
+    EXPECT_EQ(listed.waiting_size() + listed.running_size(), 0);
+    ASSERT_EQ(queue_->OutboxSize(), 1);
+    const auto front = queue_->OutboxFront();
+    ASSERT_TRUE(front.has_value());
+    EXPECT_EQ(front->second.finished().job_id(), id);
+    EXPECT_EQ(front->second.finished().finish_unix_seconds(), absl::ToUnixSeconds(clock_.Now()));
+    EXPECT_EQ(service_->FlushJobHistory(), history_took_it ? 0 : 1);
+    EXPECT_EQ(queue_->OutboxSize(), 0);
+    EXPECT_EQ(histdb_->size(), records + 1);  // the run, once
+    EXPECT_TRUE(absl::IsNotFound(histdb_->GetPending(id).status()));
+    EXPECT_TRUE(HasLine(*broker_metrics_,
+                        absl::StrCat("sojourn_broker_job_events_replayed_total{service=\"broker\","
+                                     "outcome=\"",
+                                     history_took_it ? "dropped" : "recorded", "\"} 1")));
+    // Sent: the next restart has nothing to send again.
+    StopBroker();
+    StartBroker(predictor_->address(), {}, nullptr, copy);
+    EXPECT_EQ(queue_->OutboxSize(), 0);
+    EXPECT_EQ(service_->FlushJobHistory(), 0);
+    EXPECT_EQ(histdb_->size(), records + 1);
+  }
+}
+
+// The same for a submit: the restarted broker queues the job and the history
+// gets its submit before the start that follows, so the job's later events
+// are recorded (they were refused as "not pending" for good).
+TEST_F(BrokerJobsTest, SubmitIsSentAfterABrokerKilledWhileSendingIt) {
+  ASSERT_TRUE(Register("a", 0.0).ok());
+  broker::GrpcJobHistory predictor_history(predictor_->address(), absl::Seconds(5),
+                                           absl::Seconds(30));
+  KilledWhileSending killed(predictor_history, dir_.File("killed"), /*history_took_it=*/false);
+  StopBroker();
+  StartBroker(predictor_->address(), {}, &killed);
+  killed.Arm(queue_->db());
+  v1::JobQueueResponse resp;
+  ASSERT_TRUE(Submit(Job(3, 1), &resp).ok());
+  ASSERT_TRUE(killed.copied());
+  EXPECT_TRUE(absl::IsNotFound(histdb_->GetPending(3).status()));
+
+  StopBroker();
+  StartBroker(predictor_->address(), {}, nullptr, "killed");
+  ASSERT_EQ(List().waiting_size(), 1);
+  ASSERT_EQ(queue_->OutboxSize(), 1);
+  EXPECT_EQ(queue_->OutboxFront()->second.submitted().job().job_id(), 3);
+  // A start before the outbox is sent waits behind the submit.
+  clock_.Advance(absl::Seconds(60));
+  ASSERT_TRUE(Start(3, {"a"}, &resp).ok());
+  EXPECT_FALSE(resp.recorded_in_history());
+  EXPECT_EQ(resp.history_pending(), 2);
+  EXPECT_EQ(service_->FlushJobHistory(), 2);
+  absl::StatusOr<turnaround::JobRecord> pending = histdb_->GetPending(3);
+  ASSERT_THAT(pending.status(), IsOk());
+  EXPECT_EQ(pending->start_time, kStart + 60);
+  clock_.Advance(absl::Seconds(600));
+  ASSERT_TRUE(Finish(3, -1, false, &resp).ok());
+  EXPECT_TRUE(resp.recorded_in_history()) << resp.history_error();
+}
+
 // A JobHistory that answers each Record with the next status of a script
 // (then OK), and remembers the events it took.
 class ScriptedHistory final : public broker::JobHistory {
@@ -862,6 +1006,57 @@ TEST(JobQueueOpenTest, FullQueueRefusesSubmits) {
 // The snapshot: nodes are the live hosts and the hosts running jobs (sorted
 // by name), the running jobs point at their hosts, waiting jobs keep queue
 // order, and the excluded job is left out.
+// A queue change and its event are one write: reopened after the change
+// (a broker killed before the history answered), the queue has both; the
+// event leaves the outbox only when popped. A full outbox (10 x max_jobs)
+// keeps no more events, and the change is made all the same.
+TEST(JobQueueOutboxTest, QueueChangeAndItsEventAreOneWrite) {
+  TempDir dir;
+  const std::string path = dir.File("queue");
+  auto q = broker::JobQueue::Open(path, 1);
+  ASSERT_THAT(q.status(), IsOk());
+  broker::JobQueue::OutboxAppend submitted;
+  submitted.event.mutable_submitted()->mutable_job()->set_job_id(1);
+  ASSERT_THAT((*q)->Submit(Job(1, 1, kStart), kStart, &submitted).status(), IsOk());
+  ASSERT_THAT(submitted.sequence.status(), IsOk());
+  broker::JobQueue::OutboxAppend cancelled;
+  cancelled.event.mutable_cancelled()->set_job_id(1);
+  ASSERT_THAT((*q)->Remove(1, &cancelled).status(), IsOk());
+  ASSERT_THAT(cancelled.sequence.status(), IsOk());
+  EXPECT_GT(*cancelled.sequence, *submitted.sequence);
+  q->reset();
+  q = broker::JobQueue::Open(path, 1);
+  ASSERT_THAT(q.status(), IsOk());
+  EXPECT_EQ((*q)->Count().waiting, 0);
+  ASSERT_EQ((*q)->OutboxSize(), 2);
+  EXPECT_EQ((*q)->OutboxFront()->first, *submitted.sequence);
+  EXPECT_TRUE((*q)->OutboxFront()->second.has_submitted());
+  ASSERT_THAT((*q)->PopOutbox(*submitted.sequence), IsOk());
+  EXPECT_TRUE((*q)->OutboxFront()->second.has_cancelled());
+  q->reset();
+  q = broker::JobQueue::Open(path, 1);
+  ASSERT_THAT(q.status(), IsOk());
+  ASSERT_EQ((*q)->OutboxSize(), 1);
+  EXPECT_EQ((*q)->OutboxFront()->first, *cancelled.sequence);
+
+  // Up to 10 events for a queue of one job; the 11th change keeps none.
+  for (int64_t id = 2; (*q)->OutboxSize() < 10; ++id) {
+    broker::JobQueue::OutboxAppend e;
+    ASSERT_THAT((*q)->Submit(Job(id, 1, kStart), kStart, &e).status(), IsOk());
+    ASSERT_THAT(e.sequence.status(), IsOk());
+    ASSERT_THAT((*q)->Remove(id, &e).status(), IsOk());
+  }
+  broker::JobQueue::OutboxAppend full;
+  ASSERT_THAT((*q)->Submit(Job(99, 1, kStart), kStart, &full).status(), IsOk());
+  EXPECT_EQ(full.sequence.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(full.sequence.status().message().find("outbox is full"), std::string::npos);
+  q->reset();
+  q = broker::JobQueue::Open(path, 1);
+  ASSERT_THAT(q.status(), IsOk());
+  EXPECT_EQ((*q)->Count().waiting, 1);
+  EXPECT_EQ((*q)->OutboxSize(), 10);
+}
+
 TEST(BuildSnapshotTest, NodesJobsAndExclusion) {
   std::vector<v1::RegisteredHost> hosts(3);
   hosts[0].set_host("z");
