@@ -107,7 +107,8 @@ BrokerService::BrokerService(HostRegistry& registry, TrSource& tr_source, Thread
     : registry_(registry),
       own_ranker_(std::make_unique<Ranker>(tr_source, nullptr, Clock::Real(), RankerConfig{})),
       ranker_(*own_ranker_),
-      pool_(pool) {}
+      pool_(pool),
+      started_(ranker_.clock().Now()) {}
 
 grpc::ServerUnaryReactor* BrokerService::RegisterHost(
     grpc::CallbackServerContext* context, const sojourn::v1::RegisterHostRequest* request,
@@ -162,6 +163,13 @@ grpc::ServerUnaryReactor* BrokerService::GetHost(grpc::CallbackServerContext* co
   if (absl::Status s = ValidateLookupName(request->host()); !s.ok()) return FinishNow(context, s);
   auto h = registry_.Get(request->host());
   if (h.ok()) *response = std::move(*h);
+  if (const std::optional<int64_t> up = SecondsSinceRestart();
+      absl::IsNotFound(h.status()) && up.has_value()) {
+    // Still NOT_FOUND (a lookup: nothing is lost by it), but saying why it may pass.
+    return FinishNow(context, absl::NotFoundError(absl::StrCat(
+                                  h.status().message(), " (the broker restarted ", *up,
+                                  " s ago: hosts re-register with their next heartbeat)")));
+  }
   return FinishNow(context, h.status());
 }
 
@@ -414,6 +422,26 @@ int BrokerService::SetJobAgeGauges(int64_t now) {
   return overdue;
 }
 
+std::optional<int64_t> BrokerService::SecondsSinceRestart() const {
+  const absl::Duration up = ranker_.clock().Now() - started_;
+  if (up >= registry_.ttl()) return std::nullopt;
+  return std::max<int64_t>(0, absl::ToInt64Seconds(up));
+}
+
+absl::Status BrokerService::NotRegistered(int64_t job_id, const std::string& host) const {
+  // UNAVAILABLE, not INVALID_ARGUMENT, while the registry may still be
+  // filling up: a client told not to retry would lose the start, and the
+  // job would wait for good.
+  if (const std::optional<int64_t> up = SecondsSinceRestart(); up.has_value()) {
+    return absl::UnavailableError(absl::StrCat(
+        "job ", job_id, ": host '", host, "' is not registered with this broker yet: the broker "
+        "restarted ", *up, " s ago and hosts re-register with their next heartbeat (within ",
+        absl::ToInt64Seconds(registry_.ttl()), " s, --heartbeat_ttl_seconds); retry"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("job ", job_id, ": host '", host, "' is not registered with this broker"));
+}
+
 absl::Status BrokerService::ExplainNotQueued(int64_t job_id, absl::Status s, bool finishing) const {
   if (!absl::IsNotFound(s)) return s;
   absl::MutexLock l(&expired_mu_);
@@ -604,10 +632,7 @@ grpc::ServerUnaryReactor* BrokerService::StartJob(grpc::CallbackServerContext* c
       if (absl::Status s = ValidateLookupName(h); !s.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("job ", id, ": ", s.message()));
       }
-      if (!registry_.Get(h).ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("job ", id, ": host '", h, "' is not registered with this broker"));
-      }
+      if (!registry_.Get(h).ok()) return NotRegistered(id, h);
     }
     RETURN_IF_ERROR(CheckFreeDisk(queue_config_.data_dir, queue_config_.min_free_disk_mb,
                                   "--data_dir"));

@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -121,7 +122,7 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
  public:
   // All references must outlive the service.
   BrokerService(HostRegistry& registry, Ranker& ranker, ThreadPool& pool)
-      : registry_(registry), ranker_(ranker), pool_(pool) {}
+      : registry_(registry), ranker_(ranker), pool_(pool), started_(ranker.clock().Now()) {}
   // A ranker of default configuration without load forecasts, on `tr_source`.
   BrokerService(HostRegistry& registry, TrSource& tr_source, ThreadPool& pool);
   // --tls_bind_hosts: RegisterHost and Heartbeat take a host only from a
@@ -228,6 +229,14 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   // history has not taken it.
   void Forward(const JobQueue::OutboxAppend& outbox, sojourn::v1::JobQueueResponse* response)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(history_mu_);
+  // How long ago the service started, while that is less than the host
+  // registry's heartbeat TTL: the registry is in memory, and a host known
+  // before a restart is missing from it until its next heartbeat.
+  std::optional<int64_t> SecondsSinceRestart() const;
+  // StartJob's answer for a host `host` not in the registry: UNAVAILABLE
+  // within SecondsSinceRestart (retry: the host may re-register), else
+  // INVALID_ARGUMENT.
+  absl::Status NotRegistered(int64_t job_id, const std::string& host) const;
   sojourn::v1::ClusterSnapshot Snapshot(const sojourn::v1::SchedulingPolicy& policy,
                                         int64_t exclude_job_id,
                                         std::vector<std::string>* node_hosts) const;
@@ -237,6 +246,9 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   std::unique_ptr<Ranker> own_ranker_;
   Ranker& ranker_;
   ThreadPool& pool_;
+  // When the service was made, by the ranker's clock: the registry is empty
+  // then.
+  const absl::Time started_;
   JobQueue* queue_ = nullptr;
   JobHistory* history_ = nullptr;
   JobQueueServiceConfig queue_config_;

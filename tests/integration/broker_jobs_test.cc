@@ -325,7 +325,9 @@ TEST_F(BrokerJobsTest, BadEventsAreRefusedAndLeaveTheQueueAlone) {
   s = Start(1, {"a", "a"}, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
   s = Start(1, {"a", "nowhere"}, &resp);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  // UNAVAILABLE (retry) so soon after the broker's start; INVALID_ARGUMENT
+  // after its heartbeat TTL (UnknownHostsAreRetriedWhileHostsReregister).
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
   EXPECT_NE(s.error_message().find("'nowhere' is not registered"), std::string::npos);
   s = Finish(1, -1, false, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
@@ -872,6 +874,56 @@ TEST_F(BrokerJobsTest, SubmitIsSentAfterABrokerKilledWhileSendingIt) {
   clock_.Advance(absl::Seconds(600));
   ASSERT_TRUE(Finish(3, -1, false, &resp).ok());
   EXPECT_TRUE(resp.recorded_in_history()) << resp.history_error();
+}
+
+// The host registry is in memory: after a restart a host is missing from it
+// until its state manager's next heartbeat. Within the heartbeat TTL of the
+// broker's start, a StartJob naming such a host is UNAVAILABLE, which
+// clients retry, saying why (INVALID_ARGUMENT lost the start, and the job
+// waited for good); the retry after the host registered starts the job.
+// After the TTL an unknown host is the caller's mistake: INVALID_ARGUMENT.
+TEST_F(BrokerJobsTest, UnknownHostsAreRetriedWhileHostsReregister) {
+  const int64_t ttl = absl::ToInt64Seconds(registry_.ttl());
+  v1::JobQueueResponse resp;
+  ASSERT_TRUE(Submit(Job(1, 1), &resp).ok());
+  clock_.Advance(absl::Seconds(30));
+  grpc::Status s = Start(1, {"a"}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_EQ(s.error_message(),
+            absl::StrCat("job 1: host 'a' is not registered with this broker yet: the broker "
+                         "restarted 30 s ago and hosts re-register with their next heartbeat "
+                         "(within ", ttl, " s, --heartbeat_ttl_seconds); retry"));
+  EXPECT_EQ(List().waiting_size(), 1);
+  {
+    grpc::ClientContext ctx;
+    v1::GetHostRequest req;
+    req.set_host("a");
+    v1::RegisteredHost host;
+    s = stub_->GetHost(&ctx, req, &host);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+    EXPECT_NE(s.error_message().find("the broker restarted 30 s ago"), std::string::npos)
+        << s.error_message();
+  }
+  ASSERT_TRUE(Register("a", 0.0).ok());  // its heartbeat
+  ASSERT_TRUE(Start(1, {"a"}, &resp).ok());
+  EXPECT_TRUE(resp.recorded_in_history()) << resp.history_error();
+
+  ASSERT_TRUE(Submit(Job(2, 1), &resp).ok());
+  clock_.Advance(absl::Seconds(ttl - 31));  // the TTL's last second
+  s = Start(2, {"b"}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  clock_.Advance(absl::Seconds(1));
+  s = Start(2, {"b"}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_EQ(s.error_message(), "job 2: host 'b' is not registered with this broker");
+  // A broker restarted now (the registry kept here stands for the hosts'
+  // heartbeats) has the window again, from its own start.
+  StopBroker();
+  StartBroker(predictor_->address());
+  s = Start(2, {"b"}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_NE(s.error_message().find("restarted 0 s ago"), std::string::npos) << s.error_message();
+  EXPECT_EQ(List().waiting_size(), 1);
 }
 
 // A JobHistory that answers each Record with the next status of a script
