@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -51,29 +52,29 @@ void FailureExposure::Merge(const FailureExposure& other) {
 }
 
 FailureExposure CountFailureExposure(const StateSeries& series, int64_t end_unix,
-                                     int utc_offset_seconds,
+                                     const LocalClock& clock,
                                      const std::function<bool(size_t t)>& exclude) {
-  return CountFailureExposure(series, series.start_unix, end_unix, utc_offset_seconds, exclude);
+  return CountFailureExposure(series, series.start_unix, end_unix, clock, exclude);
 }
 
 namespace {
 
 // Local day number of a unix time.
-int64_t LocalDay(int64_t unix_seconds, int utc_offset_seconds) {
-  return (LocalMidnight(unix_seconds, utc_offset_seconds) + utc_offset_seconds) / 86400;
+int64_t LocalDay(int64_t unix_seconds, const LocalClock& clock) {
+  return LocalDayNumber(unix_seconds, clock);
 }
 
 // Calls fn(local day, weekend 0/1, local hour, up steps, failures) for the
 // steps t -> t + 1 with t_from <= t < t_to, local hour by local hour (the
 // clock arithmetic once per hour, not per grid point).
 template <typename Fn>
-void ForEachHour(const StateSeries& series, int64_t t_from, int64_t t_to, int utc_offset_seconds,
+void ForEachHour(const StateSeries& series, int64_t t_from, int64_t t_to, const LocalClock& clock,
                  const std::function<bool(size_t t)>& exclude, Fn fn) {
   const auto& st = series.states;
-  LocalHourCursor hours(series.start_unix, series.step_seconds, utc_offset_seconds);
+  LocalHourCursor hours(series.start_unix, series.step_seconds, clock);
   for (int64_t t = t_from; t < t_to;) {
     hours.Seek(t);
-    const int64_t day = (hours.midnight() + utc_offset_seconds) / 86400;
+    const int64_t day = LocalDayNumber(hours.midnight(), clock);
     const int64_t block_end = std::min(t_to, hours.end());
     int64_t up = 0, failures = 0;
     for (; t < block_end; ++t) {
@@ -88,15 +89,15 @@ void ForEachHour(const StateSeries& series, int64_t t_from, int64_t t_to, int ut
 
 // The first local day of the second half of the days first_day .. the one
 // of span_end - 1.
-int64_t MiddleDay(int64_t first_day, int64_t span_end_unix, int utc_offset_seconds) {
-  const int64_t last_day = LocalDay(span_end_unix - 1, utc_offset_seconds);
+int64_t MiddleDay(int64_t first_day, int64_t span_end_unix, const LocalClock& clock) {
+  const int64_t last_day = LocalDay(span_end_unix - 1, clock);
   return first_day + (last_day - first_day + 1) / 2;
 }
 
 }  // namespace
 
 FailureExposure CountFailureExposure(const StateSeries& series, int64_t begin_unix,
-                                     int64_t end_unix, int utc_offset_seconds,
+                                     int64_t end_unix, const LocalClock& clock,
                                      const std::function<bool(size_t t)>& exclude) {
   FailureExposure out;
   const int64_t step = series.step_seconds;
@@ -105,15 +106,15 @@ FailureExposure CountFailureExposure(const StateSeries& series, int64_t begin_un
   const int64_t t_begin =
       begin_unix <= series.start_unix ? 0 : (begin_unix - series.start_unix + step - 1) / step;
   // Halves: the local days before and after the middle of the span.
-  const int64_t first_day = LocalDay(series.start_unix + t_begin * step, utc_offset_seconds);
+  const int64_t first_day = LocalDay(series.start_unix + t_begin * step, clock);
   const int64_t span_end = std::min<int64_t>(
       end_unix, series.start_unix + static_cast<int64_t>(series.states.size()) * step);
-  const int64_t mid_day = MiddleDay(first_day, span_end, utc_offset_seconds);
+  const int64_t mid_day = MiddleDay(first_day, span_end, clock);
   // Steps t -> t + 1 for t < t_end.
   const int64_t n = static_cast<int64_t>(series.states.size());
   if (n < 2 || end_unix < series.start_unix + step) return out;
   const int64_t t_end = std::min<int64_t>(n - 1, (end_unix - series.start_unix - step) / step + 1);
-  ForEachHour(series, t_begin, t_end, utc_offset_seconds, exclude,
+  ForEachHour(series, t_begin, t_end, clock, exclude,
               [&](int64_t day, int d, int h, int64_t up, int64_t failures) {
                 const int k = day < mid_day ? 0 : 1;
                 out.up_steps[k][d][h] += static_cast<double>(up);
@@ -122,29 +123,29 @@ FailureExposure CountFailureExposure(const StateSeries& series, int64_t begin_un
   return out;
 }
 
-FailureExposureCounter::FailureExposureCounter(int utc_offset_seconds)
-    : offset_(utc_offset_seconds) {}
+FailureExposureCounter::FailureExposureCounter(LocalClock clock)
+    : clock_(std::move(clock)) {}
 
 FailureExposure FailureExposureCounter::Count(const StateSeries& series, int64_t end_unix) {
   const int64_t n = static_cast<int64_t>(series.states.size());
   const int64_t step = series.step_seconds;
   // A history that ends before the last grid point: counted anew.
   if (step <= 0 || n < 2 || end_unix < series.start_unix + (n - 1) * step) {
-    return CountFailureExposure(series, end_unix, offset_);
+    return CountFailureExposure(series, end_unix, clock_);
   }
   if (series.start_unix != start_ || step != step_) {
     // Another series (a grid trimmed at its start, or rebuilt): start over.
     start_ = series.start_unix;
     step_ = step;
-    first_day_ = LocalDay(start_, offset_);
+    first_day_ = LocalDay(start_, clock_);
     counted_ = 0;
     days_.clear();
   }
   // Every point but the last is final (state.h GridBuilder): the steps
   // into the points before it are counted for good.
   const int64_t final_steps = n - 2;
-  if (final_steps < counted_) return CountFailureExposure(series, end_unix, offset_);
-  ForEachHour(series, counted_, final_steps, offset_, nullptr,
+  if (final_steps < counted_) return CountFailureExposure(series, end_unix, clock_);
+  ForEachHour(series, counted_, final_steps, clock_, nullptr,
               [&](int64_t day, int d, int h, int64_t up, int64_t failures) {
                 if (up == 0) return;  // then no failure either
                 if (days_.empty() || days_.back().day != day) {
@@ -158,7 +159,7 @@ FailureExposure FailureExposureCounter::Count(const StateSeries& series, int64_t
   counted_ = final_steps;
   FailureExposure out;
   const int64_t span_end = std::min<int64_t>(end_unix, start_ + n * step);
-  const int64_t mid_day = MiddleDay(first_day_, span_end, offset_);
+  const int64_t mid_day = MiddleDay(first_day_, span_end, clock_);
   for (const Day& day : days_) {
     const int k = day.day < mid_day ? 0 : 1;
     for (int h = 0; h < 24; ++h) {
@@ -167,7 +168,7 @@ FailureExposure FailureExposureCounter::Count(const StateSeries& series, int64_t
     }
   }
   // The last step reads the last point.
-  ForEachHour(series, final_steps, n - 1, offset_, nullptr,
+  ForEachHour(series, final_steps, n - 1, clock_, nullptr,
               [&](int64_t day, int d, int h, int64_t up, int64_t failures) {
                 const int k = day < mid_day ? 0 : 1;
                 out.up_steps[k][d][h] += static_cast<double>(up);

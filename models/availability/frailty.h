@@ -64,6 +64,7 @@
 
 #include "models/availability/sojourn_stats.h"
 #include "models/availability/state.h"
+#include "models/availability/window.h"
 
 namespace sojourn::availability {
 
@@ -87,17 +88,17 @@ struct FailureExposure {
 // at or before `end_unix` (the training history). `exclude(t)`, if set, drops
 // the step t -> t + 1 (e.g. one touching a global monitoring outage).
 FailureExposure CountFailureExposure(const StateSeries& series, int64_t end_unix,
-                                     int utc_offset_seconds,
+                                     const LocalClock& clock,
                                      const std::function<bool(size_t t)>& exclude = nullptr);
 // The same over the steps t -> t + 1 whose grid point t is at or after
 // `begin_unix` as well (the halves then split the local days from the one of
 // the first counted grid point): the exposure added between two moments, as
 // a history grows (sojourn-eval's online host frailty).
 FailureExposure CountFailureExposure(const StateSeries& series, int64_t begin_unix,
-                                     int64_t end_unix, int utc_offset_seconds,
+                                     int64_t end_unix, const LocalClock& clock,
                                      const std::function<bool(size_t t)>& exclude = nullptr);
 
-// CountFailureExposure(series, end_unix, utc_offset_seconds) of a growing
+// CountFailureExposure(series, end_unix, clock) of a growing
 // grid, for a history that ends at or after its last point (the state
 // manager's default request, which counting anew walked the whole grid for).
 // The steps into every point but the last (which are final, state.h
@@ -111,8 +112,8 @@ FailureExposure CountFailureExposure(const StateSeries& series, int64_t begin_un
 // 200 bytes per local day with up steps. Not thread-safe.
 class FailureExposureCounter {
  public:
-  explicit FailureExposureCounter(int utc_offset_seconds);
-  int utc_offset_seconds() const { return offset_; }
+  explicit FailureExposureCounter(LocalClock clock);
+  const LocalClock& clock() const { return clock_; }
   FailureExposure Count(const StateSeries& series, int64_t end_unix);
 
  private:
@@ -122,7 +123,7 @@ class FailureExposureCounter {
     std::array<int32_t, 24> up_steps{};
     std::array<int32_t, 24> failures{};
   };
-  int offset_;
+  LocalClock clock_;
   // The series counted (its first point and step and local day), and its
   // steps t -> t + 1 for t < counted_, by local day: the days with up steps,
   // in order (a grid that spans decades of silence keeps none for them).

@@ -157,7 +157,7 @@ BandExposure Standardise(const std::vector<Stratum>& strata) {
 }  // namespace
 
 BandExposure CountBandExposure(const StateSeries& series, int64_t end_unix,
-                               int utc_offset_seconds, int64_t cap_steps,
+                               const LocalClock& clock, int64_t cap_steps,
                                int64_t recent_seconds, int64_t long_seconds,
                                const std::function<bool(size_t t)>& exclude) {
   const int64_t n = static_cast<int64_t>(series.states.size());
@@ -172,7 +172,7 @@ BandExposure CountBandExposure(const StateSeries& series, int64_t end_unix,
   int64_t recent_steps = 0, long_steps = 0;
   AgeSteps(step, recent_seconds, long_seconds, &recent_steps, &long_steps);
   std::vector<Stratum> strata(kStrata);
-  LocalHourCursor hours(series.start_unix, step, utc_offset_seconds);
+  LocalHourCursor hours(series.start_unix, step, clock);
   RunCursor run;
   // Starts t = 0 .. last_ok - cap_steps, each followed to at most last_ok.
   AddStarts(series, 0, last_ok - cap_steps + 1, last_ok + 1, cap_steps, recent_steps, long_steps,
@@ -180,16 +180,16 @@ BandExposure CountBandExposure(const StateSeries& series, int64_t end_unix,
   return Standardise(strata);
 }
 
-BandExposureCounter::BandExposureCounter(int utc_offset_seconds, int64_t cap_steps,
+BandExposureCounter::BandExposureCounter(const LocalClock& clock, int64_t cap_steps,
                                          int64_t recent_seconds, int64_t long_seconds)
-    : offset_(utc_offset_seconds),
+    : clock_(clock),
       cap_steps_(cap_steps),
       recent_seconds_(recent_seconds),
       long_seconds_(long_seconds) {}
 
-bool BandExposureCounter::Counts(int utc_offset_seconds, int64_t cap_steps,
+bool BandExposureCounter::Counts(const LocalClock& clock, int64_t cap_steps,
                                  int64_t recent_seconds, int64_t long_seconds) const {
-  return offset_ == utc_offset_seconds && cap_steps_ == cap_steps &&
+  return clock_ == clock && cap_steps_ == cap_steps &&
          recent_seconds_ == recent_seconds && long_seconds_ == long_seconds;
 }
 
@@ -197,7 +197,7 @@ BandExposure BandExposureCounter::Count(const StateSeries& series, int64_t end_u
   const int64_t n = static_cast<int64_t>(series.states.size());
   const int64_t step = series.step_seconds;
   auto anew = [&] {
-    return CountBandExposure(series, end_unix, offset_, cap_steps_, recent_seconds_,
+    return CountBandExposure(series, end_unix, clock_, cap_steps_, recent_seconds_,
                              long_seconds_);
   };
   // A history that ends before the last grid point: counted anew.
@@ -225,7 +225,7 @@ BandExposure BandExposureCounter::Count(const StateSeries& series, int64_t end_u
   }
   int64_t recent_steps = 0, long_steps = 0;
   AgeSteps(step, recent_seconds_, long_seconds_, &recent_steps, &long_steps);
-  LocalHourCursor hours(series.start_unix, step, offset_);
+  LocalHourCursor hours(series.start_unix, step, clock_);
   AddStarts(series, next_, final_starts, final_end, cap_steps_, recent_steps, long_steps, hours,
             nullptr, &run_, strata_.data());
   next_ = final_starts;

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "models/availability/state.h"
+#include "models/availability/window.h"
 
 namespace sojourn::availability {
 
@@ -71,12 +72,12 @@ struct BandExposure {
 // series gives an empty table) over the first sojourns that start at grid
 // points t with t + cap_steps at or before `end_unix` (the training
 // history), followed for at most cap_steps steps (the window length).
-// Strata use the local hour at utc_offset_seconds and the age classes of
+// Strata use the local hour of `clock` and the age classes of
 // recent_seconds / long_seconds (AgeClassOf; a run reaching the series start
 // is its own class; recent_seconds = 0: no age strata). `exclude(t)`, if set,
 // drops the start t (e.g. a window from t touching a monitoring outage).
 BandExposure CountBandExposure(const StateSeries& series, int64_t end_unix,
-                               int utc_offset_seconds, int64_t cap_steps,
+                               const LocalClock& clock, int64_t cap_steps,
                                int64_t recent_seconds, int64_t long_seconds,
                                const std::function<bool(size_t t)>& exclude = nullptr);
 
@@ -105,15 +106,15 @@ struct RunCursor {
 // built again from its samples needs a new counter). Not thread-safe.
 class BandExposureCounter {
  public:
-  BandExposureCounter(int utc_offset_seconds, int64_t cap_steps, int64_t recent_seconds,
+  BandExposureCounter(const LocalClock& clock, int64_t cap_steps, int64_t recent_seconds,
                       int64_t long_seconds);
   // Whether this counter counts with these arguments.
-  bool Counts(int utc_offset_seconds, int64_t cap_steps, int64_t recent_seconds,
+  bool Counts(const LocalClock& clock, int64_t cap_steps, int64_t recent_seconds,
               int64_t long_seconds) const;
   BandExposure Count(const StateSeries& series, int64_t end_unix);
 
  private:
-  int offset_;
+  LocalClock clock_;
   int64_t cap_steps_, recent_seconds_, long_seconds_;
   // The series counted (its first point and step), the starts before next_
   // counted in strata_, and the run of the last of them.

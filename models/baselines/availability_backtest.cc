@@ -372,7 +372,7 @@ availability::WindowSpec SpecOf(int dt, int hour, const BacktestConfig& cfg, int
   spec.start_second_of_day = int64_t{hour} * 3600;
   spec.length_seconds = int64_t{hours > 0 ? hours : cfg.max_window_hours} * 3600;
   spec.history_days = cfg.history_days;
-  spec.utc_offset_seconds = cfg.utc_offset_seconds;
+  spec.clock = cfg.utc_offset_seconds;
   return spec;
 }
 

@@ -231,7 +231,7 @@ std::shared_ptr<const TrCurve> Experiment::Tr(size_t host, int64_t t, HostState 
   spec.start_second_of_day = hour * 3600;
   spec.length_seconds = cfg_.horizon_seconds;
   spec.history_days = cfg_.history_days;
-  spec.utc_offset_seconds = cfg_.utc_offset_seconds;
+  spec.clock = cfg_.utc_offset_seconds;
   // Training windows end by the start of the decision's hour: only the past.
   availability::SojournStats stats =
       availability::CollectStats(hosts_[host].series, spec, window_start, opt);

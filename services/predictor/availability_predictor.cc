@@ -160,7 +160,7 @@ std::optional<AvailabilityPredictor::Population> AvailabilityPredictor::BuildPop
   }
   auto pooled = std::make_shared<availability::SojournStats>(
       builder.Build(config_.estimator.level_corrected_borrowing));
-  if (pooled->num_windows == 0) return std::nullopt;
+  if (pooled->num_windows == 0) return Population{};
   if (frailty != nullptr) frailty->Build();
   return Population{pooled, frailty, band};
 }
@@ -205,17 +205,16 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
 
   const int64_t start = request.start_unix_seconds() > 0 ? request.start_unix_seconds()
                                                          : absl::ToUnixSeconds(clock_.Now());
-  const availability::DayType day_type =
-      availability::DayTypeOf(start, config_.utc_offset_seconds);
+  const availability::DayType day_type = availability::DayTypeOf(start, config_.clock);
   sojourn::v1::GetWindowStatsRequest stats_req;
   stats_req.set_host(request.host());
   stats_req.set_day_type(ToProto(day_type));
-  stats_req.set_start_second_of_day(start -
-                                    availability::LocalMidnight(start, config_.utc_offset_seconds));
+  stats_req.set_start_second_of_day(availability::LocalSecondOfDay(start, config_.clock));
   stats_req.set_length_seconds(request.window_seconds());
   stats_req.set_history_days(request.history_days() > 0 ? request.history_days()
                                                         : config_.history_days);
-  stats_req.set_utc_offset_seconds(config_.utc_offset_seconds);
+  stats_req.set_utc_offset_seconds(config_.clock.fixed_offset_seconds());
+  stats_req.set_time_zone(config_.clock.zone_name());
   stats_req.set_end_unix_seconds(request.start_unix_seconds() > 0 ? start : 0);
   stats_req.set_paper_literal(!config_.estimator.censoring_aware);
   stats_req.set_exact_age(config_.estimator.censoring_aware &&

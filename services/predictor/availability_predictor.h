@@ -19,6 +19,7 @@
 #include "models/availability/load_band.h"
 #include "models/availability/kernel.h"
 #include "models/availability/sojourn_stats.h"
+#include "models/availability/window.h"
 #include "services/predictor/statemgr_directory.h"
 #include "sojourn/v1/broker.grpc.pb.h"
 #include "sojourn/v1/predictor.pb.h"
@@ -27,8 +28,8 @@
 namespace sojourn::predictor {
 
 struct AvailabilityPredictorConfig {
-  // Local time zone of the hosts, as an offset from UTC (seconds).
-  int utc_offset_seconds = 0;
+  // The hosts' local clock: a fixed offset from UTC or a time zone.
+  availability::LocalClock clock;
   // Most recent N days of the window's day type (0 = all).
   int history_days = 0;
   // Fewer windows than this mark an answer as low_history.
@@ -81,8 +82,11 @@ class AvailabilityPredictor {
     std::shared_ptr<const availability::BandExposure> band;
   };
   Population PopulationPrior(const sojourn::v1::GetWindowStatsRequest& host_request);
-  // Asks every host's state manager (all at once); nullopt when
-  // there is no broker, no host or no window.
+  // Asks every host's state manager (all at once); nullopt when there is
+  // no broker or no host (not kept: hosts register within a heartbeat), an
+  // empty Population (kept, as a pooled one is) when no host has a window
+  // of this length at this clock time yet (a young deployment: every
+  // prediction asked every host again, hosts^2 calls a ranking).
   std::optional<Population> BuildPopulation(const sojourn::v1::GetWindowStatsRequest& request);
   static constexpr int64_t kPriorStartQuantumSeconds = 60;
   // A state manager's answer for the prior takes milliseconds (the

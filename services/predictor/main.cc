@@ -37,7 +37,13 @@ ABSL_FLAG(std::string, broker, "127.0.0.1:7401",
           "broker address, used to find a host's state manager when a request does not name it "
           "(empty = requests must carry statemgr_address)");
 ABSL_FLAG(int, utc_offset_seconds, 0,
-          "local time of the hosts minus UTC, seconds (day types and clock windows use it)");
+          "local time of the hosts minus UTC, seconds, all year (day types and same-clock windows "
+          "use it; it does not follow daylight saving time: use --time_zone for that)");
+ABSL_FLAG(std::string, time_zone, "",
+          "the hosts' time zone, a tz database name such as Europe/Amsterdam or America/New_York "
+          "(--utc_offset_seconds is then not used): day types and same-clock windows follow the "
+          "lab's wall clock through changes of daylight saving time; every state manager needs "
+          "the tzdata package (empty = --utc_offset_seconds)");
 // Ten years: more history than any host keeps; beyond it a typo.
 constexpr int kMaxHistoryDays = 3650;
 ABSL_FLAG(int, history_days, 0,
@@ -63,6 +69,21 @@ ABSL_FLAG(int, population_prior_minutes, 10,
           "(helps hosts with little history); the pooled model of a window (its start taken to "
           "the minute) is kept N minutes and built once for all requests that need it; 0 = off");
 
+namespace {
+
+// --time_zone, or else --utc_offset_seconds.
+absl::StatusOr<sojourn::availability::LocalClock> ClockFromFlags(const std::string& zone,
+                                                                int utc_offset_seconds) {
+  if (zone.empty()) return sojourn::availability::LocalClock(utc_offset_seconds);
+  auto clock = sojourn::availability::LocalClock::Zone(zone);
+  if (!clock.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--time_zone: ", clock.status().message()));
+  }
+  return clock;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   sojourn::ParseFlags(
       argc, argv,
@@ -74,7 +95,10 @@ int main(int argc, char** argv) {
   sojourn::RaiseOpenFileLimitOrWarn();
 
   sojourn::predictor::AvailabilityPredictorConfig config;
-  config.utc_offset_seconds = absl::GetFlag(FLAGS_utc_offset_seconds);
+  const int utc_offset_seconds = absl::GetFlag(FLAGS_utc_offset_seconds);
+  const absl::StatusOr<sojourn::availability::LocalClock> local_clock =
+      ClockFromFlags(absl::GetFlag(FLAGS_time_zone), utc_offset_seconds);
+  if (local_clock.ok()) config.clock = *local_clock;
   config.history_days = absl::GetFlag(FLAGS_history_days);
   config.min_history_windows = absl::GetFlag(FLAGS_min_history_windows);
   if (absl::GetFlag(FLAGS_paper_estimator)) {
@@ -95,8 +119,9 @@ int main(int argc, char** argv) {
   if (!sojourn::FlagsOk({
           sojourn::IntFlagInRange("--history_days", config.history_days, 0, kMaxHistoryDays,
                                   "(0 = all)"),
-          sojourn::IntFlagInRange("--utc_offset_seconds", config.utc_offset_seconds, -14 * 3600,
+          sojourn::IntFlagInRange("--utc_offset_seconds", utc_offset_seconds, -14 * 3600,
                                   14 * 3600, "(+-14 h)"),
+          local_clock.status(),
           sojourn::IntFlagInRange("--threads", absl::GetFlag(FLAGS_threads), 1,
                                   sojourn::kMaxServiceThreads),
           sojourn::IntFlagInRange("--population_prior_minutes",
@@ -175,8 +200,9 @@ int main(int argc, char** argv) {
   }
   // After the start: a refused start prints one line.
   sojourn::ExportBuildInfo(metrics);
-  SOJOURN_LOG(INFO, "predictor serving on %s (%s), broker %s", (*server)->listen_address(),
-              (*server)->metrics_description(), absl::GetFlag(FLAGS_broker));
+  SOJOURN_LOG(INFO, "predictor serving on %s (%s), broker %s, local clock %s",
+              (*server)->listen_address(), (*server)->metrics_description(),
+              absl::GetFlag(FLAGS_broker), config.clock.ToString());
   // Scores the windows that have passed, every minute.
   absl::Mutex scoring_mu;
   bool stopping = false;

@@ -200,27 +200,25 @@ constexpr size_t kCountersKept = 8;
 class HostBook::GridCounts {
  public:
   availability::FailureExposure Failure(const StateSeries& series, int64_t end_unix,
-                                        int utc_offset_seconds) {
+                                        const availability::LocalClock& clock) {
     absl::MutexLock l(&mu_);
     return Find(
                failure_,
-               [&](const availability::FailureExposureCounter& c) {
-                 return c.utc_offset_seconds() == utc_offset_seconds;
-               },
-               utc_offset_seconds)
+               [&](const availability::FailureExposureCounter& c) { return c.clock() == clock; },
+               clock)
         .Count(series, end_unix);
   }
 
   availability::BandExposure Band(const StateSeries& series, int64_t end_unix,
-                                  int utc_offset_seconds, int64_t cap_steps,
+                                  const availability::LocalClock& clock, int64_t cap_steps,
                                   int64_t recent_seconds, int64_t long_seconds) {
     absl::MutexLock l(&mu_);
     return Find(
                band_,
                [&](const availability::BandExposureCounter& c) {
-                 return c.Counts(utc_offset_seconds, cap_steps, recent_seconds, long_seconds);
+                 return c.Counts(clock, cap_steps, recent_seconds, long_seconds);
                },
-               utc_offset_seconds, cap_steps, recent_seconds, long_seconds)
+               clock, cap_steps, recent_seconds, long_seconds)
         .Count(series, end_unix);
   }
 
@@ -899,8 +897,8 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
   if (opt.host_frailty) {
     out.failure_exposure =
         counts != nullptr
-            ? counts->Failure(*series, end, spec.utc_offset_seconds)
-            : availability::CountFailureExposure(*series, end, spec.utc_offset_seconds);
+            ? counts->Failure(*series, end, spec.clock)
+            : availability::CountFailureExposure(*series, end, spec.clock);
   }
   const int steps = availability::WindowSteps(*series, spec);
   if (deployed_estimates) {
@@ -930,9 +928,9 @@ absl::StatusOr<WindowStatsResult> HostBook::WindowStats(
   if (opt.load_band_first_sojourn) {
     out.band_exposure =
         counts != nullptr
-            ? counts->Band(*series, end, spec.utc_offset_seconds, steps,
+            ? counts->Band(*series, end, spec.clock, steps,
                              opt.recent_age_seconds, opt.long_age_seconds)
-            : availability::CountBandExposure(*series, end, spec.utc_offset_seconds, steps,
+            : availability::CountBandExposure(*series, end, spec.clock, steps,
                                               opt.recent_age_seconds, opt.long_age_seconds);
   }
   const std::vector<size_t> starts = availability::HistoryWindowStarts(*series, spec, end);

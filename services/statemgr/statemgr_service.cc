@@ -493,7 +493,13 @@ grpc::ServerUnaryReactor* StateManagerService::GetWindowStats(
   spec.start_second_of_day = request->start_second_of_day();
   spec.length_seconds = request->length_seconds();
   spec.history_days = request->history_days();
-  spec.utc_offset_seconds = request->utc_offset_seconds();
+  if (request->time_zone().empty()) {
+    spec.clock = request->utc_offset_seconds();
+  } else {
+    auto zone = availability::LocalClock::Zone(request->time_zone());
+    if (!zone.ok()) return FinishNow(context, zone.status());
+    spec.clock = *std::move(zone);
+  }
   availability::EstimatorOptions opt = request->paper_literal()
                                            ? availability::PaperEstimatorOptions()
                                            : availability::EstimatorOptions();

@@ -36,6 +36,7 @@ namespace sojourn {
 namespace {
 
 using sojourn::testing::IsOk;
+using ::testing::HasSubstr;
 using sojourn::testing::TempDir;
 
 constexpr int64_t kMonday = 1700438400;  // 2023-11-20 00:00 UTC
@@ -358,6 +359,39 @@ int WindowStatsCalls(Metrics& m) {
   const std::string key = "code=\"0\",grpc_service=\"sojourn.v1.StateManager\",method=\"GetWindowStats\"} ";
   const size_t at = text.find(key);
   return at == std::string::npos ? 0 : std::atoi(text.c_str() + at + key.size());
+}
+
+// A young deployment, where no host has a window of the length asked yet:
+// the empty prior is kept as a pooled one is, so each prediction of the
+// minute asks its own host only. It was built again for every prediction,
+// hosts^2 calls a ranking (3.76 million at 10,000 hosts, past every
+// deadline, in the session 43 scale audit).
+TEST_F(ClusterTest, AnEmptyPopulationPriorIsKeptToo) {
+  for (int i = 0; i < 6; ++i) Push(absl::StrCat("young", i), 2, 0.3);
+  statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
+  statemgr::Registrar registrar(rc, *book_, clock_);
+  clock_.Set(absl::FromUnixSeconds(kMonday + 2 * 86400 - 300));
+  ASSERT_EQ(registrar.RegisterAll(), 6);
+  auto predict = [&](const std::string& host) {
+    grpc::ClientContext ctx;
+    v1::PredictAvailabilityRequest p;
+    p.set_host(host);
+    p.set_window_seconds(3 * 86400);  // longer than any host's history
+    v1::PredictAvailabilityResponse resp;
+    EXPECT_TRUE(predictor_stub_->PredictAvailability(&ctx, p, &resp).ok());
+    return resp;
+  };
+  const int before = WindowStatsCalls(sm_metrics_);
+  const v1::PredictAvailabilityResponse first = predict("young0");
+  EXPECT_EQ(first.past_up_windows(), 0);
+  EXPECT_EQ(WindowStatsCalls(sm_metrics_) - before, 1 + 6);  // its own, and the prior's
+  EXPECT_EQ(predictor_->cached_priors(), 1u);
+  for (int i = 1; i < 6; ++i) {
+    const int at = WindowStatsCalls(sm_metrics_);
+    const v1::PredictAvailabilityResponse r = predict(absl::StrCat("young", i));
+    EXPECT_EQ(WindowStatsCalls(sm_metrics_) - at, 1) << i;
+    EXPECT_EQ(r.tr_ratio(), first.tr_ratio()) << i;  // the same hosts, the same answer
+  }
 }
 
 // One ranking builds the population prior once: the broker asks for every
@@ -1356,6 +1390,84 @@ TEST_F(ClusterTest, PredictAvailabilityMatchesTheLibraryPipeline) {
   EXPECT_GT(std::fabs(matches_library(predictor::AvailabilityPredictorConfig(), saturday) -
                       matches_library(unlevelled, saturday)),
             1e-9);
+}
+
+// A lab in New York, busy 18:00-20:00 on its wall clock every weekday,
+// before and after daylight saving time starts (Sun 2024-03-10). Asked on
+// Wed Mar 13 for 16:30-18:30, a predictor with the lab's time zone finds
+// that window failing on every weekday; one with the winter offset cuts the
+// summer days' windows an hour early (15:30 on the wall clock), where they
+// survive, and its answer is an hour off until the winter history is gone
+// (the session 43 time audit measured TR 0.82 where the host always failed).
+TEST_F(ClusterTest, TimeZoneKeepsTheWallClockAcrossDaylightSavingTime) {
+  auto ny = availability::LocalClock::Zone("America/New_York");
+  ASSERT_THAT(ny.status(), IsOk());
+  const int64_t from = 1708923600;  // Mon 2024-02-26 00:00 EST
+  const int64_t wed = 1710361800;   // Wed 2024-03-13 16:30 EDT (20:30 UTC)
+  clock_.Set(absl::FromUnixSeconds(wed));
+  {
+    grpc::ClientContext ctx;
+    v1::PushSamplesResponse resp;
+    auto writer = sm_stub_->PushSamples(&ctx, &resp);
+    v1::PushSamplesRequest req;
+    req.set_host("ny");
+    req.set_period_seconds(300);
+    req.mutable_attributes()->set_cpu_cores(4);
+    req.mutable_attributes()->set_total_mem_mb(8192);
+    for (int64_t t = from; t < wed; t += 300) {
+      if (req.samples_size() == 288) {  // a day a message
+        ASSERT_TRUE(writer->Write(req));
+        req.clear_samples();
+      }
+      const int64_t clock = availability::LocalSecondOfDay(t, *ny);
+      const bool busy = availability::DayTypeOf(t, *ny) == availability::DayType::kWeekday &&
+                        clock >= 18 * 3600 && clock < 20 * 3600;
+      HostSample s;
+      s.unix_seconds = t;
+      s.cpu_load = busy ? 0.95 : 0.05;
+      s.free_mem_mb = 4000;
+      *req.add_samples() = ToProto(s);
+    }
+    ASSERT_TRUE(writer->Write(req));
+    writer->WritesDone();
+    ASSERT_TRUE(writer->Finish().ok());
+  }
+  statemgr::RegistrarConfig rc{broker_server_->address(), sm_server_->address()};
+  statemgr::Registrar registrar(rc, *book_, clock_);
+  ASSERT_EQ(registrar.RegisterAll(), 1);
+  auto ask = [&](const availability::LocalClock& local) {
+    predictor::AvailabilityPredictorConfig pc;
+    pc.clock = local;
+    predictor::AvailabilityPredictor p(pc, *directory_, clock_);
+    v1::PredictAvailabilityRequest r;
+    r.set_host("ny");
+    r.set_window_seconds(2 * 3600);
+    r.set_start_unix_seconds(wed);
+    auto got = p.Predict(r);
+    EXPECT_THAT(got.status(), IsOk());
+    return got.ok() ? *got : v1::PredictAvailabilityResponse();
+  };
+  // Feb 26 .. Mar 12: 12 weekdays, each busy from 18:00 local.
+  const v1::PredictAvailabilityResponse zoned = ask(*ny);
+  EXPECT_EQ(zoned.past_up_windows(), 12);
+  EXPECT_EQ(zoned.past_up_windows_survived(), 0);
+  EXPECT_LT(zoned.tr_ratio(), 0.3);
+  // The winter offset: the 10 winter weekdays' windows at 15:30 EST-clock
+  // survive, the 2 summer ones fail.
+  const v1::PredictAvailabilityResponse fixed = ask(-5 * 3600);
+  EXPECT_EQ(fixed.past_up_windows(), 12);
+  EXPECT_EQ(fixed.past_up_windows_survived(), 10);
+  EXPECT_GT(fixed.tr_ratio(), 0.5);
+  // A zone the state manager does not know: INVALID_ARGUMENT from it.
+  grpc::ClientContext ctx;
+  v1::GetWindowStatsRequest bad;
+  bad.set_host("ny");
+  bad.set_length_seconds(3600);
+  bad.set_time_zone("Mars/Olympus_Mons");
+  v1::GetWindowStatsResponse bad_resp;
+  const grpc::Status st = sm_stub_->GetWindowStats(&ctx, bad, &bad_resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("unknown time zone 'Mars/Olympus_Mons'"));
 }
 
 // Load-band conditioning of the first sojourn (load_band.h): the statemgr

@@ -116,6 +116,10 @@ refused predictor "^E .*--utc_offset_seconds must be in \[-50400, 50400\].*got 9
 refused predictor "^E .*--history_days must be in \[0, 3650\].*got 99999999$" \
   --history_days=99999999
 refused predictor "^E .*--history_days must be in \[0, 3650\].*got -1$" --history_days=-1
+refused predictor "^E .*--time_zone: unknown time zone 'Mars/Olympus_Mons'" \
+  --time_zone=Mars/Olympus_Mons
+refused predictor "^E .*--time_zone: unknown time zone '\.\./\.\./etc/passwd'" \
+  --time_zone=../../etc/passwd
 refused predictor "--histdb_path: '$tmp/file' exists and is not a directory" \
   --histdb_path="$tmp/file"
 refused predictor "--histdb_path: '$tmp/missing/db' cannot be created: its parent directory" \

@@ -239,7 +239,7 @@ TEST(ScheduleExperimentTest, ProactiveTrIsThePredictorServicePipeline) {
     spec.day_type = availability::DayTypeOf(start, cfg.utc_offset_seconds);
     spec.start_second_of_day = start - midnight;
     spec.length_seconds = cfg.horizon_seconds;
-    spec.utc_offset_seconds = cfg.utc_offset_seconds;
+    spec.clock = cfg.utc_offset_seconds;
     availability::PopulationPriorBuilder builder;
     availability::HostFrailtyModel frailty;
     std::vector<availability::FailureExposure> exposure;

@@ -987,7 +987,7 @@ TEST_F(HostBookTest, KeptExposureCountsAreTheWholeGridsCounts) {
           availability::WindowSpec spec;
           spec.start_second_of_day = 9 * 3600;
           spec.length_seconds = length;
-          spec.utc_offset_seconds = offset;
+          spec.clock = offset;
           auto kept = book_->WindowStats("h", spec, end, opt, true);
           if (end > 0 && end < grid.start_unix) {  // before the kept grid: nothing to count
             EXPECT_EQ(kept.status().code(), absl::StatusCode::kFailedPrecondition);
