@@ -227,6 +227,13 @@ class HostBook {
   // O(1) per host (the registrar lists them all every period).
   std::vector<HostInfo> List() const;
   size_t size() const;
+  // The samples kept in memory over every host (HostBookConfig::memory_seconds)
+  // and the bytes their vectors hold.
+  struct MemoryUse {
+    int64_t samples = 0;
+    int64_t bytes = 0;
+  };
+  MemoryUse memory_use() const;
   // The clock the book reads "now" from.
   Clock& clock() const { return clock_; }
   absl::StatusOr<HostInfo> Info(const std::string& host) const;
