@@ -32,9 +32,9 @@ class LocalClock {
  public:
   LocalClock(int utc_offset_seconds = 0)  // NOLINT: implicit by design
       : offset_(utc_offset_seconds) {}
-  // A zone such as "Europe/Amsterdam" or "America/New_York" (from the system's
-  // tzdata, /usr/share/zoneinfo), or "UTC"; INVALID_ARGUMENT for a name the
-  // tz database does not have.
+  // A zone such as "Europe/Amsterdam", "America/New_York" or "UTC" of the
+  // system's tz database ($TZDIR or /usr/share/zoneinfo, Debian's tzdata);
+  // INVALID_ARGUMENT for a name it does not have.
   static absl::StatusOr<LocalClock> Zone(absl::string_view name);
 
   // Seconds east of UTC at `unix_seconds`.

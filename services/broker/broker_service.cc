@@ -167,7 +167,7 @@ grpc::ServerUnaryReactor* BrokerService::GetHost(grpc::CallbackServerContext* co
       absl::IsNotFound(h.status()) && up.has_value()) {
     // Still NOT_FOUND (a lookup: nothing is lost by it), but saying why it may pass.
     return FinishNow(context, absl::NotFoundError(absl::StrCat(
-                                  h.status().message(), " (the broker restarted ", *up,
+                                  h.status().message(), " (the broker started ", *up,
                                   " s ago: hosts re-register with their next heartbeat)")));
   }
   return FinishNow(context, h.status());
@@ -435,7 +435,7 @@ absl::Status BrokerService::NotRegistered(int64_t job_id, const std::string& hos
   if (const std::optional<int64_t> up = SecondsSinceRestart(); up.has_value()) {
     return absl::UnavailableError(absl::StrCat(
         "job ", job_id, ": host '", host, "' is not registered with this broker yet: the broker "
-        "restarted ", *up, " s ago and hosts re-register with their next heartbeat (within ",
+        "started ", *up, " s ago and hosts re-register with their next heartbeat (within ",
         absl::ToInt64Seconds(registry_.ttl()), " s, --heartbeat_ttl_seconds); retry"));
   }
   return absl::InvalidArgumentError(

@@ -144,8 +144,10 @@ std::optional<AvailabilityPredictor::Population> AvailabilityPredictor::BuildPop
   auto frailty = request.failure_exposure() ? std::make_shared<availability::HostFrailtyModel>()
                                             : nullptr;
   auto band = request.load_band() ? std::make_shared<availability::BandExposure>() : nullptr;
+  int answered = 0;
   for (const auto& resp : answers) {
     if (!resp.has_value()) continue;
+    ++answered;
     if (frailty != nullptr && resp->has_failure_exposure()) {
       auto exposure = FromProto(resp->failure_exposure());
       if (exposure.ok()) frailty->Add(*exposure);
@@ -160,6 +162,9 @@ std::optional<AvailabilityPredictor::Population> AvailabilityPredictor::BuildPop
   }
   auto pooled = std::make_shared<availability::SojournStats>(
       builder.Build(config_.estimator.level_corrected_borrowing));
+  // Nobody answered (state managers down, in backoff, or refusing the
+  // request): not kept, asked again. Answers without a window: kept.
+  if (answered == 0) return std::nullopt;
   if (pooled->num_windows == 0) return Population{};
   if (frailty != nullptr) frailty->Build();
   return Population{pooled, frailty, band};
@@ -213,7 +218,10 @@ absl::StatusOr<sojourn::v1::PredictAvailabilityResponse> AvailabilityPredictor::
   stats_req.set_length_seconds(request.window_seconds());
   stats_req.set_history_days(request.history_days() > 0 ? request.history_days()
                                                         : config_.history_days);
-  stats_req.set_utc_offset_seconds(config_.clock.fixed_offset_seconds());
+  // With a zone, its offset at the window start too: a state manager older
+  // than time_zone (field 13) ignores the zone and cuts today's windows on it
+  // (not UTC) while the lab's hosts are upgraded.
+  stats_req.set_utc_offset_seconds(config_.clock.OffsetAt(start));
   stats_req.set_time_zone(config_.clock.zone_name());
   stats_req.set_end_unix_seconds(request.start_unix_seconds() > 0 ? start : 0);
   stats_req.set_paper_literal(!config_.estimator.censoring_aware);

@@ -83,7 +83,8 @@ class AvailabilityPredictor {
   };
   Population PopulationPrior(const sojourn::v1::GetWindowStatsRequest& host_request);
   // Asks every host's state manager (all at once); nullopt when there is
-  // no broker or no host (not kept: hosts register within a heartbeat), an
+  // no broker, no host or no answer (not kept: hosts register within a
+  // heartbeat, state managers come back), an
   // empty Population (kept, as a pooled one is) when no host has a window
   // of this length at this clock time yet (a young deployment: every
   // prediction asked every host again, hosts^2 calls a ranking).

@@ -20,8 +20,17 @@ sojourn::v1::HostCondition ConditionProto(const HostInfo& info) {
 
 Registrar::Registrar(const RegistrarConfig& config, HostBook& book, Clock& clock)
     : config_(config), book_(book), clock_(clock) {
-  stub_ = sojourn::v1::Broker::NewStub(
-      grpc::CreateChannel(config_.broker_address, OrInsecure(config_.credentials)));
+  // Reconnect attempts at least every period: gRPC's default backoff grows to
+  // 120 s, so after a broker was down a couple of minutes its hosts came
+  // back up to two minutes after it, past the window in which it answers
+  // StartJob of an unknown host UNAVAILABLE (one heartbeat TTL, 60 s).
+  grpc::ChannelArguments args;
+  const int period_ms = static_cast<int>(
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(config_.period), 1000, 120'000));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, period_ms);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, std::min(period_ms, 1000));
+  stub_ = sojourn::v1::Broker::NewStub(grpc::CreateCustomChannel(
+      config_.broker_address, OrInsecure(config_.credentials), args));
 }
 
 Registrar::~Registrar() { Stop(); }

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <set>
+#include <string>
+#include <utility>
 
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
@@ -69,14 +71,20 @@ absl::StatusOr<std::unique_ptr<SampleStore>> SampleStore::Open(const std::string
   std::unique_ptr<rocksdb::DB> db(raw);  // own it at once
   if (!s.ok()) return FromRocks(s, absl::StrCat("cannot open RocksDB at ", path));
   // The layout keys of the predictor's RocksHistDb (models/turnaround/
-  // hist_db_rocksdb.h); no key of this store is spelled like them ("m" keys
-  // here are "m" 0x00 <host>).
-  for (const char* foreign : {"mformat", "mseq"}) {
+  // hist_db_rocksdb.h) and of the broker's job queue (services/broker/
+  // job_queue.cc); no key of this store is spelled like them ("m" keys here
+  // are "m" 0x00 <host>, "s" keys "s" 0x00 <host>).
+  const std::pair<const char*, const char*> kForeign[] = {
+      {"mformat", "a predictor job history"},
+      {"mseq", "a predictor job history"},
+      {"format", "a broker job queue"},
+  };
+  for (const auto& [foreign, what] : kForeign) {
     std::string ignored;
     rocksdb::Status probe = db->Get(rocksdb::ReadOptions(), foreign, &ignored);
     if (probe.ok()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "RocksDB at ", path, " holds a predictor job history (key '", foreign,
+          "RocksDB at ", path, " holds ", what, " (key '", foreign,
           "'), not state manager samples: point --db_path at the state manager's own directory"));
     }
     if (!probe.IsNotFound()) return FromRocks(probe, absl::StrCat("reading ", path));

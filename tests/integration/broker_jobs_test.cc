@@ -891,7 +891,7 @@ TEST_F(BrokerJobsTest, UnknownHostsAreRetriedWhileHostsReregister) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
   EXPECT_EQ(s.error_message(),
             absl::StrCat("job 1: host 'a' is not registered with this broker yet: the broker "
-                         "restarted 30 s ago and hosts re-register with their next heartbeat "
+                         "started 30 s ago and hosts re-register with their next heartbeat "
                          "(within ", ttl, " s, --heartbeat_ttl_seconds); retry"));
   EXPECT_EQ(List().waiting_size(), 1);
   {
@@ -901,7 +901,7 @@ TEST_F(BrokerJobsTest, UnknownHostsAreRetriedWhileHostsReregister) {
     v1::RegisteredHost host;
     s = stub_->GetHost(&ctx, req, &host);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
-    EXPECT_NE(s.error_message().find("the broker restarted 30 s ago"), std::string::npos)
+    EXPECT_NE(s.error_message().find("the broker started 30 s ago"), std::string::npos)
         << s.error_message();
   }
   ASSERT_TRUE(Register("a", 0.0).ok());  // its heartbeat
@@ -922,7 +922,7 @@ TEST_F(BrokerJobsTest, UnknownHostsAreRetriedWhileHostsReregister) {
   StartBroker(predictor_->address());
   s = Start(2, {"b"}, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
-  EXPECT_NE(s.error_message().find("restarted 0 s ago"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("started 0 s ago"), std::string::npos) << s.error_message();
   EXPECT_EQ(List().waiting_size(), 1);
 }
 

@@ -637,7 +637,7 @@ def test_job_queue(bin_dir, workdir):
         code, out, err = jobs("start", "--job-id", "2", "--hosts", "elsewhere")
         check(code == 1 and len(err) == 1 and err[0].startswith(
                   "sojourn: start job 2: job 2: host 'elsewhere' is not registered with this "
-                  "broker yet: the broker restarted ") and err[0].endswith(
+                  "broker yet: the broker started ") and err[0].endswith(
                   " s ago and hosts re-register with their next heartbeat (within 3600 s, "
                   "--heartbeat_ttl_seconds); retry"),
               f"jobs start on an unknown host: exit {code}, stdout {out!r}, stderr {err}")

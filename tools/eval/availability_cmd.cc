@@ -75,7 +75,10 @@ options:
   --utc-offset HOURS       local time = UTC + HOURS; the grid and the days are
                            local (default: 2 for gwa in Unix time (Bitbrains,
                            NL summer); 0 for gwa date-times (Materna: the
-                           local wall clock) and the other formats)
+                           local wall clock) and the other formats); fixed all
+                           year: a trace in Unix time from a zone with daylight
+                           saving time has its summer windows an hour off its
+                           winter ones (the predictor's --time_zone follows it)
   --start T                availability matrix: time of column 0, Unix seconds or
                            UTC YYYY-MM-DD[THH:MM:SS], 1970-01-01..2200-12-31
                            (default 1999-07-06 = 931219200)

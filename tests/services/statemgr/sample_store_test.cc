@@ -297,6 +297,19 @@ TEST(SampleStoreTest, RefusesPredictorHistDb) {
       << store.status();
 }
 
+// So is a broker's job queue (its "format" key, services/broker/job_queue.cc):
+// the state manager had written its samples among the queue's jobs (session
+// 43 durability audit), and the broker then opened the mixed database.
+TEST(SampleStoreTest, RefusesBrokerJobQueue) {
+  TempDir dir;
+  ASSERT_NO_FATAL_FAILURE(PutRaw(dir.path(), {{"format", "sojourn-broker-jobs-v1"}}));
+  auto store = SampleStore::Open(dir.path(), true);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find("holds a broker job queue (key 'format')"),
+            absl::string_view::npos)
+      << store.status();
+}
+
 // A host whose attributes came before any sample (a PushSamples message with
 // attributes and no samples, acknowledged) is stored by its meta alone and
 // comes back from ForEachHost after a reopen, once, without samples (before:
