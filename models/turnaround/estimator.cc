@@ -937,8 +937,7 @@ absl::Status TurnaroundEstimator::OnFinished(int64_t job_id, int64_t finish_time
   r.cpu_time_per_task = cpu_time_per_task;
   // Stored first: a finish the history did not take is sent again (the
   // broker's outbox), and only then are its estimates scored.
-  RETURN_IF_ERROR(db_.Put(r));
-  RETURN_IF_ERROR(db_.ErasePending(job_id));
+  RETURN_IF_ERROR(db_.PutFinished(r, job_id));
   absl::MutexLock lock(&mu_);
   auto it = predictions_.find(job_id);
   if (it == predictions_.end()) return absl::OkStatus();

@@ -73,6 +73,14 @@ class HistDb {
   // NotFound if `job_id` is not pending.
   virtual absl::StatusOr<JobRecord> GetPending(int64_t job_id) const = 0;
   virtual absl::Status ErasePending(int64_t job_id) = 0;
+  // A pending job finished: Put(record) and ErasePending(job_id), in one
+  // write where the store has writes (RocksHistDb). Two writes, and a store
+  // stopped between them, kept the job pending beside its record, and the
+  // finish the broker sent again was recorded twice.
+  virtual absl::Status PutFinished(const JobRecord& record, int64_t job_id) {
+    if (absl::Status s = Put(record); !s.ok()) return s;
+    return ErasePending(job_id);
+  }
 };
 
 // Heap-backed HistDb.

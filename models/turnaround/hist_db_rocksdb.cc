@@ -317,8 +317,14 @@ absl::StatusOr<bool> RocksHistDb::PutBatch(const std::vector<JobRecord>& records
   return WriteLocked(records, batch_id);
 }
 
+absl::Status RocksHistDb::PutFinished(const JobRecord& record, int64_t job_id) {
+  absl::MutexLock lock(&mu_);
+  return WriteLocked(absl::MakeConstSpan(&record, 1), "", job_id).status();
+}
+
 absl::StatusOr<bool> RocksHistDb::WriteLocked(absl::Span<const JobRecord> records,
-                                              const std::string& batch_id) {
+                                              const std::string& batch_id,
+                                              int64_t erase_pending) {
   const std::string batch_key = kBatchKeyPrefix + batch_id;
   if (!batch_id.empty()) {
     std::string stored;
@@ -357,6 +363,7 @@ absl::StatusOr<bool> RocksHistDb::WriteLocked(absl::Span<const JobRecord> record
     PutBe(&count, records.size(), 8);
     batch.Put(batch_key, count);
   }
+  if (erase_pending >= 0) batch.Delete(PendingKey(erase_pending));
   rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &batch);
   if (!s.ok()) {
     // The cache may hold sums the disk does not; drop it so it is re-read.

@@ -69,13 +69,16 @@ class RocksHistDb final : public HistDb {
   absl::Status PutPending(const JobRecord& record) override;
   absl::StatusOr<JobRecord> GetPending(int64_t job_id) const override;
   absl::Status ErasePending(int64_t job_id) override;
+  // One RocksDB write batch.
+  absl::Status PutFinished(const JobRecord& record, int64_t job_id) override;
 
  private:
   RocksHistDb(std::unique_ptr<rocksdb::DB> db, int recent_cache_templates);
   // Put and PutBatch: false, writing nothing, if `batch_id` is not empty and
-  // already stored.
-  absl::StatusOr<bool> WriteLocked(absl::Span<const JobRecord> records, const std::string& batch_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // already stored. With `erase_pending` >= 0, that job's pending record
+  // goes in the same write (PutFinished).
+  absl::StatusOr<bool> WriteLocked(absl::Span<const JobRecord> records, const std::string& batch_id,
+                                   int64_t erase_pending = -1) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The stored sums of `key`, or, if CpuTimesBounded() says an earlier
   // version summed an unbounded CPU time into them, RebuildStatsLocked(key).
   absl::StatusOr<TemplateStats> StatsLocked(const TemplateKey& key) const

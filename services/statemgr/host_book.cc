@@ -409,7 +409,23 @@ absl::StatusOr<AppendResult> HostBook::Append(const std::string& host,
   }
   result.last_persisted_unix = last == INT64_MIN ? 0 : last;
   if (fresh.empty() && update.empty()) return result;
-  RETURN_IF_ERROR(store_.Append(host, fresh, update.empty() ? nullptr : &new_meta));
+  if (absl::Status s = store_.Append(host, fresh, update.empty() ? nullptr : &new_meta);
+      !s.ok()) {
+    // Logged when the store starts failing and when it works again, not per
+    // batch: the clients see every failure, the operator had seen none (a
+    // full disk: RocksDB stops writing until 64 MiB are free again, session
+    // 43 durability audit).
+    if (!store_failing_) {
+      SOJOURN_LOG(ERROR, "storing samples failed (host %s): %s; the clients are told and resend; "
+                  "logged again when a write succeeds", host, s.ToString());
+    }
+    store_failing_ = true;
+    return s;
+  }
+  if (store_failing_) {
+    SOJOURN_LOG(INFO, "storing samples works again (host %s)", host);
+    store_failing_ = false;
+  }
   {
     absl::MutexLock l(&mu_);
     Host& h = hosts_[host];

@@ -362,6 +362,8 @@ class HostBook {
   // watchers see each host's changes in time order). Taken before mu_ and
   // watch_mu_.
   absl::Mutex append_mu_;
+  // The last write to the store failed (logged once until one succeeds).
+  bool store_failing_ ABSL_GUARDED_BY(append_mu_) = false;
   // Serialises Retain passes. Taken before append_mu_.
   absl::Mutex retain_mu_;
   mutable absl::Mutex watch_mu_;

@@ -192,6 +192,15 @@ int main(int argc, char** argv) {
   sc.max_watch_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_watch_queue));
   sc.db_path = db_path;
   sc.min_free_disk_mb = absl::GetFlag(FLAGS_min_free_disk_mb);
+  if (sc.min_free_disk_mb > 0 && sc.min_free_disk_mb < 64) {
+    // RocksDB resumes after a write failed on a full disk only once its write
+    // buffer (64 MiB) is free: between the two, every push fails although the
+    // reserve is there (session 43 durability audit).
+    SOJOURN_LOG(WARNING,
+                "--min_free_disk_mb %d is below 64: should the disk fill, writes stay stopped until "
+                "64 MiB are free, not %d",
+                sc.min_free_disk_mb, sc.min_free_disk_mb);
+  }
   sc.bind_hosts = absl::GetFlag(FLAGS_tls_bind_hosts);
   sc.own = sojourn::CertificateIdentityOf(options.tls.cert_pem);
   sojourn::statemgr::StateManagerService service(book, usage, pool, metrics, sc);

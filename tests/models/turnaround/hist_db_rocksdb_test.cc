@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
+#include "rocksdb/transaction_log.h"
 
 namespace sojourn::turnaround {
 namespace {
@@ -205,6 +206,28 @@ TEST_F(RocksHistDbTest, SurvivesReopen) {
   EXPECT_EQ(stats->count, 3);
   EXPECT_DOUBLE_EQ(stats->mean_exec(), 300);
   ASSERT_TRUE((*db)->ErasePending(9).ok());
+  EXPECT_EQ((*db)->GetPending(9).status().code(), absl::StatusCode::kNotFound);
+}
+
+// A finish is one write: the record and the end of its pending entry. Two
+// writes, and a predictor stopped between them, kept the job pending beside
+// its record, and the broker's resend of the finish recorded it again.
+TEST_F(RocksHistDbTest, PutFinishedIsOneWrite) {
+  {
+    auto db = RocksHistDb::Open(dir_.string(), {});
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->PutPending(Rec(9, 5, 7, 2, -1)).ok());
+    const rocksdb::SequenceNumber before = (*db)->db()->GetLatestSequenceNumber();
+    ASSERT_TRUE((*db)->PutFinished(Rec(9, 5, 7, 2, 300), 9).ok());
+    std::unique_ptr<rocksdb::TransactionLogIterator> updates;
+    ASSERT_TRUE((*db)->db()->GetUpdatesSince(before + 1, &updates).ok());
+    int writes = 0;
+    for (; updates->Valid(); updates->Next()) ++writes;
+    EXPECT_EQ(writes, 1);
+  }
+  auto db = RocksHistDb::Open(dir_.string(), {});
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ((*db)->size(), 1);
   EXPECT_EQ((*db)->GetPending(9).status().code(), absl::StatusCode::kNotFound);
 }
 
