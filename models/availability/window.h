@@ -44,8 +44,6 @@ class LocalClock {
   bool has_zone() const { return zone_.has_value(); }
   // The zone's name, or "" for a fixed offset.
   const std::string& zone_name() const { return name_; }
-  // The fixed offset (0 with a zone).
-  int fixed_offset_seconds() const { return zone_ ? 0 : offset_; }
   // "UTC+02:00" or the zone's name, for messages.
   std::string ToString() const;
 
