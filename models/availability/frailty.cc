@@ -74,7 +74,7 @@ void ForEachHour(const StateSeries& series, int64_t t_from, int64_t t_to, const 
   LocalHourCursor hours(series.start_unix, series.step_seconds, clock);
   for (int64_t t = t_from; t < t_to;) {
     hours.Seek(t);
-    const int64_t day = LocalDayNumber(hours.midnight(), clock);
+    const int64_t day = hours.day();
     const int64_t block_end = std::min(t_to, hours.end());
     int64_t up = 0, failures = 0;
     for (; t < block_end; ++t) {

@@ -117,10 +117,13 @@ int64_t LocalMidnight(int64_t unix_seconds, const LocalClock& clock) {
 
 void LocalHourCursor::Reset(int64_t t) {
   const int64_t at = start_ + t * step_;
+  // One zone lookup per local hour (LocalMidnight and DayTypeOf would each
+  // make their own).
   const int64_t local = at + clock_.OffsetAt(at);
-  midnight_ = LocalMidnight(at, clock_);
+  day_ = FloorDiv(local, kDay);
+  midnight_ = clock_.UnixAt(day_, 0);
   hour_ = static_cast<int>(FloorMod(local, kDay) / 3600);
-  weekend_ = DayTypeOf(at, clock_) == DayType::kWeekend ? 1 : 0;
+  weekend_ = DayTypeOfLocalDay(day_) == DayType::kWeekend ? 1 : 0;
   // The local hour's start: offsets change on whole hours (or half hours),
   // so the hour runs 3600 s from there.
   const int64_t hour_start = at - FloorMod(local, 3600);

@@ -125,8 +125,10 @@ class LocalHourCursor {
     if (t >= end_ || t < begin_) Reset(t);
   }
   // Of the point last sought: local hour 0..23, 1 on a weekend day, local
-  // midnight (unix seconds) and the first point of the next local hour.
+  // day (LocalDayNumber), local midnight (unix seconds) and the first point
+  // of the next local hour.
   int hour() const { return hour_; }
+  int64_t day() const { return day_; }
   int weekend() const { return weekend_; }
   int64_t midnight() const { return midnight_; }
   int64_t end() const { return end_; }
@@ -135,7 +137,7 @@ class LocalHourCursor {
   void Reset(int64_t t);
   const int64_t start_, step_;
   const LocalClock clock_;
-  int64_t begin_ = 0, end_ = 0, midnight_ = 0;
+  int64_t begin_ = 0, end_ = 0, midnight_ = 0, day_ = 0;
   int hour_ = 0, weekend_ = 0;
 };
 

@@ -46,6 +46,7 @@ TEST(LocalHourCursorTest, AgreesWithTheClockFunctions) {
         const int64_t at = start + t * step;
         const int64_t midnight = LocalMidnight(at, offset);
         ASSERT_EQ(c.midnight(), midnight) << step << " " << offset << " " << t;
+        ASSERT_EQ(c.day(), LocalDayNumber(at, offset));
         ASSERT_EQ(c.hour(), (at - midnight) / 3600);
         ASSERT_EQ(c.weekend(), DayTypeOf(at, offset) == DayType::kWeekend ? 1 : 0);
         // end() is after t, in the next local hour, and the point before it
@@ -147,6 +148,7 @@ TEST(LocalHourCursorTest, FollowsTheZonesWallClock) {
         c.Seek(t);
         const int64_t at = start + t * step;
         ASSERT_EQ(c.midnight(), LocalMidnight(at, ny)) << step << " " << t;
+        ASSERT_EQ(c.day(), LocalDayNumber(at, ny)) << step << " " << t;
         ASSERT_EQ(c.hour(), LocalSecondOfDay(at, ny) / 3600) << step << " " << t;
         ASSERT_EQ(c.weekend(), DayTypeOf(at, ny) == DayType::kWeekend ? 1 : 0);
         ASSERT_GT(c.end(), t);
