@@ -84,8 +84,9 @@ struct HostGrid {
   bool busy = false;
 
   int64_t n() const { return static_cast<int64_t>(series.states.size()); }
-  int64_t MidnightIdx(int64_t day, int64_t step, int off) const {
-    return FloorDiv(day * kDay - off - start_unix, step);
+  // The grid point at (or the last before) local midnight starting `day`.
+  int64_t MidnightIdx(int64_t day, int64_t step, const availability::LocalClock& clock) const {
+    return FloorDiv(clock.UnixAt(day, 0) - start_unix, step);
   }
   // Largest L (steps, <= max_steps) such that points s..s+L are inside the
   // series, before `limit` (exclusive) and not in an outage. -1 if s itself
@@ -108,10 +109,13 @@ struct Grids {
 Grids BuildGrids(const std::vector<HostTrace>& traces, const BacktestConfig& cfg) {
   Grids g;
   const int64_t step = cfg.step_seconds;
-  const int off = cfg.utc_offset_seconds;
   for (size_t h = 0; h < traces.size(); ++h) {
-    availability::StateSeries series =
-        availability::ClassifyToGrid(traces[h].samples, cfg.classifier, step, -off);
+    if (traces[h].samples.empty()) continue;
+    // The grid is aligned to the local midnight of the first sample's day
+    // (with a fixed offset, to every local midnight).
+    availability::StateSeries series = availability::ClassifyToGrid(
+        traces[h].samples, cfg.classifier, step,
+        availability::LocalMidnight(traces[h].samples.front().unix_seconds, cfg.clock));
     if (series.states.empty()) continue;
     HostGrid hg;
     hg.index = static_cast<int>(h);
@@ -213,13 +217,12 @@ Grids BuildGrids(const std::vector<HostTrace>& traces, const BacktestConfig& cfg
       if (i > 0 && !hg.outage[i]) of.Observe(!IsFailure(hg.series.states[i]), w_step);
       hg.on_fraction[i] = static_cast<float>(of.value());
     }
-    const int off2 = cfg.utc_offset_seconds;
-    hg.first_day = FloorDiv(hg.start_unix + off2, kDay);
-    hg.last_day = FloorDiv(hg.start_unix + (n - 1) * step + off2, kDay);
+    hg.first_day = availability::LocalDayNumber(hg.start_unix, cfg.clock);
+    hg.last_day = availability::LocalDayNumber(hg.start_unix + (n - 1) * step, cfg.clock);
     const int64_t ndays = hg.last_day - hg.first_day + 1;
     hg.split_day = hg.first_day +
                    static_cast<int64_t>(std::floor(static_cast<double>(ndays) * cfg.train_ratio));
-    hg.split_idx = std::clamp<int64_t>(hg.MidnightIdx(hg.split_day, step, off2), 0, n);
+    hg.split_idx = std::clamp<int64_t>(hg.MidnightIdx(hg.split_day, step, cfg.clock), 0, n);
     int64_t failures = 0;
     for (int64_t i = 1; i < n; ++i) {
       if (!IsFailure(hg.series.states[i - 1]) && IsFailure(hg.series.states[i]) && !hg.outage[i])
@@ -231,8 +234,9 @@ Grids BuildGrids(const std::vector<HostTrace>& traces, const BacktestConfig& cfg
   return g;
 }
 
-int DayTypeIndex(int64_t day, int off) {
-  return availability::DayTypeOf(day * kDay - off, off) == availability::DayType::kWeekend ? 1 : 0;
+// 1 for a local day (LocalDayNumber) on a weekend, else 0.
+int DayTypeIndex(int64_t day) {
+  return availability::DayTypeOfLocalDay(day) == availability::DayType::kWeekend ? 1 : 0;
 }
 
 // Calls f(i, failed) for every step i -> i + 1 of `hg` from an up point
@@ -260,14 +264,16 @@ PopulationLevel BuildPopulationLevel(const Grids& grids, const BacktestConfig& c
                                      const availability::HostFrailtyModel& rates) {
   PopulationLevel out;
   const int64_t step = cfg.step_seconds;
-  const int off = cfg.utc_offset_seconds;
+  const availability::LocalClock& clock = cfg.clock;
   int64_t gs = grids.hosts[0].start_unix, ge = gs;
   for (const HostGrid& hg : grids.hosts) {
     gs = std::min(gs, hg.start_unix);
     ge = std::max(ge, hg.start_unix + hg.n() * step);
   }
-  // Local hours: [start + 3600 g, start + 3600 (g + 1)).
-  out.start = FloorDiv(gs + off, 3600) * 3600 - off;
+  // Local hours: [start + 3600 g, start + 3600 (g + 1)) (a change to or from
+  // daylight saving time moves the clock by whole hours, so every local hour
+  // stays one of these).
+  out.start = gs - availability::LocalSecondOfDay(gs, clock) % 3600;
   const int64_t hours = (ge - out.start) / 3600 + 1;
   // The population's rate per up step at each day type and local hour.
   double rate[2][24];
@@ -284,12 +290,12 @@ PopulationLevel BuildPopulationLevel(const Grids& grids, const BacktestConfig& c
   std::vector<double> o(hours + 1, 0), e(hours + 1, 0), o_train(hours + 1, 0),
       e_train(hours + 1, 0);
   for (const HostGrid& hg : grids.hosts) {
+    availability::LocalHourCursor cursor(hg.start_unix, step, clock);
     ForEachUpStep(hg, [&](int64_t i, bool failed) {
       const int64_t t = hg.start_unix + i * step;
       const int64_t g = (t - out.start) / 3600;
-      const int64_t day = FloorDiv(t + off, kDay);
-      const int h = static_cast<int>((t + off - day * kDay) / 3600);
-      const double expected = rate[DayTypeIndex(day, off)][h];
+      cursor.Seek(i);
+      const double expected = rate[cursor.weekend()][cursor.hour()];
       e[g] += expected;
       o[g] += failed ? 1.0 : 0.0;
       if (i + 1 < hg.split_idx) {
@@ -312,12 +318,17 @@ PopulationLevel BuildPopulationLevel(const Grids& grids, const BacktestConfig& c
   // period weighs by the exposure of the hosts still training then).
   std::vector<availability::LevelPair> pairs;
   for (int64_t g = span; g + 24 <= hours; ++g) {
-    if ((out.start + g * 3600 + off) % kDay != 0) continue;  // local midnight only
+    const int64_t at = out.start + g * 3600;
+    if (availability::LocalSecondOfDay(at, clock) != 0) continue;  // local midnight only
+    // The day's hours: 24, or 23 / 25 when daylight saving time starts / ends.
+    const int64_t day_hours =
+        (clock.UnixAt(availability::LocalDayNumber(at, clock) + 1, 0) - at) / 3600;
+    if (g + day_hours > hours) continue;
     availability::LevelPair p;
     p.o_recent = pot[g] - pot[g - span];
     p.e_recent = pet[g] - pet[g - span];
-    p.o_day = pot[g + 24] - pot[g];
-    p.e_day = pet[g + 24] - pet[g];
+    p.o_day = pot[g + day_hours] - pot[g];
+    p.e_day = pet[g + day_hours] - pet[g];
     if (p.e_recent > 0 && p.e_day > 0) pairs.push_back(p);
   }
   out.model.Fit(pairs);
@@ -332,7 +343,6 @@ PopulationLevel BuildPopulationLevel(const Grids& grids, const BacktestConfig& c
 std::vector<DayCount> CountDays(const Grids& grids, const BacktestConfig& cfg) {
   if (grids.hosts.empty()) return {};
   const int64_t step = cfg.step_seconds;
-  const int off = cfg.utc_offset_seconds;
   int64_t first = grids.hosts[0].first_day, last = grids.hosts[0].last_day;
   for (const HostGrid& hg : grids.hosts) {
     first = std::min(first, hg.first_day);
@@ -341,13 +351,15 @@ std::vector<DayCount> CountDays(const Grids& grids, const BacktestConfig& cfg) {
   std::vector<DayCount> days(last - first + 1);
   for (size_t d = 0; d < days.size(); ++d) {
     days[d].day = first + static_cast<int64_t>(d);
-    days[d].day_type = DayTypeIndex(days[d].day, off);
+    days[d].day_type = DayTypeIndex(days[d].day);
   }
   std::vector<int64_t> up(days.size());
   for (const HostGrid& hg : grids.hosts) {
     std::fill(up.begin(), up.end(), 0);
+    availability::LocalHourCursor cursor(hg.start_unix, step, cfg.clock);
     ForEachUpStep(hg, [&](int64_t i, bool failed) {
-      const int64_t d = FloorDiv(hg.start_unix + i * step + off, kDay) - first;
+      cursor.Seek(i);
+      const int64_t d = cursor.day() - first;
       ++up[d];
       days[d].up_steps += 1;
       if (failed) days[d].failures += 1;
@@ -372,12 +384,12 @@ availability::WindowSpec SpecOf(int dt, int hour, const BacktestConfig& cfg, int
   spec.start_second_of_day = int64_t{hour} * 3600;
   spec.length_seconds = int64_t{hours > 0 ? hours : cfg.max_window_hours} * 3600;
   spec.history_days = cfg.history_days;
-  spec.clock = cfg.utc_offset_seconds;
+  spec.clock = cfg.clock;
   return spec;
 }
 
 int64_t SplitUnix(const HostGrid& hg, const BacktestConfig& cfg) {
-  return hg.split_day * kDay - cfg.utc_offset_seconds;
+  return cfg.clock.UnixAt(hg.split_day, 0);
 }
 
 // A training window touching a global monitoring outage is excluded.
@@ -502,7 +514,6 @@ bool OnlinePriorExact(const BacktestConfig& cfg) {
 OnlinePriors BuildOnlinePriors(const Grids& grids, const BacktestConfig& cfg,
                                const std::vector<int>& lengths) {
   OnlinePriors out;
-  const int off = cfg.utc_offset_seconds;
   int64_t first = grids.hosts[0].first_day, last = grids.hosts[0].last_day;
   int64_t first_test = grids.hosts[0].split_day;
   for (const HostGrid& hg : grids.hosts) {
@@ -526,8 +537,8 @@ OnlinePriors BuildOnlinePriors(const Grids& grids, const BacktestConfig& cfg,
       by_day.resize(last - first_test + 1);
       int64_t before = std::numeric_limits<int64_t>::min();
       for (int64_t d = first; d <= last; ++d) {
-        if (DayTypeIndex(d, off) != dt) continue;
-        const int64_t at = d * kDay - off + int64_t{hour} * 3600;
+        if (DayTypeIndex(d) != dt) continue;
+        const int64_t at = cfg.clock.UnixAt(d, int64_t{hour} * 3600);
         for (size_t h = 0; h < grids.hosts.size(); ++h) {
           growing.AddTo(h, availability::CollectStats(grids.hosts[h].series, spec, at,
                                                       cfg.smp_options, exclude[h], before));
@@ -562,32 +573,41 @@ struct OnlineFrailty {
 OnlineFrailty BuildOnlineFrailty(const Grids& grids, const BacktestConfig& cfg) {
   OnlineFrailty out;
   const int64_t step = cfg.step_seconds;
-  const int off = cfg.utc_offset_seconds;
+  const availability::LocalClock& clock = cfg.clock;
   int64_t first_test = grids.hosts[0].split_day, end = 0;
   for (const HostGrid& hg : grids.hosts) {
     first_test = std::min(first_test, hg.split_day);
     end = std::max(end, hg.start_unix + hg.n() * step);
   }
-  out.start_unix = first_test * kDay - off;
+  out.start_unix = clock.UnixAt(first_test, 0);
   // Each host's up steps and failures by local hour (both halves of each
   // hour's count: the halves are assigned below, as of each moment), hours
-  // counted from the local midnight of its first grid point.
+  // counted from the local midnight of its first grid point, with the local
+  // day, day type and clock hour of each (a day is 23 or 25 of them when
+  // daylight saving time starts or ends).
   struct Hourly {
-    int64_t first_day = 0, end_unix = 0;
+    int64_t first_day = 0, first_unix = 0, end_unix = 0;
     std::vector<double> up, failures;
+    std::vector<int64_t> day;
+    std::vector<int8_t> hour, weekend;
   };
   std::vector<Hourly> hosts(grids.hosts.size());
   for (size_t i = 0; i < grids.hosts.size(); ++i) {
     const HostGrid& hg = grids.hosts[i];
     Hourly& h = hosts[i];
-    h.first_day = FloorDiv(hg.start_unix + off, kDay);
+    h.first_day = availability::LocalDayNumber(hg.start_unix, clock);
+    h.first_unix = clock.UnixAt(h.first_day, 0);
     h.end_unix = hg.start_unix + hg.n() * step;
     const auto exclude = OutageExclude(hg, 1);
-    for (int64_t t = h.first_day * kDay - off; t < h.end_unix; t += 3600) {
+    for (int64_t t = h.first_unix; t < h.end_unix; t += 3600) {
       const availability::FailureExposure e =
-          availability::CountFailureExposure(hg.series, t, t + 3600, off, exclude);
+          availability::CountFailureExposure(hg.series, t, t + 3600, clock, exclude);
       h.up.push_back(e.total_up_steps());
       h.failures.push_back(e.total_failures());
+      const int64_t day = availability::LocalDayNumber(t, clock);
+      h.day.push_back(day);
+      h.hour.push_back(static_cast<int8_t>(availability::LocalSecondOfDay(t, clock) / 3600));
+      h.weekend.push_back(static_cast<int8_t>(DayTypeIndex(day)));
     }
   }
   for (int64_t t = out.start_unix; t < end; t += 3600) {
@@ -597,19 +617,15 @@ OnlineFrailty BuildOnlineFrailty(const Grids& grids, const BacktestConfig& cfg) 
       const Hourly& h = hosts[i];
       // As CountFailureExposure(series, t): the halves split the local days
       // from the first grid point's to that of the last counted point.
-      const int64_t last_day = FloorDiv(std::min(t, h.end_unix) - 1 + off, kDay);
+      const int64_t last_day = availability::LocalDayNumber(std::min(t, h.end_unix) - 1, clock);
       const int64_t mid_day = h.first_day + (last_day - h.first_day + 1) / 2;
       const int64_t hours =
-          std::min<int64_t>(static_cast<int64_t>(h.up.size()), (t - (h.first_day * kDay - off)) / 3600);
+          std::min<int64_t>(static_cast<int64_t>(h.up.size()), (t - h.first_unix) / 3600);
       availability::FailureExposure& e = exposure[i];
-      for (int64_t day = h.first_day; (day - h.first_day) * 24 < hours; ++day) {
-        const int half = day < mid_day ? 0 : 1;
-        const int dt = DayTypeIndex(day, off);
-        const int64_t g0 = (day - h.first_day) * 24;
-        for (int64_t g = g0; g < std::min(hours, g0 + 24); ++g) {
-          e.up_steps[half][dt][g - g0] += h.up[g];
-          e.failures[half][dt][g - g0] += h.failures[g];
-        }
+      for (int64_t g = 0; g < hours; ++g) {
+        const int half = h.day[g] < mid_day ? 0 : 1;
+        e.up_steps[half][h.weekend[g]][h.hour[g]] += h.up[g];
+        e.failures[half][h.weekend[g]][h.hour[g]] += h.failures[g];
       }
       model.Add(e);
     }
@@ -639,7 +655,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
   const int bins = cfg.reliability_bins;
   out.reliability.assign(kNumMethods, std::vector<ReliabilityBin>(bins));
   const int64_t step = cfg.step_seconds;
-  const int off = cfg.utc_offset_seconds;
+  const availability::LocalClock& clock = cfg.clock;
   const int64_t sph = 3600 / step;
   const int H = cfg.max_window_hours;
   const int64_t M = H * sph;
@@ -662,7 +678,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
   // the outages excluded as in the training half. online_theta[j][dt] holds
   // at grid point online_base + j * sph (test windows start on the hour).
   std::vector<std::array<double, 2>> online_theta;
-  const int64_t online_base = hg.MidnightIdx(hg.split_day, step, off);
+  const int64_t online_base = hg.MidnightIdx(hg.split_day, step, clock);
   if (online_population_frailty != nullptr) {
     // Against the population as of each hour too (smp_pool_at kWindow).
     for (int64_t s = online_base; s < hg.n(); s += sph) {
@@ -676,7 +692,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
     for (int64_t s = online_base; s < hg.n(); s += sph) {
       if (s > online_base) {
         cur.Merge(availability::CountFailureExposure(hg.series, hg.start_unix + (s - sph) * step,
-                                                     hg.start_unix + s * step, off, exclude));
+                                                     hg.start_unix + s * step, clock, exclude));
       }
       std::array<double, 2> theta;
       for (int dt = 0; dt < 2; ++dt) {
@@ -718,7 +734,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
     // Test days of this type, chronological.
     std::vector<int64_t> test_days;
     for (int64_t d = hg.split_day; d <= hg.last_day; ++d) {
-      if (DayTypeIndex(d, off) == dt) test_days.push_back(d);
+      if (DayTypeIndex(d) == dt) test_days.push_back(d);
     }
     for (int hour = 0; hour < 24; ++hour) {
       // Progress within the host, however the iteration ends (a trace of one
@@ -738,7 +754,13 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
       std::vector<TestWindow> tests;
       bool any_scored = false;
       for (int64_t d : test_days) {
-        const int64_t s = hg.MidnightIdx(d, step, off) + hour * sph;
+        const int64_t start = clock.UnixAt(d, int64_t{hour} * 3600);
+        // No window at a clock hour that daylight saving time skips that day.
+        if (clock.has_zone() &&
+            availability::LocalSecondOfDay(start, clock) != int64_t{hour} * 3600) {
+          continue;
+        }
+        const int64_t s = FloorDiv(start - hg.start_unix, step);
         const int64_t v = hg.ValidSteps(s, M, hg.n());
         if (v < 0) continue;
         const bool scored = v >= sph && !IsFailure(hg.series.states[s]);
@@ -983,7 +1005,7 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
           }
           if (online_prior != nullptr) {
             // The prior as the service would pool it at this window's start.
-            const int64_t day = FloorDiv(hg.start_unix + t.s * step + off, kDay);
+            const int64_t day = availability::LocalDayNumber(hg.start_unix + t.s * step, clock);
             for (int k = 0; k < n_len; ++k) prior[k] = online_prior->At(k, dt, hour, day);
           }
           if (population_level != nullptr) {
@@ -1194,7 +1216,7 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
   if (with_frailty) {
     for (const HostGrid& hg : grids.hosts) {
       exposure.push_back(availability::CountFailureExposure(
-          hg.series, SplitUnix(hg, config), config.utc_offset_seconds, OutageExclude(hg, 1)));
+          hg.series, SplitUnix(hg, config), config.clock, OutageExclude(hg, 1)));
       frailty.Add(exposure.back());
     }
     frailty.Build();
@@ -1234,7 +1256,7 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
       const int64_t steps = int64_t{lengths[k]} * sph;
       for (const HostGrid& hg : grids.hosts) {
         (*band_exposure)[k].Merge(availability::CountBandExposure(
-            hg.series, SplitUnix(hg, config), config.utc_offset_seconds, steps,
+            hg.series, SplitUnix(hg, config), config.clock, steps,
             config.smp_options.recent_age_seconds, config.smp_options.long_age_seconds,
             OutageExclude(hg, steps)));
       }
@@ -1252,7 +1274,7 @@ absl::StatusOr<BacktestResult> RunBacktest(const std::vector<HostTrace>& traces,
     if (!with_frailty) {
       for (const HostGrid& hg : grids.hosts) {
         own_rates.Add(availability::CountFailureExposure(
-            hg.series, SplitUnix(hg, config), config.utc_offset_seconds, OutageExclude(hg, 1)));
+            hg.series, SplitUnix(hg, config), config.clock, OutageExclude(hg, 1)));
       }
       own_rates.Build();
     }
@@ -1475,7 +1497,11 @@ nlohmann::json ResultToJson(const BacktestResult& r, const BacktestConfig& confi
   int64_t busy = 0;
   for (bool b : r.busy) busy += b;
   j["protocol"] = {{"step_seconds", config.step_seconds},
-                   {"utc_offset_seconds", config.utc_offset_seconds},
+                   // A fixed offset, or null with a zone (time_zone).
+                   {"utc_offset_seconds", config.clock.has_zone()
+                                              ? nlohmann::json(nullptr)
+                                              : nlohmann::json(config.clock.OffsetAt(0))},
+                   {"time_zone", config.clock.zone_name()},
                    {"max_window_hours", config.max_window_hours},
                    {"history_days", config.history_days},
                    {"train_windows", config.windows_per_length ? "per-length" : "longest"},
@@ -1658,7 +1684,7 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
   if (with_frailty) {
     for (const HostGrid& hg : grids.hosts) {
       frailty.Add(availability::CountFailureExposure(hg.series, SplitUnix(hg, config),
-                                                     config.utc_offset_seconds, OutageExclude(hg, 1)));
+                                                     config.clock, OutageExclude(hg, 1)));
     }
     frailty.Build();
   }
@@ -1696,7 +1722,7 @@ absl::StatusOr<NoiseResult> RunNoiseInjection(const std::vector<HostTrace>& trac
         prior = &pooled.at(hours);
         if (with_frailty) {
           const availability::FailureExposure exposure = availability::CountFailureExposure(
-              series, SplitUnix(hg, config), config.utc_offset_seconds, OutageExclude(hg, 1));
+              series, SplitUnix(hg, config), config.clock, OutageExclude(hg, 1));
           // These tests use weekday windows (SpecOf(0, ...)).
           stats.prior_hazard_ratio = opt.frailty_by_day_type ? frailty.Theta(exposure, 0)
                                                              : frailty.Theta(exposure);

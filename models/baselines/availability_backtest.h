@@ -43,6 +43,7 @@
 #include "models/availability/kernel.h"
 #include "models/availability/load_band.h"
 #include "models/availability/state.h"
+#include "models/availability/window.h"
 #include "nlohmann/json.hpp"
 
 namespace sojourn::backtest {
@@ -110,8 +111,12 @@ struct BacktestConfig {
   bool windows_per_length = true;
   // Grid step d (seconds); must divide 3600.
   int64_t step_seconds = 300;
-  // Local time = UTC + this; the grid is aligned to local midnight.
-  int utc_offset_seconds = 0;
+  // The trace's local clock: a fixed UTC offset (an int converts) or a tz
+  // database zone, whose days are 23 or 25 hours long when daylight saving
+  // time starts or ends. The grid is aligned to local midnight; days, day
+  // types and window start hours are local. A local hour that a change to
+  // daylight saving time skips has no test windows that day.
+  availability::LocalClock clock;
   int max_window_hours = 10;
   // Most recent training days of the type used (0 = all).
   int history_days = 0;

@@ -334,6 +334,10 @@ def main():
             ([a.eval, "availability", "--trace", a.trace, "--smp-options", "prior_windows=-1"],
              "prior_windows"),
             ([a.eval, "availability", "--trace", a.trace, "--utc-offset", "1000"], "-14..14"),
+            ([a.eval, "availability", "--trace", a.trace, "--time-zone", "Europe/Atlantis"],
+             "--time-zone: "),
+            ([a.eval, "availability", "--trace", a.trace, "--time-zone", "UTC", "--utc-offset",
+              "0"], "give --utc-offset or --time-zone, not both"),
             ([a.eval, "availability", "--trace", a.trace, "--smp-frailty", "weekly"],
              "--smp-frailty must be training or online"),
             ([a.eval, "availability", "--trace", a.trace, "--smp-pool-at", "now"],
@@ -534,6 +538,28 @@ def check_wall_clock_gwa(a, tmp):
     for key in ("summary", "overall", "reliability"):
         if reports[0].get(key) != reports[1].get(key):
             fail("GWA Unix time and local date-times give different %s" % key)
+    # The demo's four weeks of August and September 2013 are all summer time
+    # in Amsterdam: the zone gives the report of the fixed UTC+2.
+    d = os.path.join(tmp, "bitbrains")
+    js = d + "-zone.json"
+    q = subprocess.run([a.eval, "availability", "--trace", d, "--json", js, "--methods",
+                        "smp,bm,avail_quantile", "--time-zone", "Europe/Amsterdam"],
+                       capture_output=True, text=True, timeout=300)
+    if q.returncode != 0:
+        fail("GWA --time-zone: exit %d, %r" % (q.returncode, q.stderr[-400:]))
+    zoned = json.load(open(js))
+    if (zoned["protocol"]["time_zone"], zoned["protocol"]["utc_offset_seconds"]) != \
+            ("Europe/Amsterdam", None) or reports[0]["protocol"]["time_zone"] != "":
+        fail("GWA --time-zone: protocol %r" % zoned["protocol"])
+    for key in ("summary", "overall", "reliability"):
+        if reports[0].get(key) != zoned.get(key):
+            fail("GWA --time-zone Europe/Amsterdam and --utc-offset 2 give different %s" % key)
+    # Local date-times are on the lab's clock already.
+    q = subprocess.run([a.eval, "availability", "--trace", os.path.join(tmp, "materna"),
+                        "--time-zone", "Europe/Amsterdam"], capture_output=True, text=True,
+                       timeout=300)
+    if q.returncode != 2 or "already on the lab's clock" not in q.stderr.splitlines()[-1]:
+        fail("GWA date-times with --time-zone: exit %d, %r" % (q.returncode, q.stderr[-400:]))
 
 
 if __name__ == "__main__":

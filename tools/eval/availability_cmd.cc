@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "common/cli_util.h"
 #include "common/text.h"
 #include "models/availability/kernel.h"
+#include "models/availability/window.h"
 #include "models/baselines/availability_backtest.h"
 #include "models/traces/traces.h"
 #include "nlohmann/json.hpp"
@@ -79,6 +81,14 @@ options:
                            year: a trace in Unix time from a zone with daylight
                            saving time has its summer windows an hour off its
                            winter ones (the predictor's --time_zone follows it)
+  --time-zone ZONE         local time = the tz database zone ZONE (e.g.
+                           Europe/Amsterdam, America/New_York) instead of a
+                           fixed offset: days and window start hours follow the
+                           lab's clock across daylight saving time, as the
+                           predictor's --time_zone; a day is then 23 or 25
+                           hours long, and a skipped clock hour has no test
+                           window that day. Not with --utc-offset, nor with a
+                           trace in local date-times (already on the lab's clock)
   --start T                availability matrix: time of column 0, Unix seconds or
                            UTC YYYY-MM-DD[THH:MM:SS], 1970-01-01..2200-12-31
                            (default 1999-07-06 = 931219200)
@@ -215,13 +225,13 @@ void WriteDaysCsv(const backtest::BacktestResult& r, int64_t step_seconds, std::
 }
 
 // --outages: one row per grid point of the trace.
-void WriteOutagesCsv(const backtest::BacktestResult& r, int utc_offset_seconds,
+void WriteOutagesCsv(const backtest::BacktestResult& r, const availability::LocalClock& clock,
                      std::ostream& out) {
   out << "unix_seconds,local_time,hosts_present,hosts_reporting,outage\n";
   for (const backtest::BacktestResult::GridPoint& p : r.grid_point_hosts) {
     out << p.unix_seconds << ","
         << absl::FormatTime("%Y-%m-%d %H:%M",
-                            absl::FromUnixSeconds(p.unix_seconds + utc_offset_seconds),
+                            absl::FromUnixSeconds(p.unix_seconds + clock.OffsetAt(p.unix_seconds)),
                             absl::UTCTimeZone())
         << "," << p.present << "," << p.reporting << "," << (p.outage ? 1 : 0) << "\n";
   }
@@ -237,6 +247,7 @@ const std::vector<std::string> kOptions = {"trace",
                                            "outages",
                                            "step",
                                            "utc-offset",
+                                           "time-zone",
                                            "start",
                                            "period",
                                            "max-hosts",
@@ -626,6 +637,13 @@ int RunAvailability(int argc, char** argv) {
   if (const double off = args.GetDouble("utc-offset", 0); off < -14 || off > 14) {
     Die("--utc-offset wants -14..14 hours");
   }
+  std::optional<availability::LocalClock> zone;
+  if (args.Has("time-zone")) {
+    if (args.Has("utc-offset")) Die("give --utc-offset or --time-zone, not both");
+    absl::StatusOr<availability::LocalClock> z = availability::LocalClock::Zone(args.Get("time-zone"));
+    if (!z.ok()) Die(absl::StrCat("--time-zone: ", z.status().message()));
+    zone = *std::move(z);
+  }
   {
     backtest::BacktestConfig early = cfg;
     early.step_seconds = args.GetInt("step", 300);
@@ -678,8 +696,16 @@ int RunAvailability(int argc, char** argv) {
     Die(absl::StrCat("the matrix period (--period ", io.period_seconds,
                      " s) is the grid step and must divide 3600 s; pass --step to choose another"));
   }
-  cfg.utc_offset_seconds =
-      static_cast<int>(std::lround(args.GetDouble("utc-offset", DefaultUtcOffsetHours(gwa, *traces)) * 3600));
+  if (zone.has_value()) {
+    if (traces->front().wall_clock_timestamps) {
+      Die("--time-zone: the trace's timestamps are local date-times, already on the lab's clock; "
+          "leave --time-zone out");
+    }
+    cfg.clock = *zone;
+  } else {
+    cfg.clock = static_cast<int>(
+        std::lround(args.GetDouble("utc-offset", DefaultUtcOffsetHours(gwa, *traces)) * 3600));
+  }
   cfg.outage_fraction = args.GetDouble("outage-fraction", matrix ? 0.0 : 0.5);
   cfg.outage_min_hosts = outage_min_hosts;
   cfg.keep_grid_points = args.Has("outages");
@@ -785,9 +811,11 @@ int RunAvailability(int argc, char** argv) {
 
   std::printf("sojourn-eval availability: %s\n", args.Get("trace").c_str());
   std::printf(
-      "%zu hosts, grid %lld s, UTC%+.1f, train ratio %.2f, history days %s, windows 1..%d h, "
+      "%zu hosts, grid %lld s, %s, train ratio %.2f, history days %s, windows 1..%d h, "
       "training windows %s\n",
-      traces->size(), static_cast<long long>(cfg.step_seconds), cfg.utc_offset_seconds / 3600.0,
+      traces->size(), static_cast<long long>(cfg.step_seconds),
+      cfg.clock.has_zone() ? cfg.clock.zone_name().c_str()
+                           : absl::StrFormat("UTC%+.1f", cfg.clock.OffsetAt(0) / 3600.0).c_str(),
       cfg.train_ratio, cfg.history_days > 0 ? std::to_string(cfg.history_days).c_str() : "all",
       cfg.max_window_hours, cfg.windows_per_length ? "per length" : "of the longest length");
   PrintReport(*result, cfg);
@@ -878,7 +906,7 @@ int RunAvailability(int argc, char** argv) {
   };
   write_csv("cells", [&](std::ostream& out) { WriteCellsCsv(*result, out); });
   write_csv("outages",
-            [&](std::ostream& out) { WriteOutagesCsv(*result, cfg.utc_offset_seconds, out); });
+            [&](std::ostream& out) { WriteOutagesCsv(*result, cfg.clock, out); });
   write_csv("days", [&](std::ostream& out) { WriteDaysCsv(*result, cfg.step_seconds, out); });
 
   std::printf("\ntiming: read %.1f s, backtest %.1f s, total %.1f s\n", t_read, t_backtest,

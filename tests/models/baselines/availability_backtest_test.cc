@@ -261,6 +261,83 @@ TEST(AvailabilityBacktestTest, WindowsOfEachLengthSeeTheClock) {
   EXPECT_EQ(checked, 2);  // weekday and weekend, initial state S1 (10:00 is even)
 }
 
+// A lab host in New York that is taken every day at 18:00 on its wall clock,
+// sampled hourly for 28 days from Sunday 2024-02-25: the 14 training days are
+// in winter time (UTC-5), the 14 test days from Sunday 2024-03-10, when
+// daylight saving time starts, in summer time (UTC-4). On the zone's clock
+// the training days predict every test window exactly; on the winter offset
+// the test days' failure comes an hour early and the 16:00 windows that
+// always survived in training now fail.
+TEST(AvailabilityBacktestTest, TimeZoneFollowsTheLabsClockAcrossDaylightSavingTime) {
+  absl::StatusOr<availability::LocalClock> ny = availability::LocalClock::Zone("America/New_York");
+  ASSERT_TRUE(ny.ok()) << ny.status();
+  constexpr int64_t kStart = 1708837200;  // 2024-02-25 00:00 EST
+  const int64_t dst_day = 19792;           // 2024-03-10
+  HostTrace t;
+  t.host = "lab";
+  t.period_seconds = 3600;
+  // To 2024-03-23 23:00 EDT, the last hour of the 28th day.
+  for (int64_t at = kStart; at <= ny->UnixAt(dst_day + 13, 23 * 3600); at += 3600) {
+    if (availability::LocalSecondOfDay(at, *ny) == 18 * 3600) continue;  // taken
+    HostSample s;
+    s.unix_seconds = at;
+    s.cpu_load = 0;
+    t.samples.push_back(s);
+  }
+  std::vector<HostTrace> traces = {t};
+  BacktestConfig c = HourlyConfig();
+  c.methods = {"window_frequency"};
+  c.clock = *ny;
+  auto zoned = RunBacktest(traces, c);
+  c.clock = -5 * 3600;
+  auto winter = RunBacktest(traces, c);
+  ASSERT_TRUE(zoned.ok() && winter.ok());
+
+  // The zone's days: 2024-03-10 has 23 hours (02:00 is skipped), 22 of them
+  // up with a step after them; the day before has 24, 23 up.
+  int seen_days = 0;
+  for (const DayCount& d : zoned->days) {
+    if (d.day != dst_day && d.day != dst_day - 1) continue;
+    ++seen_days;
+    EXPECT_DOUBLE_EQ(d.up_steps, d.day == dst_day ? 22 : 23) << d.day;
+    EXPECT_DOUBLE_EQ(d.failures, 1) << d.day;
+    EXPECT_EQ(d.day_type, 1) << d.day;  // Saturday and Sunday
+  }
+  EXPECT_EQ(seen_days, 2);
+
+  auto cells_of = [](const BacktestResult& r, int day_type, int hour, int hours) {
+    std::vector<CellResult> out;
+    for (const CellResult& cell : r.cells) {
+      if (cell.day_type == day_type && cell.hour == hour && cell.hours == hours) {
+        out.push_back(cell);
+      }
+    }
+    return out;
+  };
+  int zoned_cells = 0;
+  for (const CellResult& cell : zoned->cells) {
+    ++zoned_cells;
+    EXPECT_DOUBLE_EQ(cell.pred[0], cell.emp())
+        << "day type " << cell.day_type << " " << cell.hour << ":00 " << cell.hours << " h";
+  }
+  EXPECT_GT(zoned_cells, 400);
+  // Weekend test days: Mar 10 (no 02:00), 16, 17 and 23.
+  ASSERT_EQ(cells_of(*zoned, 1, 2, 1).size(), 1u);
+  EXPECT_EQ(cells_of(*zoned, 1, 2, 1)[0].n_test, 3);
+  EXPECT_EQ(cells_of(*zoned, 1, 3, 1)[0].n_test, 4);
+  // 16:00 for 1 h on the winter offset: survived in every training window,
+  // fails in every test window (17:00 UTC-5 is 18:00 summer time).
+  for (int dt = 0; dt < 2; ++dt) {
+    const std::vector<CellResult> w = cells_of(*winter, dt, 16, 1);
+    ASSERT_EQ(w.size(), 1u) << dt;
+    EXPECT_DOUBLE_EQ(w[0].pred[0], 1.0);
+    EXPECT_DOUBLE_EQ(w[0].emp(), 0.0);
+    const std::vector<CellResult> z = cells_of(*zoned, dt, 16, 1);
+    ASSERT_EQ(z.size(), 1u) << dt;
+    EXPECT_DOUBLE_EQ(z[0].emp(), 1.0);
+  }
+}
+
 // A day without samples on every host is a global monitoring outage: windows
 // touching it are excluded instead of counted as failures.
 TEST(AvailabilityBacktestTest, GlobalOutageWindowsAreExcluded) {
