@@ -20,7 +20,8 @@ ABSL_FLAG(std::string, tls_ca, "",
           "PEM CA certificate(s) that the services this process dials, and the clients calling "
           "it (see --tls_client_auth), must be signed by");
 ABSL_FLAG(std::string, tls_client_auth, "require",
-          "with TLS on: 'require' = callers must present a certificate signed by --tls_ca "
+          "with TLS on, for a service's callers (a client that only dials out ignores it): "
+          "'require' = callers must present a certificate signed by --tls_ca "
           "(mutual TLS); 'none' = any caller (the connection is still encrypted)");
 
 namespace sojourn {

@@ -21,6 +21,7 @@ usage: /usr/bin/python3 tests/python/grpc_client_test.py --bin-dir BUILD/bin [un
 """
 
 import csv
+import datetime
 import gzip
 import json
 import math
@@ -297,6 +298,26 @@ class GrpcClientTest(unittest.TestCase):
         self.assertGreaterEqual(d.completed_up_intervals, 0)
         self.assertGreaterEqual(d.up_seconds, 0)
         self.assertLessEqual(d.up_seconds, HISTORY_DAYS * 86400)
+        # `sojourn availability --start` asks for a window that starts then: as a date-time
+        # with its offset and as Unix seconds, the same answer as the RPC's start.
+        start = int(time.time()) // 60 * 60 - 5 * 3600
+        req = pb["predictor"].PredictAvailabilityRequest(
+            host=PUSHED_HOST, window_seconds=3600, start_unix_seconds=start,
+            statemgr_address=ADDRS["statemgr"])
+        want = self.predictor.PredictAvailability(req, timeout=self.RPC_TIMEOUT)
+        plus_one = datetime.timezone(datetime.timedelta(hours=1))
+        for arg in (datetime.datetime.fromtimestamp(start, plus_one).strftime("%Y-%m-%dT%H:%M+01:00"),
+                    str(start)):
+            run = subprocess.run([CLUSTER.binary("sojourn"), "availability", "--host", PUSHED_HOST,
+                                  "--window", "1h", "--start", arg, "--json",
+                                  "--predictor", ADDRS["predictor"],
+                                  "--statemgr", ADDRS["statemgr"]],
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            got = json.loads(run.stdout)
+            self.assertAlmostEqual(got["tr_ratio"], want.tr_ratio, places=12, msg=arg)
+            self.assertEqual(got["day_type"], pb["common"].DayType.Name(want.day_type), arg)
+            self.assertEqual(got["history_windows"], want.history_windows, arg)
 
     def test_05_health_serving_everywhere(self):
         health = pb["health"]

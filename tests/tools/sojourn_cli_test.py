@@ -39,6 +39,14 @@ CASES = [
     (["availability", "--host", "vm1", "--window", "2h", "--curve", "1e12"],
      "--curve wants an integer in [0, 100000], got '1e12'"),
     (["availability", "--host", "vm1", "--window", "2h", "--curve", "-1"], "--curve"),
+    # --start: a date-time needs its UTC offset; +DURATION is positive.
+    (["availability", "--host", "vm1", "--window", "2h", "--start", "2026-12-09T09:00"],
+     "with its UTC offset"),
+    (["availability", "--host", "vm1", "--window", "2h", "--start", "+-2h"], "+DURATION"),
+    (["availability", "--host", "vm1", "--window", "2h", "--start", "+1.5s"], "whole number"),
+    (["availability", "--host", "vm1", "--window", "2h", "--start", "0"], "after 1970"),
+    (["availability", "--host", "vm1", "--window", "2h", "--start", "1969-12-31T23:00Z"],
+     "after 1970"),
     # can-run / how-long's --cpu is a free fraction of the host's CPU; rank's
     # is CPUs the job needs (may exceed 1, must be > 0).
     (["can-run", "--host", "vm1", "--hours", "2", "--cpu", "1.5"], "in [0, 1], got '1.5'"),

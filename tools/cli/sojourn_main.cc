@@ -1,7 +1,7 @@
 // sojourn: command-line client of a sojourn cluster.
 //
 //   sojourn hosts [--json]
-//   sojourn availability --host H --window 2h [--history-days N] [--curve N] [--baselines] [--json]
+//   sojourn availability --host H --window 2h [--start T] [--history-days N] [--curve N] [--baselines] [--json]
 //   sojourn rank --duration 4h [--cpu 1.0] [--memory-mb 512] [--min-mhz M] [--hosts H,..]
 //                [--policy P] [--json]
 //   sojourn guest [--pid N [--unregister]] [--monitor ADDR] [--json]
@@ -78,7 +78,7 @@ const char kUsage[] =
     "\n"
     "commands:\n"
     "  hosts                      list the hosts registered with the broker\n"
-    "  availability --host H --window DURATION [--history-days N] [--curve N] [--baselines]\n"
+    "  availability --host H --window DURATION [--start T] [--history-days N] [--curve N] [--baselines]\n"
     "                             temporal reliability TR of host H over the next DURATION,\n"
     "                             MTTF, and N points of the TR curve\n"
     "  rank --duration DURATION [--cpu CPUS] [--memory-mb MB] [--min-mhz MHZ]\n"
@@ -176,7 +176,13 @@ const char kAvailabilityHelp[] =
     "\n"
     "options:\n"
     "  --host H               the host (required)\n"
-    "  --window DURATION      the window: 2h, 90m, 45s, 1h30m or seconds (required)\n"
+    "  --window DURATION      the window: 2h, 90m, 1h30m, 2d or seconds, at most 7 days\n"
+    "                         (required)\n"
+    "  --start T              when the window starts (default: now, the host's newest\n"
+    "                         sample): +DURATION from now (+14h), a date-time with its\n"
+    "                         UTC offset (2026-12-09T09:00+01:00, 2026-12-09T08:00Z) or\n"
+    "                         Unix seconds; at most a year ahead. A start in the past is\n"
+    "                         predicted from the history before it\n"
     "  --history-days N       use the most recent N days of the same day type; an integer\n"
     "                         in [0, 36500] (default 0 = the predictor's setting, all days\n"
     "                         by default)\n"
@@ -185,7 +191,9 @@ const char kAvailabilityHelp[] =
     "  --baselines            also print what the estimators deployed systems use today say\n"
     "                         of the window: HTCondor's AvailTime statistics (survival of the\n"
     "                         host's past availability intervals longer than its up-time) and\n"
-    "                         BOINC's on-fraction (time up, 10-day exponential weighting)\n";
+    "                         BOINC's on-fraction (time up, 10-day exponential weighting)\n"
+    "  --statemgr ADDR        the host's state manager (default: the predictor asks its\n"
+    "                         broker; needed with a predictor that has no --broker)\n";
 
 const char kRankHelp[] =
     "usage: sojourn rank --duration DURATION [options]\n"
@@ -211,7 +219,9 @@ const char kUsageHelp[] =
     "usage: sojourn usage --host H --hours N [options]\n"
     "\n"
     "Predicted use of host H for the next N hours in 5-minute steps, and the forecaster that\n"
-    "answered. A host needs some recent history first (refused: 'not enough history yet').\n"
+    "answered. A host whose monitor has just started is answered from its first samples\n"
+    "(method persist: a guess); one with no sample in the last 24 hours is refused ('not\n"
+    "enough history yet').\n"
     "\n"
     "options:\n"
     "  --host H               the host (required)\n"
@@ -222,8 +232,8 @@ const char kCanRunHelp[] =
     "usage: sojourn can-run --host H --hours N [options]\n"
     "\n"
     "Whether host H is predicted to keep the given CPU fraction and memory free for the\n"
-    "next N hours. A host needs some recent history first (refused: 'not enough history\n"
-    "yet').\n"
+    "next N hours. A host whose monitor has just started is judged from its first samples\n"
+    "alone; one with no sample in the last 24 hours is refused ('not enough history yet').\n"
     "\n"
     "options:\n"
     "  --host H               the host (required)\n"
@@ -237,7 +247,8 @@ const char kHowLongHelp[] =
     "usage: sojourn how-long --host H [options]\n"
     "\n"
     "For how long (hours, at most 72) host H is predicted to keep the given CPU fraction and\n"
-    "memory free. A host needs some recent history first (refused: 'not enough history yet').\n"
+    "memory free. A host whose monitor has just started is judged from its first samples\n"
+    "alone; one with no sample in the last 24 hours is refused ('not enough history yet').\n"
     "\n"
     "options:\n"
     "  --host H               the host (required)\n"
@@ -687,6 +698,38 @@ absl::Duration DurationArg(const Args& a, const std::string& key) {
   return *d;
 }
 
+// A moment: "+DURATION" after `now`, an RFC 3339 date-time with its UTC
+// offset (seconds optional) or Unix seconds (> 0). A date-time without an
+// offset is refused rather than guessed in some zone.
+int64_t StartArg(const Args& a, const std::string& key, absl::Time now) {
+  const std::string v = a.Get(key);
+  auto die = [&](const std::string& why) {
+    sojourn::DieUsage(kProgram, absl::StrCat("--", key, ": '", sojourn::Excerpt(v), "' ", why));
+  };
+  if (absl::StartsWith(v, "+")) {
+    auto d = sojourn::ParsePositiveDuration(v.substr(1));
+    if (!d.ok()) die(absl::StrCat("is not +DURATION: ", d.status().message()));
+    if (absl::Trunc(*d, absl::Seconds(1)) != *d) die("is not a whole number of seconds");
+    return absl::ToUnixSeconds(now + *d);
+  }
+  int64_t unix_seconds = 0;
+  if (absl::SimpleAtoi(v, &unix_seconds)) {
+    if (unix_seconds <= 0) die("must be a Unix time after 1970-01-01");
+    return unix_seconds;
+  }
+  absl::Time t;
+  std::string err;
+  for (const char* format : {"%Y-%m-%d%ET%H:%M:%E*S%Ez", "%Y-%m-%d%ET%H:%M%Ez"}) {
+    if (absl::ParseTime(format, v, &t, &err)) {
+      if (t <= absl::UnixEpoch()) die("must be after 1970-01-01");
+      return absl::ToUnixSeconds(t);
+    }
+  }
+  die("is not +DURATION, Unix seconds or a date-time with its UTC offset "
+      "(2026-12-09T09:00+01:00, 2026-12-09T08:00Z)");
+  return 0;
+}
+
 double NumberArg(const Args& a, const std::string& key, double def) {
   if (!a.Has(key)) return def;
   double v = 0;
@@ -793,10 +836,13 @@ int Guest(int argc, char** argv) {
 
 int Availability(int argc, char** argv) {
   Args a = Parse(argc, argv, CommandHelp(kAvailabilityHelp, kPredictorHelp),
-                 With({"host", "window", "history-days", "curve"}), {"json", "baselines"});
+                 With({"host", "window", "start", "history-days", "curve", "statemgr"}),
+                 {"json", "baselines"});
   sojourn::v1::PredictAvailabilityRequest req;
   req.set_host(HostArg(Required(a, "host"), "--host"));
   req.set_window_seconds(absl::ToInt64Seconds(DurationArg(a, "window")));
+  if (a.Has("start")) req.set_start_unix_seconds(StartArg(a, "start", absl::Now()));
+  if (a.Has("statemgr")) req.set_statemgr_address(a.Get("statemgr"));
   // Whole numbers only: 2.5 days used to be truncated to 2 without a word,
   // 1e12 points converted to int out of range.
   req.set_history_days(static_cast<int>(a.GetIntInRange("history-days", 0, 0, 36500)));
@@ -819,6 +865,13 @@ int Availability(int argc, char** argv) {
   std::printf("host %s: TR over %s = %.4f, MTTF %s (restricted to the window)\n",
               resp.host().c_str(), Hours(req.window_seconds()).c_str(), resp.tr_ratio(),
               Hours(resp.mttf_seconds()).c_str());
+  if (req.start_unix_seconds() > 0) {
+    std::printf("window from %s\n",
+                absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
+                                 absl::FromUnixSeconds(req.start_unix_seconds()),
+                                 absl::UTCTimeZone())
+                    .c_str());
+  }
   std::printf("state now %s, %s, %d history windows%s, step %llds, method %s\n",
               StateShort(resp.initial_state()).c_str(),
               resp.day_type() == sojourn::v1::DAY_TYPE_WEEKEND ? "weekend" : "weekday",
@@ -928,7 +981,7 @@ int Rank(int argc, char** argv) {
         h.reason().c_str());
   }
   std::printf(
-      "(CR = clock rate relative to the hosts' mean; LOAD = predicted CPU load over the job; TR over "
+      "(CR = clock rate relative to the usable hosts' median; LOAD = predicted CPU load over the job; TR over "
       "the job's duration; MTTF = integral of TR over the horizon; JCT = run time without failures; "
       "JCTF = expected completion with failures (eq. 7); ETL = work done before an expected "
       "failure; HIST = training windows, * = low history)\n");
