@@ -192,6 +192,56 @@ void BrokerService::ExportRankingMetrics(Metrics& metrics) {
   ranker_.ExportMetrics(metrics);
 }
 
+constexpr char kHostsMetric[] = "sojourn_broker_hosts";
+constexpr char kHostsHelp[] =
+    "Hosts registered with the broker: the live ones by the state their state manager last "
+    "reported (S1..S5; unknown when it reported none), and the expired ones (no heartbeat for "
+    "--heartbeat_ttl_seconds; not ranked)";
+constexpr char kForgottenMetric[] = "sojourn_broker_hosts_forgotten_total";
+constexpr char kForgottenHelp[] =
+    "Hosts the broker forgot: silent for longer than --forget_hosts_after_seconds, or expired "
+    "and replaced by a new host at --max_hosts";
+
+void BrokerService::EnableHostChecks(Metrics& metrics, absl::Duration forget_after) {
+  host_metrics_ = &metrics;
+  forget_after_ = forget_after;
+  for (const char* reason : {"silent", "max_hosts"}) {
+    metrics.DeclareCounter(kForgottenMetric, kForgottenHelp, {{"reason", reason}});
+  }
+  forgotten_for_room_ = registry_.forgotten();
+  CheckHosts();
+}
+
+std::vector<std::string> BrokerService::CheckHosts() {
+  std::vector<std::string> forgotten;
+  if (forget_after_ > absl::ZeroDuration()) forgotten = registry_.ForgetSilent(forget_after_);
+  if (!forgotten.empty()) {
+    std::string names = absl::StrJoin(
+        forgotten.begin(), forgotten.begin() + std::min<size_t>(forgotten.size(), 10), ", ");
+    if (forgotten.size() > 10) absl::StrAppend(&names, " and ", forgotten.size() - 10, " more");
+    SOJOURN_LOG(INFO,
+                "forgot %d host(s) silent for more than %s (--forget_hosts_after_seconds): %s; "
+                "each registers again when its state manager does",
+                static_cast<int>(forgotten.size()), absl::FormatDuration(forget_after_), names);
+  }
+  if (host_metrics_ == nullptr) return forgotten;
+  host_metrics_->Increment(kForgottenMetric, kForgottenHelp, {{"reason", "silent"}},
+                           static_cast<double>(forgotten.size()));
+  const int64_t for_room = registry_.forgotten();
+  const int64_t before = forgotten_for_room_.exchange(for_room);
+  host_metrics_->Increment(kForgottenMetric, kForgottenHelp, {{"reason", "max_hosts"}},
+                           static_cast<double>(std::max<int64_t>(0, for_room - before)));
+  const HostRegistry::Census census = registry_.Count();
+  static constexpr const char* kStates[6] = {"unknown", "S1", "S2", "S3", "S4", "S5"};
+  for (int s = 0; s < 6; ++s) {
+    host_metrics_->Set(kHostsMetric, kHostsHelp, {{"state", kStates[s]}},
+                       static_cast<double>(census.live[s]));
+  }
+  host_metrics_->Set(kHostsMetric, kHostsHelp, {{"state", "expired"}},
+                     static_cast<double>(census.expired));
+  return forgotten;
+}
+
 grpc::ServerUnaryReactor* BrokerService::RankHosts(grpc::CallbackServerContext* context,
                                                    const sojourn::v1::RankHostsRequest* request,
                                                    sojourn::v1::RankHostsResponse* response) {

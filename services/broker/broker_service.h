@@ -4,12 +4,14 @@
 #ifndef SOJOURN_SERVICES_BROKER_BROKER_SERVICE_H_
 #define SOJOURN_SERVICES_BROKER_BROKER_SERVICE_H_
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
@@ -155,6 +157,16 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   // hosts' conditions leave of the rankings' waiting for the predictor.
   // `metrics` must outlive the service. Call before the server starts.
   void ExportRankingMetrics(Metrics& metrics);
+  // The registry's look after its hosts, every minute (main.cc) and once at
+  // start-up: forgets the hosts silent (no heartbeat) for more than
+  // `forget_after` (0 = never; HostRegistry::ForgetSilent), logging them,
+  // and sets the gauge sojourn_broker_hosts{state} (live hosts by their
+  // reported state S1..S5, "unknown" without one, and "expired") and the
+  // counter sojourn_broker_hosts_forgotten_total{reason="silent"|"max_hosts"}.
+  // `metrics` must outlive the service. Call EnableHostChecks before the
+  // server starts; CheckHosts returns the hosts it forgot.
+  void EnableHostChecks(Metrics& metrics, absl::Duration forget_after);
+  std::vector<std::string> CheckHosts();
   // Serves the job queue RPCs on `queue`, forwarding to `history`; both (and
   // `metrics`, when not null) must outlive the service. Without this call
   // they answer FAILED_PRECONDITION. Call before the server starts.
@@ -254,6 +266,10 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   JobQueueServiceConfig queue_config_;
   Metrics* metrics_ = nullptr;
   Metrics* ranking_metrics_ = nullptr;
+  Metrics* host_metrics_ = nullptr;
+  absl::Duration forget_after_ = absl::ZeroDuration();
+  // HostRegistry::forgotten() at the last CheckHosts.
+  std::atomic<int64_t> forgotten_for_room_{0};
   // Held while an event goes to the history, so that events (new ones and
   // the outbox's) reach it in the order they happened; the job RPCs hold it
   // from their queue change on (Forward).

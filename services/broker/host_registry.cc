@@ -1,5 +1,6 @@
 #include "services/broker/host_registry.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
@@ -151,6 +152,36 @@ absl::StatusOr<sojourn::v1::RegisteredHost> HostRegistry::Get(const std::string&
 int64_t HostRegistry::forgotten() const {
   absl::MutexLock l(&mu_);
   return forgotten_;
+}
+
+std::vector<std::string> HostRegistry::ForgetSilent(absl::Duration after) {
+  after = std::max(after, ttl_);
+  const absl::Time now = clock_.Now();
+  std::vector<std::string> out;
+  absl::MutexLock l(&mu_);
+  for (auto it = hosts_.begin(); it != hosts_.end();) {
+    if (now - absl::FromUnixSeconds(it->second.last_heartbeat_unix_seconds()) > after) {
+      out.push_back(it->first);
+      it = hosts_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+HostRegistry::Census HostRegistry::Count() const {
+  Census out;
+  absl::MutexLock l(&mu_);
+  for (const auto& [name, h] : hosts_) {
+    if (!Live(h)) {
+      ++out.expired;
+      continue;
+    }
+    const int state = h.has_condition() ? static_cast<int>(h.condition().state()) : 0;
+    ++out.live[state >= 1 && state <= 5 ? state : 0];
+  }
+  return out;
 }
 
 std::vector<sojourn::v1::RegisteredHost> HostRegistry::List() const {

@@ -74,6 +74,19 @@ class HostRegistry {
   int max_hosts() const { return max_hosts_; }
   // Expired hosts forgotten to make room for new ones, since the start.
   int64_t forgotten() const;
+  // Forgets every host whose last heartbeat is more than `after` ago (at
+  // least the TTL: only expired hosts go) and returns their names, sorted.
+  // A host that comes back registers again as new (its state manager
+  // registers it every heartbeat period).
+  std::vector<std::string> ForgetSilent(absl::Duration after);
+  // The hosts now: the live ones by their reported condition's state
+  // (live[1..5] for S1..S5, live[0] without a reported condition) and the
+  // expired ones.
+  struct Census {
+    int64_t live[6] = {};
+    int64_t expired = 0;
+  };
+  Census Count() const;
 
  private:
   bool Live(const sojourn::v1::RegisteredHost& h) const;

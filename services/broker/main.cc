@@ -34,6 +34,11 @@ ABSL_FLAG(int64_t, max_clock_skew_seconds, sojourn::broker::kDefaultMaxSampleSke
           "the statemgr's own --max_clock_skew_seconds (1 h) plus 1 h between the two clocks. Job "
           "times (SubmitJob, StartJob, FinishJob, EstimateJobTurnaround) may be at most 1 h "
           "ahead, the predictor's limit, whatever this flag says");
+ABSL_FLAG(int64_t, forget_hosts_after_seconds, 7 * 86400,
+          "forget a host with no heartbeat for this long (checked every minute): it leaves "
+          "ListHosts and sojourn_broker_hosts, and registers again as new should its state "
+          "manager come back; 0 = keep expired hosts until --max_hosts needs their room; else at "
+          "least --heartbeat_ttl_seconds");
 ABSL_FLAG(int, max_hosts, sojourn::broker::kDefaultMaxHosts,
           "hosts kept in the registry (1..1000000): a new host beyond them takes the place of the "
           "expired host silent the longest, and is refused (RESOURCE_EXHAUSTED) when every host is "
@@ -127,6 +132,12 @@ int main(int argc, char** argv) {
           sojourn::IntFlagInRange("--max_clock_skew_seconds",
                                   absl::GetFlag(FLAGS_max_clock_skew_seconds), 0, kMax),
           sojourn::IntFlagInRange("--max_hosts", absl::GetFlag(FLAGS_max_hosts), 1, 1000000),
+          absl::GetFlag(FLAGS_forget_hosts_after_seconds) == 0
+              ? absl::OkStatus()
+              : sojourn::IntFlagInRange("--forget_hosts_after_seconds",
+                                        absl::GetFlag(FLAGS_forget_hosts_after_seconds),
+                                        std::max<int64_t>(1, absl::GetFlag(FLAGS_heartbeat_ttl_seconds)),
+                                        kMax, "(--heartbeat_ttl_seconds or more), or 0 = never"),
           sojourn::IntFlagInRange("--threads", absl::GetFlag(FLAGS_threads), 1,
                                   sojourn::kMaxServiceThreads),
           sojourn::IntFlagInRange("--fanout_threads", absl::GetFlag(FLAGS_fanout_threads), 0,
@@ -244,6 +255,7 @@ int main(int argc, char** argv) {
                                           absl::Seconds(60), credentials);
   service.EnableJobQueue(**queue, history, qc, &metrics);
   service.ExportRankingMetrics(metrics);
+  service.EnableHostChecks(metrics, absl::Seconds(absl::GetFlag(FLAGS_forget_hosts_after_seconds)));
   auto backup = sojourn::StartDbBackup(*backup_config, (*queue)->db(), sojourn::Clock::Real(),
                                        &metrics);
   if (!backup.ok()) {  // the configuration (--backup_dir): exit 2
@@ -294,7 +306,10 @@ int main(int argc, char** argv) {
   // current; once a minute, as the ages move on without any event.
   std::thread check_jobs([&] {
     sojourn::RunEvery(sojourn::Clock::Real(), absl::Minutes(1), &retry_mu, &stopping,
-                      [&] { service.CheckJobs(); });
+                      [&] {
+                        service.CheckJobs();
+                        service.CheckHosts();
+                      });
   });
   sojourn::WaitForTerminationSignal();
   {

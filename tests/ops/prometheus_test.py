@@ -185,6 +185,9 @@ class PrometheusTest(unittest.TestCase):
             f'sojourn_broker_jobs_expired_total{{job="sojourn-broker",state="{s}"}}'
             for s in ("waiting", "running")] + [
             'sojourn_broker_jobs_overdue{job="sojourn-broker"}'] + [
+            f'sojourn_broker_hosts_forgotten_total{{job="sojourn-broker",reason="{r}"}}'
+            for r in ("silent", "max_hosts")] + [
+            'sojourn_broker_hosts{job="sojourn-broker",state="expired"}'] + [
             f'sojourn_predictor_turnaround_{m}{{job="sojourn-predictor",kernel="{k}",'
             f'quantity="{q}"}}'
             for m in ("scored_total", "abs_error_seconds_total", "observed_seconds_total")

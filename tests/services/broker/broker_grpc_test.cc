@@ -204,6 +204,70 @@ TEST_F(BrokerGrpcTest, HeartbeatWithNewHistoryInvalidatesTheCache) {
   EXPECT_EQ(RankingPredictions("predictor"), 4);
 }
 
+// The broker's hosts in sojourn_broker_hosts{state} and the silent ones
+// forgotten after --forget_hosts_after_seconds, counted in
+// sojourn_broker_hosts_forgotten_total{reason}; ListHosts no longer lists them.
+TEST_F(BrokerGrpcTest, HostChecksCountTheHostsAndForgetTheSilentOnes) {
+  auto hosts = [this](const std::string& state) {
+    return sojourn::testing::MetricValue(broker_metrics_.Render(), "sojourn_broker_hosts",
+                                         {{"state", state}});
+  };
+  auto forgotten = [this](const std::string& reason) {
+    return sojourn::testing::MetricValue(broker_metrics_.Render(),
+                                         "sojourn_broker_hosts_forgotten_total",
+                                         {{"reason", reason}});
+  };
+  service_->EnableHostChecks(broker_metrics_, absl::Hours(24));
+  // Registered without a condition (Register above): state unknown.
+  EXPECT_EQ(hosts("unknown"), 3);
+  EXPECT_EQ(hosts("S1"), 0);
+  EXPECT_EQ(hosts("expired"), 0);
+  EXPECT_EQ(forgotten("silent"), 0);
+  EXPECT_EQ(forgotten("max_hosts"), 0);
+  {
+    grpc::ClientContext ctx;
+    v1::HeartbeatRequest hb;
+    hb.set_host("slow-steady");
+    hb.set_last_sample_unix_seconds(1010);
+    hb.mutable_condition()->set_state(v1::HOST_STATE_S2_BUSY);
+    hb.mutable_condition()->set_load_band(-1);
+    v1::HeartbeatResponse hr;
+    ASSERT_TRUE(stub_->Heartbeat(&ctx, hb, &hr).ok());
+  }
+  EXPECT_TRUE(service_->CheckHosts().empty());
+  EXPECT_EQ(hosts("unknown"), 2);
+  EXPECT_EQ(hosts("S2"), 1);
+  // Two hours on, only slow-steady keeps beating: the other two expire...
+  for (int i = 0; i < 4; ++i) {
+    clock_.Advance(absl::Minutes(30));
+    grpc::ClientContext ctx;
+    v1::HeartbeatRequest hb;
+    hb.set_host("slow-steady");
+    v1::HeartbeatResponse hr;
+    ASSERT_TRUE(stub_->Heartbeat(&ctx, hb, &hr).ok());
+  }
+  EXPECT_TRUE(service_->CheckHosts().empty());
+  EXPECT_EQ(hosts("expired"), 2);
+  EXPECT_EQ(hosts("unknown"), 0);
+  // ...and are forgotten once silent for more than a day.
+  clock_.Advance(absl::Hours(22) + absl::Minutes(1));
+  {
+    grpc::ClientContext ctx;
+    v1::HeartbeatRequest hb;
+    hb.set_host("slow-steady");
+    v1::HeartbeatResponse hr;
+    ASSERT_TRUE(stub_->Heartbeat(&ctx, hb, &hr).ok());
+  }
+  EXPECT_EQ(service_->CheckHosts(), (std::vector<std::string>{"fast-flaky", "revoked"}));
+  EXPECT_EQ(hosts("expired"), 0);
+  EXPECT_EQ(forgotten("silent"), 2);
+  grpc::ClientContext ctx;
+  v1::BrokerListHostsResponse list;
+  ASSERT_TRUE(stub_->ListHosts(&ctx, v1::BrokerListHostsRequest(), &list).ok());
+  ASSERT_EQ(list.hosts_size(), 1);
+  EXPECT_EQ(list.hosts(0).host(), "slow-steady");
+}
+
 // RegisterHost / Heartbeat with a last_sample_unix_seconds outside [0, the
 // broker's clock + skew] or a statemgr_address that is not HOST:PORT are
 // INVALID_ARGUMENT naming the field, and change nothing: a heartbeat at

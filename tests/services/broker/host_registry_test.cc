@@ -35,6 +35,43 @@ TEST(HostRegistryTest, ExpiresWithoutHeartbeat) {
   EXPECT_EQ(registry.List().size(), 1u);
 }
 
+// ForgetSilent drops only the hosts silent for longer than asked (and never a
+// live one, whatever is asked); Count sorts the live hosts by their reported
+// state and counts the expired ones.
+TEST(HostRegistryTest, ForgetsHostsSilentForLongAndCountsTheRest) {
+  FakeClock clock;
+  HostRegistry registry(clock, absl::Seconds(60));
+  auto with_state = [](const std::string& host, sojourn::v1::HostState state) {
+    sojourn::v1::RegisterHostRequest r = Req(host, "127.0.0.1:1");
+    r.mutable_condition()->set_state(state);
+    r.set_last_sample_unix_seconds(1);
+    return r;
+  };
+  ASSERT_THAT(registry.Register(with_state("gone", sojourn::v1::HOST_STATE_S1_IDLE)), IsOk());
+  clock.Advance(absl::Hours(2));
+  ASSERT_THAT(registry.Register(with_state("quiet", sojourn::v1::HOST_STATE_S1_IDLE)), IsOk());
+  clock.Advance(absl::Minutes(30));
+  ASSERT_THAT(registry.Register(with_state("idle", sojourn::v1::HOST_STATE_S1_IDLE)), IsOk());
+  ASSERT_THAT(registry.Register(with_state("revoked", sojourn::v1::HOST_STATE_S5_REVOKED)), IsOk());
+  ASSERT_THAT(registry.Register(Req("old-statemgr", "127.0.0.1:1")), IsOk());
+  HostRegistry::Census c = registry.Count();
+  EXPECT_EQ(c.live[1], 1);
+  EXPECT_EQ(c.live[5], 1);
+  EXPECT_EQ(c.live[0], 1);
+  EXPECT_EQ(c.expired, 2);
+  // Silent for 2.5 h and 30 min: an hour forgets only the first.
+  EXPECT_EQ(registry.ForgetSilent(absl::Hours(1)), std::vector<std::string>{"gone"});
+  EXPECT_TRUE(absl::IsNotFound(registry.Get("gone").status()));
+  EXPECT_EQ(registry.Count().expired, 1);
+  // Asked for less than the TTL, still only expired hosts go.
+  EXPECT_EQ(registry.ForgetSilent(absl::Seconds(1)), std::vector<std::string>{"quiet"});
+  EXPECT_EQ(registry.List().size(), 3u);
+  EXPECT_EQ(registry.forgotten(), 0);  // that counts the room made at max_hosts
+  // A forgotten host registers again as new.
+  ASSERT_THAT(registry.Register(Req("gone", "127.0.0.1:1")), IsOk());
+  EXPECT_EQ(registry.Get("gone")->registered_unix_seconds(), absl::ToUnixSeconds(clock.Now()));
+}
+
 // At most max_hosts hosts: a new one replaces the expired host silent the
 // longest, and is refused while every host is live (20,000 registrations
 // used to make ListHosts too large for a default gRPC client, forever).
