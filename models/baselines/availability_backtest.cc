@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -109,13 +110,22 @@ struct Grids {
 Grids BuildGrids(const std::vector<HostTrace>& traces, const BacktestConfig& cfg) {
   Grids g;
   const int64_t step = cfg.step_seconds;
+  // Every host's grid is aligned to the local midnight of the trace's first
+  // day (with a fixed offset, to every local midnight; with a zone whose
+  // offset changes by less than the step, e.g. Australia/Lord_Howe's 30
+  // minutes at a 3600 s step, the local hours of the other season fall
+  // between grid points, for every host alike).
+  int64_t first_sample = std::numeric_limits<int64_t>::max();
+  for (const HostTrace& t : traces) {
+    if (!t.samples.empty()) first_sample = std::min(first_sample, t.samples.front().unix_seconds);
+  }
+  const int64_t origin = first_sample == std::numeric_limits<int64_t>::max()
+                             ? 0
+                             : availability::LocalMidnight(first_sample, cfg.clock);
   for (size_t h = 0; h < traces.size(); ++h) {
     if (traces[h].samples.empty()) continue;
-    // The grid is aligned to the local midnight of the first sample's day
-    // (with a fixed offset, to every local midnight).
-    availability::StateSeries series = availability::ClassifyToGrid(
-        traces[h].samples, cfg.classifier, step,
-        availability::LocalMidnight(traces[h].samples.front().unix_seconds, cfg.clock));
+    availability::StateSeries series =
+        availability::ClassifyToGrid(traces[h].samples, cfg.classifier, step, origin);
     if (series.states.empty()) continue;
     HostGrid hg;
     hg.index = static_cast<int>(h);
@@ -271,8 +281,9 @@ PopulationLevel BuildPopulationLevel(const Grids& grids, const BacktestConfig& c
     ge = std::max(ge, hg.start_unix + hg.n() * step);
   }
   // Local hours: [start + 3600 g, start + 3600 (g + 1)) (a change to or from
-  // daylight saving time moves the clock by whole hours, so every local hour
-  // stays one of these).
+  // daylight saving time moves the clock by whole hours in nearly every zone,
+  // so every local hour stays one of these; after a 30-minute change,
+  // Australia/Lord_Howe's, they are not, and no midnight is found there).
   out.start = gs - availability::LocalSecondOfDay(gs, clock) % 3600;
   const int64_t hours = (ge - out.start) / 3600 + 1;
   // The population's rate per up step at each day type and local hour.
@@ -319,7 +330,10 @@ PopulationLevel BuildPopulationLevel(const Grids& grids, const BacktestConfig& c
   std::vector<availability::LevelPair> pairs;
   for (int64_t g = span; g + 24 <= hours; ++g) {
     const int64_t at = out.start + g * 3600;
-    if (availability::LocalSecondOfDay(at, clock) != 0) continue;  // local midnight only
+    // Local midnight only: the start of its day (where a change to or from
+    // daylight saving time is at midnight, America/Havana, 00:00 may come
+    // twice or not at all).
+    if (at != clock.UnixAt(availability::LocalDayNumber(at, clock), 0)) continue;
     // The day's hours: 24, or 23 / 25 when daylight saving time starts / ends.
     const int64_t day_hours =
         (clock.UnixAt(availability::LocalDayNumber(at, clock) + 1, 0) - at) / 3600;
@@ -755,9 +769,11 @@ HostOutput EvaluateHost(const HostGrid& hg, const BacktestConfig& cfg,
       bool any_scored = false;
       for (int64_t d : test_days) {
         const int64_t start = clock.UnixAt(d, int64_t{hour} * 3600);
-        // No window at a clock hour that daylight saving time skips that day.
+        // No window at a clock hour that daylight saving time skips that day
+        // (nor on a day a zone skipped whole, Pacific/Apia's 2011-12-30).
         if (clock.has_zone() &&
-            availability::LocalSecondOfDay(start, clock) != int64_t{hour} * 3600) {
+            (availability::LocalSecondOfDay(start, clock) != int64_t{hour} * 3600 ||
+             availability::LocalDayNumber(start, clock) != d)) {
           continue;
         }
         const int64_t s = FloorDiv(start - hg.start_unix, step);

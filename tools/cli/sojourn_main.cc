@@ -721,7 +721,8 @@ int64_t StartArg(const Args& a, const std::string& key, absl::Time now) {
   std::string err;
   for (const char* format : {"%Y-%m-%d%ET%H:%M:%E*S%Ez", "%Y-%m-%d%ET%H:%M%Ez"}) {
     if (absl::ParseTime(format, v, &t, &err)) {
-      if (t <= absl::UnixEpoch()) die("must be after 1970-01-01");
+      // 0 would mean "now".
+      if (absl::ToUnixSeconds(t) <= 0) die("must be after 1970-01-01");
       return absl::ToUnixSeconds(t);
     }
   }
@@ -872,7 +873,10 @@ int Availability(int argc, char** argv) {
                                  absl::UTCTimeZone())
                     .c_str());
   }
-  std::printf("state now %s, %s, %d history windows%s, step %llds, method %s\n",
+  // A window from now or the future starts from the state now; one in the
+  // past from the state at its start.
+  std::printf("%s %s, %s, %d history windows%s, step %llds, method %s\n",
+              req.start_unix_seconds() > 0 ? "initial state" : "state now",
               StateShort(resp.initial_state()).c_str(),
               resp.day_type() == sojourn::v1::DAY_TYPE_WEEKEND ? "weekend" : "weekday",
               resp.history_windows(), resp.low_history() ? " (LOW HISTORY)" : "",

@@ -87,8 +87,10 @@ options:
                            lab's clock across daylight saving time, as the
                            predictor's --time_zone; a day is then 23 or 25
                            hours long, and a skipped clock hour has no test
-                           window that day. Not with --utc-offset, nor with a
-                           trace in local date-times (already on the lab's clock)
+                           window that day (training windows at it start at
+                           the change, as the predictor cuts them). Not with
+                           --utc-offset, nor with a trace in local date-times
+                           (already on the lab's clock)
   --start T                availability matrix: time of column 0, Unix seconds or
                            UTC YYYY-MM-DD[THH:MM:SS], 1970-01-01..2200-12-31
                            (default 1999-07-06 = 931219200)

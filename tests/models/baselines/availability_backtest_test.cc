@@ -338,6 +338,39 @@ TEST(AvailabilityBacktestTest, TimeZoneFollowsTheLabsClockAcrossDaylightSavingTi
   }
 }
 
+// Samoa skipped Friday 2011-12-30 whole (Pacific/Apia went from UTC-10 to
+// UTC+14). An always-up host sampled hourly from Saturday 2011-12-10 for 28
+// local days is tested from 2011-12-24: 9 weekdays (not 10: the skipped
+// Friday has no windows: its 00:00 would be Saturday's) and 4
+// weekend days.
+TEST(AvailabilityBacktestTest, ADayTheZoneSkippedHasNoTestWindows) {
+  absl::StatusOr<availability::LocalClock> apia = availability::LocalClock::Zone("Pacific/Apia");
+  ASSERT_TRUE(apia.ok()) << apia.status();
+  const int64_t first_day = 15318;  // 2011-12-10, a Saturday
+  HostTrace t;
+  t.host = "up";
+  t.period_seconds = 3600;
+  for (int64_t at = apia->UnixAt(first_day, 0); at <= apia->UnixAt(first_day + 27, 23 * 3600);
+       at += 3600) {
+    HostSample s;
+    s.unix_seconds = at;
+    s.cpu_load = 0;
+    t.samples.push_back(s);
+  }
+  BacktestConfig c = HourlyConfig();
+  c.methods = {"window_frequency"};
+  c.clock = *apia;
+  auto r = RunBacktest({t}, c);
+  ASSERT_TRUE(r.ok()) << r.status();
+  int seen = 0;
+  for (const CellResult& cell : r->cells) {
+    if (cell.hours != 1 || cell.hour != 0) continue;
+    ++seen;
+    EXPECT_EQ(cell.n_test, cell.day_type == 0 ? 9 : 4) << cell.day_type;
+  }
+  EXPECT_EQ(seen, 2);
+}
+
 // A day without samples on every host is a global monitoring outage: windows
 // touching it are excluded instead of counted as failures.
 TEST(AvailabilityBacktestTest, GlobalOutageWindowsAreExcluded) {
