@@ -205,30 +205,35 @@ constexpr char kForgottenHelp[] =
 void BrokerService::EnableHostChecks(Metrics& metrics, absl::Duration forget_after) {
   host_metrics_ = &metrics;
   forget_after_ = forget_after;
+  registry_.set_forget_after(forget_after);
   for (const char* reason : {"silent", "max_hosts"}) {
     metrics.DeclareCounter(kForgottenMetric, kForgottenHelp, {{"reason", reason}});
   }
-  forgotten_for_room_ = registry_.forgotten();
+  {
+    absl::MutexLock l(&check_hosts_mu_);
+    forgotten_for_room_ = registry_.forgotten();
+  }
   CheckHosts();
 }
 
 std::vector<std::string> BrokerService::CheckHosts() {
-  std::vector<std::string> forgotten;
-  if (forget_after_ > absl::ZeroDuration()) forgotten = registry_.ForgetSilent(forget_after_);
+  absl::MutexLock l(&check_hosts_mu_);
+  std::vector<std::string> forgotten = registry_.ForgetSilent();
   if (!forgotten.empty()) {
     std::string names = absl::StrJoin(
         forgotten.begin(), forgotten.begin() + std::min<size_t>(forgotten.size(), 10), ", ");
     if (forgotten.size() > 10) absl::StrAppend(&names, " and ", forgotten.size() - 10, " more");
     SOJOURN_LOG(INFO,
-                "forgot %d host(s) silent for more than %s (--forget_hosts_after_seconds): %s; "
-                "each registers again when its state manager does",
+                "forgot %d host(s) without a heartbeat or a sample for more than %s "
+                "(--forget_hosts_after_seconds): %s; each registers again once it samples",
                 static_cast<int>(forgotten.size()), absl::FormatDuration(forget_after_), names);
   }
   if (host_metrics_ == nullptr) return forgotten;
   host_metrics_->Increment(kForgottenMetric, kForgottenHelp, {{"reason", "silent"}},
                            static_cast<double>(forgotten.size()));
   const int64_t for_room = registry_.forgotten();
-  const int64_t before = forgotten_for_room_.exchange(for_room);
+  const int64_t before = forgotten_for_room_;
+  forgotten_for_room_ = for_room;
   host_metrics_->Increment(kForgottenMetric, kForgottenHelp, {{"reason", "max_hosts"}},
                            static_cast<double>(std::max<int64_t>(0, for_room - before)));
   const HostRegistry::Census census = registry_.Count();
@@ -692,10 +697,13 @@ grpc::ServerUnaryReactor* BrokerService::StartJob(grpc::CallbackServerContext* c
     e->set_job_id(id);
     e->set_start_unix_seconds(start);
     // The snapshot holds the job as running, so its hosts are nodes; the
-    // history leaves the job itself out of the load it records.
+    // history leaves the job itself out of the load it records. Taken at the
+    // start, which may be up to the skew after the clock: a snapshot at the
+    // clock left such a job out, and with it its hosts that were not live
+    // (the event then named nodes the snapshot did not have).
     std::vector<std::string> node_hosts;
     *e->mutable_snapshot() =
-        BuildSnapshot(NowUnix(), queue_config_.policy, registry_.List(),
+        BuildSnapshot(std::max(NowUnix(), start), queue_config_.policy, registry_.List(),
                       AsStarted(queue_->List(), id, start, hosts), 0, &node_hosts);
     for (const std::string& h : hosts) {
       const auto it = std::find(node_hosts.begin(), node_hosts.end(), h);

@@ -158,8 +158,8 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   // `metrics` must outlive the service. Call before the server starts.
   void ExportRankingMetrics(Metrics& metrics);
   // The registry's look after its hosts, every minute (main.cc) and once at
-  // start-up: forgets the hosts silent (no heartbeat) for more than
-  // `forget_after` (0 = never; HostRegistry::ForgetSilent), logging them,
+  // start-up: forgets the hosts silent (no heartbeat, or no sample) for more
+  // than `forget_after` (0 = never; HostRegistry::set_forget_after), logging them,
   // and sets the gauge sojourn_broker_hosts{state} (live hosts by their
   // reported state S1..S5, "unknown" without one, and "expired") and the
   // counter sojourn_broker_hosts_forgotten_total{reason="silent"|"max_hosts"}.
@@ -268,8 +268,10 @@ class BrokerService final : public sojourn::v1::Broker::CallbackService {
   Metrics* ranking_metrics_ = nullptr;
   Metrics* host_metrics_ = nullptr;
   absl::Duration forget_after_ = absl::ZeroDuration();
+  // Held by CheckHosts.
+  absl::Mutex check_hosts_mu_;
   // HostRegistry::forgotten() at the last CheckHosts.
-  std::atomic<int64_t> forgotten_for_room_{0};
+  int64_t forgotten_for_room_ ABSL_GUARDED_BY(check_hosts_mu_) = 0;
   // Held while an event goes to the history, so that events (new ones and
   // the outbox's) reach it in the order they happened; the job RPCs hold it
   // from their queue change on (Forward).

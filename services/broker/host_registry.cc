@@ -30,6 +30,21 @@ absl::Status HostRegistry::Register(const sojourn::v1::RegisterHostRequest& requ
   }
   const int64_t now = absl::ToUnixSeconds(clock_.Now());
   absl::MutexLock l(&mu_);
+  if (forget_after_ > absl::ZeroDuration()) {
+    auto known = hosts_.find(request.host());
+    const int64_t newest = std::max(request.last_sample_unix_seconds(),
+                                    known != hosts_.end() ? known->second.last_sample_unix_seconds()
+                                                          : int64_t{0});
+    if (newest > 0 && absl::FromUnixSeconds(now) - absl::FromUnixSeconds(newest) > forget_after_) {
+      if (known != hosts_.end()) hosts_.erase(known);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "host '", Excerpt(request.host()), "' was not registered: its newest sample, at ",
+          absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixSeconds(newest),
+                           absl::UTCTimeZone()),
+          ", is older than the broker's --forget_hosts_after_seconds (",
+          absl::ToInt64Seconds(forget_after_), " s); it registers again once it samples"));
+    }
+  }
   if (hosts_.size() >= static_cast<size_t>(max_hosts_) &&
       hosts_.find(request.host()) == hosts_.end()) {
     // Full: the expired host silent the longest makes room (its history
@@ -154,13 +169,25 @@ int64_t HostRegistry::forgotten() const {
   return forgotten_;
 }
 
-std::vector<std::string> HostRegistry::ForgetSilent(absl::Duration after) {
-  after = std::max(after, ttl_);
+void HostRegistry::set_forget_after(absl::Duration after) {
+  forget_after_ = after > absl::ZeroDuration() ? std::max(after, ttl_) : absl::ZeroDuration();
+}
+
+bool HostRegistry::Silent(const sojourn::v1::RegisteredHost& h, absl::Time now) const {
+  if (forget_after_ <= absl::ZeroDuration()) return false;
+  // No heartbeat (the state manager is gone), or no sample (the host is gone
+  // and its state manager reports it S5); 0 = no sample reported yet.
+  return now - absl::FromUnixSeconds(h.last_heartbeat_unix_seconds()) > forget_after_ ||
+         (h.last_sample_unix_seconds() > 0 &&
+          now - absl::FromUnixSeconds(h.last_sample_unix_seconds()) > forget_after_);
+}
+
+std::vector<std::string> HostRegistry::ForgetSilent() {
   const absl::Time now = clock_.Now();
   std::vector<std::string> out;
   absl::MutexLock l(&mu_);
   for (auto it = hosts_.begin(); it != hosts_.end();) {
-    if (now - absl::FromUnixSeconds(it->second.last_heartbeat_unix_seconds()) > after) {
+    if (Silent(it->second, now)) {
       out.push_back(it->first);
       it = hosts_.erase(it);
     } else {

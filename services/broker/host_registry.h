@@ -74,11 +74,16 @@ class HostRegistry {
   int max_hosts() const { return max_hosts_; }
   // Expired hosts forgotten to make room for new ones, since the start.
   int64_t forgotten() const;
-  // Forgets every host whose last heartbeat is more than `after` ago (at
-  // least the TTL: only expired hosts go) and returns their names, sorted.
-  // A host that comes back registers again as new (its state manager
-  // registers it every heartbeat period).
-  std::vector<std::string> ForgetSilent(absl::Duration after);
+  // Silence after which a host is forgotten (0 = never; less than the TTL is
+  // taken as the TTL): no heartbeat for that long (its state manager is
+  // gone), or a newest sample that old (the host is gone, although its state
+  // manager still registers it). RegisterHost of a host whose newest sample
+  // is that old is then FAILED_PRECONDITION, stored nowhere (its state
+  // manager logs it once). Call before serving.
+  void set_forget_after(absl::Duration after);
+  // Forgets the hosts silent for longer than set_forget_after's and returns
+  // their names, sorted. A host that samples again registers as new.
+  std::vector<std::string> ForgetSilent();
   // The hosts now: the live ones by their reported condition's state
   // (live[1..5] for S1..S5, live[0] without a reported condition) and the
   // expired ones.
@@ -98,6 +103,9 @@ class HostRegistry {
   const absl::Duration ttl_;
   const int64_t max_clock_skew_seconds_;
   const int max_hosts_;
+  absl::Duration forget_after_ = absl::ZeroDuration();
+  // Whether `h` has been silent for longer than forget_after_ at `now`.
+  bool Silent(const sojourn::v1::RegisteredHost& h, absl::Time now) const;
   mutable absl::Mutex mu_;
   std::map<std::string, sojourn::v1::RegisteredHost> hosts_ ABSL_GUARDED_BY(mu_);
   int64_t forgotten_ ABSL_GUARDED_BY(mu_) = 0;

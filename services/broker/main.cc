@@ -35,10 +35,11 @@ ABSL_FLAG(int64_t, max_clock_skew_seconds, sojourn::broker::kDefaultMaxSampleSke
           "times (SubmitJob, StartJob, FinishJob, EstimateJobTurnaround) may be at most 1 h "
           "ahead, the predictor's limit, whatever this flag says");
 ABSL_FLAG(int64_t, forget_hosts_after_seconds, 7 * 86400,
-          "forget a host with no heartbeat for this long (checked every minute): it leaves "
-          "ListHosts and sojourn_broker_hosts, and registers again as new should its state "
-          "manager come back; 0 = keep expired hosts until --max_hosts needs their room; else at "
-          "least --heartbeat_ttl_seconds");
+          "forget a host with no heartbeat, or no sample, for this long (checked every minute; "
+          "less than --heartbeat_ttl_seconds counts as that): it leaves ListHosts and "
+          "sojourn_broker_hosts, its state manager's registrations of it are refused (logged "
+          "there once), and it registers again as new once it samples; 0 = keep hosts until "
+          "--max_hosts needs the room of expired ones");
 ABSL_FLAG(int, max_hosts, sojourn::broker::kDefaultMaxHosts,
           "hosts kept in the registry (1..1000000): a new host beyond them takes the place of the "
           "expired host silent the longest, and is refused (RESOURCE_EXHAUSTED) when every host is "
@@ -132,12 +133,9 @@ int main(int argc, char** argv) {
           sojourn::IntFlagInRange("--max_clock_skew_seconds",
                                   absl::GetFlag(FLAGS_max_clock_skew_seconds), 0, kMax),
           sojourn::IntFlagInRange("--max_hosts", absl::GetFlag(FLAGS_max_hosts), 1, 1000000),
-          absl::GetFlag(FLAGS_forget_hosts_after_seconds) == 0
-              ? absl::OkStatus()
-              : sojourn::IntFlagInRange("--forget_hosts_after_seconds",
-                                        absl::GetFlag(FLAGS_forget_hosts_after_seconds),
-                                        std::max<int64_t>(1, absl::GetFlag(FLAGS_heartbeat_ttl_seconds)),
-                                        kMax, "(--heartbeat_ttl_seconds or more), or 0 = never"),
+          sojourn::IntFlagInRange("--forget_hosts_after_seconds",
+                                  absl::GetFlag(FLAGS_forget_hosts_after_seconds), 0, kMax,
+                                  "(0 = never)"),
           sojourn::IntFlagInRange("--threads", absl::GetFlag(FLAGS_threads), 1,
                                   sojourn::kMaxServiceThreads),
           sojourn::IntFlagInRange("--fanout_threads", absl::GetFlag(FLAGS_fanout_threads), 0,

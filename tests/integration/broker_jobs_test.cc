@@ -420,6 +420,26 @@ TEST_F(BrokerJobsTest, JobTimesAheadOfTheClockAreThoseTheHistoryTakes) {
   EXPECT_GE(predictor::PredictorServiceConfig{}.max_clock_skew_seconds, kMaxJobClockSkewSeconds);
 }
 
+// A job started up to the skew ahead of the broker's clock on a host that is
+// registered but expired: its host is a node of the snapshot sent with the
+// event (it was not, and the event named node 0 of an empty cluster, which
+// the history refused for good).
+TEST_F(BrokerJobsTest, AJobStartingAheadOfTheClockOnAnExpiredHostIsRecorded) {
+  ASSERT_TRUE(Register("a", 0.0).ok());
+  clock_.Advance(absl::Hours(25));  // a's registration (TTL 24 h) has expired
+  const int64_t now = absl::ToUnixSeconds(clock_.Now());
+  v1::JobQueueResponse resp;
+  ASSERT_TRUE(Submit(Job(1, 1, now), &resp).ok());
+  grpc::ClientContext ctx;
+  v1::StartJobRequest req;
+  req.set_job_id(1);
+  req.add_hosts("a");
+  req.set_start_unix_seconds(now + 1800);
+  ASSERT_TRUE(stub_->StartJob(&ctx, req, &resp).ok());
+  EXPECT_TRUE(resp.recorded_in_history()) << resp.history_error();
+  EXPECT_EQ(resp.history_pending(), 0);
+}
+
 // Job ids as the predictor's history takes them: a job the queue keeps has an
 // id > 0 (StartJob and FinishJob of 0 or less are INVALID_ARGUMENT, not "not
 // queued"); the job estimated may be 0 (not queued), never negative.

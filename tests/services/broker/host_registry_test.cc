@@ -35,41 +35,57 @@ TEST(HostRegistryTest, ExpiresWithoutHeartbeat) {
   EXPECT_EQ(registry.List().size(), 1u);
 }
 
-// ForgetSilent drops only the hosts silent for longer than asked (and never a
-// live one, whatever is asked); Count sorts the live hosts by their reported
-// state and counts the expired ones.
+// ForgetSilent drops the hosts without a heartbeat, or without a sample, for
+// longer than set_forget_after's (never a live one for a shorter time than
+// the TTL); Count sorts the live hosts by their reported state and counts the
+// expired ones.
 TEST(HostRegistryTest, ForgetsHostsSilentForLongAndCountsTheRest) {
   FakeClock clock;
   HostRegistry registry(clock, absl::Seconds(60));
-  auto with_state = [](const std::string& host, sojourn::v1::HostState state) {
+  // Registered now with a sample now, in `state`.
+  auto reg = [&](const std::string& host, sojourn::v1::HostState state,
+                 int64_t last_sample = -1) {
     sojourn::v1::RegisterHostRequest r = Req(host, "127.0.0.1:1");
     r.mutable_condition()->set_state(state);
-    r.set_last_sample_unix_seconds(1);
-    return r;
+    r.set_last_sample_unix_seconds(last_sample >= 0 ? last_sample
+                                                    : absl::ToUnixSeconds(clock.Now()));
+    return registry.Register(r);
   };
-  ASSERT_THAT(registry.Register(with_state("gone", sojourn::v1::HOST_STATE_S1_IDLE)), IsOk());
+  const int64_t t0 = absl::ToUnixSeconds(clock.Now());
+  ASSERT_THAT(reg("gone", sojourn::v1::HOST_STATE_S1_IDLE), IsOk());
+  ASSERT_THAT(reg("stale", sojourn::v1::HOST_STATE_S1_IDLE), IsOk());
   clock.Advance(absl::Hours(2));
-  ASSERT_THAT(registry.Register(with_state("quiet", sojourn::v1::HOST_STATE_S1_IDLE)), IsOk());
+  ASSERT_THAT(reg("quiet", sojourn::v1::HOST_STATE_S1_IDLE), IsOk());
   clock.Advance(absl::Minutes(30));
-  ASSERT_THAT(registry.Register(with_state("idle", sojourn::v1::HOST_STATE_S1_IDLE)), IsOk());
-  ASSERT_THAT(registry.Register(with_state("revoked", sojourn::v1::HOST_STATE_S5_REVOKED)), IsOk());
+  ASSERT_THAT(reg("idle", sojourn::v1::HOST_STATE_S1_IDLE), IsOk());
+  // stale's state manager still registers it, with its sample of t0: S5.
+  ASSERT_THAT(reg("stale", sojourn::v1::HOST_STATE_S5_REVOKED, t0), IsOk());
   ASSERT_THAT(registry.Register(Req("old-statemgr", "127.0.0.1:1")), IsOk());
   HostRegistry::Census c = registry.Count();
   EXPECT_EQ(c.live[1], 1);
   EXPECT_EQ(c.live[5], 1);
   EXPECT_EQ(c.live[0], 1);
   EXPECT_EQ(c.expired, 2);
-  // Silent for 2.5 h and 30 min: an hour forgets only the first.
-  EXPECT_EQ(registry.ForgetSilent(absl::Hours(1)), std::vector<std::string>{"gone"});
+  EXPECT_TRUE(registry.ForgetSilent().empty());  // never, by default
+  // Silent for 2.5 h (gone: no heartbeat; stale: no sample) and 30 min: an
+  // hour forgets the first two.
+  registry.set_forget_after(absl::Hours(1));
+  EXPECT_EQ(registry.ForgetSilent(), (std::vector<std::string>{"gone", "stale"}));
   EXPECT_TRUE(absl::IsNotFound(registry.Get("gone").status()));
   EXPECT_EQ(registry.Count().expired, 1);
-  // Asked for less than the TTL, still only expired hosts go.
-  EXPECT_EQ(registry.ForgetSilent(absl::Seconds(1)), std::vector<std::string>{"quiet"});
-  EXPECT_EQ(registry.List().size(), 3u);
+  // stale's state manager registering it again is refused, and stores nothing.
+  absl::Status refused = reg("stale", sojourn::v1::HOST_STATE_S5_REVOKED, t0);
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  EXPECT_NE(refused.message().find("--forget_hosts_after_seconds"), std::string::npos) << refused;
+  EXPECT_TRUE(absl::IsNotFound(registry.Get("stale").status()));
+  // Less than the TTL is the TTL: only expired hosts go.
+  registry.set_forget_after(absl::Seconds(1));
+  EXPECT_EQ(registry.ForgetSilent(), std::vector<std::string>{"quiet"});
+  EXPECT_EQ(registry.List().size(), 2u);
   EXPECT_EQ(registry.forgotten(), 0);  // that counts the room made at max_hosts
-  // A forgotten host registers again as new.
-  ASSERT_THAT(registry.Register(Req("gone", "127.0.0.1:1")), IsOk());
-  EXPECT_EQ(registry.Get("gone")->registered_unix_seconds(), absl::ToUnixSeconds(clock.Now()));
+  // A host that samples again registers as new.
+  ASSERT_THAT(reg("stale", sojourn::v1::HOST_STATE_S1_IDLE), IsOk());
+  EXPECT_EQ(registry.Get("stale")->registered_unix_seconds(), absl::ToUnixSeconds(clock.Now()));
 }
 
 // At most max_hosts hosts: a new one replaces the expired host silent the
